@@ -1,0 +1,141 @@
+/*
+ * image: frame decoding (JPEG, PNG, raw), geometry (letterbox, resize) and
+ * packing of model input tensors. Pure: no threads, no sockets, no globals;
+ * every function works on the buffers it is given, so it can be unit tested
+ * and fuzzed alone. Geometry follows docs/protocol.md §6 exactly.
+ */
+#ifndef OSP_IMAGE_H
+#define OSP_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    OSP_IMG_OK = 0,
+    OSP_IMG_EINVAL = -1,  /* bad arguments or sizes */
+    OSP_IMG_EDECODE = -2, /* the bytes are not a decodable image */
+    OSP_IMG_ENOMEM = -3,
+    OSP_IMG_EIO = -4,     /* a file could not be read or written */
+};
+
+/* Pixel formats of frames as they arrive on the wire (values are the wire's). */
+typedef enum { OSP_PIX_RGB = 0, OSP_PIX_BGR = 1, OSP_PIX_GRAY = 2 } osp_pixfmt_t;
+
+/* A borrowed view of interleaved pixels; owns nothing. stride is in bytes. */
+typedef struct {
+    const uint8_t *data;
+    int width, height, stride;
+    osp_pixfmt_t fmt;
+} osp_view_t;
+
+/* An owned, reusable pixel buffer. Zero-initialise; functions that fill it
+ * grow `data` only when `cap` is too small, so a buffer reused frame after
+ * frame stops allocating. Free with osp_image_free. */
+typedef struct {
+    uint8_t *data;
+    size_t cap;
+    int width, height, stride;
+    osp_pixfmt_t fmt;
+} osp_image_t;
+
+void osp_image_free(osp_image_t *img);
+osp_view_t osp_image_view(const osp_image_t *img);
+/* Bytes per pixel of a format (3, 3, 1); 0 for an unknown value. */
+int osp_pixfmt_channels(int fmt);
+/* Wrap raw wire pixels as a view after checking len == w*h*channels without
+ * overflow; on mismatch writes the reason to err and returns OSP_IMG_EINVAL. */
+int osp_view_wrap(const uint8_t *data, size_t len, int width, int height, int fmt,
+                  osp_view_t *out, char *err, size_t errlen);
+
+/* ---- decoding ---------------------------------------------------------- */
+
+/* A decoder owns the libjpeg-turbo handle; one per thread. */
+typedef struct osp_decoder osp_decoder_t;
+osp_decoder_t *osp_decoder_new(void);
+void osp_decoder_free(osp_decoder_t *dec);
+
+/* The libjpeg-turbo scale denominator (1, 2, 4 or 8) for a w x h JPEG that
+ * will be fitted into a want_w x want_h model input: the largest d such that
+ * w/d >= want_w and h/d >= want_h (so the frame is decoded smaller only when
+ * it is at least twice the input on both sides). want_w/h <= 0 means 1. */
+int osp_jpeg_scale_denom(int w, int h, int want_w, int want_h);
+
+/* Decode JPEG or PNG bytes (sniffed by magic) to RGB in `out`. JPEGs use the
+ * scaled decode above; orig_w/orig_h receive the image's full size (which
+ * differs from out->width/height after a scaled decode). */
+int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w,
+                     int want_h, osp_image_t *out, int *orig_w, int *orig_h, char *err,
+                     size_t errlen);
+/* Read a whole file and decode it as above (full size: no scaling). */
+int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char *err,
+                   size_t errlen);
+
+/* Encoders for snapshots: JPEG (quality 1..100) or PNG by file extension. */
+int osp_image_save(osp_decoder_t *dec, const osp_view_t *src, const char *path, char *err,
+                   size_t errlen);
+
+/* ---- geometry ---------------------------------------------------------- */
+
+typedef enum { OSP_FIT_LETTERBOX = 0, OSP_FIT_RESIZE = 1 } osp_fit_t;
+
+/* How a frame maps into the model input: input = frame * scale + pad.
+ * content_w/h is the resized frame inside the input (before padding). */
+typedef struct {
+    float scale_x, scale_y;
+    int pad_x, pad_y;
+    int content_w, content_h;
+} osp_geom_t;
+
+/* Letterbox into tw x th: scale = min(tw/w, th/h) (side/max(w,h) when square),
+ * content = floor(w*scale) x floor(h*scale), pad split evenly with the
+ * left/top half rounded down. Resize: scale per axis, no pad. */
+void osp_geom_compute(int w, int h, int tw, int th, osp_fit_t fit, osp_geom_t *g);
+
+/* ---- tensor packing ---------------------------------------------------- */
+
+typedef enum { OSP_LAYOUT_NCHW = 0, OSP_LAYOUT_NHWC = 1 } osp_layout_t;
+typedef enum { OSP_ELEM_F32 = 0, OSP_ELEM_U8 = 1 } osp_elem_t;
+
+/* What a model wants. value = (pixel - mean[c]) / std[c], in RGB channel
+ * order, for f32 tensors; u8 tensors get the pixels as they are. */
+typedef struct {
+    int width, height, channels; /* channels 3 (RGB) or 1 (luminance) */
+    osp_fit_t fit;
+    osp_layout_t layout;
+    osp_elem_t elem;
+    float mean[3], std[3];
+    uint8_t pad_value; /* 114 per the protocol */
+} osp_prep_t;
+
+/* Named normalizations of the protocol: "none"/"zero-one" (x/255),
+ * "imagenet", "scrfd" ((x-127.5)/128). NULL or "" means "none". Returns
+ * OSP_IMG_EINVAL for an unknown name. */
+int osp_norm_named(const char *name, float mean[3], float std[3]);
+
+/* Reusable per-thread working memory for osp_prep_run. */
+typedef struct {
+    osp_image_t resized; /* the frame at content size */
+    osp_image_t argb;    /* staging for libyuv, when a path needs it */
+} osp_prep_scratch_t;
+void osp_prep_scratch_free(osp_prep_scratch_t *s);
+
+/* Bytes one packed input of p takes (w*h*c*elem size). */
+size_t osp_prep_tensor_bytes(const osp_prep_t *p);
+
+/* Fit src into the model input and pack it into dst (osp_prep_tensor_bytes
+ * bytes, owned by the caller). Shortcuts of the protocol: a frame already
+ * at the target size is packed as is; one already at the content size is
+ * only padded. geom receives the mapping used. */
+int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
+                 osp_prep_scratch_t *scratch, osp_geom_t *geom, char *err, size_t errlen);
+
+/* ---- drawing (annotated snapshots) -------------------------------------- */
+
+/* Draw a rectangle outline (thickness px) and a text label with a built-in
+ * bitmap font onto an RGB image, clipped to it. */
+void osp_draw_rect(osp_image_t *img, int x1, int y1, int x2, int y2, int thickness,
+                   const uint8_t rgb[3]);
+void osp_draw_label(osp_image_t *img, int x, int y, const char *text, const uint8_t fg[3],
+                    const uint8_t bg[3]);
+
+#endif
