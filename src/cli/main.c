@@ -1,0 +1,42 @@
+/* osprey: the command-line front of the inference server. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static void usage(FILE *out) {
+    fputs("usage: osprey <command> [options]\n"
+          "\n"
+          "Real-time inference for camera and video analytics.\n"
+          "\n"
+          "commands:\n"
+          "  detect   run a model over images and videos, one JSON line per frame\n"
+          "  models   list the built-in model catalog and which models are downloaded\n"
+          "  version  print the version\n"
+          "\n"
+          "Run 'osprey <command> --help' for a command's options.\n"
+          "Models and media live in $OSPREY_CACHE (default ~/.cache/osprey);\n"
+          "scripts/fetch-assets.sh downloads them.\n",
+          out);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "detect") == 0) return osp_cmd_detect(argc - 1, argv + 1);
+    if (strcmp(cmd, "models") == 0) return osp_cmd_models(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("osprey %s\n", OSP_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "osprey: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,72 @@
+/* The built-in model catalog: models osprey knows how to fetch and run. */
+#include "model/model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const osp_catalog_entry_t CATALOG[] = {
+    {.name = "ssd-oidv4",
+     .file = "ssd-oidv4.onnx",
+     .postprocessor = "ssd",
+     .width = 300, .height = 300, .channels = 3, .layout = "NHWC",
+     .fit = OSP_FIT_RESIZE,
+     /* px/127.5 - 1 */
+     .mean = {127.5f, 127.5f, 127.5f}, .std = {127.5f, 127.5f, 127.5f},
+     .confidence = 0.3f, .nms_iou = 0.45f,
+     .description = "SSD-MobileNetV2, Open Images V4, 24 classes (people, vehicles, animals, objects)"},
+    {.name = "ultraface",
+     .file = "ultraface-rfb320.onnx",
+     .postprocessor = "ultraface",
+     .width = 320, .height = 240, .channels = 3, .layout = "NCHW",
+     .fit = OSP_FIT_RESIZE,
+     /* (px - 127) / 128 */
+     .mean = {127.f, 127.f, 127.f}, .std = {128.f, 128.f, 128.f},
+     .confidence = 0.5f, .nms_iou = 0.4f,
+     .description = "UltraFace RFB-320 face detector"},
+    {.name = "face-embed",
+     .file = "face-embed.onnx",
+     .postprocessor = "embedding",
+     .width = 112, .height = 112, .channels = 3, .layout = "NCHW",
+     .fit = OSP_FIT_RESIZE,
+     .mean = {127.f, 127.f, 127.f}, .std = {128.f, 128.f, 128.f},
+     .confidence = 0.f, .nms_iou = 0.f,
+     .description = "512-d face embedding of a 112x112 face crop"},
+    {.name = "blazeface",
+     .file = "blazeface.onnx",
+     .postprocessor = "blazeface",
+     .width = 128, .height = 128, .channels = 3, .layout = "NHWC",
+     .fit = OSP_FIT_RESIZE,
+     /* px/127.5 - 1 */
+     .mean = {127.5f, 127.5f, 127.5f}, .std = {127.5f, 127.5f, 127.5f},
+     .confidence = 0.5f, .nms_iou = 0.3f,
+     .description = "MediaPipe BlazeFace (front camera) face detector"},
+};
+
+int osp_catalog_count(void) { return (int)(sizeof CATALOG / sizeof CATALOG[0]); }
+
+const osp_catalog_entry_t *osp_catalog_at(int i) {
+    return (i >= 0 && i < osp_catalog_count()) ? &CATALOG[i] : NULL;
+}
+
+const osp_catalog_entry_t *osp_catalog_find(const char *name) {
+    for (int i = 0; name && i < osp_catalog_count(); i++)
+        if (strcmp(CATALOG[i].name, name) == 0) return &CATALOG[i];
+    return NULL;
+}
+
+void osp_cache_dir(char *buf, size_t n) {
+    const char *c = getenv("OSPREY_CACHE");
+    if (c && *c) {
+        snprintf(buf, n, "%s", c);
+        return;
+    }
+    const char *home = getenv("HOME");
+    snprintf(buf, n, "%s/.cache/osprey", home && *home ? home : ".");
+}
+
+void osp_catalog_path(const osp_catalog_entry_t *e, char *buf, size_t n) {
+    char dir[900];
+    osp_cache_dir(dir, sizeof dir);
+    snprintf(buf, n, "%s/models/%s", dir, e->file);
+}

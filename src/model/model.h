@@ -1,0 +1,156 @@
+/*
+ * model: what a loaded model is to osprey — its configuration (the seed's
+ * keys, plus the built-in catalog), the runtime session, the preprocessing
+ * it needs, its postprocessor and labels — and the per-frame path through
+ * them: prepare (frame -> input tensor) then predict (run + decode).
+ */
+#ifndef OSP_MODEL_H
+#define OSP_MODEL_H
+
+#include <stddef.h>
+
+#include "image/image.h"
+#include "post/post.h"
+#include "runtime/runtime.h"
+
+struct cJSON;
+
+enum {
+    OSP_MODEL_OK = 0,
+    OSP_MODEL_EINVAL = -1,  /* a bad configuration */
+    OSP_MODEL_ELOAD = -2,   /* the runtime could not load it */
+    OSP_MODEL_ERUN = -3,    /* a frame failed */
+    OSP_MODEL_ENOMEM = -4,
+};
+
+typedef enum {
+    OSP_POST_SSD = 0,
+    OSP_POST_ULTRAFACE,
+    OSP_POST_EMBEDDING,
+    OSP_POST_BLAZEFACE,
+} osp_post_kind_t;
+
+/* A model's configuration. Strings are owned (fixed buffers). */
+typedef struct {
+    char name[64];          /* catalog name, or the file's stem */
+    char path[1024];
+    char postprocessor[32];
+    char labels_path[1024]; /* "" = <path without extension>.labels if present */
+    char device[32];
+    int width, height, channels; /* 0 = take from the model */
+    osp_fit_t fit;
+    float mean[3], std[3];
+    float confidence;
+    float nms_iou;
+    int max_detections;
+    int intra_threads;       /* 0 = runtime default */
+} osp_model_cfg_t;
+
+/* ---- catalog --------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    const char *file;          /* under <cache>/models */
+    const char *postprocessor;
+    int width, height, channels;
+    const char *layout;        /* "NHWC" or "NCHW", for display */
+    osp_fit_t fit;
+    float mean[3], std[3];
+    float confidence, nms_iou;
+    const char *description;
+} osp_catalog_entry_t;
+
+int osp_catalog_count(void);
+const osp_catalog_entry_t *osp_catalog_at(int i);
+const osp_catalog_entry_t *osp_catalog_find(const char *name);
+/* The asset cache: $OSPREY_CACHE, else $HOME/.cache/osprey. */
+void osp_cache_dir(char *buf, size_t n);
+/* <cache>/models/<file> of an entry. */
+void osp_catalog_path(const osp_catalog_entry_t *e, char *buf, size_t n);
+
+/* ---- configuration --------------------------------------------------------- */
+
+/* Defaults of the protocol (input 640, letterbox, x/255, confidence 0.25,
+ * NMS 0.45, 100 detections). */
+void osp_model_cfg_defaults(osp_model_cfg_t *cfg);
+/* From a catalog name. OSP_MODEL_EINVAL with a message naming the known
+ * models when the name is unknown. */
+int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err,
+                               size_t errlen);
+/* "NAME" from the catalog, or a path to a model file (postprocessor then
+ * defaults to ssd unless given later). */
+int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *err,
+                          size_t errlen);
+/* From a JSON model config of the protocol (§6): "model" (catalog name,
+ * extension) then path, postprocessor, inputSize, inputWidth, inputHeight,
+ * inputChannels, preprocessMode, inputNormalization, mean/std (extension),
+ * confidence, nmsIouThreshold, maxDetections, device, labels. */
+int osp_model_cfg_from_json(const struct cJSON *obj, osp_model_cfg_t *cfg, char *err,
+                            size_t errlen);
+
+/* ---- loaded model ------------------------------------------------------------ */
+
+typedef struct osp_model {
+    osp_model_cfg_t cfg;
+    osp_rt_model_t *rt;
+    osp_post_kind_t post;
+    osp_prep_t prep;
+    int batch_dynamic;        /* input 0 has a dynamic batch axis */
+    char **labels;            /* owned; n_labels entries */
+    int n_labels;
+    osp_anchor_t *anchors;    /* ssd / blazeface */
+    int n_anchors;
+    int out_boxes, out_scores; /* output indices the decoder reads */
+} osp_model_t;
+
+/* Load a model: runtime session, input description, prep, decoder set-up.
+ * Logs one line on stderr naming the execution provider that serves it. */
+int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp_model_t **out,
+                   char *err, size_t errlen);
+void osp_model_free(osp_model_t *m);
+/* The label of a class, or NULL when the model has none for it. */
+const char *osp_model_label(const osp_model_t *m, int cls);
+
+/* Per-thread working memory for the frame path; zero-initialise, reuse,
+ * free with osp_infer_ctx_free. */
+typedef struct {
+    osp_prep_scratch_t scratch;
+    void *tensor;
+    size_t tensor_cap;
+    osp_geom_t geom;
+    int frame_w, frame_h;     /* the original frame */
+    int view_w, view_h;       /* the pixels prepared (smaller after a scaled JPEG decode) */
+    osp_det_t *dets;
+    int det_cap;
+    float *vec;
+    int vec_cap;
+    double prep_ms;           /* time the last prepare took */
+} osp_infer_ctx_t;
+void osp_infer_ctx_free(osp_infer_ctx_t *c);
+
+typedef struct {
+    osp_post_kind_t kind;
+    const osp_det_t *dets;   /* in original-frame pixels; points into the ctx */
+    int n_dets;
+    const float *vec;        /* embedding, L2-normalised; points into the ctx */
+    int vec_dim;
+    double preprocess_ms, predict_ms;
+    int frame_w, frame_h;
+} osp_result_t;
+
+/* Preprocess a frame into ctx. orig_w/orig_h: the frame's true size when
+ * `frame` is a scaled-down decode of it (else the view's own size). */
+int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame,
+                      int orig_w, int orig_h, char *err, size_t errlen);
+/* Run the prepared tensor and decode; fills res (valid until the ctx is
+ * used again). */
+int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,
+                      size_t errlen);
+
+/* Write the protocol's result record fields (kind, detections or embedding,
+ * inferenceMs, preprocessMs, predictMs, batchSize, frameSize) into the JSON
+ * object the caller has opened; docs/protocol.md §4. */
+#include "wire/jsonw.h"
+void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t *r, int batch);
+
+#endif

@@ -1,0 +1,205 @@
+/* Video files through libavformat/libavcodec, converted to RGB by swscale. */
+#include "video/video.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libswscale/swscale.h>
+
+struct osp_video {
+    AVFormatContext *fmt;
+    AVCodecContext *dec;
+    struct SwsContext *sws;
+    AVPacket *pkt;
+    AVFrame *frame;
+    int stream;
+    int draining;     /* the demuxer is done; flushing the decoder */
+    int finished;
+    int read_error;   /* the demuxer stopped on an error, not at the end */
+    int64_t returned;
+    osp_video_info_t info;
+};
+
+static void av_err(int code, char *buf, size_t n) {
+    char e[AV_ERROR_MAX_STRING_SIZE] = {0};
+    av_strerror(code, e, sizeof e);
+    snprintf(buf, n, "%s", e);
+}
+
+int osp_path_is_image(const char *path) {
+    unsigned char m[8] = {0};
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t n = fread(m, 1, sizeof m, f);
+    fclose(f);
+    if (n >= 3 && m[0] == 0xFF && m[1] == 0xD8 && m[2] == 0xFF) return 1;
+    if (n >= 8 && memcmp(m, "\x89PNG\r\n\x1a\n", 8) == 0) return 1;
+    return 0;
+}
+
+int osp_video_open(const char *path, osp_video_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    char why[128];
+    int rc;
+    av_log_set_level(AV_LOG_FATAL);
+    osp_video_t *v = calloc(1, sizeof *v);
+    if (!v) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    if ((rc = avformat_open_input(&v->fmt, path, NULL, NULL)) < 0) {
+        av_err(rc, why, sizeof why);
+        snprintf(err, errlen, "cannot open video %s: %s", path, why);
+        goto fail;
+    }
+    if ((rc = avformat_find_stream_info(v->fmt, NULL)) < 0) {
+        av_err(rc, why, sizeof why);
+        snprintf(err, errlen, "cannot read video %s: %s", path, why);
+        goto fail;
+    }
+    const AVCodec *codec = NULL;
+    v->stream = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (v->stream < 0 || !codec) {
+        snprintf(err, errlen, "cannot read video %s: no decodable video stream", path);
+        goto fail;
+    }
+    AVStream *st = v->fmt->streams[v->stream];
+    if (!(v->dec = avcodec_alloc_context3(codec)) ||
+        avcodec_parameters_to_context(v->dec, st->codecpar) < 0) {
+        snprintf(err, errlen, "cannot read video %s: decoder set-up failed", path);
+        goto fail;
+    }
+    v->dec->thread_count = 1; /* the caller's pipeline owns the cores */
+    if ((rc = avcodec_open2(v->dec, codec, NULL)) < 0) {
+        av_err(rc, why, sizeof why);
+        snprintf(err, errlen, "cannot decode video %s: %s", path, why);
+        goto fail;
+    }
+    if (v->dec->width <= 0 || v->dec->height <= 0 || v->dec->width > 16384 ||
+        v->dec->height > 16384) {
+        snprintf(err, errlen, "cannot read video %s: bad frame size %dx%d", path, v->dec->width,
+                 v->dec->height);
+        goto fail;
+    }
+    if (!(v->pkt = av_packet_alloc()) || !(v->frame = av_frame_alloc())) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    v->info.width = v->dec->width;
+    v->info.height = v->dec->height;
+    AVRational fr = st->avg_frame_rate.num ? st->avg_frame_rate : st->r_frame_rate;
+    v->info.fps = fr.den ? av_q2d(fr) : 0;
+    v->info.frames = st->nb_frames > 0 ? st->nb_frames : 0;
+    snprintf(v->info.codec, sizeof v->info.codec, "%s", codec->name);
+    *out = v;
+    return 0;
+fail:
+    osp_video_close(v);
+    return -1;
+}
+
+void osp_video_close(osp_video_t *v) {
+    if (!v) return;
+    sws_freeContext(v->sws);
+    av_frame_free(&v->frame);
+    av_packet_free(&v->pkt);
+    avcodec_free_context(&v->dec);
+    avformat_close_input(&v->fmt);
+    free(v);
+}
+
+const osp_video_info_t *osp_video_info(const osp_video_t *v) { return &v->info; }
+int64_t osp_video_position(const osp_video_t *v) { return v->returned; }
+
+static int to_rgb(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
+    AVFrame *f = v->frame;
+    if (f->width <= 0 || f->height <= 0 || f->width > 16384 || f->height > 16384) {
+        snprintf(err, errlen, "video frame has a bad size %dx%d", f->width, f->height);
+        return -1;
+    }
+    v->sws = sws_getCachedContext(v->sws, f->width, f->height, (enum AVPixelFormat)f->format,
+                                  f->width, f->height, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL,
+                                  NULL, NULL);
+    if (!v->sws) {
+        snprintf(err, errlen, "cannot convert video frames of format %d to RGB", f->format);
+        return -1;
+    }
+    size_t stride = (size_t)f->width * 3;
+    size_t need = stride * (size_t)f->height;
+    if (rgb->cap < need) {
+        uint8_t *d = realloc(rgb->data, need);
+        if (!d) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        rgb->data = d;
+        rgb->cap = need;
+    }
+    uint8_t *dst[4] = {rgb->data, NULL, NULL, NULL};
+    int dst_stride[4] = {(int)stride, 0, 0, 0};
+    sws_scale(v->sws, (const uint8_t *const *)f->data, f->linesize, 0, f->height, dst, dst_stride);
+    rgb->width = f->width;
+    rgb->height = f->height;
+    rgb->stride = (int)stride;
+    rgb->fmt = OSP_PIX_RGB;
+    return 0;
+}
+
+/* A file that ends this far short of its declared frame count was cut. */
+static int truncated(const osp_video_t *v) {
+    if (v->read_error) return 1;
+    return v->info.frames > 0 && v->returned + 2 < v->info.frames;
+}
+
+int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
+    char why[128];
+    if (v->finished) return 0;
+    for (;;) {
+        int rc = avcodec_receive_frame(v->dec, v->frame);
+        if (rc == 0) {
+            rc = to_rgb(v, rgb, err, errlen);
+            av_frame_unref(v->frame);
+            if (rc) return -1;
+            v->returned++;
+            return 1;
+        }
+        if (rc == AVERROR_EOF) {
+            v->finished = 1;
+            if (truncated(v)) {
+                snprintf(err, errlen, "video is truncated or corrupt: it ends after %lld of %lld frames",
+                         (long long)v->returned, (long long)v->info.frames);
+                return -1;
+            }
+            return 0;
+        }
+        if (rc != AVERROR(EAGAIN)) v->read_error = 1; /* a damaged frame: skip it, remember */
+        if (v->draining) {
+            v->finished = 1;
+            if (truncated(v)) {
+                snprintf(err, errlen, "video is corrupt: decoding failed after %lld frames",
+                         (long long)v->returned);
+                return -1;
+            }
+            return 0;
+        }
+        rc = av_read_frame(v->fmt, v->pkt);
+        if (rc < 0) {
+            if (rc != AVERROR_EOF) v->read_error = 1;
+            v->draining = 1;
+            avcodec_send_packet(v->dec, NULL);
+            continue;
+        }
+        if (v->pkt->stream_index == v->stream) {
+            rc = avcodec_send_packet(v->dec, v->pkt);
+            if (rc < 0 && rc != AVERROR(EAGAIN)) {
+                av_err(rc, why, sizeof why);
+                v->read_error = 1; /* corrupt packet: keep going, report at the end */
+            }
+        }
+        av_packet_unref(v->pkt);
+    }
+}
