@@ -23,6 +23,7 @@ static const osp_catalog_entry_t CATALOG[] = {
      /* (px - 127) / 128 */
      .mean = {127.f, 127.f, 127.f}, .std = {128.f, 128.f, 128.f},
      .confidence = 0.5f, .nms_iou = 0.4f,
+     .labels = "face",
      .description = "UltraFace RFB-320 face detector"},
     {.name = "face-embed",
      .file = "face-embed.onnx",
@@ -40,6 +41,7 @@ static const osp_catalog_entry_t CATALOG[] = {
      /* px/127.5 - 1 */
      .mean = {127.5f, 127.5f, 127.5f}, .std = {127.5f, 127.5f, 127.5f},
      .confidence = 0.5f, .nms_iou = 0.3f,
+     .labels = "face",
      .description = "MediaPipe BlazeFace (front camera) face detector"},
 };
 

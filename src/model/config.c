@@ -47,6 +47,7 @@ int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err
     memcpy(cfg->std, e->std, sizeof cfg->std);
     cfg->confidence = e->confidence;
     cfg->nms_iou = e->nms_iou;
+    cfg->builtin_labels = e->labels;
     return OSP_MODEL_OK;
 }
 

@@ -30,8 +30,10 @@ static int post_kind(const char *name, osp_post_kind_t *k) {
 }
 
 /* One label per line; a missing file is not an error (labels are optional). */
-static int load_labels(osp_model_t *m, const char *path, char *err, size_t errlen) {
+static int load_labels(osp_model_t *m, const char *path, const char *builtin, char *err,
+                       size_t errlen) {
     FILE *f = fopen(path, "r");
+    if (!f && errno == ENOENT && builtin) f = fmemopen((void *)builtin, strlen(builtin), "r");
     if (!f) {
         if (errno == ENOENT) return 0;
         snprintf(err, errlen, "cannot read labels %s: %s", path, strerror(errno));
@@ -194,7 +196,7 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
         snprintf(lp, sizeof lp, "%s", cfg->labels_path);
     else
         default_labels_path(cfg->path, lp, sizeof lp);
-    if ((rc = load_labels(m, lp, err, errlen))) goto fail;
+    if ((rc = load_labels(m, lp, cfg->builtin_labels, err, errlen))) goto fail;
     fprintf(stderr, "osprey: model %s loaded on %s (input %dx%d %s %s)\n", cfg->name,
             m->rt->provider, m->prep.width, m->prep.height,
             m->prep.layout == OSP_LAYOUT_NHWC ? "NHWC" : "NCHW",

@@ -36,6 +36,7 @@ typedef struct {
     char path[1024];
     char postprocessor[32];
     char labels_path[1024]; /* "" = <path without extension>.labels if present */
+    const char *builtin_labels; /* static, '\n'-separated; used when no labels file */
     char device[32];
     int width, height, channels; /* 0 = take from the model */
     osp_fit_t fit;
@@ -57,6 +58,7 @@ typedef struct {
     osp_fit_t fit;
     float mean[3], std[3];
     float confidence, nms_iou;
+    const char *labels;        /* built-in labels, '\n'-separated; NULL: a .labels file */
     const char *description;
 } osp_catalog_entry_t;
 

@@ -26,9 +26,14 @@ typedef struct {
     const char **in_names, **out_names; /* point into the descs */
 } ort_model_t;
 
+/* Set while probing optional providers: their failures are expected on
+ * machines without the hardware and are reported in one line instead. */
+static _Thread_local int tl_probing;
+
 static void ort_log(void *param, OrtLoggingLevel severity, const char *category,
                     const char *logid, const char *code_location, const char *message) {
     (void)param; (void)category; (void)logid; (void)code_location;
+    if (tl_probing) return;
     static const char *const names[] = {"verbose", "info", "warning", "error", "fatal"};
     int s = (int)severity;
     fprintf(stderr, "osprey: onnxruntime %s: %s\n", (s >= 0 && s <= 4) ? names[s] : "log", message);
@@ -149,6 +154,7 @@ static void choose_providers(OrtSessionOptions *so, const char *device, char *ch
     snprintf(chosen, chosen_len, "CPUExecutionProvider");
     for (int i = 0; i < n; i++) {
         if (strcmp(order[i], "CPUExecutionProvider") == 0) break;
+        tl_probing = 1;
         if (strcmp(order[i], "CUDAExecutionProvider") == 0) {
             OrtCUDAProviderOptionsV2 *cuda = NULL;
             st = g_api->CreateCUDAProviderOptions(&cuda);
@@ -157,8 +163,9 @@ static void choose_providers(OrtSessionOptions *so, const char *device, char *ch
         } else {
             st = g_api->SessionOptionsAppendExecutionProvider(so, "CoreML", NULL, NULL, 0);
         }
+        tl_probing = 0;
         if (st) {
-            fprintf(stderr, "osprey: onnxruntime: %s unavailable, dropped: %s\n", order[i],
+            fprintf(stderr, "osprey: onnxruntime: %s not usable here, dropped (%s)\n", order[i],
                     g_api->GetErrorMessage(st));
             g_api->ReleaseStatus(st);
             continue;

@@ -1,0 +1,45 @@
+"""Shared fixtures for the end-to-end suite: the built binaries and the
+real models and media of the asset cache (scripts/fetch-assets.sh)."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("OSPREY_BIN", ROOT / "build" / "bin"))
+CACHE = Path(os.environ.get("OSPREY_CACHE", Path.home() / ".cache" / "osprey"))
+MEDIA = CACHE / "media"
+MODELS = CACHE / "models"
+
+
+def need(path: Path) -> Path:
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run scripts/fetch-assets.sh (make check does)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def osprey():
+    exe = BIN / "osprey"
+    if not exe.exists():
+        pytest.fail(f"{exe} is not built: run make")
+    return exe
+
+
+def run(exe, *args, timeout=300):
+    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def lines(stdout: str):
+    return [json.loads(l) for l in stdout.splitlines() if l.strip()]
+
+
+def iou(a, b):
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
