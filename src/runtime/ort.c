@@ -165,8 +165,11 @@ static void choose_providers(OrtSessionOptions *so, const char *device, char *ch
         }
         tl_probing = 0;
         if (st) {
-            fprintf(stderr, "osprey: onnxruntime: %s not usable here, dropped (%s)\n", order[i],
-                    g_api->GetErrorMessage(st));
+            /* auto mode tries what the platform suggests: silence is right
+             * when it is absent; a pin the user asked for deserves a word */
+            if (device && *device && strcmp(device, "auto") != 0)
+                fprintf(stderr, "osprey: onnxruntime: %s not usable here, using the next (%s)\n",
+                        order[i], g_api->GetErrorMessage(st));
             g_api->ReleaseStatus(st);
             continue;
         }
