@@ -14,6 +14,9 @@ export OSPREY_CACHE ?= $(HOME)/.cache/osprey
 PY       := /usr/bin/python3
 OSPREY   := $(BUILD)/bin/osprey
 FUZZ_SECONDS ?= 60
+# sanitizer runs: ONNX Runtime's own process-lifetime allocations are not ours
+export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 
 .PHONY: all build deps assets check unit e2e demo bench clean help
 
