@@ -115,9 +115,37 @@ static int setup_decoder(osp_model_t *m, char *err, size_t errlen) {
         m->out_boxes = -1;
         m->out_scores = 0;
         return 0;
-    case OSP_POST_BLAZEFACE:
-        snprintf(err, errlen, "postprocessor blazeface is not available in this build");
-        return OSP_MODEL_EINVAL;
+    case OSP_POST_BLAZEFACE: {
+        /* two grids, each a scores [1,n,1] and a regressors [1,n,16] output */
+        int sc[2] = {-1, -1}, rg[2] = {-1, -1}, ns = 0, nr = 0;
+        for (int i = 0; i < rt->n_outputs; i++) {
+            const osp_tensor_desc_t *d = &rt->outputs[i];
+            if (d->rank != 3 || d->dtype != OSP_DT_F32) continue;
+            if (d->dims[2] == 1 && ns < 2) sc[ns++] = i;
+            else if (d->dims[2] >= 4 && nr < 2) rg[nr++] = i;
+        }
+        int n = osp_blazeface_anchors(m->prep.width, NULL, 0);
+        if (ns != 2 || nr != 2 ||
+            rt->outputs[sc[0]].dims[1] + rt->outputs[sc[1]].dims[1] != n) {
+            snprintf(err, errlen, "postprocessor blazeface needs two scores [1,n,1] and two regressor [1,n,16] outputs over %d anchors", n);
+            return OSP_MODEL_EINVAL;
+        }
+        /* pair each scores output with the regressors of the same length,
+         * the larger grid (more anchors) first, as the anchors are ordered */
+        if (rt->outputs[sc[0]].dims[1] < rt->outputs[sc[1]].dims[1]) {
+            int t = sc[0]; sc[0] = sc[1]; sc[1] = t;
+        }
+        if (rt->outputs[rg[0]].dims[1] != rt->outputs[sc[0]].dims[1]) {
+            int t = rg[0]; rg[0] = rg[1]; rg[1] = t;
+        }
+        m->out_scores = sc[0];
+        m->out_boxes = rg[0];
+        m->out_scores2 = sc[1];
+        m->out_boxes2 = rg[1];
+        if (!(m->anchors = malloc((size_t)n * sizeof *m->anchors))) return OSP_MODEL_ENOMEM;
+        m->n_anchors = osp_blazeface_anchors(m->prep.width, m->anchors, n);
+        return 0;
+    }
     }
     return OSP_MODEL_EINVAL;
 }
@@ -174,7 +202,7 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
     m->cfg = *cfg;
     int rc;
     if (post_kind(cfg->postprocessor, &m->post)) {
-        snprintf(err, errlen, "unknown postprocessor '%s' (known: ssd, ultraface, embedding)",
+        snprintf(err, errlen, "unknown postprocessor '%s' (known: ssd, ultraface, embedding, blazeface)",
                  cfg->postprocessor);
         rc = OSP_MODEL_EINVAL;
         goto fail;
@@ -304,6 +332,21 @@ static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
             }
             found = osp_post_ssd(boxes->data, scores->data, n, ncls, m->anchors, m->cfg.confidence,
                                  ctx->dets, ctx->det_cap);
+        } else if (m->post == OSP_POST_BLAZEFACE) {
+            const osp_tensor_t *s2 = &out[m->out_scores2], *b2 = &out[m->out_boxes2];
+            int n1 = (int)scores->dims[1], n2 = (int)s2->dims[1];
+            if (n1 + n2 != m->n_anchors || boxes->dims[1] != n1 || b2->dims[1] != n2) {
+                snprintf(err, errlen, "blazeface outputs do not match the anchors");
+                return OSP_MODEL_ERUN;
+            }
+            found = osp_post_blazeface(scores->data, boxes->data, n1, (int)boxes->dims[2],
+                                       m->anchors, m->prep.width, m->cfg.confidence, ctx->dets,
+                                       ctx->det_cap);
+            int cap2 = found < ctx->det_cap ? ctx->det_cap - found : 0;
+            found += osp_post_blazeface(s2->data, b2->data, n2, (int)b2->dims[2],
+                                        m->anchors + n1, m->prep.width, m->cfg.confidence,
+                                        ctx->dets + (found < ctx->det_cap ? found : ctx->det_cap),
+                                        cap2);
         } else {
             if (scores->dims[1] != n) {
                 snprintf(err, errlen, "ultraface outputs disagree on the box count");

@@ -103,6 +103,7 @@ typedef struct osp_model {
     osp_anchor_t *anchors;    /* ssd / blazeface */
     int n_anchors;
     int out_boxes, out_scores; /* output indices the decoder reads */
+    int out_boxes2, out_scores2; /* a second output pair (blazeface's second grid) */
 } osp_model_t;
 
 /* Load a model: runtime session, input description, prep, decoder set-up.

@@ -56,6 +56,19 @@ int osp_post_ssd(const float *box_enc, const float *logits, int n, int ncls,
 int osp_post_ultraface(const float *scores, const float *boxes, int n, float thresh,
                        osp_det_t *out, int cap);
 
+/* ---- BlazeFace ----------------------------------------------------------- */
+
+/* The 896 anchors of the 128x128 front-camera model (centres normalised,
+ * fixed size 1). Returns how many (only cap written). */
+int osp_blazeface_anchors(int input_size, osp_anchor_t *out, int cap);
+/* Decode one output pair: scores [n] (logits) and regressors [n][reg_len]
+ * (dx, dy, w, h in input pixels, then keypoints). Emits class 0 detections
+ * with score >= thresh, boxes normalised to the input. Returns the number
+ * found (may exceed cap). */
+int osp_post_blazeface(const float *scores, const float *regs, int n, int reg_len,
+                       const osp_anchor_t *anchors, int input_size, float thresh, osp_det_t *out,
+                       int cap);
+
 /* ---- shared --------------------------------------------------------------- */
 
 /* Intersection over union of two boxes (0 when either is empty). */

@@ -150,3 +150,17 @@ def test_models_lists_catalog(osprey):
     assert models["ssd-oidv4"]["present"] is True
     table = run(osprey, "models").stdout
     assert "ssd-oidv4" in table and "PRESENT" in table
+
+
+def test_blazeface_agrees_with_ultraface(osprey):
+    (blaze,) = detect(osprey, "--model", "blazeface", need(MEDIA / "astronaut.png"))
+    (ultra,) = detect(osprey, "--model", "ultraface", need(MEDIA / "astronaut.png"))
+    assert len(blaze["detections"]) == 1 and blaze["detections"][0]["label"] == "face"
+    assert iou(blaze["detections"][0]["box"], ultra["detections"][0]["box"]) >= 0.5
+
+
+def test_face_embedding_unit_vector(osprey):
+    (rec,) = detect(osprey, "--model", "face-embed", need(MEDIA / "astronaut.png"))
+    assert rec["kind"] == "embedding" and len(rec["embedding"]) == 512
+    norm = sum(x * x for x in rec["embedding"]) ** 0.5
+    assert abs(norm - 1.0) < 1e-3
