@@ -76,5 +76,6 @@ const osp_backend_t *osp_backend_find(const char *name) {
     if (!name || !*name || strcmp(name, "onnxruntime") == 0 || strcmp(name, "onnx") == 0 ||
         strcmp(name, "ort") == 0)
         return &osp_backend_onnxruntime;
+    if (strcmp(name, "test") == 0) return &osp_backend_test;
     return NULL;
 }

@@ -86,7 +86,24 @@ struct osp_backend {
 /* The ONNX Runtime backend. */
 extern const osp_backend_t osp_backend_onnxruntime;
 
-/* Find a backend by name ("onnxruntime", "onnx", "ort", "" = default).
+/* The test backend ("test"): a TEST DOUBLE, never for production. Its model
+ * files are JSON scripts of load/run delays, failures and output values
+ * (docs/test-backend.md), for fault tests on machines without a GPU. */
+extern const osp_backend_t osp_backend_test;
+
+/* Runs of a test-backend model so far, counted when a run with valid inputs
+ * enters the backend (before its scripted delay and failure); -1 when m is
+ * not a test-backend model. Safe from any thread while m is loaded. */
+int64_t osp_test_backend_runs(const osp_rt_model_t *m);
+
+/* Batch sizes of the first OSP_TEST_BACKEND_MAX_LOG runs, in the order they
+ * entered: copies at most cap into sizes (the caller's) and returns how many
+ * are recorded; -1 when m is not a test-backend model. */
+#define OSP_TEST_BACKEND_MAX_LOG 65536
+int osp_test_backend_batches(const osp_rt_model_t *m, int *sizes, int cap);
+
+/* Find a backend by name ("onnxruntime", "onnx", "ort", "" = default;
+ * "test" = the test double).
  * NULL when unknown. */
 const osp_backend_t *osp_backend_find(const char *name);
 
