@@ -10,6 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Largest side any image function accepts: bigger frames are refused before
+ * anything is allocated for them (a 4-byte JPEG header can claim 65535^2). */
+#define OSP_IMG_MAX_SIDE 16384
+
 enum {
     OSP_IMG_OK = 0,
     OSP_IMG_EINVAL = -1,  /* bad arguments or sizes */
@@ -39,6 +43,11 @@ typedef struct {
 } osp_image_t;
 
 void osp_image_free(osp_image_t *img);
+/* Make img describe a width x height frame of fmt (stride = width * channels),
+ * growing data only when cap is too small; the old pixels are not kept.
+ * Sides must be 1..OSP_IMG_MAX_SIDE. Returns OSP_IMG_OK, OSP_IMG_EINVAL or
+ * OSP_IMG_ENOMEM (img unchanged on error). */
+int osp_image_reserve(osp_image_t *img, int width, int height, osp_pixfmt_t fmt);
 osp_view_t osp_image_view(const osp_image_t *img);
 /* Bytes per pixel of a format (3, 3, 1); 0 for an unknown value. */
 int osp_pixfmt_channels(int fmt);
@@ -114,8 +123,11 @@ int osp_norm_named(const char *name, float mean[3], float std[3]);
 
 /* Reusable per-thread working memory for osp_prep_run. */
 typedef struct {
-    osp_image_t resized; /* the frame at content size */
-    osp_image_t argb;    /* staging for libyuv, when a path needs it */
+    osp_image_t resized; /* the frame at content size, as R, G, B planes
+                            (one plane for gray), stride = width */
+    osp_image_t argb;    /* staging for libyuv: the frame resampled to the
+                            content height only, planes as above */
+    osp_image_t row;     /* one source row: blended, or split into planes */
 } osp_prep_scratch_t;
 void osp_prep_scratch_free(osp_prep_scratch_t *s);
 
@@ -132,10 +144,17 @@ int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
 /* ---- drawing (annotated snapshots) -------------------------------------- */
 
 /* Draw a rectangle outline (thickness px) and a text label with a built-in
- * bitmap font onto an RGB image, clipped to it. */
+ * bitmap font onto an RGB image, clipped to it. Rectangle corners are
+ * inclusive pixels; the outline grows inwards from them. (BGR images get
+ * the colours swapped, GRAY ones their luminance.) */
 void osp_draw_rect(osp_image_t *img, int x1, int y1, int x2, int y2, int thickness,
                    const uint8_t rgb[3]);
+/* x, y is the top-left corner of the label's background box (bg NULL: no
+ * box, glyphs only). Glyphs (ASCII 32..126; others print as '?') are scaled
+ * up on big images so that they stay legible; osp_draw_label_size says how
+ * big the box will be, e.g. to put it above a detection box. */
 void osp_draw_label(osp_image_t *img, int x, int y, const char *text, const uint8_t fg[3],
                     const uint8_t bg[3]);
+void osp_draw_label_size(const osp_image_t *img, const char *text, int *w, int *h);
 
 #endif

@@ -1,0 +1,459 @@
+/*
+ * prep: fit a frame into a model input (letterbox or resize, PROTOCOL.md §6)
+ * and pack it as the tensor the model declares.
+ *
+ * The resize runs in two passes so that the big source frame is never
+ * converted whole: rows are blended vertically in the source's own
+ * interleaved format straight to the content height, split into R, G, B
+ * planes at that height only, then each plane is scaled horizontally by
+ * libyuv's ScalePlane. Converting a whole 1920x1080 frame first (to ARGB
+ * or to planes) costs ~0.8-1 ms alone, more than everything else together.
+ * Planes, not ARGB: libyuv's ARGB column filter (SSSE3) weighs the two taps
+ * 127/128 in total and turns 255 into 253, where ScalePlane is exact; and
+ * planes are what an NCHW tensor wants anyway. Both passes are bilinear
+ * with pixel-centre alignment, like OpenCV's INTER_LINEAR that the models
+ * were trained with. Odd whole-factor shrinks (1920 -> 640) skip ScalePlane
+ * (see split_row_every); gray frames take one ScalePlane call.
+ *
+ * Memory: all staging lives in osp_prep_scratch_t and only grows. libyuv's
+ * ScalePlane allocates one row buffer per call internally, which no public
+ * libyuv API avoids; the 3x path makes no allocation at all.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <libyuv/planar_functions.h>
+#include <libyuv/scale.h>
+
+#include "image/internal.h"
+
+/* BT.601 luma, the weights OpenCV's RGB2GRAY uses: Y = .299 R + .587 G + .114 B. */
+#define LUMA_R 0.299f
+#define LUMA_G 0.587f
+#define LUMA_B 0.114f
+
+int osp_norm_named(const char *name, float mean[3], float std[3])
+{
+    static const struct {
+        const char *name;
+        float mean[3], std[3];
+    } norms[] = {
+        {"none", {0, 0, 0}, {255, 255, 255}},
+        {"zero-one", {0, 0, 0}, {255, 255, 255}},
+        {"imagenet",
+         {0.485f * 255, 0.456f * 255, 0.406f * 255},
+         {0.229f * 255, 0.224f * 255, 0.225f * 255}},
+        {"scrfd", {127.5f, 127.5f, 127.5f}, {128, 128, 128}},
+    };
+    if (!name || !*name)
+        name = "none";
+    for (size_t i = 0; i < sizeof(norms) / sizeof(norms[0]); i++) {
+        if (strcmp(name, norms[i].name) == 0) {
+            memcpy(mean, norms[i].mean, sizeof(norms[i].mean));
+            memcpy(std, norms[i].std, sizeof(norms[i].std));
+            return OSP_IMG_OK;
+        }
+    }
+    return OSP_IMG_EINVAL;
+}
+
+void osp_prep_scratch_free(osp_prep_scratch_t *s)
+{
+    if (!s)
+        return;
+    osp_image_free(&s->resized);
+    osp_image_free(&s->argb);
+    osp_image_free(&s->row);
+}
+
+static int prep_valid(const osp_prep_t *p)
+{
+    if (!p || p->width <= 0 || p->height <= 0 || p->width > OSP_IMG_MAX_SIDE ||
+        p->height > OSP_IMG_MAX_SIDE || (p->channels != 1 && p->channels != 3) ||
+        (p->fit != OSP_FIT_LETTERBOX && p->fit != OSP_FIT_RESIZE) ||
+        (p->layout != OSP_LAYOUT_NCHW && p->layout != OSP_LAYOUT_NHWC) ||
+        (p->elem != OSP_ELEM_F32 && p->elem != OSP_ELEM_U8))
+        return 0;
+    if (p->elem == OSP_ELEM_F32)
+        for (int c = 0; c < p->channels; c++)
+            if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f)
+                return 0;
+    return 1;
+}
+
+size_t osp_prep_tensor_bytes(const osp_prep_t *p)
+{
+    if (!prep_valid(p))
+        return 0;
+    return (size_t)p->width * (size_t)p->height * (size_t)p->channels *
+           (p->elem == OSP_ELEM_F32 ? sizeof(float) : 1);
+}
+
+/* ---- packing ---------------------------------------------------------- */
+
+/* Everything the per-row packer needs, worked out once per call. f32
+ * values are px * a[c] + b[c] with a = 1/std, b = -mean/std: one multiply
+ * and add per value instead of a subtract and a divide. */
+typedef struct {
+    uint8_t *dst;
+    int tw, th, ch;
+    osp_layout_t layout;
+    osp_elem_t elem;
+    osp_geom_t g;
+    float a[3], b[3];
+    float luma[3]; /* channels == 1, f32: luma weight * a[0] for R, G, B */
+    float pad_f32[3];
+    uint8_t pad_u8;
+} pack_t;
+
+/* The packing loops run over blocks of 8 with a fixed inner count: GCC's
+ * -O2 vectoriser (the "very cheap" model) only takes loops it needs no
+ * remainder code for, and a plain loop here stayed scalar. Callgrind on a
+ * 640x640 letterbox: 9 instructions a value as a plain loop, 4 as blocks,
+ * and packing went from the largest cost of the call to a fifth of it. */
+#define BLOCK 8
+
+static void u8_to_f32(float *restrict d, const uint8_t *restrict s, int n, float a, float o)
+{
+    int i = 0;
+    for (; i + BLOCK <= n; i += BLOCK)
+        for (int j = 0; j < BLOCK; j++)
+            d[i + j] = (float)s[i + j] * a + o;
+    for (; i < n; i++)
+        d[i] = (float)s[i] * a + o;
+}
+
+static void rgb_to_f32_nhwc(float *restrict d, const uint8_t *restrict r,
+                            const uint8_t *restrict g, const uint8_t *restrict b, int n,
+                            const float a[3], const float o[3])
+{
+    const float a0 = a[0], a1 = a[1], a2 = a[2], o0 = o[0], o1 = o[1], o2 = o[2];
+    int i = 0;
+    for (; i + BLOCK <= n; i += BLOCK)
+        for (int j = 0; j < BLOCK; j++) {
+            d[3 * (i + j) + 0] = (float)r[i + j] * a0 + o0;
+            d[3 * (i + j) + 1] = (float)g[i + j] * a1 + o1;
+            d[3 * (i + j) + 2] = (float)b[i + j] * a2 + o2;
+        }
+    for (; i < n; i++) {
+        d[3 * i + 0] = (float)r[i] * a0 + o0;
+        d[3 * i + 1] = (float)g[i] * a1 + o1;
+        d[3 * i + 2] = (float)b[i] * a2 + o2;
+    }
+}
+
+static void rgb_to_luma_f32(float *restrict d, const uint8_t *restrict r,
+                            const uint8_t *restrict g, const uint8_t *restrict b, int n,
+                            const float w[3], float o)
+{
+    const float wr = w[0], wg = w[1], wb = w[2];
+    int i = 0;
+    for (; i + BLOCK <= n; i += BLOCK)
+        for (int j = 0; j < BLOCK; j++)
+            d[i + j] = (float)r[i + j] * wr + (float)g[i + j] * wg + (float)b[i + j] * wb + o;
+    for (; i < n; i++)
+        d[i] = (float)r[i] * wr + (float)g[i] * wg + (float)b[i] * wb + o;
+}
+
+/* The same weights in 8.8 fixed point (77 + 150 + 29 = 256). */
+static void rgb_to_luma_u8(uint8_t *restrict d, const uint8_t *restrict r,
+                           const uint8_t *restrict g, const uint8_t *restrict b, int n)
+{
+    for (int i = 0; i < n; i++)
+        d[i] = (uint8_t)((77u * r[i] + 150u * g[i] + 29u * b[i] + 128u) >> 8);
+}
+
+/* Pack content row y from its R, G, B rows (all three the same row for a
+ * gray frame). */
+static void pack_row(const pack_t *k, int y, const uint8_t *r, const uint8_t *g,
+                     const uint8_t *b, int n)
+{
+    size_t plane = (size_t)k->tw * (size_t)k->th;
+    size_t at = (size_t)(k->g.pad_y + y) * (size_t)k->tw + (size_t)k->g.pad_x;
+    if (k->elem == OSP_ELEM_F32) {
+        float *base = (float *)(void *)k->dst;
+        if (k->ch == 1) {
+            rgb_to_luma_f32(base + at, r, g, b, n, k->luma, k->b[0]);
+        } else if (k->layout == OSP_LAYOUT_NCHW) {
+            u8_to_f32(base + at, r, n, k->a[0], k->b[0]);
+            u8_to_f32(base + at + plane, g, n, k->a[1], k->b[1]);
+            u8_to_f32(base + at + 2 * plane, b, n, k->a[2], k->b[2]);
+        } else {
+            rgb_to_f32_nhwc(base + at * 3, r, g, b, n, k->a, k->b);
+        }
+    } else if (k->ch == 1) {
+        rgb_to_luma_u8(k->dst + at, r, g, b, n);
+    } else if (k->layout == OSP_LAYOUT_NCHW) {
+        memcpy(k->dst + at, r, (size_t)n);
+        memcpy(k->dst + at + plane, g, (size_t)n);
+        memcpy(k->dst + at + 2 * plane, b, (size_t)n);
+    } else {
+        MergeRGBPlane(r, n, g, n, b, n, k->dst + at * 3, n * 3, n, 1);
+    }
+}
+
+/* Fill `bytes` at d with copies of a pattern (one pixel's worth of pad),
+ * doubling with memcpy so that wide pad bands fill at memcpy speed. */
+static void fill_pattern(uint8_t *d, size_t bytes, const void *pat, size_t pat_bytes)
+{
+    if (bytes == 0)
+        return;
+    size_t done = pat_bytes < bytes ? pat_bytes : bytes;
+    memcpy(d, pat, done);
+    while (done < bytes) {
+        size_t n = done < bytes - done ? done : bytes - done;
+        memcpy(d + done, d, n);
+        done += n;
+    }
+}
+
+/* Pad around the content: top and bottom bands, then left and right of
+ * every content row. Letterboxing pads one axis only, so one of the two
+ * is empty. */
+static void pack_pad(const pack_t *k)
+{
+    const osp_geom_t *g = &k->g;
+    if (g->content_w == k->tw && g->content_h == k->th)
+        return;
+    size_t es = k->elem == OSP_ELEM_F32 ? sizeof(float) : 1;
+    int planes = k->layout == OSP_LAYOUT_NCHW ? k->ch : 1;
+    size_t px = (size_t)(k->layout == OSP_LAYOUT_NCHW ? 1 : k->ch) * es; /* bytes a pixel */
+    size_t row = (size_t)k->tw * px;
+    uint8_t u8pad[3] = {k->pad_u8, k->pad_u8, k->pad_u8};
+    int right = g->pad_x + g->content_w, bottom = g->pad_y + g->content_h;
+    for (int p = 0; p < planes; p++) {
+        uint8_t *base = k->dst + (size_t)p * k->th * row;
+        const void *pat = k->elem == OSP_ELEM_F32 ? (const void *)&k->pad_f32[planes > 1 ? p : 0]
+                                                  : (const void *)u8pad;
+        fill_pattern(base, (size_t)g->pad_y * row, pat, px);
+        fill_pattern(base + (size_t)bottom * row, (size_t)(k->th - bottom) * row, pat, px);
+        if (g->pad_x == 0 && right == k->tw)
+            continue;
+        for (int y = g->pad_y; y < bottom; y++) {
+            uint8_t *r = base + (size_t)y * row;
+            fill_pattern(r, (size_t)g->pad_x * px, pat, px);
+            fill_pattern(r + (size_t)right * px, (size_t)(k->tw - right) * px, pat, px);
+        }
+    }
+}
+
+static void pack_setup(pack_t *k, const osp_prep_t *p, const osp_geom_t *g, void *dst)
+{
+    memset(k, 0, sizeof(*k));
+    k->dst = dst;
+    k->tw = p->width;
+    k->th = p->height;
+    k->ch = p->channels;
+    k->layout = p->layout;
+    k->elem = p->elem;
+    k->g = *g;
+    k->pad_u8 = p->pad_value;
+    if (p->elem != OSP_ELEM_F32)
+        return;
+    for (int c = 0; c < p->channels; c++) {
+        k->a[c] = 1.0f / p->std[c];
+        k->b[c] = -p->mean[c] / p->std[c];
+        k->pad_f32[c] = (float)p->pad_value * k->a[c] + k->b[c];
+    }
+    k->luma[0] = LUMA_R * k->a[0];
+    k->luma[1] = LUMA_G * k->a[0];
+    k->luma[2] = LUMA_B * k->a[0];
+}
+
+/* ---- resampling --------------------------------------------------------- */
+
+/* Planar images in an osp_image_t: `n` planes of width x height, stride
+ * width, one after the other. */
+static int planes_reserve(osp_image_t *img, int w, int h, int n)
+{
+    int rc = osp_image_grow(img, (size_t)w * (size_t)h * (size_t)n);
+    if (rc == OSP_IMG_OK) {
+        img->width = w;
+        img->height = h;
+        img->stride = w;
+    }
+    return rc;
+}
+
+static uint8_t *plane(const osp_image_t *img, int c)
+{
+    return img->data + (size_t)c * img->width * img->height;
+}
+
+/* Split interleaved rows into R, G, B planes. libyuv's SplitRGBPlane takes
+ * the bytes in memory order, so BGR just swaps the R and B destinations. */
+static void split_rows(const uint8_t *src, int stride, osp_pixfmt_t fmt, uint8_t *r, uint8_t *g,
+                       uint8_t *b, int dst_stride, int w, int h)
+{
+    if (fmt == OSP_PIX_BGR)
+        SplitRGBPlane(src, stride, b, dst_stride, g, dst_stride, r, dst_stride, w, h);
+    else
+        SplitRGBPlane(src, stride, r, dst_stride, g, dst_stride, b, dst_stride, w, h);
+}
+
+/* Source row and blend weight (0..255, libyuv's 1/256 units) for content row
+ * y: centre-aligned, sy = (y + 0.5) * h / ch - 0.5, clamped to the frame. */
+static void vmap(int y, int h, int ch, int *y0, int *frac)
+{
+    int64_t num = (int64_t)(2 * y + 1) * h - ch; /* sy * 2ch */
+    int64_t s256 = num <= 0 ? 0 : (num * 256 + ch) / (2 * (int64_t)ch);
+    *y0 = (int)(s256 >> 8);
+    *frac = (int)(s256 & 255);
+    if (*y0 >= h - 1) {
+        *y0 = h - 1;
+        *frac = 0;
+    }
+}
+
+/* Content row y of the vertical pass: a source row as it is, or two of
+ * them blended into `blend` (one row of the source's width). */
+static const uint8_t *vertical_row(const osp_view_t *src, int y, int ch, uint8_t *blend)
+{
+    int y0, f;
+    vmap(y, src->height, ch, &y0, &f);
+    const uint8_t *r0 = src->data + (size_t)y0 * src->stride;
+    if (f == 0)
+        return r0;
+    int n = src->width * osp_pixfmt_channels(src->fmt);
+    InterpolatePlane(r0, src->stride, r0 + src->stride, src->stride, blend, n, n, 1, f);
+    return blend;
+}
+
+/* Split one interleaved row into planes keeping every k-th pixel from
+ * `first`. When the width shrinks by an odd whole factor k, the centre of
+ * output pixel x falls exactly on source pixel k*x + (k-1)/2, so bilinear
+ * is this and nothing more. 1920 -> 640 (3x) is the common case, which
+ * libyuv point-samples with a plain C loop (ScaleCols_C, the top entry in
+ * callgrind); gathering here instead, fused with the split, took a 1080p
+ * -> 640x640 letterbox from 1.7 to 0.9 ms on this machine. */
+static void split_row_every(const uint8_t *src, osp_pixfmt_t fmt, uint8_t *r, uint8_t *g,
+                            uint8_t *b, int n, int k, int first)
+{
+    if (fmt == OSP_PIX_BGR) {
+        uint8_t *t = r;
+        r = b;
+        b = t;
+    }
+    const uint8_t *p = src + (size_t)first * 3;
+    const size_t step = (size_t)k * 3;
+    for (int x = 0; x < n; x++, p += step) {
+        r[x] = p[0];
+        g[x] = p[1];
+        b[x] = p[2];
+    }
+}
+
+/* Resample an RGB/BGR frame to cw x ch planes; returns the image holding
+ * them (scratch->resized, or scratch->argb when only the height changed). */
+static const osp_image_t *resample_rgb(const osp_view_t *src, int cw, int ch,
+                                       osp_prep_scratch_t *s)
+{
+    const int w = src->width, h = src->height;
+    if (cw < w && w % cw == 0 && (w / cw) % 2 == 1) {
+        const int k = w / cw;
+        if (planes_reserve(&s->resized, cw, ch, 3) != OSP_IMG_OK ||
+            osp_image_grow(&s->row, (size_t)w * 3) != OSP_IMG_OK)
+            return NULL;
+        for (int y = 0; y < ch; y++) {
+            const uint8_t *r0 = vertical_row(src, y, ch, s->row.data);
+            size_t at = (size_t)y * cw;
+            split_row_every(r0, src->fmt, plane(&s->resized, 0) + at,
+                            plane(&s->resized, 1) + at, plane(&s->resized, 2) + at, cw, k,
+                            (k - 1) / 2);
+        }
+        return &s->resized;
+    }
+    if (planes_reserve(&s->argb, w, ch, 3) != OSP_IMG_OK)
+        return NULL;
+    osp_image_t *tall = &s->argb;
+    if (h == ch) {
+        split_rows(src->data, src->stride, src->fmt, plane(tall, 0), plane(tall, 1),
+                   plane(tall, 2), w, w, h);
+    } else {
+        if (osp_image_grow(&s->row, (size_t)w * 3) != OSP_IMG_OK)
+            return NULL;
+        for (int y = 0; y < ch; y++) {
+            const uint8_t *r0 = vertical_row(src, y, ch, s->row.data);
+            size_t at = (size_t)y * w;
+            split_rows(r0, w * 3, src->fmt, plane(tall, 0) + at, plane(tall, 1) + at,
+                       plane(tall, 2) + at, w, w, 1);
+        }
+    }
+    if (cw == w)
+        return tall;
+    if (planes_reserve(&s->resized, cw, ch, 3) != OSP_IMG_OK)
+        return NULL;
+    /* The three planes, stacked, are one w x 3ch image; with the same
+     * height in and out libyuv filters horizontally only, so rows (and
+     * planes) never mix, and one call allocates one libyuv row buffer
+     * instead of three. */
+    ScalePlane(tall->data, w, w, 3 * ch, s->resized.data, cw, cw, 3 * ch, kFilterBilinear);
+    return &s->resized;
+}
+
+int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
+                 osp_prep_scratch_t *scratch, osp_geom_t *geom, char *err, size_t errlen)
+{
+    int bpp = src ? osp_pixfmt_channels(src->fmt) : 0;
+    if (!src || !src->data || bpp == 0 || src->width <= 0 || src->height <= 0 ||
+        src->width > OSP_IMG_MAX_SIDE || src->height > OSP_IMG_MAX_SIDE ||
+        src->stride < src->width * bpp) {
+        osp_image_seterr(err, errlen, "bad source frame");
+        return OSP_IMG_EINVAL;
+    }
+    if (!prep_valid(p) || !dst || !scratch) {
+        osp_image_seterr(err, errlen, "bad preprocessing spec");
+        return OSP_IMG_EINVAL;
+    }
+    const int w = src->width, h = src->height;
+    osp_geom_t g;
+    osp_geom_compute(w, h, p->width, p->height, p->fit, &g);
+    const int cw = g.content_w, ch = g.content_h;
+    pack_t k;
+    pack_setup(&k, p, &g, dst);
+
+    if (w == cw && h == ch) {
+        /* The protocol's shortcuts: at the target size (packed as is) or at
+         * the content size (only padded). No resampling at all. */
+        if (src->fmt == OSP_PIX_GRAY) {
+            for (int y = 0; y < h; y++) {
+                const uint8_t *row = src->data + (size_t)y * src->stride;
+                pack_row(&k, y, row, row, row, w);
+            }
+        } else {
+            if (planes_reserve(&scratch->row, w, 1, 3) != OSP_IMG_OK)
+                goto nomem;
+            uint8_t *r = plane(&scratch->row, 0), *gg = plane(&scratch->row, 1),
+                    *b = plane(&scratch->row, 2);
+            for (int y = 0; y < h; y++) {
+                split_rows(src->data + (size_t)y * src->stride, src->stride, src->fmt, r, gg, b,
+                           w, w, 1);
+                pack_row(&k, y, r, gg, b, w);
+            }
+        }
+    } else if (src->fmt == OSP_PIX_GRAY) {
+        if (planes_reserve(&scratch->resized, cw, ch, 1) != OSP_IMG_OK)
+            goto nomem;
+        ScalePlane(src->data, src->stride, w, h, scratch->resized.data, cw, cw, ch,
+                   kFilterBilinear);
+        for (int y = 0; y < ch; y++) {
+            const uint8_t *row = scratch->resized.data + (size_t)y * cw;
+            pack_row(&k, y, row, row, row, cw);
+        }
+    } else {
+        const osp_image_t *fin = resample_rgb(src, cw, ch, scratch);
+        if (!fin)
+            goto nomem;
+        for (int y = 0; y < ch; y++) {
+            size_t at = (size_t)y * cw;
+            pack_row(&k, y, plane(fin, 0) + at, plane(fin, 1) + at, plane(fin, 2) + at, cw);
+        }
+    }
+    pack_pad(&k);
+    if (geom)
+        *geom = g;
+    return OSP_IMG_OK;
+nomem:
+    osp_image_seterr(err, errlen, "out of memory preparing %dx%d", w, h);
+    return OSP_IMG_ENOMEM;
+}
