@@ -257,17 +257,22 @@ void osp_infer_ctx_free(osp_infer_ctx_t *c) {
     memset(c, 0, sizeof *c);
 }
 
-int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame,
-                      int orig_w, int orig_h, char *err, size_t errlen) {
+int osp_model_ensure_tensor(const osp_model_t *m, osp_infer_ctx_t *ctx) {
     size_t need = osp_prep_tensor_bytes(&m->prep);
     if (ctx->tensor_cap < need) {
         void *t = realloc(ctx->tensor, need);
-        if (!t) {
-            snprintf(err, errlen, "out of memory");
-            return OSP_MODEL_ENOMEM;
-        }
+        if (!t) return OSP_MODEL_ENOMEM;
         ctx->tensor = t;
         ctx->tensor_cap = need;
+    }
+    return OSP_MODEL_OK;
+}
+
+int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame,
+                      int orig_w, int orig_h, char *err, size_t errlen) {
+    if (osp_model_ensure_tensor(m, ctx)) {
+        snprintf(err, errlen, "out of memory");
+        return OSP_MODEL_ENOMEM;
     }
     double t0 = now_ms();
     if (osp_prep_run(frame, &m->prep, ctx->tensor, &ctx->scratch, &ctx->geom, err, errlen))
@@ -323,6 +328,9 @@ static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
     const osp_tensor_t *boxes = &out[m->out_boxes], *scores = &out[m->out_scores];
     int n = (int)boxes->dims[1];
     int found;
+    float conf = ctx->params_set ? ctx->confidence : m->cfg.confidence;
+    float nms_iou = ctx->params_set ? ctx->nms_iou : m->cfg.nms_iou;
+    int max_det = ctx->params_set ? ctx->max_detections : m->cfg.max_detections;
     for (;;) {
         if (m->post == OSP_POST_SSD) {
             int ncls = (int)scores->dims[2];
@@ -330,7 +338,7 @@ static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
                 snprintf(err, errlen, "ssd outputs do not match the anchors (%d vs %d)", n, m->n_anchors);
                 return OSP_MODEL_ERUN;
             }
-            found = osp_post_ssd(boxes->data, scores->data, n, ncls, m->anchors, m->cfg.confidence,
+            found = osp_post_ssd(boxes->data, scores->data, n, ncls, m->anchors, conf,
                                  ctx->dets, ctx->det_cap);
         } else if (m->post == OSP_POST_BLAZEFACE) {
             const osp_tensor_t *s2 = &out[m->out_scores2], *b2 = &out[m->out_boxes2];
@@ -340,11 +348,11 @@ static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
                 return OSP_MODEL_ERUN;
             }
             found = osp_post_blazeface(scores->data, boxes->data, n1, (int)boxes->dims[2],
-                                       m->anchors, m->prep.width, m->cfg.confidence, ctx->dets,
+                                       m->anchors, m->prep.width, conf, ctx->dets,
                                        ctx->det_cap);
             int cap2 = found < ctx->det_cap ? ctx->det_cap - found : 0;
             found += osp_post_blazeface(s2->data, b2->data, n2, (int)b2->dims[2],
-                                        m->anchors + n1, m->prep.width, m->cfg.confidence,
+                                        m->anchors + n1, m->prep.width, conf,
                                         ctx->dets + (found < ctx->det_cap ? found : ctx->det_cap),
                                         cap2);
         } else {
@@ -352,7 +360,7 @@ static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
                 snprintf(err, errlen, "ultraface outputs disagree on the box count");
                 return OSP_MODEL_ERUN;
             }
-            found = osp_post_ultraface(scores->data, boxes->data, n, m->cfg.confidence, ctx->dets,
+            found = osp_post_ultraface(scores->data, boxes->data, n, conf, ctx->dets,
                                        ctx->det_cap);
         }
         if (found <= ctx->det_cap) break;
@@ -361,7 +369,7 @@ static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
             return OSP_MODEL_ENOMEM;
         }
     }
-    int kept = osp_nms(ctx->dets, found, m->cfg.nms_iou, 1, m->cfg.max_detections);
+    int kept = osp_nms(ctx->dets, found, nms_iou, 1, max_det);
     osp_boxes_to_frame(ctx->dets, kept, m->prep.width, m->prep.height, ctx->geom.scale_x,
                        ctx->geom.scale_y, (float)ctx->geom.pad_x, (float)ctx->geom.pad_y,
                        ctx->frame_w, ctx->frame_h);

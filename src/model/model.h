@@ -128,6 +128,12 @@ typedef struct {
     float *vec;
     int vec_cap;
     double prep_ms;           /* time the last prepare took */
+    /* decode settings for this frame instead of the model's (params_set):
+     * a server snapshots them per request so a reconfigure never races a
+     * running decode */
+    int params_set;
+    float confidence, nms_iou;
+    int max_detections;
 } osp_infer_ctx_t;
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 
@@ -145,6 +151,9 @@ typedef struct {
  * `frame` is a scaled-down decode of it (else the view's own size). */
 int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame,
                       int orig_w, int orig_h, char *err, size_t errlen);
+/* Make sure ctx has room for one input tensor of m (for callers that fill it
+ * from a cache). 0 or OSP_MODEL_ENOMEM. */
+int osp_model_ensure_tensor(const osp_model_t *m, osp_infer_ctx_t *ctx);
 /* Run the prepared tensor and decode; fills res (valid until the ctx is
  * used again). */
 int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,

@@ -37,9 +37,10 @@ static void put(osp_jw_t *w, const char *s, size_t n) {
 
 static void putc1(osp_jw_t *w, char c) { put(w, &c, 1); }
 
-/* Comma before a value or key when a sibling precedes it. */
+/* Separator before a value or key when a sibling precedes it: ", " as
+ * Python's json.dumps writes it, so replies match the Python worker's bytes. */
 static void sep(osp_jw_t *w) {
-    if (w->need_comma) putc1(w, ',');
+    if (w->need_comma) put(w, ", ", 2);
     w->need_comma = 1;
 }
 
@@ -60,15 +61,53 @@ void osp_jw_obj_close(osp_jw_t *w) { putc1(w, '}'); w->need_comma = 1; }
 void osp_jw_arr_open(osp_jw_t *w) { sep(w); putc1(w, '['); w->need_comma = 0; }
 void osp_jw_arr_close(osp_jw_t *w) { putc1(w, ']'); w->need_comma = 1; }
 
-static void put_string(osp_jw_t *w, const char *s, size_t n) {
+static void put_u(osp_jw_t *w, unsigned v) {
     static const char hex[] = "0123456789abcdef";
+    char u[6] = {'\\', 'u', hex[(v >> 12) & 15], hex[(v >> 8) & 15], hex[(v >> 4) & 15], hex[v & 15]};
+    put(w, u, 6);
+}
+
+/* Decode one UTF-8 sequence at s[0..n); returns its length, 0 if invalid. */
+static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp) {
+    unsigned c = s[0];
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    if (len == 0 || len > n) return 0;
+    unsigned v = c & (0x7Fu >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) || (len == 4 && (v < 0x10000 || v > 0x10FFFF)))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/* A JSON string with ensure_ascii, as json.dumps writes it: non-ASCII as
+ * \uXXXX (surrogate pairs above U+FFFF); invalid UTF-8 bytes as U+FFFD. */
+static void put_string(osp_jw_t *w, const char *s, size_t n) {
     putc1(w, '"');
     size_t start = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
         put(w, s + start, i - start);
         start = i + 1;
+        if (c >= 0x80) {
+            unsigned cp = 0xFFFD;
+            size_t len = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+            if (len == 0) len = 1;
+            if (cp >= 0x10000) {
+                cp -= 0x10000;
+                put_u(w, 0xD800 + (cp >> 10));
+                put_u(w, 0xDC00 + (cp & 0x3FF));
+            } else {
+                put_u(w, cp);
+            }
+            i += len - 1;
+            start = i + 1;
+            continue;
+        }
         switch (c) {
         case '"': put(w, "\\\"", 2); break;
         case '\\': put(w, "\\\\", 2); break;
@@ -77,10 +116,7 @@ static void put_string(osp_jw_t *w, const char *s, size_t n) {
         case '\t': put(w, "\\t", 2); break;
         case '\b': put(w, "\\b", 2); break;
         case '\f': put(w, "\\f", 2); break;
-        default: {
-            char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            put(w, u, 6);
-        }
+        default: put_u(w, c);
         }
     }
     put(w, s + start, n - start);
@@ -90,7 +126,7 @@ static void put_string(osp_jw_t *w, const char *s, size_t n) {
 void osp_jw_key(osp_jw_t *w, const char *key) {
     sep(w);
     put_string(w, key, strlen(key));
-    putc1(w, ':');
+    put(w, ": ", 2);
     w->need_comma = 0;
 }
 

@@ -1,5 +1,8 @@
 /*
- * jsonw: a small JSON text writer for replies and JSON lines. Appends to a
+ * jsonw: a small JSON text writer for replies and JSON lines. It writes
+ * what Python's json.dumps writes for the same values (", " and ": "
+ * separators, non-ASCII escaped), so a host cannot tell osprey's replies
+ * from the Python worker's. Appends to a
  * growable buffer that the caller owns and reuses (osp_jw_reset keeps the
  * memory), so a warm writer allocates nothing. Numbers are written the way
  * the Python worker's json.dumps writes them where that matters (integers

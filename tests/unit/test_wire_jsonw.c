@@ -26,7 +26,7 @@ static void test_structure(void **s) {
     osp_jw_key(&w, "c");
     osp_jw_uint(&w, 4294967295u);
     osp_jw_obj_close(&w);
-    assert_string_equal(w.buf, "{\"a\":-3,\"b\":[true,null,{}],\"c\":4294967295}");
+    assert_string_equal(w.buf, "{\"a\": -3, \"b\": [true, null, {}], \"c\": 4294967295}");
     osp_jw_reset(&w);
     osp_jw_arr_open(&w);
     osp_jw_arr_close(&w);
@@ -37,8 +37,12 @@ static void test_structure(void **s) {
 static void test_escaping(void **s) {
     (void)s;
     osp_jw_t w = {0};
-    osp_jw_str(&w, "a\"b\\c\n\x01\xc3\xa9");
-    assert_string_equal(w.buf, "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\"");
+    /* ensure_ascii, as json.dumps: non-ASCII escaped, astral as a surrogate pair */
+    osp_jw_str(&w, "a\"b\\c\n\x01\xc3\xa9\xf0\x9f\x98\x80");
+    assert_string_equal(w.buf, "\"a\\\"b\\\\c\\n\\u0001\\u00e9\\ud83d\\ude00\"");
+    osp_jw_reset(&w);
+    osp_jw_str(&w, "\xff\xe2\x80\x94x"); /* an invalid byte, then an em dash */
+    assert_string_equal(w.buf, "\"\\ufffd\\u2014x\"");
     osp_jw_reset(&w);
     osp_jw_strn(&w, "x\0y", 3);
     assert_string_equal(w.buf, "\"x\\u0000y\"");
@@ -57,7 +61,7 @@ static void test_numbers(void **s) {
     osp_jw_num(&w, 3.0, -1);
     osp_jw_num(&w, 456.25, 1);
     osp_jw_arr_close(&w);
-    assert_string_equal(w.buf, "[0.8765,12.0,0.0,null,null,3.0,456.3]");
+    assert_string_equal(w.buf, "[0.8765, 12.0, 0.0, null, null, 3.0, 456.3]");
     osp_jw_free(&w);
 }
 
@@ -69,7 +73,7 @@ static void test_growth(void **s) {
     osp_jw_arr_close(&w);
     assert_false(w.oom);
     assert_int_equal(strlen(w.buf), w.len);
-    assert_memory_equal(w.buf + w.len - 7, ",99999]", 7);
+    assert_memory_equal(w.buf + w.len - 8, ", 99999]", 8);
     osp_jw_free(&w);
 }
 

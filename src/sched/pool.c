@@ -1,0 +1,150 @@
+/* Worker pool and mailbox; see pool.h. */
+#include "sched/pool.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct osp_pool {
+    pthread_mutex_t mu; /* guards head, tail, queued, stopping */
+    pthread_cond_t cv;
+    osp_qnode_t *head, *tail;
+    int queued, stopping, nthreads;
+    osp_pool_fn fn;
+    void *ctx;
+    pthread_t *threads;
+};
+
+typedef struct {
+    osp_pool_t *p;
+    int index;
+} worker_arg_t;
+
+static void *worker_main(void *arg) {
+    worker_arg_t wa = *(worker_arg_t *)arg;
+    free(arg);
+    osp_pool_t *p = wa.p;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
+        osp_qnode_t *item = p->head;
+        if (!item) { /* stopping and drained */
+            pthread_mutex_unlock(&p->mu);
+            return NULL;
+        }
+        p->head = item->next;
+        if (!p->head) p->tail = NULL;
+        p->queued--;
+        pthread_mutex_unlock(&p->mu);
+        item->next = NULL;
+        p->fn(p->ctx, item, wa.index);
+    }
+}
+
+osp_pool_t *osp_pool_new(int threads, osp_pool_fn fn, void *ctx) {
+    if (threads < 1) threads = 1;
+    osp_pool_t *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->threads = calloc((size_t)threads, sizeof *p->threads);
+    if (!p->threads) {
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    p->fn = fn;
+    p->ctx = ctx;
+    for (int i = 0; i < threads; i++) {
+        worker_arg_t *wa = malloc(sizeof *wa);
+        if (!wa) break;
+        *wa = (worker_arg_t){p, i};
+        if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+            free(wa);
+            break;
+        }
+        p->nthreads++;
+    }
+    if (p->nthreads == 0) {
+        osp_pool_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void osp_pool_push(osp_pool_t *p, osp_qnode_t *item) {
+    item->next = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (p->tail)
+        p->tail->next = item;
+    else
+        p->head = item;
+    p->tail = item;
+    p->queued++;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+int osp_pool_queued(osp_pool_t *p) {
+    pthread_mutex_lock(&p->mu);
+    int n = p->queued;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+int osp_pool_threads(const osp_pool_t *p) { return p->nthreads; }
+
+void osp_pool_free(osp_pool_t *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->threads);
+    free(p);
+}
+
+int osp_mailbox_init(osp_mailbox_t *mb) {
+    mb->head = mb->tail = NULL;
+    mb->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (mb->efd < 0) return -1;
+    pthread_mutex_init(&mb->mu, NULL);
+    return 0;
+}
+
+void osp_mailbox_destroy(osp_mailbox_t *mb) {
+    if (mb->efd >= 0) close(mb->efd);
+    mb->efd = -1;
+    pthread_mutex_destroy(&mb->mu);
+}
+
+void osp_mailbox_post(osp_mailbox_t *mb, osp_qnode_t *item) {
+    item->next = NULL;
+    pthread_mutex_lock(&mb->mu);
+    int was_empty = mb->head == NULL;
+    if (mb->tail)
+        mb->tail->next = item;
+    else
+        mb->head = item;
+    mb->tail = item;
+    pthread_mutex_unlock(&mb->mu);
+    if (was_empty) {
+        uint64_t one = 1;
+        ssize_t r = write(mb->efd, &one, sizeof one);
+        (void)r; /* a full counter still wakes the loop */
+    }
+}
+
+osp_qnode_t *osp_mailbox_take(osp_mailbox_t *mb) {
+    uint64_t v;
+    ssize_t r = read(mb->efd, &v, sizeof v);
+    (void)r;
+    pthread_mutex_lock(&mb->mu);
+    osp_qnode_t *all = mb->head;
+    mb->head = mb->tail = NULL;
+    pthread_mutex_unlock(&mb->mu);
+    return all;
+}

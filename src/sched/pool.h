@@ -1,0 +1,43 @@
+/*
+ * pool: a fixed set of worker threads draining one FIFO of work items, and
+ * a mailbox that hands finished items back to the I/O thread through an
+ * eventfd. Items are intrusive (an osp_qnode_t at the start of the caller's
+ * struct); neither structure allocates per item.
+ */
+#ifndef OSP_POOL_H
+#define OSP_POOL_H
+
+#include <pthread.h>
+
+typedef struct osp_qnode {
+    struct osp_qnode *next;
+} osp_qnode_t;
+
+/* Runs on a worker thread; `worker` is 0..threads-1 (for per-thread state). */
+typedef void (*osp_pool_fn)(void *ctx, osp_qnode_t *item, int worker);
+
+typedef struct osp_pool osp_pool_t;
+
+/* Start `threads` workers. NULL on failure (nothing started). */
+osp_pool_t *osp_pool_new(int threads, osp_pool_fn fn, void *ctx);
+void osp_pool_push(osp_pool_t *p, osp_qnode_t *item);
+/* Items queued and not yet taken by a worker. */
+int osp_pool_queued(osp_pool_t *p);
+int osp_pool_threads(const osp_pool_t *p);
+/* Let the workers finish what is queued, join them, free the pool. */
+void osp_pool_free(osp_pool_t *p);
+
+/* A many-producer, one-consumer hand-off to an event loop. */
+typedef struct {
+    pthread_mutex_t mu; /* guards head/tail */
+    osp_qnode_t *head, *tail;
+    int efd;            /* readable while items wait */
+} osp_mailbox_t;
+
+int osp_mailbox_init(osp_mailbox_t *mb);
+void osp_mailbox_destroy(osp_mailbox_t *mb);
+void osp_mailbox_post(osp_mailbox_t *mb, osp_qnode_t *item);
+/* Take everything posted so far, oldest first (a NULL-terminated list). */
+osp_qnode_t *osp_mailbox_take(osp_mailbox_t *mb);
+
+#endif

@@ -1,0 +1,213 @@
+/* Shared between the server's files; not a public interface. */
+#ifndef OSP_SERVER_INTERNAL_H
+#define OSP_SERVER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "model/model.h"
+#include "sched/admit.h"
+#include "sched/cache.h"
+#include "sched/pool.h"
+#include "server/server.h"
+#include "wire/frame.h"
+#include "wire/jsonw.h"
+
+#define OSP_MAX_SLOTS 256   /* model_idx is a u8 */
+#define OSP_PENDING_MAX 2   /* waiting frames per model beyond the running ones */
+
+struct server;
+
+/* A loaded model as the server holds it. refs and the decode settings are
+ * touched by the I/O thread only: jobs take their own copy of the settings. */
+typedef struct loaded {
+    osp_model_t *m;
+    int refs;            /* the slot's own + one per job holding it */
+    char model_id[128];  /* the file's stem */
+    char config_path[1024];
+    char postprocessor[32];
+    float confidence, nms_iou;
+    int max_detections;
+} loaded_t;
+
+/* An outgoing buffer of whole reply frames. */
+typedef struct outbuf {
+    struct outbuf *next;
+    osp_jw_t w;
+    size_t off; /* bytes already written */
+} outbuf_t;
+
+typedef struct conn {
+    struct conn *next;
+    uint32_t id;
+    int rfd, wfd;
+    int stdio;
+    int handshaken, version;
+    /* reading: a staging buffer for headers and small frames, or the
+     * frame's own buffer once its length is known and it is large */
+    uint8_t *in;
+    size_t in_len, in_cap;
+    uint8_t *big;          /* a large frame being read straight into its buffer */
+    size_t big_len, big_got;
+    int read_closed;       /* EOF or error on the read side */
+    int paused;            /* not reading: its handshake's models are loading */
+    uint32_t hello_req_id;
+    int hello_loaded, hello_total;
+    struct timespec hello_t0;
+    int fatal;             /* stop reading; close once replies are out */
+    /* writing */
+    outbuf_t *out_head, *out_tail;
+    size_t out_bytes;
+    int want_write;
+    int write_failed;
+    int inflight;          /* requests accepted and not yet answered */
+} conn_t;
+
+typedef enum { JOB_INFER, JOB_BATCH, JOB_LOAD_DONE, JOB_WINDOW, JOB_HELLO_DONE } job_kind_t;
+
+#define OSP_WINDOW_MAX 64 /* frames one window flush may carry */
+
+/* Models a socket connection's handshake asked for that were not loaded:
+ * loaded on a thread so the I/O thread keeps serving everyone else. */
+typedef struct {
+    int n;
+    int index[OSP_MAX_SLOTS];
+    osp_model_cfg_t *cfg;   /* n entries */
+    osp_model_t **m;        /* n entries: NULL where the load failed */
+    const osp_backend_t *backend;
+} hello_plan_t;
+
+typedef struct job {
+    osp_qnode_t q;         /* pool and mailbox link: must stay first */
+    job_kind_t kind;
+    struct server *srv;
+    uint32_t conn_id, req_id;
+    uint8_t msg_type;
+    uint64_t deadline_ms;
+    int model_idx;
+    loaded_t *model;       /* a reference, released by the I/O thread */
+    float confidence, nms_iou;
+    int max_detections;
+    uint8_t *frame;        /* the request frame's bytes (owned) */
+    size_t frame_len;
+    osp_wire_request_t rq; /* points into frame */
+    osp_cframe_t *cached;  /* infer_cached: the frame, referenced */
+    osp_infer_ctx_t ctx;
+    int prepared;          /* ctx holds a tensor */
+    int shed;              /* answered as dropped by the deadline gate in a worker */
+    int failed;
+    int admitted;          /* counts against the model's admission */
+    int batch_size;        /* frames run together (a window flush); 0 = alone */
+    osp_jw_t out;          /* the reply frame(s), written by a worker */
+    struct timespec t0;
+    double prep_ms;
+    /* JOB_WINDOW: the frames of one window flush, run by one predict worker */
+    struct job *items[OSP_WINDOW_MAX];
+    int n_items;
+    /* JOB_HELLO_DONE */
+    hello_plan_t *plan;
+    /* JOB_LOAD_DONE */
+    int load_seq;
+    osp_model_t *loaded_model;
+    int load_rc;
+    char load_err[512];
+    double load_ms;
+} job_t;
+
+/* A queued command (load, replace, unload, reconfigure, status, unknown). */
+typedef struct cmdq {
+    struct cmdq *next;
+    uint32_t conn_id, req_id;
+    cJSON *cmd;
+} cmdq_t;
+
+typedef struct {
+    int64_t infer_jpeg, infer_raw, infer_batch, infer_cached, commands, frames_cached;
+    int64_t shed_deadline, shed_queue_full, errors;
+} counters_t;
+
+typedef struct server {
+    osp_server_opts_t opts;
+    int epfd, sigfd, listen_fd;
+    int stopping;
+    uint32_t next_conn_id;
+    conn_t *conns;
+    osp_mailbox_t done;
+    osp_pool_t *prepare, *predict;
+    int workers;
+    int intra_threads;
+    const osp_backend_t *backend;
+    char runtime_name[64];
+    char device[32];
+    double load_bound_ms;
+    /* models */
+    loaded_t *slots[OSP_MAX_SLOTS];
+    int nslots;
+    osp_admit_t admit[OSP_MAX_SLOTS];
+    /* commands */
+    cmdq_t *cmd_head, *cmd_tail;
+    int load_busy;           /* a load/replace of the queue is in flight */
+    int load_seq;            /* identifies the load in flight */
+    cmdq_t *load_cmd;        /* the command being loaded */
+    int load_index;
+    char load_model_id[128];
+    struct timespec load_started;
+    /* poisoning (a load abandoned past its bound) */
+    int poisoned;
+    int poison_seq, poison_index;
+    char poison_model_id[128];
+    struct timespec poison_started;
+    int64_t poison_at_ms;
+    int64_t loads_completed, loads_failed, loads_timed_out, loads_finished_late;
+    /* window batching (batch_mode "window") */
+    int batch_mode;          /* osp_wire_batch_mode_t */
+    int window_ms, max_batch;
+    job_t *win[OSP_MAX_SLOTS][OSP_WINDOW_MAX];
+    int win_n[OSP_MAX_SLOTS];
+    struct timespec win_t0[OSP_MAX_SLOTS];
+    int win_open;            /* models with frames waiting in a window */
+    /* caches and counters */
+    osp_cache_t *cache;
+    counters_t counters;
+    struct timespec started;
+    int jobs_inflight;
+} server_t;
+
+/* server.c */
+conn_t *srv_conn_find(server_t *s, uint32_t id);
+void srv_send(server_t *s, conn_t *c, osp_jw_t *frame); /* takes the buffer's contents */
+void srv_conn_pause(server_t *s, conn_t *c, int paused);
+void srv_send_json_reply(server_t *s, uint32_t conn_id, uint32_t req_id, osp_jw_t *body_frame);
+double srv_ms_since(const struct timespec *t);
+int64_t srv_epoch_ms(void);
+
+int srv_loop(server_t *s);
+
+/* commands.c */
+int srv_start(server_t *s);
+void srv_stop(server_t *s);
+void srv_load_done(server_t *s, job_t *j);
+void srv_hello_done(server_t *s, job_t *j);
+void srv_window_flush_due(server_t *s);
+int srv_window_timer_ms(server_t *s);
+void srv_on_command(server_t *s, conn_t *c, const osp_wire_request_t *rq);
+void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f);
+
+/* router.c */
+void srv_on_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len);
+void srv_on_job_done(server_t *s, job_t *j);
+void srv_check_timers(server_t *s);
+int srv_timer_ms(server_t *s);
+int srv_idle(server_t *s);
+void srv_handshake_models(server_t *s, const cJSON *models, int *loaded, int *total);
+void srv_release_model(server_t *s, loaded_t *l);
+void srv_write_mem_stats(server_t *s, osp_jw_t *w);
+
+/* exec.c: pool entry points */
+void exec_prepare(void *ctx, osp_qnode_t *item, int worker);
+void exec_predict(void *ctx, osp_qnode_t *item, int worker);
+
+#endif

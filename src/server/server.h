@@ -1,0 +1,22 @@
+/*
+ * server: ospreyd's event loop. One I/O thread reads request frames from
+ * stdin (the drop-in mode) or from socket connections, admits work, and is
+ * the only writer of replies; a prepare pool and a predict pool do the
+ * frame work; model loads run on their own threads under a bound. See
+ * docs/protocol.md for what goes over the wire.
+ */
+#ifndef OSP_SERVER_H
+#define OSP_SERVER_H
+
+#include <stdint.h>
+
+typedef struct {
+    const char *listen;      /* NULL: stdin/stdout; "unix:PATH" or "tcp:HOST:PORT" */
+    const char *config_path; /* socket mode: a startup config whose models preload */
+    uint32_t max_frame;      /* declared-length cap; 0 = 64 MiB */
+} osp_server_opts_t;
+
+/* Run until stdin closes (stdio) or SIGTERM/SIGINT; returns the exit status. */
+int osp_server_run(const osp_server_opts_t *opts);
+
+#endif

@@ -1,0 +1,252 @@
+"""ospreyd --listen (extension): many connections, each with its own
+handshake and wire version, sharing the models the --config file preloads."""
+import json
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from ospreyd_client import (MODELS, MSG_COMMAND, MSG_JPEG, MSG_RAW, SSD_CATALOG,
+                            ULTRAFACE_CATALOG, check_clean, frame, free_port, iou, media_bytes,
+                            media_image, need, p_raw, person, solid, spawn, tb_config,  # noqa: F401
+                            tb_script)
+
+TRUNC_V2 = {"error": "truncated deadline prefix on msg_type=2 (3 bytes, need 8)"}
+TRUNC_V1 = {"error": "truncated infer_raw header"}
+
+
+def serve(spawn, tmp_path, config, transport="unix", *extra):
+    cfg_file = tmp_path / "ospreyd.json"
+    cfg_file.write_text(json.dumps(config))
+    if transport == "unix":
+        addr = tmp_path / "ospreyd.sock"
+        w = spawn("--listen", f"unix:{addr}", "--config", cfg_file, *extra, stdio=False)
+        w.connect = lambda: w.connect_unix(addr)
+    else:
+        port = free_port()
+        w = spawn("--listen", f"tcp:127.0.0.1:{port}", "--config", cfg_file, *extra, stdio=False)
+        w.connect = lambda: w.connect_tcp(port)
+    return w
+
+
+def hello(conn, version, models=None):
+    cfg = {} if version is None else {"protocolVersion": version}
+    if models is not None:
+        cfg["models"] = models
+    ready = conn.hello(cfg)
+    assert ready["status"] == "ready" and ready["protocolVersion"] == 2, ready
+    return ready
+
+
+@pytest.fixture
+def ssd_server(spawn, tmp_path):
+    need(MODELS / "ssd-oidv4.onnx")
+    return serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG],
+                                   "concurrency": 2})
+
+
+def test_unix_two_versions_share_models(ssd_server):
+    need(MODELS / "ultraface-rfb320.onnx")
+    a, b = ssd_server.connect(), ssd_server.connect()
+    # a connection naming the preloaded model shares it (no second load);
+    # one naming none counts none in its ready reply but serves the slots
+    ra = hello(a, None, [SSD_CATALOG])
+    rb = hello(b, 2)
+    assert (ra["models"], ra["total"]) == (1, 1), ra
+    assert (rb["models"], rb["total"]) == (0, 0), rb
+    loads = [l for l in ssd_server.stderr_text().splitlines() if "loading model" in l]
+    assert len(loads) <= 1, loads
+    assert a.wire == 1 and b.wire == 2
+    # each connection has its own wire version
+    assert a.request(MSG_RAW, b"\x00\x01\x02", prefix=False) == TRUNC_V1
+    assert b.request(MSG_RAW, b"\x00\x01\x02", prefix=False) == TRUNC_V2
+    # and the same preloaded model
+    assert person(a.infer_jpeg(0, media_bytes("messi5.jpg"))) >= 0.7
+    assert person(b.infer_jpeg(0, media_bytes("messi5.jpg"))) >= 0.7
+    # a load on one connection is seen by the other
+    assert a.command({"cmd": "load", "index": 1, "config": ULTRAFACE_CATALOG})["status"] == "ok"
+    assert b.status()["models"][1]["loaded"] is True
+    faces = b.infer_raw(1, media_image("astronaut.png"))["detections"]
+    assert len(faces) == 1 and iou(faces[0]["box"], [180, 62, 268, 174]) >= 0.7, faces
+    # a frame cached on a connection is served to it
+    assert b.cache_frame(4, media_image("messi5.jpg"))["status"] == "cached"
+    assert person(b.infer_cached(0, 4)) >= 0.7
+    for c in (a, b):
+        check_clean(c)
+    # a goes away; b carries on
+    a.close()
+    time.sleep(0.2)
+    assert person(b.infer_jpeg(0, media_bytes("messi5.jpg"))) >= 0.7
+
+
+def test_tcp_many_connections(spawn, tmp_path):
+    need(MODELS / "ssd-oidv4.onnx")
+    w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG],
+                                "concurrency": 2}, "tcp")
+    conns = [w.connect() for _ in range(8)]
+    for k, c in enumerate(conns):
+        hello(c, 2 if k % 2 else 1)
+    results, errors = {}, []
+    messi = media_bytes("messi5.jpg")
+
+    def client(k, c):
+        try:
+            results[k] = [c.infer_jpeg(0, messi, timeout=60) for _ in range(3)]
+        except BaseException as e:  # reported below
+            errors.append((k, e))
+
+    threads = [threading.Thread(target=client, args=(k, c)) for k, c in enumerate(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert not errors, errors
+    served = 0
+    for k, recs in results.items():
+        for r in recs:
+            if r.get("dropped"):
+                assert r.get("shedReason") == "queue-full", r
+            else:
+                assert person(r) >= 0.7, r
+                served += 1
+    assert len(results) == 8 and served >= 8, results
+    for c in conns:
+        check_clean(c)
+
+
+def test_slow_reader_does_not_stall_others(spawn, tmp_path):
+    m = tb_script(tmp_path / "m.json", faces=[(0.9, [0.1, 0.1, 0.5, 0.5])])
+    w = serve(spawn, tmp_path, tb_config([m], concurrency=2))
+    other = w.connect()  # waits for the socket
+    hello(other, 1)
+    # a client that handshakes, then floods requests and never reads a reply
+    slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    slow.connect(str(tmp_path / "ospreyd.sock"))
+    slow.sendall(frame(0, MSG_COMMAND, b"{}"))
+    hdr = b""
+    slow.settimeout(30)
+    while len(hdr) < 8:
+        hdr += slow.recv(8 - len(hdr))
+    total, rid = struct.unpack("<II", hdr)
+    body = b""
+    while len(body) < total - 4:
+        body += slow.recv(total - 4 - len(body))
+    assert json.loads(body)["status"] == "ready"
+    probe = frame(1, MSG_COMMAND, b'{"cmd": "mem_stats"}')
+    flood_done = threading.Event()
+
+    def flood():
+        try:
+            slow.settimeout(60)
+            for _ in range(40):  # ~ 20 000 mem_stats, megabytes of replies
+                slow.sendall(probe * 500)
+        except OSError:
+            pass
+        flood_done.set()
+
+    t = threading.Thread(target=flood, daemon=True)
+    t.start()
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    for _ in range(20):
+        rec = other.infer_raw(0, solid(32, 32), timeout=5)
+        assert rec["detections"], rec
+        assert other.mem_stats(timeout=5)["status"] == "ok"
+    assert time.monotonic() - t0 < 10
+    assert w.alive()
+    slow.close()
+    time.sleep(0.3)
+    assert other.infer_raw(0, solid(32, 32), timeout=5)["detections"]
+    third = w.connect()
+    hello(third, 2)
+    assert third.infer_raw(0, solid(32, 32), timeout=5)["detections"]
+
+
+def test_frame_over_cap_closes_only_that_connection(spawn, tmp_path):
+    m = tb_script(tmp_path / "m.json")
+    w = serve(spawn, tmp_path, tb_config([m]), "unix", "--max-frame", str(1 << 20))
+    a, b = w.connect(), w.connect()
+    hello(a, 1)
+    hello(b, 1)
+    a.send_bytes(struct.pack("<IIB", 5 + (3 << 20), 55, MSG_RAW) + bytes(1000))
+    r = a.reply(55)
+    assert isinstance(r.get("error"), str), r
+    a.wait_closed(10)
+    assert w.alive()
+    assert b.infer_raw(0, solid(32, 32))["kind"] == "detections"
+    c = w.connect()
+    hello(c, 2)
+    assert c.mem_stats()["status"] == "ok"
+
+
+def test_first_frame_not_command_closes_connection(spawn, tmp_path):
+    m = tb_script(tmp_path / "m.json")
+    w = serve(spawn, tmp_path, tb_config([m]))
+    bad = w.connect()
+    bad.send(MSG_JPEG, b"\x00\xff\xd8")
+    bad.wait_closed(10)
+    assert w.alive()
+    good = w.connect()
+    hello(good, 1)
+    assert good.infer_raw(0, solid(32, 32))["kind"] == "detections"
+
+
+def test_disconnect_with_requests_in_flight(spawn, tmp_path):
+    m = tb_script(tmp_path / "m.json", run_delay_ms=100)
+    w = serve(spawn, tmp_path, tb_config([m], concurrency=1))
+    gone = w.connect()
+    hello(gone, 1)
+    for _ in range(5):
+        gone.send(MSG_RAW, p_raw(0, 8, 8, 0, bytes(192)))
+    gone.send_command({"cmd": "status"})
+    gone.close()
+    stay = w.connect()
+    hello(stay, 2)
+    rec = stay.infer_raw(0, solid(32, 32), timeout=10)
+    assert rec["kind"] == "detections" and "error" not in rec, rec
+    time.sleep(0.8)
+    assert w.alive()
+    assert stay.mem_stats()["status"] == "ok"
+
+
+def test_events_reach_connections(spawn, tmp_path):
+    """The compile-finished-late event is an unsolicited frame on req_id
+    0xFFFFFFFF: a socket host that issued the load sees it."""
+    release = tmp_path / "go"
+    hang = tb_script(tmp_path / "hang.json", load_block_file=release)
+    w = serve(spawn, tmp_path, tb_config([], timeout_ms=300))
+    c, d = w.connect(), w.connect()
+    hello(c, 2)
+    hello(d, 1)
+    r = c.command({"cmd": "load", "index": 0, "config": hang})
+    assert r["reason"] == "compile-timeout", r
+    # the other connection's loads are refused too: the poison is the worker's
+    r = d.command({"cmd": "load", "index": 1, "config": hang})
+    assert r["reason"] == "worker-poisoned", r
+    release.touch()
+    for conn in (c, d):
+        ev = conn.event(timeout=10)
+        assert ev["event"] == "compile-finished-late" and ev["modelId"] == "hang", ev
+        check_clean(conn)
+
+
+def test_handshake_load_does_not_stall_others(spawn, tmp_path):
+    """A connection whose handshake names a slow new model must not stop the
+    worker serving the connections already there."""
+    m = tb_script(tmp_path / "m.json", faces=[(0.9, [0.1, 0.1, 0.5, 0.5])])
+    slow = tb_script(tmp_path / "slowload.json", load_delay_ms=2000)
+    w = serve(spawn, tmp_path, tb_config([m], concurrency=2))
+    a = w.connect()
+    hello(a, 1)
+    b = w.connect()
+    b.send(MSG_COMMAND, json.dumps({"models": [m, slow]}).encode(), req_id=0)
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    assert a.mem_stats(timeout=5)["status"] == "ok"
+    assert a.infer_raw(0, solid(32, 32), timeout=5)["detections"]
+    took = time.monotonic() - t0
+    ready = b.reply(0, timeout=10)
+    assert ready["status"] == "ready" and ready["models"] == 2, ready
+    assert took < 1.0, f"another connection waited {took:.1f}s behind a handshake load"
