@@ -17,8 +17,10 @@ FUZZ_SECONDS ?= 60
 # sanitizer runs: ONNX Runtime's own process-lifetime allocations are not ours
 export LSAN_OPTIONS ?= suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+# ONNX Runtime is not built with TSan; its own synchronisation is suppressed
+TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets check unit e2e demo bench clean help
+.PHONY: all build deps assets check check-tsan unit e2e fuzz demo bench clean help
 
 all: build
 
@@ -26,6 +28,8 @@ help:
 	@echo "make          build osprey into $(BUILD)/bin"
 	@echo "make demo     set up, fetch the default model and media, detect people in vtest.avi"
 	@echo "make check    set up and run every test (SANITIZE=address for ASan+UBSan)"
+	@echo "make check-tsan  the threaded parts (unit tests, ospreyd end to end) under TSan"
+	@echo "make fuzz     the wire fuzz target for FUZZ_SECONDS (default 60)"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
 	@echo "make clean    remove build output"
 
@@ -54,6 +58,30 @@ e2e: build assets
 check: build assets
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py
+ifeq ($(SANITIZE),)
+	@$(MAKE) --no-print-directory fuzz
+endif
+
+# libFuzzer (clang) over the wire codec: every parser a peer reaches.
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_wire
+$(FUZZ_BIN): tests/fuzz/fuzz_wire.c src/wire/*.c src/wire/*.h
+	@mkdir -p $(dir $@)
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -Isrc tests/fuzz/fuzz_wire.c src/wire/*.c -lcjson -lm -o $@
+
+fuzz: deps $(FUZZ_BIN)
+	@mkdir -p $(BUILD)/fuzz/corpus
+	@echo "fuzz_wire: $(FUZZ_SECONDS) s of libFuzzer over the wire codec"
+	@$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ \
+	    $(BUILD)/fuzz/corpus tests/fuzz/corpus/wire > $(BUILD)/fuzz/log 2>&1; rc=$$?; \
+	    tail -n 14 $(BUILD)/fuzz/log; \
+	    if [ $$rc -ne 0 ]; then echo "fuzz_wire: FINDING (exit $$rc), see $(BUILD)/fuzz/log and the crash-* file"; fi; exit $$rc
+
+# The threaded parts under ThreadSanitizer: unit tests and ospreyd end to end.
+check-tsan: assets
+	@$(MAKE) --no-print-directory build SANITIZE=thread
+	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
+	$(TSAN_ENV) OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k ospreyd
 
 demo: build assets
 	@mkdir -p out
@@ -65,6 +93,17 @@ demo: build assets
 bench: build assets
 	$(BUILD)/bin/bench_image
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
+	@echo "ospreyd under load (bench/loadgen.c): 3 runs each on a fresh ospreyd, medians; ssd-oidv4"
+	$(BUILD)/bin/loadgen --label "raw 300x300, K=4 (2 running + 2 pending)" --frame raw --size 300x300 \
+	    --mode closed --concurrency 2 --inflight 4 --seconds 5 --limit --limit-seconds 2
+	$(BUILD)/bin/loadgen --label "raw 300x300, concurrency 1, K=3" --frame raw --size 300x300 \
+	    --mode closed --concurrency 1 --inflight 3 --seconds 5
+	$(BUILD)/bin/loadgen --label "raw 1920x1080, K=4" --frame raw --size 1920x1080 \
+	    --mode closed --concurrency 2 --inflight 4 --seconds 5 --limit --limit-seconds 2
+	$(BUILD)/bin/loadgen --label "JPEG 1920x1080, K=4" --frame jpeg --size 1920x1080 \
+	    --mode closed --concurrency 2 --inflight 4 --seconds 5 --limit --limit-seconds 2
+	$(BUILD)/bin/loadgen --label "overload: raw 1920x1080 at 2x capacity" --frame raw --size 1920x1080 \
+	    --mode open --rate 2x --seconds 30 --concurrency 2
 
 clean:
 	rm -rf build build-address build-thread out

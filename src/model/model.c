@@ -14,21 +14,6 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int post_kind(const char *name, osp_post_kind_t *k) {
-    static const struct { const char *name; osp_post_kind_t kind; } kinds[] = {
-        {"ssd", OSP_POST_SSD},
-        {"ultraface", OSP_POST_ULTRAFACE},
-        {"embedding", OSP_POST_EMBEDDING},
-        {"blazeface", OSP_POST_BLAZEFACE},
-    };
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (strcmp(name, kinds[i].name) == 0) {
-            *k = kinds[i].kind;
-            return 0;
-        }
-    return -1;
-}
-
 /* One label per line; a missing file is not an error (labels are optional). */
 static int load_labels(osp_model_t *m, const char *path, const char *builtin, char *err,
                        size_t errlen) {
@@ -69,85 +54,55 @@ static void default_labels_path(const char *model_path, char *out, size_t n) {
     snprintf(out + len, n - len, ".labels");
 }
 
-/* Find an output of rank 3 whose last dim is `last` (or not `last` when
- * want_other), skipping `skip`. */
-static int find_output(const osp_rt_model_t *rt, int64_t last, int want_other, int skip) {
-    for (int i = 0; i < rt->n_outputs; i++) {
-        const osp_tensor_desc_t *d = &rt->outputs[i];
-        if (i == skip || d->rank != 3 || d->dtype != OSP_DT_F32) continue;
-        if ((d->dims[2] == last) != !!want_other) return i;
+static osp_pdtype_t pdtype(osp_dtype_t t) {
+    switch (t) {
+    case OSP_DT_F32: return OSP_PDT_F32;
+    case OSP_DT_I64: return OSP_PDT_I64;
+    case OSP_DT_I32: return OSP_PDT_I32;
+    case OSP_DT_U8: return OSP_PDT_U8;
+    default: return OSP_PDT_OTHER;
     }
-    return -1;
+}
+
+/* The decode parameters of a frame: the model's settings, or the ctx's
+ * per-request snapshot, and the frame geometry of the last prepare. */
+static void dparams(const osp_model_t *m, const osp_infer_ctx_t *ctx, osp_dparams_t *p) {
+    memset(p, 0, sizeof *p);
+    p->in_w = m->prep.width;
+    p->in_h = m->prep.height;
+    p->in_c = m->prep.channels;
+    p->confidence = ctx && ctx->params_set ? ctx->confidence : m->cfg.confidence;
+    p->nms_iou = ctx && ctx->params_set ? ctx->nms_iou : m->cfg.nms_iou;
+    p->max_detections = ctx && ctx->params_set ? ctx->max_detections : m->cfg.max_detections;
+    p->top_k = 5;
+    if (ctx) {
+        p->scale_x = ctx->geom.scale_x;
+        p->scale_y = ctx->geom.scale_y;
+        p->pad_x = (float)ctx->geom.pad_x;
+        p->pad_y = (float)ctx->geom.pad_y;
+        p->frame_w = ctx->frame_w;
+        p->frame_h = ctx->frame_h;
+    }
 }
 
 static int setup_decoder(osp_model_t *m, char *err, size_t errlen) {
     const osp_rt_model_t *rt = m->rt;
-    switch (m->post) {
-    case OSP_POST_SSD: {
-        m->out_boxes = find_output(rt, 4, 0, -1);
-        m->out_scores = find_output(rt, 4, 1, m->out_boxes);
-        if (m->out_boxes < 0 || m->out_scores < 0) {
-            snprintf(err, errlen, "postprocessor ssd needs outputs [1,N,4] (boxes) and [1,N,C] (class logits)");
-            return OSP_MODEL_EINVAL;
-        }
-        osp_ssd_anchor_cfg_t acfg;
-        osp_ssd_anchor_cfg_default(&acfg);
-        int n = osp_ssd_anchors(&acfg, NULL, 0);
-        int64_t want = rt->outputs[m->out_boxes].dims[1];
-        if (want >= 0 && want != n) {
-            snprintf(err, errlen, "postprocessor ssd: model has %lld boxes, the anchor set %d",
-                     (long long)want, n);
-            return OSP_MODEL_EINVAL;
-        }
-        if (!(m->anchors = malloc((size_t)n * sizeof *m->anchors))) return OSP_MODEL_ENOMEM;
-        m->n_anchors = osp_ssd_anchors(&acfg, m->anchors, n);
-        return 0;
+    osp_pdesc_t descs[16];
+    if (rt->n_outputs > 16) {
+        snprintf(err, errlen, "model has %d outputs; osprey reads at most 16", rt->n_outputs);
+        return OSP_MODEL_EINVAL;
     }
-    case OSP_POST_ULTRAFACE:
-        m->out_boxes = find_output(rt, 4, 0, -1);
-        m->out_scores = find_output(rt, 2, 0, m->out_boxes);
-        if (m->out_boxes < 0 || m->out_scores < 0) {
-            snprintf(err, errlen, "postprocessor ultraface needs outputs scores [1,N,2] and boxes [1,N,4]");
-            return OSP_MODEL_EINVAL;
-        }
-        return 0;
-    case OSP_POST_EMBEDDING:
-        m->out_boxes = -1;
-        m->out_scores = 0;
-        return 0;
-    case OSP_POST_BLAZEFACE: {
-        /* two grids, each a scores [1,n,1] and a regressors [1,n,16] output */
-        int sc[2] = {-1, -1}, rg[2] = {-1, -1}, ns = 0, nr = 0;
-        for (int i = 0; i < rt->n_outputs; i++) {
-            const osp_tensor_desc_t *d = &rt->outputs[i];
-            if (d->rank != 3 || d->dtype != OSP_DT_F32) continue;
-            if (d->dims[2] == 1 && ns < 2) sc[ns++] = i;
-            else if (d->dims[2] >= 4 && nr < 2) rg[nr++] = i;
-        }
-        int n = osp_blazeface_anchors(m->prep.width, NULL, 0);
-        if (ns != 2 || nr != 2 ||
-            rt->outputs[sc[0]].dims[1] + rt->outputs[sc[1]].dims[1] != n) {
-            snprintf(err, errlen, "postprocessor blazeface needs two scores [1,n,1] and two regressor [1,n,16] outputs over %d anchors", n);
-            return OSP_MODEL_EINVAL;
-        }
-        /* pair each scores output with the regressors of the same length,
-         * the larger grid (more anchors) first, as the anchors are ordered */
-        if (rt->outputs[sc[0]].dims[1] < rt->outputs[sc[1]].dims[1]) {
-            int t = sc[0]; sc[0] = sc[1]; sc[1] = t;
-        }
-        if (rt->outputs[rg[0]].dims[1] != rt->outputs[sc[0]].dims[1]) {
-            int t = rg[0]; rg[0] = rg[1]; rg[1] = t;
-        }
-        m->out_scores = sc[0];
-        m->out_boxes = rg[0];
-        m->out_scores2 = sc[1];
-        m->out_boxes2 = rg[1];
-        if (!(m->anchors = malloc((size_t)n * sizeof *m->anchors))) return OSP_MODEL_ENOMEM;
-        m->n_anchors = osp_blazeface_anchors(m->prep.width, m->anchors, n);
-        return 0;
+    for (int i = 0; i < rt->n_outputs; i++) {
+        descs[i].name = rt->outputs[i].name;
+        descs[i].dtype = pdtype(rt->outputs[i].dtype);
+        descs[i].rank = rt->outputs[i].rank;
+        memcpy(descs[i].dims, rt->outputs[i].dims, sizeof descs[i].dims);
     }
-    }
-    return OSP_MODEL_EINVAL;
+    osp_dparams_t p;
+    dparams(m, NULL, &p);
+    if (m->dec->setup && m->dec->setup(descs, rt->n_outputs, &p, &m->dec_state, err, errlen))
+        return OSP_MODEL_EINVAL;
+    return 0;
 }
 
 /* Input geometry, layout and element type from what the model declares. */
@@ -201,9 +156,10 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
     }
     m->cfg = *cfg;
     int rc;
-    if (post_kind(cfg->postprocessor, &m->post)) {
-        snprintf(err, errlen, "unknown postprocessor '%s' (known: ssd, ultraface, embedding, blazeface)",
-                 cfg->postprocessor);
+    if (!(m->dec = osp_decoder_find(cfg->postprocessor))) {
+        char names[256];
+        osp_decoder_names(names, sizeof names);
+        snprintf(err, errlen, "unknown postprocessor '%s' (known: %s)", cfg->postprocessor, names);
         rc = OSP_MODEL_EINVAL;
         goto fail;
     }
@@ -238,10 +194,10 @@ fail:
 
 void osp_model_free(osp_model_t *m) {
     if (!m) return;
+    if (m->dec && m->dec->free_state && m->dec_state) m->dec->free_state(m->dec_state);
     osp_rt_model_free(m->rt);
     for (int i = 0; i < m->n_labels; i++) free(m->labels[i]);
     free(m->labels);
-    free(m->anchors);
     free(m);
 }
 
@@ -252,8 +208,7 @@ const char *osp_model_label(const osp_model_t *m, int cls) {
 void osp_infer_ctx_free(osp_infer_ctx_t *c) {
     osp_prep_scratch_free(&c->scratch);
     free(c->tensor);
-    free(c->dets);
-    free(c->vec);
+    osp_dres_free(&c->rec);
     memset(c, 0, sizeof *c);
 }
 
@@ -289,92 +244,27 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
     return OSP_MODEL_OK;
 }
 
-static int grow_dets(osp_infer_ctx_t *ctx, int n) {
-    if (ctx->det_cap >= n) return 0;
-    int cap = ctx->det_cap ? ctx->det_cap : 256;
-    while (cap < n) cap *= 2;
-    osp_det_t *d = realloc(ctx->dets, (size_t)cap * sizeof *d);
-    if (!d) return -1;
-    ctx->dets = d;
-    ctx->det_cap = cap;
-    return 0;
-}
-
 static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
                   osp_result_t *res, char *err, size_t errlen) {
-    res->kind = m->post;
-    if (m->post == OSP_POST_EMBEDDING) {
-        const osp_tensor_t *o = &out[m->out_scores];
-        int dim = (int)(o->bytes / sizeof(float));
-        if (o->dtype != OSP_DT_F32 || dim <= 0) {
-            snprintf(err, errlen, "embedding output is not a float32 vector");
-            return OSP_MODEL_ERUN;
-        }
-        if (ctx->vec_cap < dim) {
-            float *v = realloc(ctx->vec, (size_t)dim * sizeof *v);
-            if (!v) return OSP_MODEL_ENOMEM;
-            ctx->vec = v;
-            ctx->vec_cap = dim;
-        }
-        const float *src = o->data;
-        double ss = 0;
-        for (int i = 0; i < dim; i++) ss += (double)src[i] * src[i];
-        float inv = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.f;
-        for (int i = 0; i < dim; i++) ctx->vec[i] = src[i] * inv;
-        res->vec = ctx->vec;
-        res->vec_dim = dim;
-        return 0;
+    osp_pout_t outs[16];
+    for (int i = 0; i < m->rt->n_outputs; i++) {
+        outs[i].name = m->rt->outputs[i].name;
+        outs[i].dtype = pdtype(out[i].dtype);
+        outs[i].data = out[i].data;
+        outs[i].rank = out[i].rank;
+        memcpy(outs[i].dims, out[i].dims, sizeof outs[i].dims);
     }
-    const osp_tensor_t *boxes = &out[m->out_boxes], *scores = &out[m->out_scores];
-    int n = (int)boxes->dims[1];
-    int found;
-    float conf = ctx->params_set ? ctx->confidence : m->cfg.confidence;
-    float nms_iou = ctx->params_set ? ctx->nms_iou : m->cfg.nms_iou;
-    int max_det = ctx->params_set ? ctx->max_detections : m->cfg.max_detections;
-    for (;;) {
-        if (m->post == OSP_POST_SSD) {
-            int ncls = (int)scores->dims[2];
-            if (n != m->n_anchors || scores->dims[1] != n) {
-                snprintf(err, errlen, "ssd outputs do not match the anchors (%d vs %d)", n, m->n_anchors);
-                return OSP_MODEL_ERUN;
-            }
-            found = osp_post_ssd(boxes->data, scores->data, n, ncls, m->anchors, conf,
-                                 ctx->dets, ctx->det_cap);
-        } else if (m->post == OSP_POST_BLAZEFACE) {
-            const osp_tensor_t *s2 = &out[m->out_scores2], *b2 = &out[m->out_boxes2];
-            int n1 = (int)scores->dims[1], n2 = (int)s2->dims[1];
-            if (n1 + n2 != m->n_anchors || boxes->dims[1] != n1 || b2->dims[1] != n2) {
-                snprintf(err, errlen, "blazeface outputs do not match the anchors");
-                return OSP_MODEL_ERUN;
-            }
-            found = osp_post_blazeface(scores->data, boxes->data, n1, (int)boxes->dims[2],
-                                       m->anchors, m->prep.width, conf, ctx->dets,
-                                       ctx->det_cap);
-            int cap2 = found < ctx->det_cap ? ctx->det_cap - found : 0;
-            found += osp_post_blazeface(s2->data, b2->data, n2, (int)b2->dims[2],
-                                        m->anchors + n1, m->prep.width, conf,
-                                        ctx->dets + (found < ctx->det_cap ? found : ctx->det_cap),
-                                        cap2);
-        } else {
-            if (scores->dims[1] != n) {
-                snprintf(err, errlen, "ultraface outputs disagree on the box count");
-                return OSP_MODEL_ERUN;
-            }
-            found = osp_post_ultraface(scores->data, boxes->data, n, conf, ctx->dets,
-                                       ctx->det_cap);
-        }
-        if (found <= ctx->det_cap) break;
-        if (grow_dets(ctx, found)) {
-            snprintf(err, errlen, "out of memory");
-            return OSP_MODEL_ENOMEM;
-        }
-    }
-    int kept = osp_nms(ctx->dets, found, nms_iou, 1, max_det);
-    osp_boxes_to_frame(ctx->dets, kept, m->prep.width, m->prep.height, ctx->geom.scale_x,
-                       ctx->geom.scale_y, (float)ctx->geom.pad_x, (float)ctx->geom.pad_y,
-                       ctx->frame_w, ctx->frame_h);
-    res->dets = ctx->dets;
-    res->n_dets = kept;
+    osp_dparams_t p;
+    dparams(m, ctx, &p);
+    osp_dres_reset(&ctx->rec);
+    if (m->dec->decode(m->dec_state, outs, m->rt->n_outputs, &p, &ctx->rec, err, errlen))
+        return OSP_MODEL_ERUN;
+    res->kind = ctx->rec.kind;
+    res->rec = &ctx->rec;
+    res->dets = ctx->rec.dets;
+    res->n_dets = ctx->rec.n_dets;
+    res->vec = ctx->rec.vec;
+    res->vec_dim = ctx->rec.vec_dim;
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "image/image.h"
+#include "post/decoder.h"
 #include "post/post.h"
 #include "runtime/runtime.h"
 
@@ -23,12 +24,6 @@ enum {
     OSP_MODEL_ENOMEM = -4,
 };
 
-typedef enum {
-    OSP_POST_SSD = 0,
-    OSP_POST_ULTRAFACE,
-    OSP_POST_EMBEDDING,
-    OSP_POST_BLAZEFACE,
-} osp_post_kind_t;
 
 /* A model's configuration. Strings are owned (fixed buffers). */
 typedef struct {
@@ -95,15 +90,12 @@ int osp_model_cfg_from_json(const struct cJSON *obj, osp_model_cfg_t *cfg, char 
 typedef struct osp_model {
     osp_model_cfg_t cfg;
     osp_rt_model_t *rt;
-    osp_post_kind_t post;
+    const osp_decoder_t *dec;  /* the postprocessor */
+    void *dec_state;           /* its set-up (anchors, output roles); shared, read-only */
     osp_prep_t prep;
     int batch_dynamic;        /* input 0 has a dynamic batch axis */
     char **labels;            /* owned; n_labels entries */
     int n_labels;
-    osp_anchor_t *anchors;    /* ssd / blazeface */
-    int n_anchors;
-    int out_boxes, out_scores; /* output indices the decoder reads */
-    int out_boxes2, out_scores2; /* a second output pair (blazeface's second grid) */
 } osp_model_t;
 
 /* Load a model: runtime session, input description, prep, decoder set-up.
@@ -123,10 +115,7 @@ typedef struct {
     osp_geom_t geom;
     int frame_w, frame_h;     /* the original frame */
     int view_w, view_h;       /* the pixels prepared (smaller after a scaled JPEG decode) */
-    osp_det_t *dets;
-    int det_cap;
-    float *vec;
-    int vec_cap;
+    osp_dres_t rec;           /* the decoded result of the last predict */
     double prep_ms;           /* time the last prepare took */
     /* decode settings for this frame instead of the model's (params_set):
      * a server snapshots them per request so a reconfigure never races a
@@ -138,7 +127,8 @@ typedef struct {
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 
 typedef struct {
-    osp_post_kind_t kind;
+    osp_rec_kind_t kind;
+    const osp_dres_t *rec;   /* everything decoded; points into the ctx */
     const osp_det_t *dets;   /* in original-frame pixels; points into the ctx */
     int n_dets;
     const float *vec;        /* embedding, L2-normalised; points into the ctx */

@@ -1,46 +1,91 @@
-/* The protocol's JSON record of one inference result. */
+/* The protocol's JSON record of one inference result (docs/protocol.md). */
 #include <stdio.h>
 
 #include "model/model.h"
 
+static void put_label(osp_jw_t *w, const osp_model_t *m, int cls) {
+    const char *label = osp_model_label(m, cls);
+    char num[16];
+    if (!label) {
+        snprintf(num, sizeof num, "%d", cls);
+        label = num;
+    }
+    osp_jw_key(w, "label");
+    osp_jw_str(w, label);
+    osp_jw_key(w, "class");
+    osp_jw_int(w, cls);
+}
+
+static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *dets, int n) {
+    osp_jw_key(w, "detections");
+    osp_jw_arr_open(w);
+    for (int i = 0; i < n; i++) {
+        const osp_det_t *d = &dets[i];
+        osp_jw_obj_open(w);
+        put_label(w, m, d->cls);
+        osp_jw_key(w, "score");
+        osp_jw_num(w, d->score, 4);
+        osp_jw_key(w, "box");
+        osp_jw_arr_open(w);
+        osp_jw_num(w, d->x1, 1);
+        osp_jw_num(w, d->y1, 1);
+        osp_jw_num(w, d->x2, 1);
+        osp_jw_num(w, d->y2, 1);
+        osp_jw_arr_close(w);
+        if (d->n_kp > 0) {
+            osp_jw_key(w, "landmarks");
+            osp_jw_arr_open(w);
+            for (int k = 0; k < d->n_kp && k < OSP_MAX_KP; k++) {
+                osp_jw_arr_open(w);
+                osp_jw_num(w, d->kp[k][0], 1);
+                osp_jw_num(w, d->kp[k][1], 1);
+                osp_jw_arr_close(w);
+            }
+            osp_jw_arr_close(w);
+        }
+        osp_jw_obj_close(w);
+    }
+    osp_jw_arr_close(w);
+}
+
 void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t *r, int batch) {
-    if (r->kind == OSP_POST_EMBEDDING) {
+    const osp_dres_t *rec = r->rec;
+    switch (r->kind) {
+    case OSP_REC_EMBEDDING:
         osp_jw_key(w, "kind");
         osp_jw_str(w, "embedding");
         osp_jw_key(w, "embedding");
         osp_jw_arr_open(w);
         for (int i = 0; i < r->vec_dim; i++) osp_jw_num(w, r->vec[i], 6);
         osp_jw_arr_close(w);
-    } else {
+        break;
+    case OSP_REC_CLASSES:
         osp_jw_key(w, "kind");
-        osp_jw_str(w, "detections");
-        osp_jw_key(w, "detections");
+        osp_jw_str(w, "classes");
+        osp_jw_key(w, "classes");
         osp_jw_arr_open(w);
-        for (int i = 0; i < r->n_dets; i++) {
-            const osp_det_t *d = &r->dets[i];
-            const char *label = osp_model_label(m, d->cls);
-            char num[16];
-            if (!label) {
-                snprintf(num, sizeof num, "%d", d->cls);
-                label = num;
-            }
+        for (int i = 0; rec && i < rec->n_classes; i++) {
             osp_jw_obj_open(w);
-            osp_jw_key(w, "label");
-            osp_jw_str(w, label);
-            osp_jw_key(w, "class");
-            osp_jw_int(w, d->cls);
+            put_label(w, m, rec->classes[i].cls);
             osp_jw_key(w, "score");
-            osp_jw_num(w, d->score, 4);
-            osp_jw_key(w, "box");
-            osp_jw_arr_open(w);
-            osp_jw_num(w, d->x1, 1);
-            osp_jw_num(w, d->y1, 1);
-            osp_jw_num(w, d->x2, 1);
-            osp_jw_num(w, d->y2, 1);
-            osp_jw_arr_close(w);
+            osp_jw_num(w, rec->classes[i].score, 4);
             osp_jw_obj_close(w);
         }
         osp_jw_arr_close(w);
+        break;
+    case OSP_REC_TEXT:
+        osp_jw_key(w, "kind");
+        osp_jw_str(w, "text");
+        osp_jw_key(w, "text");
+        osp_jw_strn(w, rec && rec->text ? rec->text : "", rec ? rec->text_len : 0);
+        osp_jw_key(w, "textScore");
+        osp_jw_num(w, rec ? rec->text_score : 0, 4);
+        if (rec && rec->n_dets) put_detections(w, m, rec->dets, rec->n_dets);
+        break;
+    default:
+        osp_jw_key(w, "kind");
+        osp_jw_str(w, "detections");
+        put_detections(w, m, r->dets, r->n_dets);
     }
     osp_jw_key(w, "inferenceMs");
     osp_jw_num(w, r->preprocess_ms + r->predict_ms, 2);

@@ -48,10 +48,103 @@ int osp_post_blazeface(const float *scores, const float *regs, int n, int reg_le
         float xc = r[0] / s * anchors[i].w + anchors[i].x;
         float yc = r[1] / s * anchors[i].h + anchors[i].y;
         float w = r[2] / s * anchors[i].w, h = r[3] / s * anchors[i].h;
-        if (found < cap)
-            out[found] = (osp_det_t){.x1 = xc - w / 2, .y1 = yc - h / 2, .x2 = xc + w / 2,
-                                     .y2 = yc + h / 2, .score = score, .cls = 0};
+        if (found < cap) {
+            osp_det_t *d = &out[found];
+            *d = (osp_det_t){.x1 = xc - w / 2, .y1 = yc - h / 2, .x2 = xc + w / 2,
+                             .y2 = yc + h / 2, .score = score, .cls = 0};
+            /* eyes, nose, mouth, ears: (x, y) pairs after the box */
+            int nk = (reg_len - 4) / 2;
+            d->n_kp = nk < OSP_MAX_KP ? nk : OSP_MAX_KP;
+            for (int k = 0; k < d->n_kp; k++) {
+                d->kp[k][0] = r[4 + 2 * k] / s * anchors[i].w + anchors[i].x;
+                d->kp[k][1] = r[5 + 2 * k] / s * anchors[i].h + anchors[i].y;
+            }
+        }
         found++;
     }
     return found;
 }
+
+/* ---- the "blazeface" postprocessor ------------------------------------------ */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "post/decoder.h"
+
+typedef struct {
+    int sc[2], rg[2]; /* scores and regressors of the two grids, larger first */
+    int n;
+    osp_anchor_t *anchors;
+} bf_state_t;
+
+static int bf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
+                    char *err, size_t errlen) {
+    int sc[2] = {-1, -1}, rg[2] = {-1, -1}, ns = 0, nr = 0;
+    for (int i = 0; i < n; i++) {
+        if (outs[i].rank != 3 || outs[i].dtype != OSP_PDT_F32) continue;
+        if (outs[i].dims[2] == 1 && ns < 2) sc[ns++] = i;
+        else if (outs[i].dims[2] >= 4 && nr < 2) rg[nr++] = i;
+    }
+    int na = osp_blazeface_anchors(p->in_w, NULL, 0);
+    if (ns != 2 || nr != 2 || outs[sc[0]].dims[1] + outs[sc[1]].dims[1] != na) {
+        snprintf(err, errlen, "postprocessor blazeface needs two scores [1,n,1] and two regressor [1,n,16] outputs over %d anchors", na);
+        return -1;
+    }
+    if (outs[sc[0]].dims[1] < outs[sc[1]].dims[1]) {
+        int t = sc[0]; sc[0] = sc[1]; sc[1] = t;
+    }
+    if (outs[rg[0]].dims[1] != outs[sc[0]].dims[1]) {
+        int t = rg[0]; rg[0] = rg[1]; rg[1] = t;
+    }
+    bf_state_t *st = calloc(1, sizeof *st);
+    if (!st || !(st->anchors = malloc((size_t)na * sizeof *st->anchors))) {
+        free(st);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    st->sc[0] = sc[0]; st->sc[1] = sc[1];
+    st->rg[0] = rg[0]; st->rg[1] = rg[1];
+    st->n = osp_blazeface_anchors(p->in_w, st->anchors, na);
+    *state = st;
+    return 0;
+}
+
+static int bf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
+                     osp_dres_t *res, char *err, size_t errlen) {
+    (void)n;
+    const bf_state_t *st = state;
+    const osp_pout_t *s0 = &outs[st->sc[0]], *s1 = &outs[st->sc[1]];
+    const osp_pout_t *r0 = &outs[st->rg[0]], *r1 = &outs[st->rg[1]];
+    int n0 = (int)s0->dims[1], n1 = (int)s1->dims[1];
+    if (n0 + n1 != st->n || r0->dims[1] != n0 || r1->dims[1] != n1) {
+        snprintf(err, errlen, "blazeface outputs do not match the anchors");
+        return -1;
+    }
+    for (;;) {
+        int a = osp_post_blazeface(s0->data, r0->data, n0, (int)r0->dims[2], st->anchors, p->in_w,
+                                   p->confidence, res->dets, res->det_cap);
+        int room = a < res->det_cap ? res->det_cap - a : 0;
+        int b = osp_post_blazeface(s1->data, r1->data, n1, (int)r1->dims[2], st->anchors + n0,
+                                   p->in_w, p->confidence, res->dets + (a < res->det_cap ? a : 0),
+                                   room);
+        if (a + b <= res->det_cap) {
+            res->n_dets = a + b;
+            break;
+        }
+        if (osp_dres_reserve_dets(res, a + b)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    }
+    osp_dres_finish_normalised(res, p);
+    return 0;
+}
+
+static void bf_free(void *state) {
+    bf_state_t *st = state;
+    if (st) free(st->anchors);
+    free(st);
+}
+
+const osp_decoder_t osp_decoder_blazeface = {"blazeface", bf_setup, bf_decode, bf_free};

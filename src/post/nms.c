@@ -190,5 +190,9 @@ void osp_boxes_to_frame(osp_det_t *dets, int n, int in_w, int in_h, float scale_
         d->y1 = clampf((d->y1 * ih - pad_y) / scale_y, fh);
         d->x2 = clampf((d->x2 * iw - pad_x) / scale_x, fw);
         d->y2 = clampf((d->y2 * ih - pad_y) / scale_y, fh);
+        for (int k = 0; k < d->n_kp && k < OSP_MAX_KP; k++) {
+            d->kp[k][0] = clampf((d->kp[k][0] * iw - pad_x) / scale_x, fw);
+            d->kp[k][1] = clampf((d->kp[k][1] * ih - pad_y) / scale_y, fh);
+        }
     }
 }

@@ -8,13 +8,18 @@
 
 #include <stddef.h>
 
+#define OSP_MAX_KP 8 /* landmarks one detection can carry (SCRFD 5, BlazeFace 6) */
+
 /* One detection. Coordinates are x1,y1,x2,y2; which space they are in
  * (normalised model input, model-input pixels, frame pixels) is stated by
- * the function that produces or transforms them. */
+ * the function that produces or transforms them. Landmarks (n_kp points)
+ * live in the same space as the box. */
 typedef struct {
     float x1, y1, x2, y2;
     float score;
     int cls;
+    int n_kp;
+    float kp[OSP_MAX_KP][2];
 } osp_det_t;
 
 /* ---- SSD (TF object-detection API) -------------------------------------- */
@@ -80,7 +85,8 @@ float osp_iou(const osp_det_t *a, const osp_det_t *b);
  * (<= 0: no limit). Returns the number kept, at dets[0..k). */
 int osp_nms(osp_det_t *dets, int n, float iou_thresh, int per_class, int max_keep);
 
-/* Map boxes from normalised input coordinates back to frame pixels:
+/* Map boxes (and their landmarks) from normalised input coordinates back to
+ * frame pixels:
  * input px = norm * (in_w, in_h); frame px = (input px - pad) / scale;
  * then clamped to [0, frame_w] x [0, frame_h]. Boxes that end up empty
  * keep zero size (the caller may drop them). */

@@ -170,10 +170,83 @@ int osp_post_ssd(const float *box_enc, const float *logits, int n, int ncls,
                 decoded = 1;
             }
             if (found < cap)
-                out[found] = (osp_det_t){x1, y1, x2, y2, score, c};
+                out[found] = (osp_det_t){.x1 = x1, .y1 = y1, .x2 = x2, .y2 = y2, .score = score, .cls = c};
             if (found < INT_MAX)
                 found++;
         }
     }
     return found;
 }
+
+/* ---- the "ssd" postprocessor ------------------------------------------------ */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "post/decoder.h"
+
+typedef struct {
+    int boxes, scores;
+    int n;
+    osp_anchor_t *anchors;
+} ssd_state_t;
+
+static int ssd_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
+                     char *err, size_t errlen) {
+    (void)p;
+    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
+    int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
+    if (ob < 0 || os < 0) {
+        snprintf(err, errlen, "postprocessor ssd needs outputs [1,N,4] (boxes) and [1,N,C] (class logits)");
+        return -1;
+    }
+    osp_ssd_anchor_cfg_t cfg;
+    osp_ssd_anchor_cfg_default(&cfg);
+    int na = osp_ssd_anchors(&cfg, NULL, 0);
+    if ((outs[ob].dims[1] >= 0 && outs[ob].dims[1] != na) ||
+        (outs[os].dims[1] >= 0 && outs[os].dims[1] != na)) {
+        snprintf(err, errlen, "postprocessor ssd: the model has %lld boxes, the anchor set %d",
+                 (long long)outs[ob].dims[1], na);
+        return -1;
+    }
+    ssd_state_t *st = calloc(1, sizeof *st);
+    if (!st || !(st->anchors = malloc((size_t)na * sizeof *st->anchors))) {
+        free(st);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    st->boxes = ob;
+    st->scores = os;
+    st->n = osp_ssd_anchors(&cfg, st->anchors, na);
+    *state = st;
+    return 0;
+}
+
+static int ssd_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
+                      osp_dres_t *res, char *err, size_t errlen) {
+    (void)n;
+    const ssd_state_t *st = state;
+    const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
+    if (b->dims[1] != st->n || s->dims[1] != st->n) {
+        snprintf(err, errlen, "ssd outputs have %lld boxes, the anchor set %d", (long long)b->dims[1], st->n);
+        return -1;
+    }
+    int found;
+    while ((found = osp_post_ssd(b->data, s->data, st->n, (int)s->dims[2], st->anchors, p->confidence,
+                                 res->dets, res->det_cap)) > res->det_cap)
+        if (osp_dres_reserve_dets(res, found)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    res->n_dets = found;
+    osp_dres_finish_normalised(res, p);
+    return 0;
+}
+
+static void ssd_free(void *state) {
+    ssd_state_t *st = state;
+    if (st) free(st->anchors);
+    free(st);
+}
+
+const osp_decoder_t osp_decoder_ssd = {"ssd", ssd_setup, ssd_decode, ssd_free};

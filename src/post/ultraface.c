@@ -19,9 +19,60 @@ int osp_post_ultraface(const float *scores, const float *boxes, int n, float thr
             continue;
         if (found < cap) {
             const float *b = boxes + (size_t)i * 4;
-            out[found] = (osp_det_t){b[0], b[1], b[2], b[3], s, 0};
+            out[found] = (osp_det_t){.x1 = b[0], .y1 = b[1], .x2 = b[2], .y2 = b[3], .score = s, .cls = 0};
         }
         found++;
     }
     return found;
 }
+
+/* ---- the "ultraface" postprocessor ------------------------------------------- */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "post/decoder.h"
+
+typedef struct {
+    int boxes, scores;
+} uf_state_t;
+
+static int uf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
+                    char *err, size_t errlen) {
+    (void)p;
+    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
+    int os = osp_pdesc_find(outs, n, 3, 2, 0, ob);
+    if (ob < 0 || os < 0) {
+        snprintf(err, errlen, "postprocessor ultraface needs outputs scores [1,N,2] and boxes [1,N,4]");
+        return -1;
+    }
+    uf_state_t *st = malloc(sizeof *st);
+    if (!st) return -1;
+    st->boxes = ob;
+    st->scores = os;
+    *state = st;
+    return 0;
+}
+
+static int uf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
+                     osp_dres_t *res, char *err, size_t errlen) {
+    (void)n;
+    const uf_state_t *st = state;
+    const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
+    if (b->dims[1] != s->dims[1]) {
+        snprintf(err, errlen, "ultraface outputs disagree on the box count");
+        return -1;
+    }
+    int found;
+    while ((found = osp_post_ultraface(s->data, b->data, (int)b->dims[1], p->confidence, res->dets,
+                                       res->det_cap)) > res->det_cap)
+        if (osp_dres_reserve_dets(res, found)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    res->n_dets = found;
+    osp_dres_finish_normalised(res, p);
+    return 0;
+}
+
+const osp_decoder_t osp_decoder_ultraface = {"ultraface", uf_setup, uf_decode, free};

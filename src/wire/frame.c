@@ -449,7 +449,9 @@ static int pj_value(pj_t *j, size_t i, size_t *end, cJSON **out) {
         while (e < j->n && isdig(s[e])) e++;
         if (e > d) k = e;
     }
-    if (!(*out = cJSON_CreateNumber(pj_number(j, i, k)))) return pj_oom(j);
+    double d = pj_number(j, i, k);
+    if (d == 0) d = 0; /* "-0" is Python's int 0; "-0.0" a float, which prints the same */
+    if (!(*out = cJSON_CreateNumber(d))) return pj_oom(j);
     *end = k;
     return 0;
 }
@@ -535,7 +537,7 @@ static int keyed_cmp(const void *a, const void *b) {
 }
 
 /* A dict: for a key given more than once the last value stays, in the
- * first one's place. Depth is bounded by the checker. */
+ * first one's place. Depth is bounded by the scanner (PJ_MAX_DEPTH). */
 static int make_dicts(cJSON *o) {
     size_t n = 0;
     for (cJSON *c = o->child; c; c = c->next) {

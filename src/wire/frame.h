@@ -70,9 +70,10 @@ typedef struct {
  * Look for one frame at the start of buf[0..len). For a server that owns its
  * buffers and parses in place.
  *  1 (a frame): *f describes buf[0..f->frame_len); consume that many bytes.
- *  0 (incomplete): *need = bytes still missing (at least 1). Once 9 bytes are
- *    there, f->total_len, req_id, msg_type and frame_len are already filled,
- *    so a caller can size a buffer for the whole frame before reading it.
+ *  0 (incomplete): at least *need (>= 1) more bytes before the answer can
+ *    change. From 4 bytes on, f->total_len and f->frame_len are filled (from
+ *    9, req_id and msg_type too), so a caller can size a buffer for the
+ *    whole frame before reading the rest of it.
  *  OSP_WIRE_ETOOBIG: total_len > max_frame; reported once the req_id is
  *    readable (8 bytes), with f->total_len and f->req_id filled. The stream
  *    cannot be resynchronised: answer (osp_wire_json_too_large) and close.
@@ -103,9 +104,10 @@ void osp_wire_reader_init(osp_wire_reader_t *r, uint32_t max_frame);
 void osp_wire_reader_free(osp_wire_reader_t *r);
 /* Drop buffered bytes and a fatal state; keeps the memory. */
 void osp_wire_reader_reset(osp_wire_reader_t *r);
-/* Room to read into: *room >= min(hint, what the current frame still needs)
- * and >= 1. The frame being assembled is made contiguous and given room for
- * its whole length, so one read can complete it. NULL on ENOMEM. */
+/* Room to read into: *room >= max(1, hint, what the frame being assembled
+ * still lacks), so one read can complete any frame under the cap. May move
+ * the unread bytes to the front or grow the buffer. NULL when the reader is
+ * fatal (osp_wire_reader_next says why; a failed grow makes it ENOMEM). */
 uint8_t *osp_wire_reader_space(osp_wire_reader_t *r, size_t hint, size_t *room);
 /* n bytes were written at the pointer osp_wire_reader_space returned. */
 void osp_wire_reader_commit(osp_wire_reader_t *r, size_t n);
@@ -126,13 +128,13 @@ typedef enum {
 } osp_wire_batch_mode_t;
 
 /*
- * The startup config, read the way the seed reads it: Python's
- * `int(value or default)` for the integers (numbers truncate toward zero,
- * numeric strings parse, true is 1, anything falsy takes the default),
- * last-duplicate-key-wins like a Python dict. Values that make the seed die
- * at startup (int("abc"), a non-object config, a non-list models) are
- * errors here: the server logs the text and exits 1, as the seed did.
- * Owns `root`; every pointer below points into it or into the struct.
+ * The startup config, read the way the seed reads it: JSON as for
+ * osp_wire_command_parse, Python's `int(value or default)` for the integers
+ * (numbers truncate toward zero, numeric strings parse, true is 1, anything
+ * falsy takes the default). Values that made the seed die at startup
+ * (int("abc"), a non-object config, a non-list models) are errors here: the
+ * server logs the text and exits 1, as the seed did. Owns `root`; every
+ * pointer below points into it or into the struct.
  */
 typedef struct {
     struct cJSON *root;
@@ -273,12 +275,16 @@ int osp_wire_request_parse(const osp_wire_frame_t *f, int version, osp_wire_requ
                            char *err, size_t errlen);
 
 /*
- * A command payload as JSON, with Python dict semantics for duplicate keys
- * (the last value wins, in the first one's place). *out is the caller's
- * (cJSON_Delete). A payload that is not JSON gets a Python-style message
- * ("Expecting value: line 1 column 1 (char 0)", "Extra data: …"; the
- * position is exact, the wording of deeper syntax errors approximate), to
- * be sent as {"cmd": "unknown", "status": "error", "error": text}. A JSON
+ * A command payload read as Python's json.loads reads it: UTF-8 (encoded
+ * surrogates passed), strict JSON plus NaN/Infinity/-Infinity, duplicate
+ * keys collapsed like a dict (the last value, in the first one's place).
+ * The tree is built here, not by cJSON_Parse (which writes process-wide
+ * state on every call). *out is the caller's (cJSON_Delete). Text Python
+ * rejects gets Python's message and position, e.g. "Expecting value: line
+ * 1 column 1 (char 0)" or "'utf-8' codec can't decode byte 0xff in position
+ * 6: invalid start byte", to be sent as {"cmd": "unknown", "status":
+ * "error", "error": text}. Known gaps: a payload whose first two bytes hold
+ * a NUL was UTF-16/32 to Python; a \u0000 ends a cJSON string. A JSON
  * value that is not an object is refused ("command must be a JSON object";
  * the seed crashed on it). Returns 0, OSP_WIRE_EINVAL or OSP_WIRE_ENOMEM.
  */
@@ -298,7 +304,7 @@ int osp_wire_command_parse(const uint8_t *json, size_t len, struct cJSON **out, 
  */
 size_t osp_wire_reply_begin(osp_jw_t *w);
 /* 0, OSP_WIRE_ENOMEM (the writer ran out of memory) or OSP_WIRE_ETOOBIG
- * (the JSON is over 4 GiB - 5). */
+ * (the JSON is longer than 2^32 - 5 bytes). */
 int osp_wire_reply_end(osp_jw_t *w, size_t at, uint32_t req_id);
 /* The 8 header bytes for a JSON body of json_len bytes; ETOOBIG if too long. */
 int osp_wire_reply_header(uint8_t out[8], uint32_t req_id, size_t json_len);

@@ -13,7 +13,7 @@
 
 static osp_det_t box(float x1, float y1, float x2, float y2, float score, int cls)
 {
-    return (osp_det_t){x1, y1, x2, y2, score, cls};
+    return (osp_det_t){.x1 = x1, .y1 = y1, .x2 = x2, .y2 = y2, .score = score, .cls = cls};
 }
 
 /* ---- IoU ---------------------------------------------------------------- */

@@ -1,0 +1,139 @@
+/*
+ * bench_util: helpers the benchmarks share (header only): a monotonic
+ * clock, medians, and "the limit" of MEASURING.md — the raw ONNX Runtime
+ * run loop on a pre-made input tensor, with nothing around it, as one
+ * session with N intra-op threads or N single-thread sessions side by side.
+ */
+#ifndef OSP_BENCH_UTIL_H
+#define OSP_BENCH_UTIL_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model/model.h"
+
+/* seconds on the monotonic clock */
+static inline double bu_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of the whole process so far (every thread) */
+static inline double bu_cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline int bu_cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of n values (sorts v in place); 0 when n == 0. */
+static inline double bu_median(double *v, int n) {
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, bu_cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Number of cores the limit is measured with: online CPUs, 1..8. */
+static inline int bu_cores(void) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    return ncpu > 1 ? (int)(ncpu > 8 ? 8 : ncpu) : 1;
+}
+
+typedef struct {
+    osp_model_t *m;
+    double seconds;
+    long runs;
+    const char *who;   /* program name for messages */
+    const void *input; /* the input tensor to run (copied), or NULL for zeros */
+} bu_loop_t;
+
+/* The raw loop: the runtime on a pre-made input, nothing else. */
+static inline void *bu_raw_loop(void *arg) {
+    bu_loop_t *l = arg;
+    osp_model_t *m = l->m;
+    size_t bytes = osp_prep_tensor_bytes(&m->prep);
+    void *input = calloc(1, bytes);
+    if (input && l->input) memcpy(input, l->input, bytes);
+    osp_tensor_t in = {.dtype = m->rt->inputs[0].dtype, .rank = 4, .data = input, .bytes = bytes};
+    memcpy(in.dims, m->rt->inputs[0].dims, sizeof in.dims);
+    in.dims[0] = 1;
+    osp_tensor_t out[16];
+    char err[256];
+    for (int i = 0; i < 3; i++) { /* warm-up */
+        memset(out, 0, sizeof out);
+        if (osp_rt_run(m->rt, &in, out, err, sizeof err) == 0) osp_rt_release_outputs(m->rt, out);
+    }
+    double end = bu_now_s() + l->seconds;
+    l->runs = 0;
+    while (bu_now_s() < end) {
+        memset(out, 0, sizeof out);
+        if (osp_rt_run(m->rt, &in, out, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", l->who, err);
+            break;
+        }
+        osp_rt_release_outputs(m->rt, out);
+        l->runs++;
+    }
+    free(input);
+    return NULL;
+}
+
+/* A catalog model (or model file) with `threads` intra-op threads; exits on failure. */
+static inline osp_model_t *bu_open_model(const char *who, const char *name, int threads) {
+    osp_model_cfg_t cfg;
+    char err[512];
+    osp_model_t *m = NULL;
+    if (osp_model_cfg_resolve(name, &cfg, err, sizeof err) == 0) {
+        cfg.intra_threads = threads;
+        if (osp_model_open(&cfg, NULL, &m, err, sizeof err) == 0) return m;
+    }
+    fprintf(stderr, "%s: %s\n", who, err);
+    exit(1);
+}
+
+/* fps of `sessions` sessions with `threads` intra-op threads each, side by
+ * side, for `seconds` after a warm-up, on a copy of `input` (the model's
+ * packed input tensor; NULL: zeros). *cpu_per_frame (may be NULL): CPU
+ * seconds of the process per frame during the loops. */
+static inline double bu_raw_fps_input(const char *who, const char *name, int sessions,
+                                      int threads, double seconds, const void *input,
+                                      double *cpu_per_frame) {
+    osp_model_t *ms[8];
+    bu_loop_t loops[8];
+    pthread_t th[8];
+    if (sessions > 8) sessions = 8;
+    for (int i = 0; i < sessions; i++) {
+        ms[i] = bu_open_model(who, name, threads);
+        loops[i] = (bu_loop_t){.m = ms[i], .seconds = seconds, .who = who, .input = input};
+    }
+    /* the warm-up runs inside the threads; the CPU clock starts with them
+     * and so counts it too (3 runs per session, small next to seconds) */
+    double t0 = bu_now_s(), c0 = bu_cpu_s();
+    for (int i = 0; i < sessions; i++) pthread_create(&th[i], NULL, bu_raw_loop, &loops[i]);
+    long total = 0;
+    for (int i = 0; i < sessions; i++) {
+        pthread_join(th[i], NULL);
+        total += loops[i].runs;
+    }
+    double el = bu_now_s() - t0, cpu = bu_cpu_s() - c0;
+    for (int i = 0; i < sessions; i++) osp_model_free(ms[i]);
+    if (cpu_per_frame) *cpu_per_frame = total > 0 ? cpu / (double)(total + 3 * sessions) : 0;
+    return (double)total / el;
+}
+
+/* The same on an all-zero input tensor. */
+static inline double bu_raw_fps(const char *who, const char *name, int sessions, int threads,
+                                double seconds, double *cpu_per_frame) {
+    return bu_raw_fps_input(who, name, sessions, threads, seconds, NULL, cpu_per_frame);
+}
+
+#endif

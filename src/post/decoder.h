@@ -1,0 +1,116 @@
+/*
+ * decoder: the interface every postprocessor family implements, and the
+ * registry that finds one by the name a model config gives
+ * ("postprocessor": "ssd", "yolo", …). A decoder sees the model's outputs as
+ * plain arrays and fills a result; it knows nothing of runtimes, threads or
+ * I/O. One file per family implements one osp_decoder_t and is listed in
+ * registry.c.
+ */
+#ifndef OSP_DECODER_H
+#define OSP_DECODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "post/post.h"
+
+#define OSP_POUT_MAX_DIMS 8
+
+/* Element types a decoder may be handed (the runtime's, narrowed). */
+typedef enum { OSP_PDT_F32 = 0, OSP_PDT_I64 = 1, OSP_PDT_I32 = 2, OSP_PDT_U8 = 3, OSP_PDT_OTHER = 9 } osp_pdtype_t;
+
+/* An output as declared by the model (at load time; dims < 0 are dynamic). */
+typedef struct {
+    const char *name;
+    osp_pdtype_t dtype;
+    int rank;
+    int64_t dims[OSP_POUT_MAX_DIMS];
+} osp_pdesc_t;
+
+/* An output of one run, for ONE frame: a batch of N is handed over as N
+ * single-frame views with dims[0] == 1. */
+typedef struct {
+    const char *name;
+    osp_pdtype_t dtype;
+    const void *data;
+    int rank;
+    int64_t dims[OSP_POUT_MAX_DIMS];
+} osp_pout_t;
+
+/* What a decode needs besides the outputs. Boxes go from the model input
+ * (in_w x in_h) back to the frame: frame px = (input px - pad) / scale. */
+typedef struct {
+    int in_w, in_h, in_c;
+    float confidence, nms_iou;
+    int max_detections;
+    float scale_x, scale_y, pad_x, pad_y;
+    int frame_w, frame_h;
+    int top_k;          /* classifiers: how many classes to report */
+    const char *option; /* a decoder-specific setting from the config, or NULL */
+} osp_dparams_t;
+
+typedef enum {
+    OSP_REC_DETECTIONS = 0,
+    OSP_REC_CLASSES = 1,
+    OSP_REC_EMBEDDING = 2,
+    OSP_REC_TEXT = 3,
+} osp_rec_kind_t;
+
+typedef struct {
+    int cls;
+    float score;
+} osp_class_t;
+
+/* A decoded result. Buffers are owned by the caller (a per-thread context),
+ * grown with osp_dres_reserve_* and reused frame after frame. */
+typedef struct {
+    osp_rec_kind_t kind;
+    osp_det_t *dets;
+    int n_dets, det_cap;
+    float *vec;          /* embedding */
+    int vec_dim, vec_cap;
+    osp_class_t *classes;
+    int n_classes, class_cap;
+    char *text;          /* OCR: UTF-8 */
+    size_t text_len, text_cap;
+    float text_score;
+} osp_dres_t;
+
+int osp_dres_reserve_dets(osp_dres_t *r, int n);
+int osp_dres_reserve_vec(osp_dres_t *r, int n);
+int osp_dres_reserve_classes(osp_dres_t *r, int n);
+int osp_dres_reserve_text(osp_dres_t *r, size_t n);
+void osp_dres_reset(osp_dres_t *r);
+void osp_dres_free(osp_dres_t *r);
+
+/* Per-class NMS (p->nms_iou, p->max_detections) then mapping from
+ * normalised input coordinates to frame pixels: the usual end of a
+ * detector's decode. */
+void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p);
+
+typedef struct osp_decoder {
+    const char *name;
+    /* Check the outputs the model declares and prepare any state (anchors,
+     * which output is which). *state may stay NULL. */
+    int (*setup)(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state, char *err,
+                 size_t errlen);
+    /* Decode one frame's outputs into res (reset by the caller). Must not
+     * change *state: several threads decode with the same state at once. */
+    int (*decode)(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
+                  osp_dres_t *res, char *err, size_t errlen);
+    void (*free_state)(void *state);
+} osp_decoder_t;
+
+/* dst = src / |src| (dim values); -1 when a value is not finite. */
+int osp_l2_normalise(const float *src, float *dst, int dim);
+
+/* Index of the first float32 output of `rank` whose last dim is `last`
+ * (or is not `last` when `other`), skipping index `skip`; -1 if none. */
+int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip);
+
+/* The decoder registered under name, or NULL. */
+const osp_decoder_t *osp_decoder_find(const char *name);
+/* "ssd, ultraface, …": the registered names, for error messages. */
+void osp_decoder_names(char *buf, size_t n);
+
+#endif

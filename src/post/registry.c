@@ -1,0 +1,89 @@
+/* The postprocessor registry and the result buffers shared by decoders. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "post/decoder.h"
+
+extern const osp_decoder_t osp_decoder_ssd;
+extern const osp_decoder_t osp_decoder_ultraface;
+extern const osp_decoder_t osp_decoder_blazeface;
+extern const osp_decoder_t osp_decoder_embedding;
+
+/* One line per family; a new family adds its file and its line here. */
+static const osp_decoder_t *const REGISTRY[] = {
+    &osp_decoder_ssd,
+    &osp_decoder_ultraface,
+    &osp_decoder_blazeface,
+    &osp_decoder_embedding,
+};
+
+const osp_decoder_t *osp_decoder_find(const char *name) {
+    for (size_t i = 0; name && i < sizeof REGISTRY / sizeof REGISTRY[0]; i++)
+        if (strcmp(REGISTRY[i]->name, name) == 0) return REGISTRY[i];
+    return NULL;
+}
+
+void osp_decoder_names(char *buf, size_t n) {
+    size_t len = 0;
+    if (n) buf[0] = '\0';
+    for (size_t i = 0; i < sizeof REGISTRY / sizeof REGISTRY[0] && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", REGISTRY[i]->name);
+}
+
+int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip) {
+    for (int i = 0; i < n; i++) {
+        if (i == skip || outs[i].rank != rank || outs[i].dtype != OSP_PDT_F32) continue;
+        if ((outs[i].dims[rank - 1] == last) != !!other) return i;
+    }
+    return -1;
+}
+
+static int grow(void **p, int *cap, int want, size_t elem) {
+    if (want <= *cap) return 0;
+    int c = *cap ? *cap : 64;
+    while (c < want) c *= 2;
+    void *n = realloc(*p, (size_t)c * elem);
+    if (!n) return -1;
+    *p = n;
+    *cap = c;
+    return 0;
+}
+
+int osp_dres_reserve_dets(osp_dres_t *r, int n) { return grow((void **)&r->dets, &r->det_cap, n, sizeof *r->dets); }
+int osp_dres_reserve_vec(osp_dres_t *r, int n) { return grow((void **)&r->vec, &r->vec_cap, n, sizeof *r->vec); }
+int osp_dres_reserve_classes(osp_dres_t *r, int n) {
+    return grow((void **)&r->classes, &r->class_cap, n, sizeof *r->classes);
+}
+int osp_dres_reserve_text(osp_dres_t *r, size_t n) {
+    if (n <= r->text_cap) return 0;
+    size_t c = r->text_cap ? r->text_cap : 64;
+    while (c < n) c *= 2;
+    char *t = realloc(r->text, c);
+    if (!t) return -1;
+    r->text = t;
+    r->text_cap = c;
+    return 0;
+}
+
+void osp_dres_reset(osp_dres_t *r) {
+    r->kind = OSP_REC_DETECTIONS;
+    r->n_dets = r->vec_dim = r->n_classes = 0;
+    r->text_len = 0;
+    if (r->text) r->text[0] = '\0';
+    r->text_score = 0;
+}
+
+void osp_dres_free(osp_dres_t *r) {
+    free(r->dets);
+    free(r->vec);
+    free(r->classes);
+    free(r->text);
+    memset(r, 0, sizeof *r);
+}
+
+void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p) {
+    r->n_dets = osp_nms(r->dets, r->n_dets, p->nms_iou, 1, p->max_detections);
+    osp_boxes_to_frame(r->dets, r->n_dets, p->in_w, p->in_h, p->scale_x, p->scale_y, p->pad_x,
+                       p->pad_y, p->frame_w, p->frame_h);
+}
