@@ -5,6 +5,7 @@
 
 int osp_cmd_detect(int argc, char **argv);
 int osp_cmd_models(int argc, char **argv);
+int osp_cmd_listen(int argc, char **argv);
 
 #define OSP_VERSION "0.1.0"
 

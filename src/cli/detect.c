@@ -26,6 +26,8 @@
 #include "video/video.h"
 #include "wire/jsonw.h"
 
+#include <cjson/cJSON.h>
+
 #define MAX_LABELS 256
 
 typedef struct {
@@ -36,6 +38,8 @@ typedef struct {
     int workers;
     int quiet; /* no progress bar */
     int no_json;
+    const char *postprocessor; /* NULL: the model's */
+    const char *config;        /* a JSON model config file, or NULL */
 } opts_t;
 
 /* Tallies across a whole input, plus the best frame for the snapshot. */
@@ -77,6 +81,11 @@ static void usage(FILE *out) {
           "  -j, --workers N        frames in flight at once (default: the number of cores)\n"
           "  -q, --quiet            no progress bar\n"
           "      --no-json          print no per-frame lines (summary only)\n"
+          "      --postprocessor NAME  decode the outputs with NAME (yolo, yolox, yolonas,\n"
+          "                         ssd, ssd-nms, scrfd, ...; default: the model's, else ssd)\n"
+          "      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
+          "                         keys override the model's settings; its path (or model)\n"
+          "                         defaults to --model\n"
           "  -h, --help             this text\n"
           "\n"
           "Exit status: 0 when every input was processed, 1 when a model or frame failed,\n"
@@ -501,6 +510,40 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
 
 /* ---- command ---------------------------------------------------------------- */
 
+/* --config FILE: the model config of the protocol; without "path" or
+ * "model" it configures the --model given (a catalog name or a file). */
+static int load_config(const char *file, const char *model, osp_model_cfg_t *cfg, char *err,
+                       size_t errlen) {
+    FILE *f = fopen(file, "rb");
+    char *text = NULL;
+    long len = -1;
+    int rc = -1;
+    if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || len > (1 << 20) ||
+        fseek(f, 0, SEEK_SET) || !(text = calloc(1, (size_t)len + 1)) ||
+        fread(text, 1, (size_t)len, f) != (size_t)len) {
+        snprintf(err, errlen, "cannot read config %s: %s", file,
+                 len > (1 << 20) ? "larger than 1 MiB" : strerror(errno ? errno : EIO));
+        goto done;
+    }
+    cJSON *obj = cJSON_Parse(text);
+    if (!cJSON_IsObject(obj)) {
+        snprintf(err, errlen, "config %s is not a JSON object", file);
+        cJSON_Delete(obj);
+        goto done;
+    }
+    if (!cJSON_GetObjectItemCaseSensitive(obj, "path") &&
+        !cJSON_GetObjectItemCaseSensitive(obj, "model"))
+        cJSON_AddStringToObject(obj, osp_catalog_find(model) ? "model" : "path", model);
+    char inner[512];
+    rc = osp_model_cfg_from_json(obj, cfg, inner, sizeof inner);
+    if (rc) snprintf(err, errlen, "config %s: %s", file, inner);
+    cJSON_Delete(obj);
+done:
+    if (f) fclose(f);
+    free(text);
+    return rc ? -1 : 0;
+}
+
 static int parse_int(const char *s, int lo, int hi, int *out) {
     char *end;
     errno = 0;
@@ -519,6 +562,8 @@ int osp_cmd_detect(int argc, char **argv) {
         {"every", required_argument, NULL, 'e'},   {"out", required_argument, NULL, 'o'},
         {"workers", required_argument, NULL, 'j'}, {"quiet", no_argument, NULL, 'q'},
         {"no-json", no_argument, NULL, 'J'},       {"help", no_argument, NULL, 'h'},
+        {"postprocessor", required_argument, NULL, 'P'},
+        {"config", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -551,6 +596,8 @@ int osp_cmd_detect(int argc, char **argv) {
             break;
         case 'q': o.quiet = 1; break;
         case 'J': o.no_json = 1; break;
+        case 'P': o.postprocessor = optarg; break;
+        case 'C': o.config = optarg; break;
         case 'h': usage(stdout); return 0;
         default:
             fprintf(stderr, "osprey detect: see 'osprey detect --help'\n");
@@ -580,8 +627,14 @@ int osp_cmd_detect(int argc, char **argv) {
 
     char err[1024];
     osp_model_cfg_t cfg;
-    if (osp_model_cfg_resolve(o.model, &cfg, err, sizeof err)) {
+    if (osp_model_cfg_resolve(o.model, &cfg, err, sizeof err) ||
+        (o.config && load_config(o.config, o.model, &cfg, err, sizeof err))) {
         fprintf(stderr, "osprey detect: %s\n", err);
+        return 2;
+    }
+    if (o.postprocessor && snprintf(cfg.postprocessor, sizeof cfg.postprocessor, "%s",
+                                    o.postprocessor) >= (int)sizeof cfg.postprocessor) {
+        fprintf(stderr, "osprey detect: --postprocessor '%s' is too long\n", o.postprocessor);
         return 2;
     }
     struct stat st;

@@ -11,6 +11,7 @@ static void usage(FILE *out) {
           "\n"
           "commands:\n"
           "  detect   run a model over images and videos, one JSON line per frame\n"
+          "  listen   find speech in a WAV file with Silero VAD (streaming scorer)\n"
           "  models   list the built-in model catalog and which models are downloaded\n"
           "  version  print the version\n"
           "\n"
@@ -28,6 +29,7 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "detect") == 0) return osp_cmd_detect(argc - 1, argv + 1);
     if (strcmp(cmd, "models") == 0) return osp_cmd_models(argc - 1, argv + 1);
+    if (strcmp(cmd, "listen") == 0) return osp_cmd_listen(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("osprey %s\n", OSP_VERSION);
         return 0;

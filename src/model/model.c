@@ -8,6 +8,9 @@
 #include <string.h>
 #include <time.h>
 
+/* post/labels_coco.c: the built-in labels of a postprocessor family, or NULL */
+const char *osp_post_default_labels(const char *postprocessor);
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -180,7 +183,10 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
         snprintf(lp, sizeof lp, "%s", cfg->labels_path);
     else
         default_labels_path(cfg->path, lp, sizeof lp);
-    if ((rc = load_labels(m, lp, cfg->builtin_labels, err, errlen))) goto fail;
+    /* no catalog labels: the family's own (COCO for YOLO, post/labels_coco.c) */
+    const char *builtin = cfg->builtin_labels ? cfg->builtin_labels
+                                              : osp_post_default_labels(cfg->postprocessor);
+    if ((rc = load_labels(m, lp, builtin, err, errlen))) goto fail;
     fprintf(stderr, "osprey: model %s loaded on %s (input %dx%d %s %s)\n", cfg->name,
             m->rt->provider, m->prep.width, m->prep.height,
             m->prep.layout == OSP_LAYOUT_NHWC ? "NHWC" : "NCHW",
@@ -244,15 +250,26 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
     return OSP_MODEL_OK;
 }
 
-static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
-                  osp_result_t *res, char *err, size_t errlen) {
+/* Decode item `item` of a run over `batch` frames: each output is viewed as
+ * that item's slice with a leading dim of 1. */
+static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out, int item,
+                  int batch, osp_result_t *res, char *err, size_t errlen) {
     osp_pout_t outs[16];
     for (int i = 0; i < m->rt->n_outputs; i++) {
         outs[i].name = m->rt->outputs[i].name;
         outs[i].dtype = pdtype(out[i].dtype);
-        outs[i].data = out[i].data;
         outs[i].rank = out[i].rank;
         memcpy(outs[i].dims, out[i].dims, sizeof outs[i].dims);
+        outs[i].data = out[i].data;
+        if (batch > 1) {
+            if (out[i].rank < 1 || out[i].dims[0] != batch) {
+                snprintf(err, errlen, "output %s does not carry the batch of %d", outs[i].name, batch);
+                return OSP_MODEL_ERUN;
+            }
+            size_t per = out[i].bytes / (size_t)batch;
+            outs[i].data = (const uint8_t *)out[i].data + per * (size_t)item;
+            outs[i].dims[0] = 1;
+        }
     }
     osp_dparams_t p;
     dparams(m, ctx, &p);
@@ -287,11 +304,66 @@ int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, c
     osp_tensor_t out[16];
     memset(out, 0, sizeof out);
     if (osp_rt_run(m->rt, &in, out, err, errlen)) return OSP_MODEL_ERUN;
-    int rc = decode(m, ctx, out, res, err, errlen);
+    int rc = decode(m, ctx, out, 0, 1, res, err, errlen);
     osp_rt_release_outputs(m->rt, out);
     res->predict_ms = now_ms() - t0;
     res->preprocess_ms = ctx->prep_ms;
     res->frame_w = ctx->frame_w;
     res->frame_h = ctx->frame_h;
     return rc;
+}
+
+void osp_batch_buf_free(osp_batch_buf_t *b) {
+    free(b->data);
+    b->data = NULL;
+    b->cap = 0;
+}
+
+int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
+                            osp_result_t *res, int *rcs, osp_batch_buf_t *buf, char *err,
+                            size_t errlen) {
+    if (n <= 0) return 0;
+    if (!m->batch_dynamic || n == 1) {
+        /* a static batch of 1: the per-item path */
+        for (int i = 0; i < n; i++)
+            rcs[i] = osp_model_predict(m, ctx[i], &res[i], err, errlen);
+        return 0;
+    }
+    for (int i = 0; i < n; i++) memset(&res[i], 0, sizeof res[i]);
+    double t0 = now_ms();
+    size_t one = osp_prep_tensor_bytes(&m->prep), need = one * (size_t)n;
+    if (buf->cap < need) {
+        void *d = realloc(buf->data, need);
+        if (!d) {
+            snprintf(err, errlen, "out of memory");
+            return OSP_MODEL_ENOMEM;
+        }
+        buf->data = d;
+        buf->cap = need;
+    }
+    for (int i = 0; i < n; i++) memcpy((uint8_t *)buf->data + one * (size_t)i, ctx[i]->tensor, one);
+    const osp_tensor_desc_t *d = &m->rt->inputs[0];
+    osp_tensor_t in = {.dtype = d->dtype, .rank = 4, .data = buf->data, .bytes = need};
+    int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
+    in.dims[0] = n;
+    in.dims[1] = nhwc ? m->prep.height : m->prep.channels;
+    in.dims[2] = nhwc ? m->prep.width : m->prep.height;
+    in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
+    osp_tensor_t out[16];
+    memset(out, 0, sizeof out);
+    if (osp_rt_run(m->rt, &in, out, err, errlen)) return OSP_MODEL_ERUN;
+    double run_ms = now_ms() - t0;
+    char item_err[256];
+    for (int i = 0; i < n; i++) {
+        double t1 = now_ms();
+        rcs[i] = decode(m, ctx[i], out, i, n, &res[i], item_err, sizeof item_err);
+        if (rcs[i]) snprintf(err, errlen, "%s", item_err);
+        /* the run is shared: each frame carries it whole, plus its own decode */
+        res[i].predict_ms = run_ms + (now_ms() - t1);
+        res[i].preprocess_ms = ctx[i]->prep_ms;
+        res[i].frame_w = ctx[i]->frame_w;
+        res[i].frame_h = ctx[i]->frame_h;
+    }
+    osp_rt_release_outputs(m->rt, out);
+    return 0;
 }

@@ -149,6 +149,22 @@ int osp_model_ensure_tensor(const osp_model_t *m, osp_infer_ctx_t *ctx);
 int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,
                       size_t errlen);
 
+/* A stacking buffer for batched runs (one per thread; grows only). */
+typedef struct {
+    void *data;
+    size_t cap;
+} osp_batch_buf_t;
+void osp_batch_buf_free(osp_batch_buf_t *b);
+
+/* Run n prepared frames: as ONE runtime call on a stacked [n,…] tensor when
+ * the model's batch axis is dynamic (outputs split per frame), else one call
+ * each. rcs[i] is each frame's outcome (its error text, if any, is the last
+ * written to err); the return value is nonzero only when the shared run
+ * itself failed (then no rcs are set). */
+int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
+                            osp_result_t *res, int *rcs, osp_batch_buf_t *buf, char *err,
+                            size_t errlen);
+
 /* Write the protocol's result record fields (kind, detections or embedding,
  * inferenceMs, preprocessMs, predictMs, batchSize, frameSize) into the JSON
  * object the caller has opened; docs/protocol.md §4. */

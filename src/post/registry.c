@@ -9,6 +9,11 @@ extern const osp_decoder_t osp_decoder_ssd;
 extern const osp_decoder_t osp_decoder_ultraface;
 extern const osp_decoder_t osp_decoder_blazeface;
 extern const osp_decoder_t osp_decoder_embedding;
+extern const osp_decoder_t osp_decoder_yolo;
+extern const osp_decoder_t osp_decoder_yolox;
+extern const osp_decoder_t osp_decoder_yolonas;
+extern const osp_decoder_t osp_decoder_ssd_nms;
+extern const osp_decoder_t osp_decoder_scrfd;
 
 /* One line per family; a new family adds its file and its line here. */
 static const osp_decoder_t *const REGISTRY[] = {
@@ -16,6 +21,11 @@ static const osp_decoder_t *const REGISTRY[] = {
     &osp_decoder_ultraface,
     &osp_decoder_blazeface,
     &osp_decoder_embedding,
+    &osp_decoder_yolo,
+    &osp_decoder_yolox,
+    &osp_decoder_yolonas,
+    &osp_decoder_ssd_nms,
+    &osp_decoder_scrfd,
 };
 
 const osp_decoder_t *osp_decoder_find(const char *name) {

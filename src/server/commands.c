@@ -701,6 +701,12 @@ static int start_pools(server_t *s, const osp_wire_hello_t *h) {
     s->batch_mode = h ? (int)h->batch_mode : OSP_WIRE_BATCH_NONE;
     s->window_ms = h ? h->window_ms : 0;
     s->max_batch = h ? h->max_batch_size : 1;
+    s->prep_ws = calloc((size_t)s->workers, sizeof *s->prep_ws);
+    s->pred_ws = calloc((size_t)s->workers, sizeof *s->pred_ws);
+    if (!s->prep_ws || !s->pred_ws) {
+        fprintf(stderr, "ospreyd: out of memory\n");
+        return -1;
+    }
     s->prepare = osp_pool_new(s->workers, exec_prepare, s);
     s->predict = osp_pool_new(s->workers, exec_predict, s);
     if (!s->prepare || !s->predict) {
@@ -958,6 +964,15 @@ void srv_stop(server_t *s) {
     osp_pool_free(s->prepare);
     osp_pool_free(s->predict);
     s->prepare = s->predict = NULL;
+    for (int i = 0; s->prep_ws && i < s->workers; i++) srv_wstate_free(&s->prep_ws[i]);
+    for (int i = 0; s->pred_ws && i < s->workers; i++) srv_wstate_free(&s->pred_ws[i]);
+    free(s->prep_ws);
+    free(s->pred_ws);
+    for (ctxnode_t *n = s->ctx_free, *next; n; n = next) {
+        next = n->next;
+        osp_infer_ctx_free(&n->ctx);
+        free(n);
+    }
     for (int i = 0; i < s->nslots; i++)
         if (s->slots[i]) srv_release_model(s, s->slots[i]);
     for (cmdq_t *q = s->cmd_head, *n; q; q = n) {

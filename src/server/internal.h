@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -95,12 +96,11 @@ typedef struct job {
     size_t frame_len;
     osp_wire_request_t rq; /* points into frame */
     osp_cframe_t *cached;  /* infer_cached: the frame, referenced */
-    osp_infer_ctx_t ctx;
+    osp_infer_ctx_t *ctx;  /* from the server's pool, once prepared */
     int prepared;          /* ctx holds a tensor */
     int shed;              /* answered as dropped by the deadline gate in a worker */
     int failed;
     int admitted;          /* counts against the model's admission */
-    int batch_size;        /* frames run together (a window flush); 0 = alone */
     osp_jw_t out;          /* the reply frame(s), written by a worker */
     struct timespec t0;
     double prep_ms;
@@ -124,6 +124,22 @@ typedef struct cmdq {
     cJSON *cmd;
 } cmdq_t;
 
+/* What one pool thread keeps between frames (indexed by its worker number):
+ * the JPEG decoder and its buffer, contexts for batch items, the stacking
+ * buffer of batched runs. */
+typedef struct {
+    osp_decoder_t *dec;
+    osp_image_t img;
+    osp_infer_ctx_t ctx[OSP_WINDOW_MAX];
+    osp_batch_buf_t buf;
+} wstate_t;
+
+/* Reusable inference contexts: a job takes one from prepare to reply. */
+typedef struct ctxnode {
+    struct ctxnode *next;
+    osp_infer_ctx_t ctx;
+} ctxnode_t;
+
 typedef struct {
     int64_t infer_jpeg, infer_raw, infer_batch, infer_cached, commands, frames_cached;
     int64_t shed_deadline, shed_queue_full, errors;
@@ -137,6 +153,10 @@ typedef struct server {
     conn_t *conns;
     osp_mailbox_t done;
     osp_pool_t *prepare, *predict;
+    wstate_t *prep_ws, *pred_ws; /* one per worker of each pool */
+    pthread_mutex_t ctx_mu;      /* guards ctx_free */
+    ctxnode_t *ctx_free;
+    int ctx_total;
     int workers;
     int intra_threads;
     const osp_backend_t *backend;
@@ -206,7 +226,10 @@ void srv_handshake_models(server_t *s, const cJSON *models, int *loaded, int *to
 void srv_release_model(server_t *s, loaded_t *l);
 void srv_write_mem_stats(server_t *s, osp_jw_t *w);
 
-/* exec.c: pool entry points */
+/* exec.c: pool entry points and the context pool */
+osp_infer_ctx_t *srv_ctx_get(server_t *s);
+void srv_ctx_put(server_t *s, osp_infer_ctx_t *c);
+void srv_wstate_free(wstate_t *w);
 void exec_prepare(void *ctx, osp_qnode_t *item, int worker);
 void exec_predict(void *ctx, osp_qnode_t *item, int worker);
 

@@ -86,7 +86,7 @@ static job_t *job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint
 static void job_free(server_t *s, job_t *j) {
     if (j->model) srv_release_model(s, j->model);
     if (j->cached) osp_cache_release_frame(s->cache, j->cached);
-    osp_infer_ctx_free(&j->ctx);
+    if (j->ctx) srv_ctx_put(s, j->ctx);
     osp_jw_free(&j->out);
     free(j->frame);
     free(j);

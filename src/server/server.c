@@ -453,6 +453,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
     g_server_for_exit = s;
     s->opts = *opts;
     s->listen_fd = -1;
+    pthread_mutex_init(&s->ctx_mu, NULL);
     clock_gettime(CLOCK_MONOTONIC, &s->started);
     s->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (s->epfd < 0 || osp_mailbox_init(&s->done)) {

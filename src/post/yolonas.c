@@ -1,0 +1,106 @@
+/*
+ * The "yolonas" postprocessor: Deci's YOLO-NAS as super-gradients exports
+ * it (Frigate's YOLO-NAS models among them), in either of two forms:
+ *
+ *   two outputs  boxes [1, N, 4] (x1, y1, x2, y2 in input pixels) and
+ *                scores [1, N, C] (probabilities): best class per box,
+ *                then class-aware NMS
+ *   flat         one output [K, 7] of rows (image index, x1, y1, x2, y2,
+ *                score, class): NMS already ran in the graph, so none here
+ *
+ * Those exports usually take uint8 pixels (their /255 is in the graph); the
+ * model layer feeds uint8 whenever the input says so.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "post/decoder.h"
+
+typedef struct {
+    int boxes, scores; /* scores < 0: the flat form, in output `boxes` */
+} yn_state_t;
+
+static int yn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
+                    char *err, size_t errlen) {
+    (void)p;
+    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
+    int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
+    int flat = osp_pdesc_find(outs, n, 2, 7, 0, -1);
+    if ((ob < 0 || os < 0) && flat < 0) {
+        snprintf(err, errlen, "postprocessor yolonas needs outputs boxes [1,N,4] and scores "
+                              "[1,N,C], or one flat [K,7]");
+        return -1;
+    }
+    yn_state_t *st = malloc(sizeof *st);
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (ob >= 0 && os >= 0) {
+        st->boxes = ob;
+        st->scores = os;
+    } else {
+        st->boxes = flat;
+        st->scores = -1;
+    }
+    *state = st;
+    return 0;
+}
+
+static int add(osp_dres_t *res, const float *b, float score, int cls, float inv_w, float inv_h) {
+    if (!isfinite(b[0]) || !isfinite(b[1]) || !isfinite(b[2]) || !isfinite(b[3])) return 0;
+    if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) return -1;
+    res->dets[res->n_dets++] = (osp_det_t){.x1 = b[0] * inv_w, .y1 = b[1] * inv_h,
+                                           .x2 = b[2] * inv_w, .y2 = b[3] * inv_h,
+                                           .score = score, .cls = cls};
+    return 0;
+}
+
+static int yn_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
+                     osp_dres_t *res, char *err, size_t errlen) {
+    const yn_state_t *st = state;
+    const float conf = p->confidence;
+    const float inv_w = 1.0f / (float)p->in_w, inv_h = 1.0f / (float)p->in_h;
+    osp_dparams_t q = *p;
+    if (st->scores < 0) {
+        const osp_pout_t *f = st->boxes < n ? &outs[st->boxes] : NULL;
+        if (!f || f->rank != 2 || f->dims[1] != 7 || f->dims[0] < 0) {
+            snprintf(err, errlen, "yolonas: the flat output is not [K,7]");
+            return -1;
+        }
+        const float *d = f->data;
+        for (int64_t i = 0; i < f->dims[0]; i++) {
+            const float *r = d + (size_t)i * 7;
+            if (r[0] != 0.0f || !(r[5] >= conf) || !isfinite(r[5]) || !(r[6] >= 0.0f) ||
+                !(r[6] < 1e6f))
+                continue;
+            if (add(res, r + 1, r[5], (int)r[6], inv_w, inv_h)) goto oom;
+        }
+        q.nms_iou = 2.0f; /* the graph's NMS stands */
+    } else {
+        const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
+        if (st->boxes >= n || st->scores >= n || b->dims[1] != s->dims[1] || s->dims[2] < 1) {
+            snprintf(err, errlen, "yolonas outputs disagree on the box count");
+            return -1;
+        }
+        const float *bd = b->data, *sd = s->data;
+        const int64_t c = s->dims[2];
+        for (int64_t i = 0; i < b->dims[1]; i++) {
+            const float *r = sd + (size_t)i * (size_t)c;
+            int cls = -1;
+            float best = -INFINITY;
+            for (int64_t j = 0; j < c; j++)
+                if (r[j] > best && isfinite(r[j])) best = r[j], cls = (int)j;
+            if (cls < 0 || !(best >= conf)) continue;
+            if (add(res, bd + (size_t)i * 4, best, cls, inv_w, inv_h)) goto oom;
+        }
+    }
+    osp_dres_finish_normalised(res, &q);
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+const osp_decoder_t osp_decoder_yolonas = {"yolonas", yn_setup, yn_decode, free};

@@ -1,0 +1,131 @@
+/*
+ * The "yolox" postprocessor: Megvii YOLOX, one output [1, N, 5+C] over the
+ * grid cells of strides 8, 16 and 32 (N = 8400 at 640x640), in the order
+ * stride, row, column. Each row holds x, y, w, h, objectness, C class
+ * scores (objectness and classes already sigmoid in every export).
+ *
+ * The official export leaves the boxes raw (decode_in_inference False):
+ * cx = (x + gx) * s, cy = (y + gy) * s, w = exp(w) * s, h = exp(h) * s;
+ * other exports decode in the graph and emit cx, cy, w, h in input pixels.
+ * Which one a frame holds is read off the coarsest level: raw x offsets are
+ * a cell or two at most, decoded centres average half the input width.
+ * score = objectness * best class; class-aware NMS.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "post/decoder.h"
+
+static const int STRIDES[3] = {8, 16, 32};
+
+typedef struct {
+    int out;
+} yx_state_t;
+
+static long cells_at(int w, int h, int s) { return (long)((w + s - 1) / s) * ((h + s - 1) / s); }
+
+static long cells(int w, int h) {
+    long n = 0;
+    for (int i = 0; i < 3; i++) n += cells_at(w, h, STRIDES[i]);
+    return n;
+}
+
+static int rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols) {
+    if (rank == 3 && dims[0] != 1 && dims[0] >= 0) return -1;
+    if (rank != 2 && rank != 3) return -1;
+    *rows = dims[rank - 2];
+    *cols = dims[rank - 1];
+    return 0;
+}
+
+static int yx_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
+                    char *err, size_t errlen) {
+    int o = -1;
+    for (int i = 0; i < n && o < 0; i++)
+        if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
+    int64_t r = -1, c = -1;
+    long want = cells(p->in_w, p->in_h);
+    if (o < 0 || rows_cols(outs[o].dims, outs[o].rank, &r, &c) ||
+        (c >= 0 && c < 6) || (r >= 0 && r != want)) {
+        snprintf(err, errlen, "postprocessor yolox needs one float32 output [1,%ld,5+C] (the grid "
+                              "cells of strides 8/16/32 at %dx%d)", want, p->in_w, p->in_h);
+        return -1;
+    }
+    yx_state_t *st = malloc(sizeof *st);
+    if (!st) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    st->out = o;
+    *state = st;
+    return 0;
+}
+
+/* Mean x of the stride-32 level: a few cells when raw, pixels when decoded. */
+static int already_decoded(const float *d, long first, long count, int64_t k) {
+    double sum = 0;
+    long used = 0;
+    for (long i = first; i < first + count; i++) {
+        float x = d[(size_t)i * (size_t)k];
+        if (isfinite(x)) sum += x, used++;
+    }
+    return used > 0 && sum / (double)used > 4.0;
+}
+
+static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
+                     osp_dres_t *res, char *err, size_t errlen) {
+    const yx_state_t *st = state;
+    int64_t r, k;
+    const osp_pout_t *o = st->out < n ? &outs[st->out] : NULL;
+    if (!o || o->dtype != OSP_PDT_F32 || rows_cols(o->dims, o->rank, &r, &k) || k < 6 ||
+        r != cells(p->in_w, p->in_h)) {
+        snprintf(err, errlen, "yolox: the output is not [1,%ld,5+C]", cells(p->in_w, p->in_h));
+        return -1;
+    }
+    const float *d = o->data;
+    const long last = cells_at(p->in_w, p->in_h, 32);
+    const int decoded = already_decoded(d, (long)r - last, last, k);
+    const float conf = p->confidence;
+    const float inv_w = 1.0f / (float)p->in_w, inv_h = 1.0f / (float)p->in_h;
+    long i = 0;
+    for (int level = 0; level < 3; level++) {
+        const int s = STRIDES[level];
+        const int gw = (p->in_w + s - 1) / s, gh = (p->in_h + s - 1) / s;
+        for (int gy = 0; gy < gh; gy++)
+            for (int gx = 0; gx < gw; gx++, i++) {
+                const float *row = d + (size_t)i * (size_t)k;
+                float obj = row[4];
+                /* class scores are probabilities: no score beats its objectness */
+                if (!(obj >= conf) || !isfinite(obj)) continue;
+                int cls = -1;
+                float best = -INFINITY;
+                for (int c = 5; c < k; c++)
+                    if (row[c] > best && isfinite(row[c])) best = row[c], cls = c - 5;
+                float score = obj * best;
+                if (cls < 0 || !(score >= conf)) continue;
+                float cx, cy, w, h;
+                if (decoded) {
+                    cx = row[0], cy = row[1], w = row[2], h = row[3];
+                } else {
+                    cx = (row[0] + (float)gx) * (float)s;
+                    cy = (row[1] + (float)gy) * (float)s;
+                    w = expf(row[2]) * (float)s;
+                    h = expf(row[3]) * (float)s;
+                }
+                float x1 = cx - w / 2, y1 = cy - h / 2, x2 = cx + w / 2, y2 = cy + h / 2;
+                if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) continue;
+                if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) {
+                    snprintf(err, errlen, "out of memory");
+                    return -1;
+                }
+                res->dets[res->n_dets++] =
+                    (osp_det_t){.x1 = x1 * inv_w, .y1 = y1 * inv_h, .x2 = x2 * inv_w,
+                                .y2 = y2 * inv_h, .score = score, .cls = cls};
+            }
+    }
+    osp_dres_finish_normalised(res, p);
+    return 0;
+}
+
+const osp_decoder_t osp_decoder_yolox = {"yolox", yx_setup, yx_decode, free};
