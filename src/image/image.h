@@ -22,8 +22,18 @@ enum {
     OSP_IMG_EIO = -4,     /* a file could not be read or written */
 };
 
-/* Pixel formats of frames as they arrive on the wire (values are the wire's). */
-typedef enum { OSP_PIX_RGB = 0, OSP_PIX_BGR = 1, OSP_PIX_GRAY = 2 } osp_pixfmt_t;
+/* Pixel formats of frames as they arrive on the wire (values are the wire's).
+ * NV12 and I420 (osprey's extension: what video decoders emit) are planar
+ * 4:2:0: a view's data is the Y plane (stride = its row bytes, normally the
+ * width) and the chroma follows it contiguously — NV12 one interleaved UV
+ * plane of the same stride, I420 a U then a V plane of stride (w+1)/2. */
+typedef enum {
+    OSP_PIX_RGB = 0,
+    OSP_PIX_BGR = 1,
+    OSP_PIX_GRAY = 2,
+    OSP_PIX_NV12 = 3,
+    OSP_PIX_I420 = 4,
+} osp_pixfmt_t;
 
 /* A borrowed view of interleaved pixels; owns nothing. stride is in bytes. */
 typedef struct {
@@ -49,8 +59,13 @@ void osp_image_free(osp_image_t *img);
  * OSP_IMG_ENOMEM (img unchanged on error). */
 int osp_image_reserve(osp_image_t *img, int width, int height, osp_pixfmt_t fmt);
 osp_view_t osp_image_view(const osp_image_t *img);
-/* Bytes per pixel of a format (3, 3, 1); 0 for an unknown value. */
+/* Bytes per pixel of a format (3, 3, 1); 0 for an unknown or planar one. */
 int osp_pixfmt_channels(int fmt);
+/* Bytes a tightly packed 4:2:0 frame (NV12 or I420) of w x h takes; 0 when
+ * the sides are not positive. */
+size_t osp_yuv420_bytes(int w, int h);
+/* Convert an NV12 or I420 view to RGB into dst (grown as needed). */
+int osp_yuv_to_rgb(const osp_view_t *src, osp_image_t *dst, char *err, size_t errlen);
 /* Wrap raw wire pixels as a view after checking len == w*h*channels without
  * overflow; on mismatch writes the reason to err and returns OSP_IMG_EINVAL. */
 int osp_view_wrap(const uint8_t *data, size_t len, int width, int height, int fmt,

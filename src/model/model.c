@@ -1,5 +1,6 @@
 /* A loaded model and the per-frame path: prepare, then predict + decode. */
 #include "model/model.h"
+#include "image/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -67,6 +68,31 @@ static osp_pdtype_t pdtype(osp_dtype_t t) {
     }
 }
 
+/* "classifier:sigmoid": the decoder's name, then its option from the config. */
+static const char *dec_option(const osp_model_t *m) {
+    const char *c = strchr(m->cfg.postprocessor, ':');
+    return c && c[1] ? c + 1 : NULL;
+}
+
+/* A CTC recognizer reads one text line: resized to the input height keeping
+ * its aspect (image/text.h) rather than letterboxed and, when the model's
+ * width is dynamic (PP-OCR), run at the line's own width, at least 320. */
+static int text_prep(const osp_model_t *m, osp_text_prep_t *tp) {
+    if (!m->dec || strcmp(m->dec->name, "ctc") != 0 || m->prep.elem != OSP_ELEM_F32) return 0;
+    int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
+    int dyn = m->rt->inputs[0].dims[nhwc ? 2 : 3] < 0 && m->prep.channels == 3;
+    memset(tp, 0, sizeof *tp);
+    tp->height = m->prep.height;
+    tp->max_w = m->prep.width;
+    tp->min_w = dyn && tp->max_w > 320 ? 320 : tp->max_w;
+    tp->channels = m->prep.channels;
+    tp->nhwc = nhwc;
+    tp->bicubic = tp->pad_edge = m->prep.channels == 1; /* the seed's 1-channel recognizers */
+    memcpy(tp->mean, m->prep.mean, sizeof tp->mean);
+    memcpy(tp->std, m->prep.std, sizeof tp->std);
+    return 1;
+}
+
 /* The decode parameters of a frame: the model's settings, or the ctx's
  * per-request snapshot, and the frame geometry of the last prepare. */
 static void dparams(const osp_model_t *m, const osp_infer_ctx_t *ctx, osp_dparams_t *p) {
@@ -78,6 +104,7 @@ static void dparams(const osp_model_t *m, const osp_infer_ctx_t *ctx, osp_dparam
     p->nms_iou = ctx && ctx->params_set ? ctx->nms_iou : m->cfg.nms_iou;
     p->max_detections = ctx && ctx->params_set ? ctx->max_detections : m->cfg.max_detections;
     p->top_k = 5;
+    p->option = dec_option(m);
     if (ctx) {
         p->scale_x = ctx->geom.scale_x;
         p->scale_y = ctx->geom.scale_y;
@@ -103,6 +130,15 @@ static int setup_decoder(osp_model_t *m, char *err, size_t errlen) {
     }
     osp_dparams_t p;
     dparams(m, NULL, &p);
+    char lp[1100];
+    if (strcmp(m->dec->name, "ctc") == 0) {
+        /* the CTC alphabet is the model's labels file; the decoder reads it here */
+        if (m->cfg.labels_path[0])
+            snprintf(lp, sizeof lp, "%s", m->cfg.labels_path);
+        else
+            default_labels_path(m->cfg.path, lp, sizeof lp);
+        p.option = lp;
+    }
     if (m->dec->setup && m->dec->setup(descs, rt->n_outputs, &p, &m->dec_state, err, errlen))
         return OSP_MODEL_EINVAL;
     return 0;
@@ -146,6 +182,8 @@ static int setup_prep(osp_model_t *m, char *err, size_t errlen) {
     memcpy(p->std, m->cfg.std, sizeof p->std);
     p->pad_value = 114;
     m->batch_dynamic = in->dims[0] < 0;
+    osp_text_prep_t tp;
+    if (text_prep(m, &tp) && tp.min_w < tp.max_w) m->batch_dynamic = 0; /* lines differ in width */
     return 0;
 }
 
@@ -159,7 +197,10 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
     }
     m->cfg = *cfg;
     int rc;
-    if (!(m->dec = osp_decoder_find(cfg->postprocessor))) {
+    char dname[sizeof cfg->postprocessor];
+    snprintf(dname, sizeof dname, "%s", cfg->postprocessor);
+    dname[strcspn(dname, ":")] = '\0';
+    if (!(m->dec = osp_decoder_find(dname))) {
         char names[256];
         osp_decoder_names(names, sizeof names);
         snprintf(err, errlen, "unknown postprocessor '%s' (known: %s)", cfg->postprocessor, names);
@@ -213,6 +254,7 @@ const char *osp_model_label(const osp_model_t *m, int cls) {
 
 void osp_infer_ctx_free(osp_infer_ctx_t *c) {
     osp_prep_scratch_free(&c->scratch);
+    osp_image_free(&c->rgb);
     free(c->tensor);
     osp_dres_free(&c->rec);
     memset(c, 0, sizeof *c);
@@ -236,8 +278,23 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
         return OSP_MODEL_ENOMEM;
     }
     double t0 = now_ms();
-    if (osp_prep_run(frame, &m->prep, ctx->tensor, &ctx->scratch, &ctx->geom, err, errlen))
+    osp_view_t rgb;
+    if (frame->fmt == OSP_PIX_NV12 || frame->fmt == OSP_PIX_I420) {
+        if (osp_yuv_to_rgb(frame, &ctx->rgb, err, errlen)) return OSP_MODEL_EINVAL;
+        rgb = osp_image_view(&ctx->rgb);
+        frame = &rgb;
+    }
+    osp_text_prep_t tp;
+    if (text_prep(m, &tp)) {
+        if (osp_text_pack(frame, &tp, ctx->tensor, NULL, &ctx->scratch.resized, err, errlen))
+            return OSP_MODEL_EINVAL;
+        memset(&ctx->geom, 0, sizeof ctx->geom);
+        ctx->geom.scale_x = ctx->geom.scale_y = (float)tp.height / (float)frame->height;
+        ctx->geom.content_w = osp_text_content_width(frame->width, frame->height, &tp);
+        ctx->geom.content_h = tp.height;
+    } else if (osp_prep_run(frame, &m->prep, ctx->tensor, &ctx->scratch, &ctx->geom, err, errlen)) {
         return OSP_MODEL_EINVAL;
+    }
     ctx->prep_ms = now_ms() - t0;
     ctx->view_w = frame->width;
     ctx->view_h = frame->height;
@@ -297,6 +354,12 @@ int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, c
     in.dims[1] = nhwc ? m->prep.height : m->prep.channels;
     in.dims[2] = nhwc ? m->prep.width : m->prep.height;
     in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
+    osp_text_prep_t tp;
+    if (text_prep(m, &tp)) { /* a text line runs at its own width */
+        int tw = osp_text_tensor_width(ctx->view_w, ctx->view_h, &tp);
+        in.dims[nhwc ? 2 : 3] = tw;
+        in.bytes = (size_t)tw * (size_t)tp.height * (size_t)tp.channels * sizeof(float);
+    }
     if (m->rt->n_outputs > 16) {
         snprintf(err, errlen, "model has too many outputs");
         return OSP_MODEL_ERUN;

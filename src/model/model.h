@@ -110,6 +110,7 @@ const char *osp_model_label(const osp_model_t *m, int cls);
  * free with osp_infer_ctx_free. */
 typedef struct {
     osp_prep_scratch_t scratch;
+    osp_image_t rgb;          /* a 4:2:0 frame converted to RGB */
     void *tensor;
     size_t tensor_cap;
     osp_geom_t geom;

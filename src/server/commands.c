@@ -561,6 +561,7 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_int(w, k->infer_jpeg + k->infer_raw + k->infer_batch + k->infer_cached);
     osp_jw_key(w, "shedQueueFull"); osp_jw_int(w, k->shed_queue_full);
     osp_jw_key(w, "errors"); osp_jw_int(w, k->errors);
+    osp_jw_key(w, "inferShm"); osp_jw_int(w, k->infer_shm);
     osp_jw_obj_close(w);
     osp_jw_key(w, "backpressure");
     osp_jw_obj_open(w);
@@ -631,6 +632,10 @@ void srv_on_command(server_t *s, conn_t *c, const osp_wire_request_t *rq) {
         size_t at = osp_wire_reply_begin(&w);
         srv_write_mem_stats(s, &w);
         send_w(s, c->id, &w, at, rq->req_id);
+        cJSON_Delete(cmd);
+        return;
+    }
+    if (srv_shm_command(s, c, rq->req_id, name, cmd)) {
         cJSON_Delete(cmd);
         return;
     }
@@ -980,6 +985,7 @@ void srv_stop(server_t *s) {
         cJSON_Delete(q->cmd);
         free(q);
     }
+    srv_shm_free_all(s);
     osp_cache_free(s->cache);
     osp_mailbox_destroy(&s->done);
     close(s->epfd);

@@ -147,6 +147,9 @@ static void prepare_job(job_t *j, wstate_t *ws) {
         rc = osp_model_prepare(m, j->ctx, &v, 0, 0, err, sizeof err);
         break;
     }
+    case OSP_MSG_INFER_SHM:
+        rc = osp_model_prepare(m, j->ctx, &j->shm_view, 0, 0, err, sizeof err);
+        break;
     case OSP_WIRE_MSG_INFER_CACHED: {
         osp_view_t v = osp_image_view(&j->cached->img);
         rc = prepare_view(j, j->ctx, &v, 0, 0, OSP_TCACHE_FRAME, j->cached->id,

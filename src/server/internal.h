@@ -67,6 +67,21 @@ typedef struct conn {
     int inflight;          /* requests accepted and not yet answered */
 } conn_t;
 
+#define OSP_MSG_INFER_SHM 0x06 /* extension: a frame in a registered shared-memory region */
+
+/* A POSIX shared-memory region a host registered (register_shm). Touched
+ * by the I/O thread only; jobs reading from it hold a reference, so an
+ * unregister while frames are in flight unmaps only after they finish. */
+typedef struct shm_region {
+    struct shm_region *next;
+    uint32_t id;
+    uint32_t owner;  /* the connection that registered it */
+    char name[256];
+    const uint8_t *base;
+    size_t size;
+    int refs;        /* 1 while registered + one per job */
+} shm_region_t;
+
 typedef enum { JOB_INFER, JOB_BATCH, JOB_LOAD_DONE, JOB_WINDOW, JOB_HELLO_DONE } job_kind_t;
 
 #define OSP_WINDOW_MAX 64 /* frames one window flush may carry */
@@ -96,6 +111,8 @@ typedef struct job {
     size_t frame_len;
     osp_wire_request_t rq; /* points into frame */
     osp_cframe_t *cached;  /* infer_cached: the frame, referenced */
+    shm_region_t *shm;     /* infer_shm: the region, referenced */
+    osp_view_t shm_view;   /* the frame inside it */
     osp_infer_ctx_t *ctx;  /* from the server's pool, once prepared */
     int prepared;          /* ctx holds a tensor */
     int shed;              /* answered as dropped by the deadline gate in a worker */
@@ -142,7 +159,7 @@ typedef struct ctxnode {
 
 typedef struct {
     int64_t infer_jpeg, infer_raw, infer_batch, infer_cached, commands, frames_cached;
-    int64_t shed_deadline, shed_queue_full, errors;
+    int64_t shed_deadline, shed_queue_full, errors, infer_shm;
 } counters_t;
 
 typedef struct server {
@@ -189,6 +206,9 @@ typedef struct server {
     int win_n[OSP_MAX_SLOTS];
     struct timespec win_t0[OSP_MAX_SLOTS];
     int win_open;            /* models with frames waiting in a window */
+    /* shared memory (extension) */
+    shm_region_t *shm_head;
+    uint32_t next_shm_id;
     /* caches and counters */
     osp_cache_t *cache;
     counters_t counters;
@@ -225,6 +245,17 @@ int srv_idle(server_t *s);
 void srv_handshake_models(server_t *s, const cJSON *models, int *loaded, int *total);
 void srv_release_model(server_t *s, loaded_t *l);
 void srv_write_mem_stats(server_t *s, osp_jw_t *w);
+
+/* shm.c */
+int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd);
+void srv_shm_release(server_t *s, shm_region_t *r);
+void srv_shm_conn_closed(server_t *s, uint32_t conn_id);
+void srv_shm_free_all(server_t *s);
+void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len);
+
+/* router.c, for shm.c */
+job_t *srv_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame, size_t len);
+void srv_submit_frame(server_t *s, job_t *j);
 
 /* exec.c: pool entry points and the context pool */
 osp_infer_ctx_t *srv_ctx_get(server_t *s);

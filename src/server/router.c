@@ -66,8 +66,8 @@ static loaded_t *slot_model(server_t *s, int idx) {
 
 /* ---- jobs ------------------------------------------------------------------- */
 
-static job_t *job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame,
-                      size_t len) {
+job_t *srv_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame,
+                   size_t len) {
     job_t *j = calloc(1, sizeof *j);
     if (!j) return NULL;
     j->srv = s;
@@ -86,6 +86,7 @@ static job_t *job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint
 static void job_free(server_t *s, job_t *j) {
     if (j->model) srv_release_model(s, j->model);
     if (j->cached) osp_cache_release_frame(s->cache, j->cached);
+    if (j->shm) srv_shm_release(s, j->shm);
     if (j->ctx) srv_ctx_put(s, j->ctx);
     osp_jw_free(&j->out);
     free(j->frame);
@@ -203,7 +204,7 @@ static void promote(server_t *s, int idx) {
     }
 }
 
-static void submit_frame(server_t *s, job_t *j) {
+void srv_submit_frame(server_t *s, job_t *j) {
     int idx = j->model_idx;
     void *shed = NULL;
     int run = osp_admit_offer(&s->admit[idx], j, &shed);
@@ -277,7 +278,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
             return;
         }
     }
-    job_t *j = job_new(s, c, rq, frame, len);
+    job_t *j = srv_job_new(s, c, rq, frame, len);
     if (!j) {
         if (cf) osp_cache_release_frame(s->cache, cf);
         free(frame);
@@ -287,7 +288,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     j->kind = JOB_INFER;
     j->model_idx = idx;
     j->cached = cf;
-    submit_frame(s, j);
+    srv_submit_frame(s, j);
 }
 
 /* Batches bypass admission (as the protocol says): gate, model, then one
@@ -318,7 +319,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
         free(frame);
         return;
     }
-    job_t *j = job_new(s, c, rq, frame, len);
+    job_t *j = srv_job_new(s, c, rq, frame, len);
     if (!j) {
         free(frame);
         reply_frame(s, c, rq->req_id, body_error_results, "out of memory");
@@ -360,6 +361,11 @@ void srv_on_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len) {
     if (!c->handshaken) {
         srv_on_hello(s, c, &f);
         free(frame);
+        return;
+    }
+    if (f.msg_type == OSP_MSG_INFER_SHM && s->shm_head) {
+        s->counters.infer_shm++;
+        srv_on_infer_shm(s, c, &f, frame, len); /* takes frame */
         return;
     }
     char err[OSP_WIRE_ERRLEN + 64];

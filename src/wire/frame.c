@@ -811,15 +811,17 @@ int osp_wire_split_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int ve
 int osp_wire_image_check(const uint8_t *p, size_t n, uint32_t w, uint32_t h, uint8_t fmt,
                          osp_wire_image_t *img, char *err, size_t errlen) {
     memset(img, 0, sizeof *img);
-    if (fmt > OSP_WIRE_FMT_GRAY)
+    if (fmt > OSP_WIRE_FMT_I420)
         return seterr(err, errlen, OSP_WIRE_EINVAL, "unknown pixel format %u", fmt);
     /* the seed's imaging library took sides as C ints */
     if (w > INT32_MAX || h > INT32_MAX)
         return seterr(err, errlen, OSP_WIRE_EINVAL, "signed integer is greater than maximum");
     if (w == 0 || h == 0)
         return seterr(err, errlen, OSP_WIRE_EINVAL, "width and height must be > 0");
-    unsigned ch = fmt == OSP_WIRE_FMT_GRAY ? 1 : 3;
+    unsigned ch = fmt == OSP_WIRE_FMT_RGB || fmt == OSP_WIRE_FMT_BGR ? 3 : 1;
     uint64_t need = (uint64_t)w * h * ch; /* < 2^62 * 3: no overflow */
+    if (fmt == OSP_WIRE_FMT_NV12 || fmt == OSP_WIRE_FMT_I420) /* 4:2:0: luma + 2 quarter planes */
+        need += 2 * (((uint64_t)w + 1) / 2) * (((uint64_t)h + 1) / 2);
     if (need > n)
         return seterr(err, errlen, OSP_WIRE_EINVAL, "%s",
                       ch == 1 ? "buffer is not large enough" : "not enough image data");

@@ -40,7 +40,13 @@ enum {
 };
 
 /* Raw pixel formats; the values are the wire's (and image.h's osp_pixfmt_t). */
-enum { OSP_WIRE_FMT_RGB = 0, OSP_WIRE_FMT_BGR = 1, OSP_WIRE_FMT_GRAY = 2 };
+enum {
+    OSP_WIRE_FMT_RGB = 0,
+    OSP_WIRE_FMT_BGR = 1,
+    OSP_WIRE_FMT_GRAY = 2,
+    OSP_WIRE_FMT_NV12 = 3, /* extension: 4:2:0, Y plane then interleaved UV */
+    OSP_WIRE_FMT_I420 = 4, /* extension: 4:2:0, Y, U, V planes */
+};
 
 #define OSP_WIRE_VERSION 2                       /* this worker's highest */
 #define OSP_WIRE_EVENT_REQ_ID 0xFFFFFFFFu        /* unsolicited events */

@@ -90,7 +90,7 @@ static void put_string(osp_jw_t *w, const char *s, size_t n) {
     size_t start = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') continue;
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') continue;
         put(w, s + start, i - start);
         start = i + 1;
         if (c >= 0x80) {

@@ -686,7 +686,8 @@ static void test_infer_raw(void **s) {
         {4, 3, 0, 35, "raw wrap failed: not enough image data"},
         {4, 3, 1, 0, "raw wrap failed: not enough image data"},
         {4, 3, 2, 11, "raw wrap failed: buffer is not large enough"},
-        {4, 3, 3, 36, "raw wrap failed: unknown pixel format 3"},
+        {4, 3, 5, 36, "raw wrap failed: unknown pixel format 5"},
+        {4, 3, 3, 19, "raw wrap failed: buffer is not large enough"}, /* NV12 4x3 needs 20 */
         {4, 3, 255, 36, "raw wrap failed: unknown pixel format 255"},
         {0, 3, 0, 36, "raw wrap failed: width and height must be > 0"},
         {4, 0, 2, 36, "raw wrap failed: width and height must be > 0"},

@@ -1,0 +1,242 @@
+/*
+ * Shared-memory frames (an osprey extension, docs/protocol.md): a host maps
+ * its frames into a POSIX shared-memory region, registers it once, and then
+ * sends infer_shm requests that name a frame by region, offset, size and
+ * pixel format instead of carrying its pixels through the pipe. Every
+ * reference is checked against the region; nothing outside the mapping is
+ * ever read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "server/internal.h"
+
+#define SHM_HEADER 26 /* [u8 model][u32 region][u64 offset][u32 w][u32 h][u8 fmt][u32 stride] */
+
+static uint32_t rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+static shm_region_t *find(server_t *s, uint32_t id) {
+    for (shm_region_t *r = s->shm_head; r; r = r->next)
+        if (r->id == id) return r;
+    return NULL;
+}
+
+void srv_shm_release(server_t *s, shm_region_t *r) {
+    (void)s;
+    if (--r->refs > 0) return;
+    munmap((void *)r->base, r->size);
+    free(r);
+}
+
+static void unlink_region(server_t *s, shm_region_t *r) {
+    shm_region_t **pp = &s->shm_head;
+    while (*pp && *pp != r) pp = &(*pp)->next;
+    if (*pp) *pp = r->next;
+    srv_shm_release(s, r); /* the registration's own reference */
+}
+
+void srv_shm_conn_closed(server_t *s, uint32_t conn_id) {
+    for (shm_region_t *r = s->shm_head, *n; r; r = n) {
+        n = r->next;
+        if (r->owner == conn_id) unlink_region(s, r);
+    }
+}
+
+void srv_shm_free_all(server_t *s) {
+    while (s->shm_head) unlink_region(s, s->shm_head);
+}
+
+static void reply(server_t *s, conn_t *c, uint32_t req_id, const char *cmd, const char *error,
+                  const shm_region_t *r) {
+    osp_jw_t w = {0};
+    size_t at = osp_wire_reply_begin(&w);
+    osp_jw_obj_open(&w);
+    osp_jw_key(&w, "cmd");
+    osp_jw_str(&w, cmd);
+    osp_jw_key(&w, "status");
+    osp_jw_str(&w, error ? "error" : "ok");
+    if (error) {
+        osp_jw_key(&w, "error");
+        osp_jw_str(&w, error);
+    } else if (r) {
+        osp_jw_key(&w, "regionId");
+        osp_jw_uint(&w, r->id);
+        osp_jw_key(&w, "name");
+        osp_jw_str(&w, r->name);
+        osp_jw_key(&w, "size");
+        osp_jw_uint(&w, r->size);
+    }
+    osp_jw_obj_close(&w);
+    osp_wire_reply_end(&w, at, req_id);
+    srv_send(s, c, &w);
+    osp_jw_free(&w);
+}
+
+/* register_shm {"name": "/cam1"[, "size": bytes]} and unregister_shm
+ * {"regionId": id}. Returns 1 when `name` was one of them. */
+int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd) {
+    char err[400];
+    if (strcmp(name, "register_shm") == 0) {
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cmd, "name");
+        const cJSON *sz = cJSON_GetObjectItemCaseSensitive(cmd, "size");
+        if (!cJSON_IsString(nm) || nm->valuestring[0] != '/' || strlen(nm->valuestring) >= 255 ||
+            strchr(nm->valuestring + 1, '/')) {
+            reply(s, c, req_id, name, "register_shm needs \"name\": a POSIX shared-memory name like \"/osprey-cam1\"", NULL);
+            return 1;
+        }
+        if (sz && (!cJSON_IsNumber(sz) || sz->valuedouble < 1 || sz->valuedouble != floor(sz->valuedouble))) {
+            reply(s, c, req_id, name, "register_shm: \"size\" must be a positive whole number of bytes", NULL);
+            return 1;
+        }
+        int fd = shm_open(nm->valuestring, O_RDONLY, 0);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0) {
+            snprintf(err, sizeof err, "cannot open shared memory %s: %s", nm->valuestring, strerror(errno));
+            if (fd >= 0) close(fd);
+            reply(s, c, req_id, name, err, NULL);
+            return 1;
+        }
+        size_t size = sz ? (size_t)sz->valuedouble : (size_t)st.st_size;
+        if (size == 0 || (off_t)size > st.st_size) {
+            snprintf(err, sizeof err, "shared memory %s holds %lld bytes, not %zu", nm->valuestring,
+                     (long long)st.st_size, size);
+            close(fd);
+            reply(s, c, req_id, name, err, NULL);
+            return 1;
+        }
+        void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+        close(fd);
+        shm_region_t *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
+        if (!r) {
+            snprintf(err, sizeof err, "cannot map shared memory %s: %s", nm->valuestring,
+                     base == MAP_FAILED ? strerror(errno) : "out of memory");
+            if (base != MAP_FAILED) munmap(base, size);
+            reply(s, c, req_id, name, err, NULL);
+            return 1;
+        }
+        r->id = ++s->next_shm_id;
+        r->owner = c->id;
+        snprintf(r->name, sizeof r->name, "%s", nm->valuestring);
+        r->base = base;
+        r->size = size;
+        r->refs = 1;
+        r->next = s->shm_head;
+        s->shm_head = r;
+        fprintf(stderr, "ospreyd: shared memory %s registered as region %u (%zu bytes)\n", r->name, r->id, size);
+        reply(s, c, req_id, name, NULL, r);
+        return 1;
+    }
+    if (strcmp(name, "unregister_shm") == 0) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(cmd, "regionId");
+        shm_region_t *r = cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble <= 4294967295.0
+                              ? find(s, (uint32_t)id->valuedouble)
+                              : NULL;
+        if (!r) {
+            reply(s, c, req_id, name, "unregister_shm: no such \"regionId\"", NULL);
+            return 1;
+        }
+        unlink_region(s, r);
+        reply(s, c, req_id, name, NULL, NULL);
+        return 1;
+    }
+    return 0;
+}
+
+static void shm_error(server_t *s, conn_t *c, uint32_t req_id, const char *msg) {
+    s->counters.errors++;
+    osp_jw_t w = {0};
+    size_t at = osp_wire_reply_begin(&w);
+    osp_wire_json_error(&w, msg);
+    osp_wire_reply_end(&w, at, req_id);
+    srv_send(s, c, &w);
+    osp_jw_free(&w);
+}
+
+void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len) {
+    const uint8_t *p = f->payload;
+    size_t n = f->payload_len;
+    uint64_t deadline = 0;
+    char err[256];
+    if (c->version >= 2) { /* sheddable: the deadline prefix comes first */
+        if (n < 8) {
+            snprintf(err, sizeof err, "truncated deadline prefix on msg_type=%d (%zu bytes, need 8)",
+                     OSP_MSG_INFER_SHM, n);
+            shm_error(s, c, f->req_id, err);
+            free(frame);
+            return;
+        }
+        deadline = rd64(p);
+        p += 8;
+        n -= 8;
+    }
+    if (n < SHM_HEADER) {
+        shm_error(s, c, f->req_id, "truncated infer_shm header");
+        free(frame);
+        return;
+    }
+    uint8_t model_idx = p[0], fmt = p[21];
+    uint32_t region = rd32(p + 1), w = rd32(p + 13), h = rd32(p + 17), stride = rd32(p + 22);
+    uint64_t offset = rd64(p + 5);
+    shm_region_t *r = find(s, region);
+    size_t need;
+    if (!r) {
+        snprintf(err, sizeof err, "shm region %u not registered", region);
+        shm_error(s, c, f->req_id, err);
+        free(frame);
+        return;
+    }
+    if (w == 0 || h == 0 || w > OSP_IMG_MAX_SIDE || h > OSP_IMG_MAX_SIDE) {
+        snprintf(err, sizeof err, "infer_shm: bad frame size %ux%u", w, h);
+        shm_error(s, c, f->req_id, err);
+        free(frame);
+        return;
+    }
+    int ch = osp_pixfmt_channels(fmt);
+    if (fmt == OSP_PIX_NV12 || fmt == OSP_PIX_I420) {
+        if (stride == 0) stride = w;
+        need = osp_yuv420_bytes((int)w, (int)h) + (size_t)(stride - (stride >= w ? w : stride)) * h * 2;
+        if (stride < w) need = 0;
+    } else if (ch) {
+        if (stride == 0) stride = w * (uint32_t)ch;
+        need = stride < w * (uint32_t)ch ? 0 : (size_t)stride * (h - 1) + (size_t)w * (size_t)ch;
+    } else {
+        snprintf(err, sizeof err, "infer_shm: unknown pixel format %u", fmt);
+        shm_error(s, c, f->req_id, err);
+        free(frame);
+        return;
+    }
+    if (need == 0 || offset > r->size || need > r->size - offset) {
+        snprintf(err, sizeof err,
+                 "infer_shm: frame at offset %" PRIu64 " (%zu bytes) is outside region %u (%zu bytes)",
+                 offset, need, region, r->size);
+        shm_error(s, c, f->req_id, err);
+        free(frame);
+        return;
+    }
+    osp_wire_request_t rq = {.req_id = f->req_id, .msg_type = OSP_MSG_INFER_SHM, .deadline_ms = deadline};
+    job_t *j = srv_job_new(s, c, &rq, frame, len);
+    if (!j) {
+        free(frame);
+        shm_error(s, c, f->req_id, "out of memory");
+        return;
+    }
+    j->kind = JOB_INFER;
+    j->model_idx = model_idx;
+    j->shm = r;
+    r->refs++;
+    j->shm_view = (osp_view_t){.data = r->base + offset, .width = (int)w, .height = (int)h,
+                               .stride = (int)stride, .fmt = (osp_pixfmt_t)fmt};
+    srv_submit_frame(s, j);
+}
