@@ -176,6 +176,8 @@ typedef struct server {
     int ctx_total;
     int workers;
     int intra_threads;
+    int cores;
+    char threads_source[16]; /* "config" or "cores" */
     const osp_backend_t *backend;
     char runtime_name[64];
     char device[32];

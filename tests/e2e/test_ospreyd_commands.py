@@ -149,7 +149,7 @@ def test_reconfigure_refuses_reload_keys(worker):
 
 MEM_KEYS = ["cmd", "status", "memory", "mallocArenas", "counters", "backpressure",
             "modelsLoaded", "frameCacheEntries", "preprocessCacheEntries",
-            "benchPreprocessCacheEntries", "uptimeSec", "modelLoad"]
+            "benchPreprocessCacheEntries", "uptimeSec", "threading", "modelLoad"]
 
 
 def test_mem_stats_every_field(worker):
@@ -168,6 +168,10 @@ def test_mem_stats_every_field(worker):
     keys = [k for k in ms if k != "gcCounts"]
     assert keys == MEM_KEYS, list(ms)
     assert ms["cmd"] == "mem_stats" and ms["status"] == "ok"
+    # osprey's extension: the thread economy it chose
+    th = ms["threading"]
+    assert th["cores"] >= 1 and th["predictWorkers"] >= 1 and th["intraOpThreads"] >= 1, th
+    assert th["predictWorkers"] * th["intraOpThreads"] <= max(th["cores"], th["predictWorkers"]), th
     mem = ms["memory"]
     for k in ("rssKb", "vmKb", "hwmKb", "swapKb", "threads", "maxRssKb"):
         assert isinstance(mem.get(k), int), (k, mem)
