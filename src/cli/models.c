@@ -14,8 +14,9 @@ int osp_cmd_models(int argc, char **argv) {
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             puts("usage: osprey models [--json]\n"
                  "\n"
-                 "Lists the built-in models: name, file, input shape, postprocessor and\n"
-                 "whether the file is present in the cache ($OSPREY_CACHE, default\n"
+                 "Lists the built-in models: name, file, input shape, postprocessor, whether\n"
+                 "it runs batches as one call (a dynamic batch axis), and whether the file\n"
+                 "is present in the cache ($OSPREY_CACHE, default\n"
                  "~/.cache/osprey). scripts/fetch-assets.sh downloads them.\n"
                  "\n"
                  "  --json   one JSON object per model instead of a table");
@@ -26,8 +27,8 @@ int osp_cmd_models(int argc, char **argv) {
         }
     }
     if (!json)
-        printf("%-11s %-8s %-22s %-17s %-11s %s\n", "NAME", "PRESENT", "FILE", "INPUT", "POST",
-               "DESCRIPTION");
+        printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", "NAME", "PRESENT", "FILE", "INPUT", "POST",
+               "BATCH", "DESCRIPTION");
     for (int i = 0; i < osp_catalog_count(); i++) {
         const osp_catalog_entry_t *e = osp_catalog_at(i);
         char path[1024], shape[64];
@@ -47,12 +48,13 @@ int osp_cmd_models(int argc, char **argv) {
             osp_jw_key(&w, "input"); osp_jw_str(&w, shape);
             osp_jw_key(&w, "postprocessor"); osp_jw_str(&w, e->postprocessor);
             osp_jw_key(&w, "present"); osp_jw_bool(&w, present);
+            osp_jw_key(&w, "batches"); osp_jw_bool(&w, e->batches);
             osp_jw_obj_close(&w);
             printf("%s\n", w.buf);
             osp_jw_free(&w);
         } else
-            printf("%-11s %-8s %-22s %-17s %-11s %s\n", e->name, present ? "yes" : "no", e->file,
-                   shape, e->postprocessor, e->description);
+            printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", e->name, present ? "yes" : "no", e->file,
+                   shape, e->postprocessor, e->batches ? "yes" : "no", e->description);
     }
     return 0;
 }

@@ -8,6 +8,7 @@
 static const osp_catalog_entry_t CATALOG[] = {
     {.name = "ssd-oidv4",
      .file = "ssd-oidv4.onnx",
+     .batches = 1, /* tools/tflite2onnx.py emits a dynamic batch axis */
      .postprocessor = "ssd",
      .width = 300, .height = 300, .channels = 3, .layout = "NHWC",
      .fit = OSP_FIT_RESIZE,
@@ -43,6 +44,44 @@ static const osp_catalog_entry_t CATALOG[] = {
      .confidence = 0.5f, .nms_iou = 0.3f,
      .labels = "face",
      .description = "MediaPipe BlazeFace (front camera) face detector"},
+    {.name = "ocr-det",
+     .file = "ocr-det.onnx",
+     .postprocessor = "dbnet",
+     .width = 640, .height = 640, .channels = 3, .layout = "NCHW",
+     .fit = OSP_FIT_LETTERBOX,
+     /* ImageNet mean/std on 0..255 pixels */
+     .mean = {123.675f, 116.28f, 103.53f}, .std = {58.395f, 57.12f, 57.375f},
+     .confidence = 0.6f, .nms_iou = 0.f,
+     .labels = "text",
+     .description = "PP-OCRv4 text detector (DBNet): rotated text boxes"},
+    {.name = "ocr-rec",
+     .file = "ocr-rec.onnx",
+     .postprocessor = "ctc",
+     /* height 48, dynamic width: a line runs at its own width, 320..1280 */
+     .width = 1280, .height = 48, .channels = 3, .layout = "NCHW",
+     .fit = OSP_FIT_RESIZE,
+     /* (px/255 - 0.5) / 0.5 */
+     .mean = {127.5f, 127.5f, 127.5f}, .std = {127.5f, 127.5f, 127.5f},
+     .confidence = 0.f, .nms_iou = 0.f,
+     .description = "PP-OCRv4 text line recognizer (CTC; Chinese and Latin, 6623 symbols)"},
+    {.name = "face-expression",
+     .file = "face-expression.onnx",
+     .postprocessor = "classifier",
+     .width = 224, .height = 224, .channels = 3, .layout = "NCHW",
+     .fit = OSP_FIT_RESIZE,
+     .mean = {0.f, 0.f, 0.f}, .std = {255.f, 255.f, 255.f},
+     .confidence = 0.f, .nms_iou = 0.f,
+     .labels = "angry\ndisgust\nfear\nhappy\nsad\nsurprise\nneutral",
+     .description = "7-class facial expression of a face crop (faceplugin)"},
+    {.name = "face-liveness",
+     .file = "face-liveness.onnx",
+     .postprocessor = "classifier",
+     .width = 128, .height = 128, .channels = 3, .layout = "NCHW",
+     .fit = OSP_FIT_RESIZE,
+     /* raw 0..255 pixels */
+     .mean = {0.f, 0.f, 0.f}, .std = {1.f, 1.f, 1.f},
+     .confidence = 0.f, .nms_iou = 0.f,
+     .description = "3-class face anti-spoofing of a face crop with context (faceplugin)"},
 };
 
 int osp_catalog_count(void) { return (int)(sizeof CATALOG / sizeof CATALOG[0]); }
