@@ -1025,6 +1025,7 @@ void srv_stop(server_t *s) {
         free(q);
     }
     srv_shm_free_all(s);
+    srv_buf_free_all(s);
     osp_cache_free(s->cache);
     osp_mailbox_destroy(&s->done);
     close(s->epfd);

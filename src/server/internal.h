@@ -208,6 +208,11 @@ typedef struct server {
     int win_n[OSP_MAX_SLOTS];
     struct timespec win_t0[OSP_MAX_SLOTS];
     int win_open;            /* models with frames waiting in a window */
+    /* frame buffers kept for reuse (I/O thread only) */
+#define SRV_BUF_KEEP 24
+    uint8_t *bufs[SRV_BUF_KEEP];
+    size_t bufs_cap[SRV_BUF_KEEP];
+    int nbufs;
     /* shared memory (extension) */
     shm_region_t *shm_head;
     uint32_t next_shm_id;
@@ -222,6 +227,9 @@ typedef struct server {
 conn_t *srv_conn_find(server_t *s, uint32_t id);
 void srv_send(server_t *s, conn_t *c, osp_jw_t *frame); /* takes the buffer's contents */
 void srv_conn_pause(server_t *s, conn_t *c, int paused);
+uint8_t *srv_buf_get(server_t *s, size_t need);
+void srv_buf_put(server_t *s, uint8_t *buf);
+void srv_buf_free_all(server_t *s);
 void srv_send_json_reply(server_t *s, uint32_t conn_id, uint32_t req_id, osp_jw_t *body_frame);
 double srv_ms_since(const struct timespec *t);
 int64_t srv_epoch_ms(void);

@@ -89,7 +89,7 @@ static void job_free(server_t *s, job_t *j) {
     if (j->shm) srv_shm_release(s, j->shm);
     if (j->ctx) srv_ctx_put(s, j->ctx);
     osp_jw_free(&j->out);
-    free(j->frame);
+    srv_buf_put(s, j->frame);
     free(j);
 }
 
@@ -263,7 +263,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
             osp_wire_reply_end(&w, at, rq->req_id);
             srv_send(s, c, &w);
             osp_jw_free(&w);
-            free(frame);
+            srv_buf_put(s, frame);
             return;
         }
         if (!slot_model(s, idx)) {
@@ -274,14 +274,14 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
             osp_wire_reply_end(&w, at, rq->req_id);
             srv_send(s, c, &w);
             osp_jw_free(&w);
-            free(frame);
+            srv_buf_put(s, frame);
             return;
         }
     }
     job_t *j = srv_job_new(s, c, rq, frame, len);
     if (!j) {
         if (cf) osp_cache_release_frame(s->cache, cf);
-        free(frame);
+        srv_buf_put(s, frame);
         reply_frame(s, c, rq->req_id, body_error, "out of memory");
         return;
     }
@@ -305,7 +305,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
         osp_wire_reply_end(&w, at, rq->req_id);
         srv_send(s, c, &w);
         osp_jw_free(&w);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     loaded_t *l = slot_model(s, idx);
@@ -316,12 +316,12 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
         osp_wire_reply_end(&w, at, rq->req_id);
         srv_send(s, c, &w);
         osp_jw_free(&w);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     job_t *j = srv_job_new(s, c, rq, frame, len);
     if (!j) {
-        free(frame);
+        srv_buf_put(s, frame);
         reply_frame(s, c, rq->req_id, body_error_results, "out of memory");
         return;
     }
@@ -355,12 +355,12 @@ void srv_on_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len) {
     osp_wire_frame_t f;
     size_t need;
     if (osp_wire_scan(frame, len, 0xFFFFFFFFu, &f, &need) != 1) { /* cannot happen: whole frame */
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     if (!c->handshaken) {
         srv_on_hello(s, c, &f);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     if (f.msg_type == OSP_MSG_INFER_SHM && s->shm_head) {
@@ -388,13 +388,13 @@ void srv_on_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len) {
         osp_wire_reply_end(&w, at, f.req_id);
         srv_send(s, c, &w);
         osp_jw_free(&w);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     switch (rq.msg_type) {
     case OSP_WIRE_MSG_COMMAND:
         srv_on_command(s, c, &rq);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     case OSP_WIRE_MSG_INFER_JPEG:
     case OSP_WIRE_MSG_INFER_RAW:
@@ -413,17 +413,17 @@ void srv_on_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len) {
             osp_wire_reply_end(&w, at, rq.req_id);
             srv_send(s, c, &w);
             osp_jw_free(&w);
-            free(frame);
+            srv_buf_put(s, frame);
             return;
         }
         on_batch(s, c, &rq, frame, len);
         return;
     case OSP_WIRE_MSG_CACHE_FRAME:
         on_cache_frame(s, c, &rq);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     default:
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
 }

@@ -38,6 +38,57 @@ int64_t srv_epoch_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Frame buffers are reused: a 1920x1080 raw frame is 6 MB, and a fresh
+ * allocation of that size is a fresh mapping whose pages fault in one by
+ * one on every frame. Each buffer carries its capacity in a header. Used
+ * by the I/O thread only. */
+#define BUF_HDR 16
+
+uint8_t *srv_buf_get(server_t *s, size_t need) {
+    int best = -1;
+    for (int i = 0; i < s->nbufs; i++)
+        if (s->bufs_cap[i] >= need && (best < 0 || s->bufs_cap[i] < s->bufs_cap[best])) best = i;
+    uint8_t *p;
+    if (best >= 0) {
+        p = s->bufs[best];
+        s->bufs[best] = s->bufs[s->nbufs - 1];
+        s->bufs_cap[best] = s->bufs_cap[s->nbufs - 1];
+        s->nbufs--;
+        return p + BUF_HDR;
+    }
+    if (need > SIZE_MAX - BUF_HDR || !(p = malloc(need + BUF_HDR))) return NULL;
+    memcpy(p, &need, sizeof need);
+    return p + BUF_HDR;
+}
+
+void srv_buf_put(server_t *s, uint8_t *buf) {
+    if (!buf) return;
+    uint8_t *p = buf - BUF_HDR;
+    size_t cap;
+    memcpy(&cap, p, sizeof cap);
+    if (s->nbufs < SRV_BUF_KEEP) {
+        s->bufs[s->nbufs] = p;
+        s->bufs_cap[s->nbufs++] = cap;
+        return;
+    }
+    /* full: keep the larger of it and the smallest kept */
+    int small = 0;
+    for (int i = 1; i < s->nbufs; i++)
+        if (s->bufs_cap[i] < s->bufs_cap[small]) small = i;
+    if (s->bufs_cap[small] < cap) {
+        free(s->bufs[small]);
+        s->bufs[small] = p;
+        s->bufs_cap[small] = cap;
+    } else {
+        free(p);
+    }
+}
+
+void srv_buf_free_all(server_t *s) {
+    for (int i = 0; i < s->nbufs; i++) free(s->bufs[i]);
+    s->nbufs = 0;
+}
+
 static void set_nonblock(int fd) {
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -103,7 +154,7 @@ static void conn_free(server_t *s, conn_t *c) {
         free(o);
     }
     free(c->in);
-    free(c->big);
+    if (c->big) srv_buf_put(s, c->big);
     free(c);
 }
 
@@ -220,7 +271,7 @@ static void conn_parse(server_t *s, conn_t *c) {
             break;
         }
         if (r == 1) {
-            uint8_t *copy = malloc(f.frame_len);
+            uint8_t *copy = srv_buf_get(s, f.frame_len);
             if (!copy) {
                 c->fatal = 1;
                 break;
@@ -232,7 +283,7 @@ static void conn_parse(server_t *s, conn_t *c) {
         }
         /* incomplete: a large frame whose header is known moves to its own buffer */
         if (c->in_len - off >= 9 && f.frame_len > STAGE_CAP) {
-            if (!(c->big = malloc(f.frame_len))) {
+            if (!(c->big = srv_buf_get(s, f.frame_len))) {
                 c->fatal = 1;
                 break;
             }

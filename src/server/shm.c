@@ -174,7 +174,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
             snprintf(err, sizeof err, "truncated deadline prefix on msg_type=%d (%zu bytes, need 8)",
                      OSP_MSG_INFER_SHM, n);
             shm_error(s, c, f->req_id, err);
-            free(frame);
+            srv_buf_put(s, frame);
             return;
         }
         deadline = rd64(p);
@@ -183,7 +183,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     }
     if (n < SHM_HEADER) {
         shm_error(s, c, f->req_id, "truncated infer_shm header");
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     uint8_t model_idx = p[0], fmt = p[21];
@@ -194,13 +194,13 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     if (!r) {
         snprintf(err, sizeof err, "shm region %u not registered", region);
         shm_error(s, c, f->req_id, err);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     if (w == 0 || h == 0 || w > OSP_IMG_MAX_SIDE || h > OSP_IMG_MAX_SIDE) {
         snprintf(err, sizeof err, "infer_shm: bad frame size %ux%u", w, h);
         shm_error(s, c, f->req_id, err);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     int ch = osp_pixfmt_channels(fmt);
@@ -214,7 +214,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     } else {
         snprintf(err, sizeof err, "infer_shm: unknown pixel format %u", fmt);
         shm_error(s, c, f->req_id, err);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     if (need == 0 || offset > r->size || need > r->size - offset) {
@@ -222,13 +222,13 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
                  "infer_shm: frame at offset %" PRIu64 " (%zu bytes) is outside region %u (%zu bytes)",
                  offset, need, region, r->size);
         shm_error(s, c, f->req_id, err);
-        free(frame);
+        srv_buf_put(s, frame);
         return;
     }
     osp_wire_request_t rq = {.req_id = f->req_id, .msg_type = OSP_MSG_INFER_SHM, .deadline_ms = deadline};
     job_t *j = srv_job_new(s, c, &rq, frame, len);
     if (!j) {
-        free(frame);
+        srv_buf_put(s, frame);
         shm_error(s, c, f->req_id, "out of memory");
         return;
     }
