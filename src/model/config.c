@@ -187,6 +187,14 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
     if (r) cfg->nms_iou = (float)d;
     if ((r = get_num(obj, "maxDetections", 1, 100000, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) cfg->max_detections = (int)d;
+    if ((r = get_str(obj, "embeddingEncoding", tmp, 32, err, errlen)) < 0) return OSP_MODEL_EINVAL;
+    if (r) {
+        if (strcmp(tmp, "base64") != 0 && strcmp(tmp, "json") != 0) {
+            snprintf(err, errlen, "model config: embeddingEncoding must be json or base64, not '%s'", tmp);
+            return OSP_MODEL_EINVAL;
+        }
+        cfg->embedding_b64 = strcmp(tmp, "base64") == 0;
+    }
     if ((r = get_num(obj, "threads", 0, 256, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) cfg->intra_threads = (int)d;
     return OSP_MODEL_OK;

@@ -40,6 +40,7 @@ typedef struct {
     float nms_iou;
     int max_detections;
     int intra_threads;       /* 0 = runtime default */
+    int embedding_b64;       /* "embeddingEncoding": "base64": pack vectors (extension) */
 } osp_model_cfg_t;
 
 /* ---- catalog --------------------------------------------------------------- */

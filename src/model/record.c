@@ -1,5 +1,7 @@
 /* The protocol's JSON record of one inference result (docs/protocol.md). */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "model/model.h"
 
@@ -48,12 +50,41 @@ static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *d
     osp_jw_arr_close(w);
 }
 
+/* The vector as base64 of its little-endian float32 bytes: a quarter of the
+ * JSON text of the numbers, exact. */
+static void put_b64_floats(osp_jw_t *w, const float *v, int n) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t bytes = (size_t)n * 4, len = (bytes + 2) / 3 * 4;
+    char *out = malloc(len + 1);
+    if (!out) {
+        osp_jw_null(w);
+        return;
+    }
+    const uint8_t *b = (const uint8_t *)v; /* x86 and ARM are little-endian */
+    size_t o = 0;
+    for (size_t i = 0; i < bytes; i += 3) {
+        uint32_t x = (uint32_t)b[i] << 16 | (i + 1 < bytes ? (uint32_t)b[i + 1] << 8 : 0) |
+                     (i + 2 < bytes ? b[i + 2] : 0);
+        out[o++] = tab[x >> 18 & 63];
+        out[o++] = tab[x >> 12 & 63];
+        out[o++] = i + 1 < bytes ? tab[x >> 6 & 63] : '=';
+        out[o++] = i + 2 < bytes ? tab[x & 63] : '=';
+    }
+    osp_jw_strn(w, out, o);
+    free(out);
+}
+
 void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t *r, int batch) {
     const osp_dres_t *rec = r->rec;
     switch (r->kind) {
     case OSP_REC_EMBEDDING:
         osp_jw_key(w, "kind");
         osp_jw_str(w, "embedding");
+        if (m->cfg.embedding_b64) {
+            osp_jw_key(w, "embeddingB64");
+            put_b64_floats(w, r->vec, r->vec_dim);
+            break;
+        }
         osp_jw_key(w, "embedding");
         osp_jw_arr_open(w);
         for (int i = 0; i < r->vec_dim; i++) osp_jw_num(w, r->vec[i], 6);

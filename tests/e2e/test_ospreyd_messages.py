@@ -219,3 +219,21 @@ def test_frame_cache_keeps_256(worker, tmp_path):
     assert c.infer_cached(0, 1) == {"error": "frame 1 not in cache"}
     for fid in (2, 257):
         assert c.infer_cached(0, fid)["kind"] == "detections"
+
+
+def test_embedding_base64_extension(worker):
+    """"embeddingEncoding": "base64" packs the vector as little-endian float32
+    bytes; it decodes to the same unit vector the JSON array gives."""
+    import base64
+    import struct as st
+    from ospreyd_client import MODELS as M, need as nd
+    nd(M / "face-embed.onnx")
+    w, _ = worker({"runtime": "onnxruntime", "models": [
+        {"model": "face-embed"}, {"model": "face-embed", "embeddingEncoding": "base64"}]})
+    img = media_image("astronaut.png")
+    plain = w.conn.infer_raw(0, img)
+    packed = w.conn.infer_raw(1, img)
+    assert "embedding" not in packed and plain["kind"] == packed["kind"] == "embedding"
+    vec = st.unpack("<512f", base64.b64decode(packed["embeddingB64"]))
+    assert max(abs(a - b) for a, b in zip(vec, plain["embedding"])) < 1e-5
+    assert abs(sum(v * v for v in vec) - 1.0) < 1e-4
