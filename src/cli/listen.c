@@ -178,8 +178,12 @@ int osp_cmd_listen(int argc, char **argv) {
     osp_stream_config_t cfg = {.frame_len = CHUNK, .channels = 1};
     if (live) cfg.window = 1, cfg.stride = 1, cfg.backlog = LIVE_BACKLOG;
     osp_stream_fn_t fn = osp_stream_ort_fn(bind);
-    if (osp_stream_new(&cfg, &fn, &s, err, sizeof err) != 0 ||
-        (osp_stream_set_sink(s, on_score, &l), osp_stream_start(s, err, sizeof err)) != 0) {
+    if (osp_stream_new(&cfg, &fn, &s, err, sizeof err) != 0) {
+        fprintf(stderr, "osprey listen: %s\n", err);
+        goto done;
+    }
+    osp_stream_set_sink(s, on_score, &l);
+    if (osp_stream_start(s, err, sizeof err) != 0) {
         fprintf(stderr, "osprey listen: %s\n", err);
         goto done;
     }
