@@ -9,6 +9,9 @@ extern const osp_decoder_t osp_decoder_ssd;
 extern const osp_decoder_t osp_decoder_ultraface;
 extern const osp_decoder_t osp_decoder_blazeface;
 extern const osp_decoder_t osp_decoder_embedding;
+extern const osp_decoder_t osp_decoder_ctc;
+extern const osp_decoder_t osp_decoder_dbnet;
+extern const osp_decoder_t osp_decoder_classifier;
 extern const osp_decoder_t osp_decoder_yolo;
 extern const osp_decoder_t osp_decoder_yolox;
 extern const osp_decoder_t osp_decoder_yolonas;
@@ -21,6 +24,9 @@ static const osp_decoder_t *const REGISTRY[] = {
     &osp_decoder_ultraface,
     &osp_decoder_blazeface,
     &osp_decoder_embedding,
+    &osp_decoder_ctc,
+    &osp_decoder_dbnet,
+    &osp_decoder_classifier,
     &osp_decoder_yolo,
     &osp_decoder_yolox,
     &osp_decoder_yolonas,

@@ -19,6 +19,9 @@
 
 #include "post/decoder.h"
 
+/* yolo.c: order the candidates by score before osp_nms sorts them */
+void osp_post_presort(osp_dres_t *res);
+
 static const int STRIDES[3] = {8, 16, 32};
 
 typedef struct {
@@ -112,6 +115,7 @@ static int sf_decode(const void *state, const osp_pout_t *outs, int n, const osp
             res->dets[res->n_dets++] = d;
         }
     }
+    osp_post_presort(res);
     osp_dres_finish_normalised(res, p);
     return 0;
 }

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "post/decoder.h"
 
@@ -121,28 +122,55 @@ static int best_class(const float *s, int c, size_t step, float *score) {
     return bc;
 }
 
-/* Channel-major: a max over class rows first (contiguous, vectorises), so
- * only anchors that can pass are looked at column-wise. The running maxima
- * live in res->vec, the per-thread buffer a detections record leaves
- * unused. */
+/* best[i] = max(best[i], row[i]); NaN never wins. Blocks of a fixed 8 so
+ * that -O2 (whose cost model vectorises only loops with no remainder)
+ * turns them into SIMD max instructions: 4x faster than the plain loop. */
+static void row_max(float *restrict best, const float *restrict row, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) best[i + j] = row[i + j] > best[i + j] ? row[i + j] : best[i + j];
+    for (; i < n; i++) best[i] = row[i] > best[i] ? row[i] : best[i];
+}
+
+/* The largest of c contiguous scores (NaN ignored; -inf when none). */
+static float max_of(const float *restrict s, int64_t c) {
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t j = 0;
+    for (; j + 8 <= c; j += 8)
+        for (int t = 0; t < 8; t++) m[t] = s[j + t] > m[t] ? s[j + t] : m[t];
+    for (; j < c; j++) m[0] = s[j] > m[0] ? s[j] : m[0];
+    float b = m[0];
+    for (int t = 1; t < 8; t++) b = m[t] > b ? m[t] : b;
+    return b;
+}
+
+/* Channel-major: anchors a chunk at a time, the running max over the class
+ * rows (contiguous, vectorised) kept in L1 rather than a 33 KB array
+ * streamed through every class row, then the class of the few anchors that
+ * pass looked up column-wise while their rows are still in cache. (A
+ * vectorised argmax kept beside the max measured slower: it doubles the
+ * traffic for every anchor to save work on a few hundred.) */
+#define V8_CHUNK 1024
+
 static int decode_v8(const float *d, int64_t n, int64_t k, const osp_dparams_t *p,
                      osp_dres_t *res, float inv_w, float inv_h) {
-    if (n > (1 << 24) || osp_dres_reserve_vec(res, (int)n)) return -1;
-    float *best = res->vec;
-    const float *row = d + 4 * (size_t)n;
-    for (int64_t i = 0; i < n; i++) best[i] = row[i] == row[i] ? row[i] : -INFINITY;
-    for (int64_t c = 5; c < k; c++) {
-        row = d + (size_t)c * (size_t)n;
-        for (int64_t i = 0; i < n; i++) best[i] = row[i] > best[i] ? row[i] : best[i];
-    }
-    for (int64_t i = 0; i < n; i++) {
-        if (!(best[i] >= p->confidence)) continue;
-        float s;
-        int cls = best_class(d + 4 * (size_t)n + i, (int)(k - 4), (size_t)n, &s);
-        if (cls < 0 || !(s >= p->confidence)) continue;
-        float cx = d[i], cy = d[n + i], w = d[2 * n + i], h = d[3 * n + i];
-        if (push(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
-            return -1;
+    float best[V8_CHUNK];
+    for (int64_t c0 = 0; c0 < n; c0 += V8_CHUNK) {
+        const int len = (int)(n - c0 < V8_CHUNK ? n - c0 : V8_CHUNK);
+        const float *row = d + 4 * (size_t)n + (size_t)c0;
+        for (int i = 0; i < len; i++) best[i] = row[i] == row[i] ? row[i] : -INFINITY;
+        for (int64_t c = 5; c < k; c++) row_max(best, d + (size_t)c * (size_t)n + (size_t)c0, len);
+        for (int j = 0; j < len; j++) {
+            if (!(best[j] >= p->confidence)) continue;
+            const int64_t i = c0 + j;
+            float s;
+            int cls = best_class(d + 4 * (size_t)n + (size_t)i, (int)(k - 4), (size_t)n, &s);
+            if (cls < 0 || !(s >= p->confidence)) continue;
+            float cx = d[i], cy = d[n + i], w = d[2 * n + i], h = d[3 * n + i];
+            if (push(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
+                return -1;
+        }
     }
     return 0;
 }
@@ -167,6 +195,7 @@ static int decode_rows(yl_layout_t lay, const float *d, int64_t n, int64_t k,
             cls = best_class(r + 5, (int)(k - 5), 1, &s);
             s *= obj;
         } else {
+            if (!(max_of(r + 4, k - 4) >= conf)) continue; /* most rows end here */
             cls = best_class(r + 4, (int)(k - 4), 1, &s);
         }
         if (cls < 0 || !(s >= conf)) continue;
@@ -175,6 +204,78 @@ static int decode_rows(yl_layout_t lay, const float *d, int64_t n, int64_t k,
             return -1;
     }
     return 0;
+}
+
+/* ---- presort ---- */
+
+/* Put res->dets in the order osp_nms sorts them into (score descending,
+ * NaN last, ties in their present order) so that its in-place stable sort,
+ * which moves whole 92-byte records by rotation, finds them sorted and only
+ * checks: at 480 candidates its sort took 40% of a v8 decode. Keys (score,
+ * index) live in res->vec, which a detections record does not use. Leaves
+ * the order alone when memory runs out. Shared by the YOLO-family, SCRFD
+ * decoders (declared where used). */
+void osp_post_presort(osp_dres_t *res);
+
+typedef struct {
+    float score;
+    float index; /* exact below 2^24 */
+} rank_key_t;
+
+static int key_before(const rank_key_t *a, const rank_key_t *b) {
+    return a->score > b->score || (a->score == b->score && a->index < b->index);
+}
+
+/* A heap whose top is the key that sorts LAST. */
+static void sift(rank_key_t *k, int root, int n) {
+    for (;;) {
+        int c = 2 * root + 1;
+        if (c >= n) return;
+        if (c + 1 < n && key_before(&k[c], &k[c + 1])) c++;
+        if (!key_before(&k[root], &k[c])) return;
+        rank_key_t t = k[c];
+        k[c] = k[root];
+        k[root] = t;
+        root = c;
+    }
+}
+
+void osp_post_presort(osp_dres_t *res) {
+    int n = res->n_dets;
+    if (n < 2 || n > (1 << 23) || osp_dres_reserve_vec(res, 2 * n)) return;
+    rank_key_t *k = (rank_key_t *)(void *)res->vec;
+    for (int i = 0; i < n; i++) {
+        float s = res->dets[i].score;
+        k[i] = (rank_key_t){s == s ? s : -INFINITY, (float)i};
+    }
+    for (int i = n / 2 - 1; i >= 0; i--) sift(k, i, n);
+    for (int end = n - 1; end > 0; end--) {
+        rank_key_t t = k[0];
+        k[0] = k[end];
+        k[end] = t;
+        sift(k, 0, end);
+    }
+    /* k[j].index is the record that belongs at j: apply that permutation in
+     * place, cycle by cycle, marking visited slots with index -1 */
+    for (int start = 0; start < n; start++) {
+        if (k[start].index < 0) continue;
+        if ((int)k[start].index == start) {
+            k[start].index = -1.0f;
+            continue;
+        }
+        osp_det_t tmp = res->dets[start];
+        int j = start;
+        for (;;) {
+            int from = (int)k[j].index;
+            k[j].index = -1.0f;
+            if (from == start) {
+                res->dets[j] = tmp;
+                break;
+            }
+            res->dets[j] = res->dets[from];
+            j = from;
+        }
+    }
 }
 
 static int yl_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
@@ -200,6 +301,7 @@ static int yl_decode(const void *state, const osp_pout_t *outs, int n, const osp
         snprintf(err, errlen, "out of memory decoding yolo %s", LAYOUT_NAME[lay]);
         return -1;
     }
+    osp_post_presort(res);
     if (lay == YL_E2E) {
         /* the graph chose its boxes: sort and cap, suppress nothing */
         osp_dparams_t q = *p;
