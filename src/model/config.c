@@ -195,6 +195,18 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
         }
         cfg->embedding_b64 = strcmp(tmp, "base64") == 0;
     }
+    if ((r = get_str(obj, "graphOptimization", tmp, 32, err, errlen)) < 0) return OSP_MODEL_EINVAL;
+    if (r) {
+        static const char *const levels[] = {"none", "basic", "extended", "all"};
+        int found = -2;
+        for (int i = 0; i < 4; i++)
+            if (strcmp(tmp, levels[i]) == 0) found = i == 0 ? -1 : i;
+        if (found == -2) {
+            snprintf(err, errlen, "model config: graphOptimization must be none, basic, extended or all, not '%s'", tmp);
+            return OSP_MODEL_EINVAL;
+        }
+        cfg->graph_opt = found;
+    }
     if ((r = get_num(obj, "threads", 0, 256, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) cfg->intra_threads = (int)d;
     return OSP_MODEL_OK;

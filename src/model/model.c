@@ -207,7 +207,8 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
         rc = OSP_MODEL_EINVAL;
         goto fail;
     }
-    osp_rt_opts_t opts = {.intra_threads = cfg->intra_threads, .device = cfg->device};
+    osp_rt_opts_t opts = {.intra_threads = cfg->intra_threads, .device = cfg->device,
+                          .graph_opt = cfg->graph_opt};
     if (!backend) backend = &osp_backend_onnxruntime;
     if (backend->load(cfg->path, &opts, &m->rt, err, errlen)) {
         rc = OSP_MODEL_ELOAD;

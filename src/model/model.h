@@ -41,6 +41,7 @@ typedef struct {
     int max_detections;
     int intra_threads;       /* 0 = runtime default */
     int embedding_b64;       /* "embeddingEncoding": "base64": pack vectors (extension) */
+    int graph_opt;           /* runtime graph optimisation: 0 default (all), -1 none, 1, 2, 3 */
 } osp_model_cfg_t;
 
 /* ---- catalog --------------------------------------------------------------- */

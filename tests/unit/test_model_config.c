@@ -72,6 +72,9 @@ static void test_json_keys(void **s) {
     assert_int_equal(c.max_detections, 5);
     assert_string_equal(c.device, "cpu");
     assert_string_equal(c.name, "m");
+    assert_int_equal(parse("{\"path\":\"m\",\"graphOptimization\":\"none\",\"threads\":3}", &c, err, sizeof err), 0);
+    assert_int_equal(c.graph_opt, -1);
+    assert_int_equal(c.intra_threads, 3);
     /* a catalog name plus overrides */
     assert_int_equal(parse("{\"model\":\"ssd-oidv4\",\"confidence\":0.5,\"mean\":[1,2,3],\"std\":2}",
                            &c, err, sizeof err), 0);
@@ -98,6 +101,8 @@ static void test_json_errors(void **s) {
         {"{\"path\":\"m\",\"std\":[1,0,1]}", "std"},
         {"{\"path\":\"m\",\"mean\":[1,2]}", "mean"},
         {"{\"model\":\"nope\"}", "unknown model"},
+        {"{\"path\":\"m\",\"graphOptimization\":\"max\"}", "graphOptimization"},
+        {"{\"path\":\"m\",\"embeddingEncoding\":\"hex\"}", "embeddingEncoding"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
