@@ -643,7 +643,8 @@ void srv_on_command(server_t *s, conn_t *c, const osp_wire_request_t *rq) {
         cJSON_Delete(cmd);
         return;
     }
-    if (srv_shm_command(s, c, rq->req_id, name, cmd)) {
+    if (srv_shm_command(s, c, rq->req_id, name, cmd) ||
+        srv_stream_command(s, c, rq->req_id, name, cmd)) {
         cJSON_Delete(cmd);
         return;
     }
@@ -1025,6 +1026,7 @@ void srv_stop(server_t *s) {
         free(q);
     }
     srv_shm_free_all(s);
+    srv_streams_free_all(s);
     srv_buf_free_all(s);
     osp_cache_free(s->cache);
     osp_mailbox_destroy(&s->done);

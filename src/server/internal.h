@@ -82,7 +82,10 @@ typedef struct shm_region {
     int refs;        /* 1 while registered + one per job */
 } shm_region_t;
 
-typedef enum { JOB_INFER, JOB_BATCH, JOB_LOAD_DONE, JOB_WINDOW, JOB_HELLO_DONE } job_kind_t;
+typedef enum { JOB_INFER, JOB_BATCH, JOB_LOAD_DONE, JOB_WINDOW, JOB_HELLO_DONE, JOB_STREAM_OPEN } job_kind_t;
+
+#define OSP_MSG_STREAM_PUSH 0x07 /* extension: one frame of features into an open stream */
+typedef struct srv_stream srv_stream_t;
 
 #define OSP_WINDOW_MAX 64 /* frames one window flush may carry */
 
@@ -124,6 +127,8 @@ typedef struct job {
     /* JOB_WINDOW: the frames of one window flush, run by one predict worker */
     struct job *items[OSP_WINDOW_MAX];
     int n_items;
+    /* JOB_STREAM_OPEN */
+    void *stream_open;
     /* JOB_HELLO_DONE */
     hello_plan_t *plan;
     /* JOB_LOAD_DONE */
@@ -213,6 +218,9 @@ typedef struct server {
     uint8_t *bufs[SRV_BUF_KEEP];
     size_t bufs_cap[SRV_BUF_KEEP];
     int nbufs;
+    /* streams (extension) */
+    srv_stream_t *streams;
+    uint32_t next_stream_id;
     /* shared memory (extension) */
     shm_region_t *shm_head;
     uint32_t next_shm_id;
@@ -262,6 +270,13 @@ void srv_shm_release(server_t *s, shm_region_t *r);
 void srv_shm_conn_closed(server_t *s, uint32_t conn_id);
 void srv_shm_free_all(server_t *s);
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len);
+
+/* streams.c */
+int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd);
+void srv_stream_opened(server_t *s, job_t *j);
+void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f);
+void srv_streams_conn_closed(server_t *s, uint32_t conn_id);
+void srv_streams_free_all(server_t *s);
 
 /* router.c, for shm.c */
 job_t *srv_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame, size_t len);

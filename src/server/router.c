@@ -228,6 +228,10 @@ void srv_on_job_done(server_t *s, job_t *j) {
         srv_hello_done(s, j);
         return;
     }
+    if (j->kind == JOB_STREAM_OPEN) {
+        srv_stream_opened(s, j);
+        return;
+    }
     if (j->shed) {
         s->counters.shed_deadline += j->kind == JOB_BATCH ? j->rq.u.batch.count : 1;
         log_deadline_shed(s, j->model_idx, j->deadline_ms);
@@ -360,6 +364,11 @@ void srv_on_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len) {
     }
     if (!c->handshaken) {
         srv_on_hello(s, c, &f);
+        srv_buf_put(s, frame);
+        return;
+    }
+    if (f.msg_type == OSP_MSG_STREAM_PUSH && s->streams) {
+        srv_on_stream_push(s, c, &f);
         srv_buf_put(s, frame);
         return;
     }

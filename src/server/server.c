@@ -140,6 +140,7 @@ static conn_t *conn_new(server_t *s, int rfd, int wfd, int stdio) {
 
 static void conn_free(server_t *s, conn_t *c) {
     srv_shm_conn_closed(s, c->id);
+    srv_streams_conn_closed(s, c->id);
     conn_t **pp = &s->conns;
     while (*pp && *pp != c) pp = &(*pp)->next;
     if (*pp) *pp = c->next;
