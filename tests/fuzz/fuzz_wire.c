@@ -63,10 +63,12 @@ static void check_reply(osp_jw_t *w, size_t at, uint32_t req_id) {
 }
 
 static void check_image(const osp_wire_image_t *img, const uint8_t *p, size_t n) {
-    CHECK(img->fmt <= OSP_WIRE_FMT_GRAY);
-    CHECK(img->channels == (img->fmt == OSP_WIRE_FMT_GRAY ? 1 : 3));
+    CHECK(img->fmt <= OSP_WIRE_FMT_I420);
+    int yuv = img->fmt == OSP_WIRE_FMT_NV12 || img->fmt == OSP_WIRE_FMT_I420;
+    CHECK(img->channels == (img->fmt <= OSP_WIRE_FMT_BGR ? 3 : 1));
     CHECK(img->width > 0 && img->height > 0);
-    CHECK((uint64_t)img->width * img->height * img->channels == img->len);
+    uint64_t chroma = yuv ? 2 * (((uint64_t)img->width + 1) / 2) * (((uint64_t)img->height + 1) / 2) : 0;
+    CHECK((uint64_t)img->width * img->height * img->channels + chroma == img->len);
     CHECK(inside(img->pixels, img->len, p, n));
     volatile uint8_t sink = 0;
     if (img->len) sink ^= img->pixels[0] ^ img->pixels[img->len - 1];
