@@ -93,17 +93,27 @@ demo: build assets
 bench: build assets
 	$(BUILD)/bin/bench_image
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
-	@echo "ospreyd under load (bench/loadgen.c): 3 runs each on a fresh ospreyd, medians; ssd-oidv4"
-	$(BUILD)/bin/loadgen --label "raw 300x300, K=4 (2 running + 2 pending)" --frame raw --size 300x300 \
-	    --mode closed --concurrency 2 --inflight 4 --seconds 5 --limit --limit-seconds 2
-	$(BUILD)/bin/loadgen --label "raw 300x300, concurrency 1, K=3" --frame raw --size 300x300 \
-	    --mode closed --concurrency 1 --inflight 3 --seconds 5
-	$(BUILD)/bin/loadgen --label "raw 1920x1080, K=4" --frame raw --size 1920x1080 \
-	    --mode closed --concurrency 2 --inflight 4 --seconds 5 --limit --limit-seconds 2
-	$(BUILD)/bin/loadgen --label "JPEG 1920x1080, K=4" --frame jpeg --size 1920x1080 \
-	    --mode closed --concurrency 2 --inflight 4 --seconds 5 --limit --limit-seconds 2
-	$(BUILD)/bin/loadgen --label "overload: raw 1920x1080 at 2x capacity" --frame raw --size 1920x1080 \
-	    --mode open --rate 2x --seconds 30 --concurrency 2
+	$(BUILD)/bin/bench_post
+	$(BUILD)/bin/bench_stream "$(OSPREY_CACHE)"
+	@echo "ospreyd end to end (bench/loadgen.c), each on a fresh ospreyd over pipes; f/s counts frames,"
+	@echo "latency is per request, ratio = f/s / the limit (the raw ONNX Runtime run loop, best of 1 session x"
+	@echo "N threads and N sessions x 1 thread, at the same batch size, measured in the same command);"
+	@echo "K = requests in flight (4 = the admission capacity: 2 workers + 2 pending). Noisy shared machine:"
+	@echo "compare ratios, not absolute figures; the load average is on every line."
+	@$(BUILD)/bin/loadgen --brief-header
+	@$(BUILD)/bin/loadgen --limit-only --model ssd-oidv4 --limit-seconds 3
+	@$(BUILD)/bin/loadgen --limit-only --model ultraface --limit-seconds 3
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame jpeg --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame shm  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@echo "infer_batch (batch_mode list: one stacked runtime call), ssd-oidv4 raw 300x300, 3 s each, 1 run:"
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --batch 1,2,4,8 --inflight 1,4,16 --runs 1 --seconds 3 \
+	    --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --label "overload: ssd-oidv4 raw 1920x1080 at 2x capacity" --frame raw \
+	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 1
 
 clean:
 	rm -rf build build-address build-thread out

@@ -7,6 +7,7 @@
 #ifndef OSP_BENCH_UTIL_H
 #define OSP_BENCH_UTIL_H
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,26 +55,32 @@ typedef struct {
     long runs;
     const char *who;   /* program name for messages */
     const void *input; /* the input tensor to run (copied), or NULL for zeros */
+    int batch;         /* frames stacked on the batch axis per run; 0 or 1: one */
 } bu_loop_t;
 
-/* The raw loop: the runtime on a pre-made input, nothing else. */
+/* The raw loop: the runtime on a pre-made input, nothing else. With batch
+ * N > 1 the input is N copies of `input` stacked into one [N,…] tensor (the
+ * model needs a dynamic batch axis) and each run counts N frames. */
 static inline void *bu_raw_loop(void *arg) {
     bu_loop_t *l = arg;
     osp_model_t *m = l->m;
-    size_t bytes = osp_prep_tensor_bytes(&m->prep);
+    int batch = l->batch > 1 ? l->batch : 1;
+    size_t one = osp_prep_tensor_bytes(&m->prep), bytes = one * (size_t)batch;
     void *input = calloc(1, bytes);
-    if (input && l->input) memcpy(input, l->input, bytes);
+    if (input && l->input)
+        for (int i = 0; i < batch; i++) memcpy((char *)input + one * (size_t)i, l->input, one);
     osp_tensor_t in = {.dtype = m->rt->inputs[0].dtype, .rank = 4, .data = input, .bytes = bytes};
     memcpy(in.dims, m->rt->inputs[0].dims, sizeof in.dims);
-    in.dims[0] = 1;
+    in.dims[0] = batch;
     osp_tensor_t out[16];
     char err[256];
+    l->runs = 0;
+    if (!input) return NULL;
     for (int i = 0; i < 3; i++) { /* warm-up */
         memset(out, 0, sizeof out);
         if (osp_rt_run(m->rt, &in, out, err, sizeof err) == 0) osp_rt_release_outputs(m->rt, out);
     }
     double end = bu_now_s() + l->seconds;
-    l->runs = 0;
     while (bu_now_s() < end) {
         memset(out, 0, sizeof out);
         if (osp_rt_run(m->rt, &in, out, err, sizeof err)) {
@@ -87,6 +94,10 @@ static inline void *bu_raw_loop(void *arg) {
     return NULL;
 }
 
+/* Set: bu_open_model keeps the library's per-load line off stderr (compact
+ * benchmark output); a failure is still reported. Single-threaded use. */
+static int bu_quiet_loads;
+
 /* A catalog model (or model file) with `threads` intra-op threads; exits on failure. */
 static inline osp_model_t *bu_open_model(const char *who, const char *name, int threads) {
     osp_model_cfg_t cfg;
@@ -94,26 +105,41 @@ static inline osp_model_t *bu_open_model(const char *who, const char *name, int 
     osp_model_t *m = NULL;
     if (osp_model_cfg_resolve(name, &cfg, err, sizeof err) == 0) {
         cfg.intra_threads = threads;
-        if (osp_model_open(&cfg, NULL, &m, err, sizeof err) == 0) return m;
+        int saved = -1;
+        if (bu_quiet_loads) {
+            fflush(stderr);
+            int nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (nul >= 0 && (saved = fcntl(2, F_DUPFD_CLOEXEC, 3)) >= 0) dup2(nul, 2);
+            if (nul >= 0) close(nul);
+        }
+        int rc = osp_model_open(&cfg, NULL, &m, err, sizeof err);
+        if (saved >= 0) {
+            fflush(stderr);
+            dup2(saved, 2);
+            close(saved);
+        }
+        if (rc == 0) return m;
     }
     fprintf(stderr, "%s: %s\n", who, err);
     exit(1);
 }
 
-/* fps of `sessions` sessions with `threads` intra-op threads each, side by
- * side, for `seconds` after a warm-up, on a copy of `input` (the model's
- * packed input tensor; NULL: zeros). *cpu_per_frame (may be NULL): CPU
- * seconds of the process per frame during the loops. */
-static inline double bu_raw_fps_input(const char *who, const char *name, int sessions,
-                                      int threads, double seconds, const void *input,
+/* frames/s of `sessions` sessions with `threads` intra-op threads each,
+ * side by side, for `seconds` after a warm-up, each run on `batch` stacked
+ * copies of `input` (the model's packed input tensor for one frame; NULL:
+ * zeros). *cpu_per_frame (may be NULL): CPU seconds of the process per frame
+ * during the loops. */
+static inline double bu_raw_fps_batch(const char *who, const char *name, int sessions, int threads,
+                                      double seconds, const void *input, int batch,
                                       double *cpu_per_frame) {
     osp_model_t *ms[8];
     bu_loop_t loops[8];
     pthread_t th[8];
     if (sessions > 8) sessions = 8;
+    if (batch < 1) batch = 1;
     for (int i = 0; i < sessions; i++) {
         ms[i] = bu_open_model(who, name, threads);
-        loops[i] = (bu_loop_t){.m = ms[i], .seconds = seconds, .who = who, .input = input};
+        loops[i] = (bu_loop_t){.m = ms[i], .seconds = seconds, .who = who, .input = input, .batch = batch};
     }
     /* the warm-up runs inside the threads; the CPU clock starts with them
      * and so counts it too (3 runs per session, small next to seconds) */
@@ -126,8 +152,16 @@ static inline double bu_raw_fps_input(const char *who, const char *name, int ses
     }
     double el = bu_now_s() - t0, cpu = bu_cpu_s() - c0;
     for (int i = 0; i < sessions; i++) osp_model_free(ms[i]);
-    if (cpu_per_frame) *cpu_per_frame = total > 0 ? cpu / (double)(total + 3 * sessions) : 0;
-    return (double)total / el;
+    if (cpu_per_frame)
+        *cpu_per_frame = total > 0 ? cpu / (double)((total + 3 * sessions) * batch) : 0;
+    return (double)(total * batch) / el;
+}
+
+/* The same, one frame per run. */
+static inline double bu_raw_fps_input(const char *who, const char *name, int sessions,
+                                      int threads, double seconds, const void *input,
+                                      double *cpu_per_frame) {
+    return bu_raw_fps_batch(who, name, sessions, threads, seconds, input, 1, cpu_per_frame);
 }
 
 /* The same on an all-zero input tensor. */

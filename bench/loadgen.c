@@ -5,9 +5,19 @@
  * asserts nothing, except that it says loudly when a request went
  * unanswered.
  *
- *   loadgen [--model NAME] [--frame raw|jpeg] [--size WxH] [--mode closed|open]
- *           [--inflight K] [--rate R|Fx] [--seconds S] [--concurrency N]
- *           [--runs R] [--limit] [--json] [...]   (--help for all)
+ *   loadgen [--model NAME] [--frame raw|jpeg|shm] [--size WxH] [--mode closed|open]
+ *           [--batch N[,N..]] [--inflight K[,K..]] [--rate R|Fx] [--seconds S]
+ *           [--concurrency N] [--runs R] [--limit] [--limit-only] [--brief] [--json]
+ *           [...]   (--help for all)
+ *
+ * --frame shm writes the frame once into a POSIX shared-memory region
+ * (unlinked at exit, also on a fatal signal), registers it with each server
+ * (register_shm) and sends infer_shm requests. --batch N sends infer_batch
+ * requests of N raw frames with batch_mode "list"; frames/s counts frames,
+ * latency is per request, and --limit runs the raw loop on a stacked [N,...]
+ * tensor, so the limit compares at the same batch size. Lists of batch sizes
+ * and K measure each combination in turn (one limit per batch size) and end
+ * with what batch 4 gains over batch 1, raw and in ospreyd.
  *
  * Each run starts its own ospreyd (the binary beside this one), does the
  * handshake, warms up, optionally measures the limits, drives the load,
@@ -37,7 +47,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,12 +65,22 @@
 #define MAX_RUNS 15
 #define REC_CAP (1u << 20) /* requests per run, at most */
 #define MAX_THREADS 256
+#define MAX_LIST 8         /* --batch / --inflight lists */
+#define MSG_INFER_SHM 0x06 /* osprey extension: a frame in a registered shm region */
 
 /* ---- options --------------------------------------------------------------- */
 
 typedef struct {
     const char *model;
     int jpeg;
+    int shm;           /* --frame shm: infer_shm from a registered POSIX shm region */
+    int batch;         /* infer_batch of this many frames; 0: one frame per request */
+    int batches[MAX_LIST], nbatches;  /* --batch list: one measurement each */
+    int ks[MAX_LIST], nks;            /* --inflight list: one measurement each */
+    uint32_t batch_tag;               /* infer_batch frame_id (0: prepare every item) */
+    int brief;         /* one line per measurement */
+    int limit_only;    /* the limit alone, no server */
+    int limit_reuse;   /* take the limit measured for the previous K (same batch) */
     int w, h;          /* 0: the model input */
     int open;
     int inflight;      /* closed loop K; 0: admission capacity */
@@ -140,6 +162,9 @@ typedef struct {
     /* the request: header fields and the shared payload */
     uint8_t msg_type;
     uint32_t fw, fh;
+    int batch;          /* infer_batch: items per request */
+    uint32_t batch_tag; /* infer_batch: frame_id */
+    uint32_t region;    /* infer_shm: the registered region */
     const uint8_t *payload;
     size_t payload_len;
     double deadline_ms;
@@ -299,11 +324,13 @@ static void *reader_main(void *arg) {
 
 /* Config frame, then the ready reply (read here, before the reader starts). */
 static int handshake(srv_t *s, const opts_t *o) {
-    char cfg[512];
+    char cfg[512], bm[96] = "";
+    if (o->batch > 0) /* an infer_batch runs as one stacked call */
+        snprintf(bm, sizeof bm, ",\"batch_mode\":\"list\",\"max_batch_size\":%d", o->batch);
     int n = snprintf(cfg, sizeof cfg,
                      "{\"runtime\":\"onnxruntime\",\"concurrency\":%d,\"models\":[{\"model\":\"%s\"}],"
-                     "\"protocolVersion\":2}",
-                     o->concurrency, o->model);
+                     "\"protocolVersion\":2%s}",
+                     o->concurrency, o->model, bm);
     uint8_t hdr[9];
     put_u32(hdr, (uint32_t)(5 + n));
     put_u32(hdr + 4, 0);
@@ -333,9 +360,93 @@ static int handshake(srv_t *s, const opts_t *o) {
     return ok ? 0 : -1;
 }
 
+/* A command (0x00) answered before the reader thread starts; its reply in
+ * body (NUL-terminated, cut to cap). 0, or -1 when the server is gone. */
+static int command_sync(srv_t *s, const char *json, char *body, size_t cap) {
+    size_t n = strlen(json);
+    uint8_t hdr[9];
+    put_u32(hdr, (uint32_t)(5 + n));
+    put_u32(hdr + 4, 0xFFFFFFF0u);
+    hdr[8] = 0;
+    struct iovec iov[2] = {{hdr, 9}, {(void *)json, n}};
+    if (write_all(s, iov, 2)) return -1;
+    for (;;) { /* skip unsolicited events */
+        uint8_t rh[8];
+        struct pollfd p = {.fd = s->rfd, .events = POLLIN};
+        if (poll(&p, 1, 30000) <= 0 || read_full(s->rfd, rh, 8)) return -1;
+        uint32_t total = get_u32(rh), id = get_u32(rh + 4);
+        if (total < 4 || total > 1 << 20) return -1;
+        char *b = malloc(total - 3);
+        if (!b || read_full(s->rfd, (uint8_t *)b, total - 4)) {
+            free(b);
+            return -1;
+        }
+        b[total - 4] = '\0';
+        snprintf(body, cap, "%s", b);
+        free(b);
+        if (id == 0xFFFFFFF0u) return 0;
+    }
+}
+
+/* ---- the shared-memory frame (--frame shm) ----------------------------------- */
+
+static char g_shm_name[64]; /* set while the region exists: unlinked at exit */
+
+static void shm_cleanup(void) {
+    if (g_shm_name[0]) shm_unlink(g_shm_name);
+    g_shm_name[0] = '\0';
+}
+
+static void shm_on_signal(int sig) {
+    if (g_shm_name[0]) shm_unlink(g_shm_name); /* unlink(2) underneath: fine in a handler */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Create the region, write the frame once. 0, or -1 (nothing left behind). */
+static int shm_create(const uint8_t *frame, size_t bytes) {
+    snprintf(g_shm_name, sizeof g_shm_name, "/osprey-loadgen-%d", (int)getpid());
+    atexit(shm_cleanup);
+    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGABRT, SIGFPE};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], shm_on_signal);
+    int fd = shm_open(g_shm_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        fprintf(stderr, "%s: shm_open %s: %s\n", WHO, g_shm_name, strerror(errno));
+        g_shm_name[0] = '\0';
+        return -1;
+    }
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, (off_t)bytes) == 0) p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "%s: shared memory %s (%zu bytes): %s\n", WHO, g_shm_name, bytes, strerror(errno));
+        close(fd);
+        shm_cleanup();
+        return -1;
+    }
+    close(fd);
+    memcpy(p, frame, bytes);
+    munmap(p, bytes); /* the pages stay in the object; the server maps them itself */
+    return 0;
+}
+
+/* register_shm on this server; sets s->region. */
+static int shm_register(srv_t *s, size_t bytes) {
+    char cmd[200], body[1024];
+    snprintf(cmd, sizeof cmd, "{\"cmd\":\"register_shm\",\"name\":\"%s\",\"size\":%zu}", g_shm_name,
+             bytes);
+    if (command_sync(s, cmd, body, sizeof body)) return -1;
+    const char *st = json_val(body, "status"), *id = json_val(body, "regionId");
+    if (!st || strncmp(st, "\"ok\"", 4) != 0 || !id) {
+        fprintf(stderr, "%s: register_shm: %s\n", WHO, body);
+        return -1;
+    }
+    s->region = (uint32_t)strtoul(id, NULL, 10);
+    return 0;
+}
+
 /* Send one inference request (blocking in the sense of write_all). The
  * record is marked sent and counted in flight before the first byte goes. */
-static uint32_t begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) {
+static uint32_t begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) { /* hdr: 64 bytes */
     pthread_mutex_lock(&s->mu);
     uint32_t id = s->next_id++;
     recs[id].state = ST_SENT;
@@ -354,6 +465,19 @@ static uint32_t begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) {
         put_u32(hdr + h + 4, s->fh);
         hdr[h + 8] = 0; /* RGB */
         h += 9;
+    } else if (s->msg_type == 0x03) { /* [u8 count][u32 frame_id], the items are the payload */
+        hdr[h] = (uint8_t)s->batch;
+        put_u32(hdr + h + 1, s->batch_tag);
+        h += 5;
+    } else if (s->msg_type == MSG_INFER_SHM) {
+        /* [u32 region][u64 offset][u32 w][u32 h][u8 fmt][u32 stride]; no payload */
+        put_u32(hdr + h, s->region);
+        put_u64(hdr + h + 4, 0);
+        put_u32(hdr + h + 12, s->fw);
+        put_u32(hdr + h + 16, s->fh);
+        hdr[h + 20] = 0; /* RGB */
+        put_u32(hdr + h + 21, s->fw * 3);
+        h += 25;
     }
     put_u32(hdr, (uint32_t)(h - 4 + s->payload_len));
     put_u32(hdr + 4, id);
@@ -518,7 +642,7 @@ static void phase_closed(srv_t *s, int k, double seconds, phase_t *ph) {
     ph->t0 = mono_ns();
     int64_t end = ph->t0 + (int64_t)(seconds * 1e9);
     ph->first = s->next_id;
-    uint8_t hdr[32];
+    uint8_t hdr[64];
     while (s->next_id < REC_CAP - 1) {
         if (!wait_inflight_below(s, k, end)) break;
         if (mono_ns() >= end) break;
@@ -540,7 +664,7 @@ static void phase_open(srv_t *s, double rate, double seconds, double grace_s, ph
     ph->first = s->next_id;
     ph->t0 = mono_ns();
     int64_t hard_end = ph->t0 + (int64_t)((seconds + grace_s) * 1e9);
-    uint8_t hdr[32];
+    uint8_t hdr[64];
     struct iovec iov[2];
     int cnt = 0, active = 0, failed = 0;
     long i = 0, started = 0;
@@ -643,7 +767,8 @@ static void phase_stats(srv_t *s, const phase_t *ph, pstats_t *st) {
     st->p99 = pct(lat, st->served, 0.99);
     st->pmax = st->served ? lat[st->served - 1] : 0;
     double win = (double)(ph->t_stop - ph->t0) / 1e9;
-    st->fps = win > 0 ? (double)in_window / win : 0;
+    /* frames, not requests: an infer_batch reply serves s->batch of them */
+    st->fps = win > 0 ? (double)in_window * (s->batch > 0 ? s->batch : 1) / win : 0;
     free(lat);
 }
 
@@ -653,7 +778,29 @@ typedef struct {
     uint8_t *rgb;           /* the frame, RGB, w x h */
     unsigned char *jpg;
     unsigned long jpg_len;
+    uint8_t *items;         /* infer_batch: the items after the header, for `nitems` frames */
+    size_t items_len;
+    int nitems;
 } frame_t;
+
+/* The infer_batch items: n x [u32 w][u32 h][u8 fmt][u32 size][pixels]. */
+static int make_batch_items(const opts_t *o, frame_t *f, int n) {
+    size_t px = (size_t)o->w * o->h * 3, one = 13 + px;
+    free(f->items);
+    f->items = malloc(one * (size_t)n);
+    if (!f->items) return -1;
+    for (int i = 0; i < n; i++) {
+        uint8_t *p = f->items + one * (size_t)i;
+        put_u32(p, (uint32_t)o->w);
+        put_u32(p + 4, (uint32_t)o->h);
+        p[8] = 0; /* RGB */
+        put_u32(p + 9, (uint32_t)px);
+        memcpy(p + 13, f->rgb, px);
+    }
+    f->items_len = one * (size_t)n;
+    f->nitems = n;
+    return 0;
+}
 
 static int make_frame(const opts_t *o, frame_t *f) {
     char path[1200], err[256];
@@ -703,6 +850,7 @@ typedef struct {
     double pipe_cpu_ms;         /* cpu_frame + the steps that apply, ms */
     double pipeline;            /* cores / (cpu_frame + steps), capped at limit */
     int pipeline_applies;
+    int batch;                  /* frames stacked per raw run (1 when the model does not batch) */
 } limit_t;
 
 static double thread_cpu_ms(void) {
@@ -791,8 +939,12 @@ static void measure_limit(const opts_t *o, const frame_t *f, const osp_model_t *
     if (bad) fprintf(stderr, "%s: %d library calls failed while timing the pipeline\n", WHO, bad);
     /* the raw runs, on this frame's tensor as packed above */
     double c1 = 0, cn = 0;
-    L->one = bu_raw_fps_input(WHO, o->model, 1, n, o->limit_seconds, tensor, &c1);
-    L->many = bu_raw_fps_input(WHO, o->model, n, 1, o->limit_seconds, tensor, &cn);
+    /* at --batch N the raw loop runs N stacked frames per call, as ospreyd
+     * does in list mode; a model without a dynamic batch axis runs them one
+     * by one there, so its limit is the batch-1 loop */
+    L->batch = o->batch > 1 && m->batch_dynamic ? o->batch : 1;
+    L->one = bu_raw_fps_batch(WHO, o->model, 1, n, o->limit_seconds, tensor, L->batch, &c1);
+    L->many = bu_raw_fps_batch(WHO, o->model, n, 1, o->limit_seconds, tensor, L->batch, &cn);
     L->limit = L->one > L->many ? L->one : L->many;
     L->cpu_frame = L->one > L->many ? c1 : cn;
     L->t_decode = bu_median(td, REPS);
@@ -855,6 +1007,17 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
     s.fh = (uint32_t)o->h;
     s.payload = o->jpeg ? f->jpg : f->rgb;
     s.payload_len = o->jpeg ? f->jpg_len : (size_t)o->w * o->h * 3;
+    if (o->batch > 0) {
+        s.msg_type = 0x03;
+        s.batch = o->batch;
+        s.batch_tag = o->batch_tag;
+        s.payload = f->items;
+        s.payload_len = f->items_len;
+    } else if (o->shm) {
+        s.msg_type = MSG_INFER_SHM;
+        s.payload = NULL;
+        s.payload_len = 0;
+    }
     s.deadline_ms = o->deadline_ms;
     if (spawn_server(&s, server)) {
         perror(WHO ": spawn");
@@ -867,20 +1030,33 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
         stop_server(&s, 1, &k);
         return -1;
     }
+    if (o->shm && shm_register(&s, (size_t)o->w * o->h * 3)) {
+        server_log_tail(&s);
+        int k;
+        stop_server(&s, 1, &k);
+        return -1;
+    }
     R->startup_ms = s.startup_ms;
     R->workers = s.workers;
     fcntl(s.wfd, F_SETFL, fcntl(s.wfd, F_GETFL) | O_NONBLOCK);
     pthread_create(&s.reader, NULL, reader_main, &s);
     s.reader_started = 1;
 
-    int cap = o->concurrency + 2; /* admission: running + 2 pending */
+    /* admission: running (the workers the server reports: it may raise the
+     * config's concurrency to the core count) + 2 pending */
+    int cap = (s.workers > o->concurrency ? s.workers : o->concurrency) + 2;
     int k = o->inflight > 0 ? o->inflight : cap;
     phase_t ph;
     pstats_t st;
     /* warm-up, not counted */
     phase_closed(&s, cap, o->warmup_s, &ph);
     wait_inflight_below(&s, 1, mono_ns() + (int64_t)(o->grace_s * 1e9));
-    if (o->limit) measure_limit(o, f, m, &R->lim);
+    if (o->limit) {
+        static limit_t last; /* --inflight lists: one limit per batch size */
+        if (o->limit_reuse) R->lim = last;
+        else measure_limit(o, f, m, &R->lim);
+        last = R->lim;
+    }
     if (o->open) {
         phase_closed(&s, 1, o->lat_s, &ph);
         wait_inflight_below(&s, 1, mono_ns() + (int64_t)(o->grace_s * 1e9));
@@ -945,7 +1121,7 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
         total += t1[i].ticks - before;
         R->threads_n++;
     }
-    R->srv_cpu_frame = R->main.served ? ticks_s(total) / (double)R->main.served : 0;
+    R->srv_cpu_frame = R->main.served ? ticks_s(total) / (double)(R->main.served * (o->batch > 0 ? o->batch : 1)) : 0;
     R->srv_cpu_util = wall > 0 ? ticks_s(total) / wall : 0;
     R->cli_cpu_util = wall > 0 ? (cli1 - cli0) / wall : 0;
 
@@ -1054,12 +1230,18 @@ static void loadavg(char *buf, size_t n) {
 static void usage(FILE *out) {
     fputs("usage: loadgen [options]\n"
           "  --model NAME         catalog model (default ssd-oidv4)\n"
-          "  --frame raw|jpeg     infer_raw RGB or infer_jpeg (default raw)\n"
+          "  --frame raw|jpeg|shm infer_raw RGB, infer_jpeg, or infer_shm from a POSIX\n"
+          "                       shared-memory region written once (default raw)\n"
+          "  --batch N[,N...]     infer_batch of N raw frames (batch_mode list); frames/s\n"
+          "                       counts frames, latency is per request; a list measures\n"
+          "                       each size in turn (with --limit: the raw loop at N too)\n"
+          "  --batch-frame-id ID  infer_batch frame_id (default 0: every item prepared)\n"
           "  --size WxH           frame size (default: the model input)\n"
           "  --image PATH         source picture (default <cache>/media/messi5.jpg), scaled to WxH\n"
           "  --quality Q          JPEG quality (default 90, 4:2:0)\n"
           "  --mode closed|open   load shape (default closed)\n"
-          "  --inflight K         closed loop: requests outstanding (default concurrency+2)\n"
+          "  --inflight K[,K...]  closed loop: requests outstanding (default concurrency+2);\n"
+          "                       a list measures each K in turn\n"
           "  --rate R|Fx          open loop: frames/s, or F x the closed-loop capacity\n"
           "  --seconds S          measured phase (default 10)\n"
           "  --concurrency N      the config's concurrency (default 2)\n"
@@ -1067,6 +1249,9 @@ static void usage(FILE *out) {
           "  --limit              also measure the raw runtime limit (and the pipeline\n"
           "                       limit for big or JPEG frames) in each run\n"
           "  --limit-seconds S    per limit configuration (default 3)\n"
+          "  --limit-only         the limit alone (one line per --batch size), no server\n"
+          "  --brief              one line per measurement instead of the table\n"
+          "  --brief-header       print the column names of --brief lines and exit\n"
           "  --warmup S           untimed warm-up (default 1)\n"
           "  --latency-seconds S  open loop: K=1 phase for the single-frame latency (default 3)\n"
           "  --capacity-seconds S open loop Fx: capacity phase (default 5)\n"
@@ -1086,92 +1271,88 @@ static int parse_size(const char *s, int *w, int *h) {
                : -1;
 }
 
-int main(int argc, char **argv) {
-    opts_t o = {.model = "ssd-oidv4", .seconds = 10, .concurrency = 2, .runs = 3,
-                .limit_seconds = 3, .warmup_s = 1, .lat_s = 3, .cal_s = 5, .grace_s = 5,
-                .quality = 90};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define ARG(name) (strcmp(a, name) == 0 && v && (i++, 1))
-        if (ARG("--model")) o.model = v;
-        else if (ARG("--frame")) {
-            if (strcmp(v, "jpeg") == 0) o.jpeg = 1;
-            else if (strcmp(v, "raw") == 0) o.jpeg = 0;
-            else goto bad;
-        } else if (ARG("--size")) {
-            if (parse_size(v, &o.w, &o.h)) goto bad;
-        } else if (ARG("--image")) o.image = v;
-        else if (ARG("--quality")) o.quality = atoi(v);
-        else if (ARG("--mode")) {
-            if (strcmp(v, "open") == 0) o.open = 1;
-            else if (strcmp(v, "closed") == 0) o.open = 0;
-            else goto bad;
-        } else if (ARG("--inflight")) o.inflight = atoi(v);
-        else if (ARG("--rate")) {
-            size_t l = strlen(v);
-            if (l && (v[l - 1] == 'x' || v[l - 1] == 'X')) o.rate_x = atof(v);
-            else o.rate = atof(v);
-            if (o.rate <= 0 && o.rate_x <= 0) goto bad;
-        } else if (ARG("--seconds")) o.seconds = atof(v);
-        else if (ARG("--concurrency")) o.concurrency = atoi(v);
-        else if (ARG("--runs")) o.runs = atoi(v);
-        else if (ARG("--limit-seconds")) o.limit_seconds = atof(v);
-        else if (ARG("--warmup")) o.warmup_s = atof(v);
-        else if (ARG("--latency-seconds")) o.lat_s = atof(v);
-        else if (ARG("--capacity-seconds")) o.cal_s = atof(v);
-        else if (ARG("--deadline-ms")) o.deadline_ms = atof(v);
-        else if (ARG("--grace")) o.grace_s = atof(v);
-        else if (ARG("--server")) o.server = v;
-        else if (ARG("--label")) o.label = v;
-        else if (strcmp(a, "--limit") == 0) o.limit = 1;
-        else if (strcmp(a, "--json") == 0) o.json = 1;
-        else if (strcmp(a, "--threads") == 0) o.threads = 1;
-        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        } else {
-        bad:
-            fprintf(stderr, "%s: bad argument '%s'\n", WHO, a);
-            usage(stderr);
-            return 2;
+/* "1,4,16" -> v[]; the count, or -1. */
+static int parse_list(const char *s, int *v, int lo, int hi) {
+    int n = 0;
+    while (*s) {
+        char *e;
+        long x = strtol(s, &e, 10);
+        if (e == s || x < lo || x > hi || n == MAX_LIST) return -1;
+        v[n++] = (int)x;
+        s = e;
+        if (*s == ',') s++;
+        else if (*s) return -1;
+    }
+    return n ? n : -1;
+}
+
+/* The measurement's name in --brief lines: the label, or model, format, size, batch. */
+static const char *config_name(const opts_t *o) {
+    static char b[128];
+    if (o->label && o->batch <= 0) return o->label;
+    int n = snprintf(b, sizeof b, "%s%s%s %s %dx%d", o->label ? o->label : "", o->label ? ": " : "",
+                     o->model, o->jpeg ? "jpeg" : o->shm ? "shm" : "raw", o->w, o->h);
+    if (o->batch > 0 && n > 0 && (size_t)n < sizeof b) snprintf(b + n, sizeof b - (size_t)n, " batch %d", o->batch);
+    return b;
+}
+
+static const char *limit_name(const opts_t *o, int batch) {
+    static char b[128];
+    snprintf(b, sizeof b, "%s limit, raw run loop, batch %d", o->model, batch);
+    return b;
+}
+
+static double lim_fps[MAX_LIST], fps_at[MAX_LIST][MAX_LIST];
+/* CPU ms per frame, raw loop and server: contention-proof where fps is not */
+static double lim_cpu[MAX_LIST], srv_cpu_at[MAX_LIST][MAX_LIST];
+static int cur_b, cur_q;
+
+/* After a --batch list: what batch 4 (or the largest) gains over batch 1,
+ * in the raw loop and in ospreyd at each K, and the share ospreyd keeps. */
+static void batch_gain(const opts_t *o) {
+    int b1 = -1, bn = -1;
+    for (int i = 0; i < o->nbatches; i++) {
+        if (o->batches[i] == 1) b1 = i;
+        if (o->batches[i] == 4) bn = i;
+    }
+    if (bn < 0) bn = o->nbatches - 1;
+    if (b1 < 0 || bn == b1 || !(lim_fps[b1] > 0)) return;
+    double raw = lim_fps[bn] / lim_fps[b1];
+    printf("  batch %d vs 1: raw loop x%.2f", o->batches[bn], raw);
+    if (!o->limit_only)
+        for (int q = 0; q < o->nks; q++) {
+            double g = fps_at[b1][q] > 0 ? fps_at[bn][q] / fps_at[b1][q] : 0;
+            printf("; ospreyd K=%d x%.2f (%.2f of the raw gain", o->ks[q], g, g / raw);
+            if (raw > 1.02) printf(", %.2f of the raw speed-up", (g - 1) / (raw - 1));
+            printf(")");
         }
-#undef ARG
+    printf("\n");
+    /* the same in CPU per frame, which a neighbour's load does not move much */
+    if (lim_cpu[b1] > 0 && lim_cpu[bn] > 0) {
+        double rawc = lim_cpu[b1] / lim_cpu[bn];
+        printf("  batch %d vs 1, CPU per frame: raw loop %.2f -> %.2f ms (x%.2f)", o->batches[bn], lim_cpu[b1],
+               lim_cpu[bn], rawc);
+        if (!o->limit_only)
+            for (int q = 0; q < o->nks; q++)
+                if (srv_cpu_at[b1][q] > 0 && srv_cpu_at[bn][q] > 0) {
+                    double g = srv_cpu_at[b1][q] / srv_cpu_at[bn][q];
+                    printf("; ospreyd K=%d %.2f -> %.2f ms (x%.2f, %.2f of the raw gain)", o->ks[q],
+                           srv_cpu_at[b1][q], srv_cpu_at[bn][q], g, g / rawc);
+                }
+        printf("\n");
     }
-    if (o.runs < 1 || o.runs > MAX_RUNS || o.seconds <= 0 || o.seconds > 600 ||
-        o.concurrency < 1 || o.concurrency > 64 || o.inflight < 0 || o.inflight > 4096 ||
-        o.quality < 1 || o.quality > 100 || o.grace_s < 0.1 || o.grace_s > 120 ||
-        o.limit_seconds <= 0 || o.lat_s <= 0 || o.cal_s <= 0 || o.warmup_s < 0 ||
-        o.rate > 100000 || o.rate_x > 100) {
-        fprintf(stderr, "%s: an option is out of range\n", WHO);
-        return 2;
-    }
-    signal(SIGPIPE, SIG_IGN);
+}
 
-    char server[1100];
-    if (o.server) {
-        snprintf(server, sizeof server, "%s", o.server);
-    } else {
-        ssize_t len = readlink("/proc/self/exe", server, sizeof server - 16);
-        if (len <= 0) return 1;
-        server[len] = '\0';
-        strcpy(strrchr(server, '/') + 1, "ospreyd");
-    }
-    /* the model once here: its input size, and the prep the pipeline limit packs for */
-    osp_model_t *m = bu_open_model(WHO, o.model, 1);
-    if (o.w == 0) {
-        o.w = m->prep.width;
-        o.h = m->prep.height;
-    }
-    frame_t f = {0};
-    if (make_frame(&o, &f)) return 1;
-    recs = calloc(REC_CAP, sizeof *recs);
-    run_t *runs = calloc((size_t)o.runs, sizeof *runs);
-    if (!recs || !runs) return 1;
-
+/* One configuration (batch size, K): o->runs runs, each on a fresh server;
+ * the report. *fps_out, *lim_out: the medians, for the batch-gain summary.
+ * 0, 1 when every run failed, 3 when a request was lost. */
+static int measure_config(const opts_t *op, const char *server, const frame_t *fp, const osp_model_t *m,
+                          run_t *runs, double *fps_out, double *lim_out) {
+    opts_t o = *op;
+    const frame_t f = *fp;
     char la0[64], la1[64];
     loadavg(la0, sizeof la0);
-    int cap = o.concurrency + 2, k = o.inflight > 0 ? o.inflight : cap;
+    int cap = o.concurrency + 2, k = o.inflight > 0 ? o.inflight : cap; /* cap: until a server reports */
     char shape[96];
     if (o.open) {
         if (o.rate_x > 0) snprintf(shape, sizeof shape, "open loop at %gx closed-loop capacity", o.rate_x);
@@ -1179,10 +1360,15 @@ int main(int argc, char **argv) {
     } else {
         snprintf(shape, sizeof shape, "closed loop K=%d", k);
     }
-    fprintf(stderr, "%s: %s %s %dx%d (%zu bytes/frame), %s, concurrency %d, %d run(s) x %g s; load average %s\n",
-            WHO, o.model, o.jpeg ? "JPEG" : "raw RGB", o.w, o.h,
-            o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3, shape, o.concurrency, o.runs,
-            o.seconds, la0);
+    if (o.batch > 0) {
+        size_t l = strlen(shape);
+        snprintf(shape + l, sizeof shape - l, ", infer_batch of %d", o.batch);
+    }
+    const char *fmt_name = o.jpeg ? "JPEG" : o.shm ? "raw RGB via shm" : "raw RGB";
+    if (!o.brief)
+        fprintf(stderr, "%s: %s %s %dx%d (%zu bytes/frame), %s, concurrency %d, %d run(s) x %g s; load average %s\n",
+                WHO, o.model, fmt_name, o.w, o.h, o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3,
+                shape, o.concurrency, o.runs, o.seconds, la0);
     int ok = 0;
     for (int r = 0; r < o.runs; r++) {
         if (do_run(&o, server, &f, m, &runs[ok])) {
@@ -1190,6 +1376,7 @@ int main(int argc, char **argv) {
             continue;
         }
         run_t *R = &runs[ok++];
+        if (o.brief) continue;
         fprintf(stderr,
                 "run %d: %.1f frames/s served, p50 %.1f ms, p99 %.1f ms, sent %ld, qfull %ld, deadline %ld, "
                 "errors %ld, lost %ld, rss %ld->%ld KiB",
@@ -1214,7 +1401,16 @@ int main(int argc, char **argv) {
         }
     }
     loadavg(la1, sizeof la1);
-    if (!ok) return 1;
+    if (ok && o.inflight <= 0 && runs[0].workers > o.concurrency) {
+        cap = runs[0].workers + 2;
+        k = cap;
+        if (!o.open && o.batch > 0) snprintf(shape, sizeof shape, "closed loop K=%d, infer_batch of %d", k, o.batch);
+        else if (!o.open) snprintf(shape, sizeof shape, "closed loop K=%d", k);
+    }
+    if (!ok) {
+        if (o.brief) printf("  %-40s FAILED (every run)\n", config_name(&o));
+        return 1;
+    }
     long lost = 0, late_ans = 0, unexpected = 0, not_sent = 0;
     int abnormal = 0;
     for (int i = 0; i < ok; i++) {
@@ -1243,6 +1439,37 @@ int main(int argc, char **argv) {
     int n = bu_cores();
     int pipe_applies = o.limit && runs[0].lim.pipeline_applies;
 
+    *fps_out = fps.med;
+    *lim_out = o.limit ? lim.med : 0;
+    lim_cpu[cur_b] = o.limit ? cpuf.med : 0;
+    srv_cpu_at[cur_b][cur_q] = srvcpu.med;
+    if (o.brief) {
+        char lim_s[48] = "", pipe_s[80] = "", bad[160] = "";
+        if (o.limit) snprintf(lim_s, sizeof lim_s, "%7.1f %5.2f", lim.med, ratio.med);
+        if (pipe_applies) snprintf(pipe_s, sizeof pipe_s, " (pipeline %.1f: %.2f)", pipe.med, pratio.med);
+        if (o.limit) { /* CPU: raw (+ the steps) per frame / the server's per frame */
+            size_t l = strlen(pipe_s);
+            snprintf(pipe_s + l, sizeof pipe_s - l, " cpu %.2f", cpueff.med);
+        }
+        if (qf.med || dl.med || er.med || dro.med || lost || abnormal)
+            snprintf(bad, sizeof bad, "  qfull %.0f deadline %.0f errors %.0f other %.0f LOST %ld%s", qf.med,
+                     dl.med, er.med, dro.med, lost, abnormal ? " ABNORMAL EXIT" : "");
+        if (o.open) {
+            char sh[48];
+            snprintf(sh, sizeof sh, "open %.0f/s", rate.med);
+            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s  cap %.1f, goodput/cap %.2f, K=1 p50 %.1f%s  load %s\n",
+                   config_name(&o), sh, fps.med, p50.med, p99.med, lim_s, pipe_s, capa.med, good.med,
+                   lat1.med, bad, la1);
+        } else {
+            char sh[32];
+            snprintf(sh, sizeof sh, "K=%d", k);
+            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s%s  load %s\n", config_name(&o), sh, fps.med,
+                   p50.med, p99.med, lim_s, pipe_s, bad, la1);
+        }
+        fflush(stdout);
+        return lost ? 3 : 0;
+    }
+
     if (o.json) {
         printf("{\"label\":\"%s\",\"model\":\"%s\",\"frame\":\"%s\",\"size\":\"%dx%d\",\"frameBytes\":%zu,"
                "\"mode\":\"%s\",\"inflight\":%d,\"rate\":%.2f,\"rateX\":%.2f,\"seconds\":%g,"
@@ -1252,7 +1479,7 @@ int main(int argc, char **argv) {
                "\"errors\":%.0f,\"lost\":%ld,\"lateAnswers\":%ld,\"unexpectedReplies\":%ld,\"abnormalExits\":%d,"
                "\"rssAfter5sKb\":%.0f,\"rssEndKb\":%.0f,\"rssDriftPct\":%.2f,\"rssPeakKb\":%.0f,\"rssDrainedKb\":%.0f,"
                "\"serverCpuMsPerFrame\":%.2f,\"serverCpuUtil\":%.2f,\"clientCpuUtil\":%.2f",
-               o.label ? o.label : "", o.model, o.jpeg ? "jpeg" : "raw", o.w, o.h,
+               o.label ? o.label : "", o.model, o.jpeg ? "jpeg" : o.shm ? "shm" : "raw", o.w, o.h,
                o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3, o.open ? "open" : "closed",
                o.open ? 0 : k, rate.med, o.rate_x, o.seconds, o.concurrency, runs[0].workers, n, ok,
                la0, la1, fps.med, fps.lo, fps.hi, p50.med, p99.med, pmax.med, sent.med, qf.med,
@@ -1272,13 +1499,13 @@ int main(int argc, char **argv) {
                    lat1.med, p99x.med, laten.med, latep99.med, latemax.med, not_sent, sentrate.med);
         if (o.rate_x > 0)
             printf(",\"capacityFps\":%.2f,\"goodputOverCapacity\":%.3f", capa.med, good.med);
-        printf("}\n");
+        printf(",\"batch\":%d}\n", o.batch);
         return lost ? 3 : 0;
     }
 
     printf("loadgen: %s%s%s, %s %dx%d (%zu bytes/frame), %s, concurrency %d (%d workers),\n"
            "  %d run(s) x %g s, medians; %d cores, load average %s at start, %s at end\n",
-           o.label ? o.label : "", o.label ? ": " : "", o.model, o.jpeg ? "JPEG" : "raw RGB",
+           o.label ? o.label : "", o.label ? ": " : "", o.model, fmt_name,
            o.w, o.h, o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3, shape, o.concurrency,
            runs[0].workers, ok, o.seconds, n, la0, la1);
     if (o.open) {
@@ -1288,10 +1515,10 @@ int main(int argc, char **argv) {
         line("achieved send rate (frames/s)", sentrate, "%.1f", 1);
     }
     line(o.open ? "goodput, served frames/s" : "served frames/s", fps, "%.1f", 1);
-    line("latency p50, served (ms)", p50, "%.1f", 1);
-    line("latency p99, served (ms)", p99, "%.1f", 1);
-    line("latency max, served (ms)", pmax, "%.1f", 1);
-    line("sent", sent, "%.0f", 1);
+    line(o.batch > 0 ? "latency p50, served requests (ms)" : "latency p50, served (ms)", p50, "%.1f", 1);
+    line(o.batch > 0 ? "latency p99, served requests (ms)" : "latency p99, served (ms)", p99, "%.1f", 1);
+    line(o.batch > 0 ? "latency max, served requests (ms)" : "latency max, served (ms)", pmax, "%.1f", 1);
+    line(o.batch > 0 ? "sent (requests)" : "sent", sent, "%.0f", 1);
     line("dropped, queue-full", qf, "%.0f", 1);
     line("dropped, deadline-expired", dl, "%.0f", 1);
     if (dro.hi > 0) line("dropped, other", dro, "%.0f", 1);
@@ -1339,10 +1566,148 @@ int main(int argc, char **argv) {
         printf("  note: %ld answered only after the grace period, %ld unexpected replies, "
                "%ld scheduled frames never sent, %d abnormal server exits\n",
                late_ans, unexpected, not_sent, abnormal);
+    return lost ? 3 : 0;
+}
+
+int main(int argc, char **argv) {
+    opts_t o = {.model = "ssd-oidv4", .seconds = 10, .concurrency = 2, .runs = 3,
+                .limit_seconds = 3, .warmup_s = 1, .lat_s = 3, .cal_s = 5, .grace_s = 5,
+                .quality = 90};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define ARG(name) (strcmp(a, name) == 0 && v && (i++, 1))
+        if (ARG("--model")) o.model = v;
+        else if (ARG("--frame")) {
+            o.jpeg = o.shm = 0;
+            if (strcmp(v, "jpeg") == 0) o.jpeg = 1;
+            else if (strcmp(v, "shm") == 0) o.shm = 1;
+            else if (strcmp(v, "raw") != 0) goto bad;
+        } else if (ARG("--batch")) {
+            if ((o.nbatches = parse_list(v, o.batches, 1, 255)) < 0) goto bad;
+        } else if (ARG("--batch-frame-id")) {
+            o.batch_tag = (uint32_t)strtoul(v, NULL, 10);
+        } else if (ARG("--size")) {
+            if (parse_size(v, &o.w, &o.h)) goto bad;
+        } else if (ARG("--image")) o.image = v;
+        else if (ARG("--quality")) o.quality = atoi(v);
+        else if (ARG("--mode")) {
+            if (strcmp(v, "open") == 0) o.open = 1;
+            else if (strcmp(v, "closed") == 0) o.open = 0;
+            else goto bad;
+        } else if (ARG("--inflight")) {
+            if ((o.nks = parse_list(v, o.ks, 0, 4096)) < 0) goto bad;
+        } else if (ARG("--rate")) {
+            size_t l = strlen(v);
+            if (l && (v[l - 1] == 'x' || v[l - 1] == 'X')) o.rate_x = atof(v);
+            else o.rate = atof(v);
+            if (o.rate <= 0 && o.rate_x <= 0) goto bad;
+        } else if (ARG("--seconds")) o.seconds = atof(v);
+        else if (ARG("--concurrency")) o.concurrency = atoi(v);
+        else if (ARG("--runs")) o.runs = atoi(v);
+        else if (ARG("--limit-seconds")) o.limit_seconds = atof(v);
+        else if (ARG("--warmup")) o.warmup_s = atof(v);
+        else if (ARG("--latency-seconds")) o.lat_s = atof(v);
+        else if (ARG("--capacity-seconds")) o.cal_s = atof(v);
+        else if (ARG("--deadline-ms")) o.deadline_ms = atof(v);
+        else if (ARG("--grace")) o.grace_s = atof(v);
+        else if (ARG("--server")) o.server = v;
+        else if (ARG("--label")) o.label = v;
+        else if (strcmp(a, "--limit") == 0) o.limit = 1;
+        else if (strcmp(a, "--limit-only") == 0) o.limit_only = o.limit = bu_quiet_loads = 1;
+        else if (strcmp(a, "--brief") == 0) o.brief = bu_quiet_loads = 1;
+        else if (strcmp(a, "--brief-header") == 0) {
+            printf("  %-40s %-8s %7s %7s %7s %7s %5s\n", "measurement (--brief)", "shape", "f/s", "p50 ms",
+                   "p99 ms", "limit", "ratio");
+            return 0;
+        }
+        else if (strcmp(a, "--json") == 0) o.json = 1;
+        else if (strcmp(a, "--threads") == 0) o.threads = 1;
+        else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+        bad:
+            fprintf(stderr, "%s: bad argument '%s'\n", WHO, a);
+            usage(stderr);
+            return 2;
+        }
+#undef ARG
+    }
+    if (o.runs < 1 || o.runs > MAX_RUNS || o.seconds <= 0 || o.seconds > 600 ||
+        o.concurrency < 1 || o.concurrency > 64 ||
+        o.quality < 1 || o.quality > 100 || o.grace_s < 0.1 || o.grace_s > 120 ||
+        o.limit_seconds <= 0 || o.lat_s <= 0 || o.cal_s <= 0 || o.warmup_s < 0 ||
+        o.rate > 100000 || o.rate_x > 100) {
+        fprintf(stderr, "%s: an option is out of range\n", WHO);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    char server[1100];
+    if (o.server) {
+        snprintf(server, sizeof server, "%s", o.server);
+    } else {
+        ssize_t len = readlink("/proc/self/exe", server, sizeof server - 16);
+        if (len <= 0) return 1;
+        server[len] = '\0';
+        strcpy(strrchr(server, '/') + 1, "ospreyd");
+    }
+    /* the model once here: its input size, and the prep the pipeline limit packs for */
+    osp_model_t *m = bu_open_model(WHO, o.model, 1);
+    if (o.w == 0) {
+        o.w = m->prep.width;
+        o.h = m->prep.height;
+    }
+    if (o.nbatches && (o.jpeg || o.shm || o.open)) {
+        fprintf(stderr, "%s: --batch sends raw frames in a closed loop\n", WHO);
+        return 2;
+    }
+    frame_t f = {0};
+    if (make_frame(&o, &f)) return 1;
+    if (o.shm && shm_create(f.rgb, (size_t)o.w * o.h * 3)) return 1;
+    recs = calloc(REC_CAP, sizeof *recs);
+    run_t *runs = calloc((size_t)o.runs, sizeof *runs);
+    if (!recs || !runs) return 1;
+    if (!o.nbatches) o.batches[o.nbatches++] = 0; /* single-frame requests */
+    if (!o.nks) o.ks[o.nks++] = 0;               /* the admission capacity */
+    int rc = 0;
+    if (o.limit_only) {
+        for (int b = 0; b < o.nbatches; b++) {
+            o.batch = o.batches[b];
+            limit_t L = {0};
+            char la[64];
+            loadavg(la, sizeof la);
+            measure_limit(&o, &f, m, &L);
+            lim_fps[b] = L.limit;
+            lim_cpu[b] = L.cpu_frame * 1e3;
+            int n = bu_cores();
+            printf("  %-40s %8.1f f/s  (1x%d thr %.1f, %dx1 thr %.1f)%s  load %s\n",
+                   limit_name(&o, o.batch > 0 ? o.batch : 1), L.limit, n, L.one, n, L.many,
+                   o.batch > 1 && L.batch == 1 ? "  [no dynamic batch axis: one by one]" : "", la);
+            fflush(stdout);
+        }
+    } else {
+        for (int b = 0; b < o.nbatches; b++)
+            for (int q = 0; q < o.nks; q++) {
+                o.batch = o.batches[b];
+                o.inflight = o.ks[q];
+                o.limit_reuse = q > 0;
+                cur_b = b;
+                cur_q = q;
+                if (o.batch > 0 && f.nitems != o.batch && make_batch_items(&o, &f, o.batch)) return 1;
+                int r1 = measure_config(&o, server, &f, m, runs, &fps_at[b][q], &lim_fps[b]);
+                if (r1 > rc) rc = r1;
+            }
+    }
+    if (o.nbatches > 1) batch_gain(&o);
     tjFree(f.jpg);
     free(f.rgb);
+    free(f.items);
     free(recs);
     free(runs);
     osp_model_free(m);
-    return lost ? 3 : 0;
+    shm_cleanup();
+    return rc;
 }
+
