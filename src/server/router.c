@@ -29,6 +29,19 @@ static void reply_frame(server_t *s, conn_t *c, uint32_t req_id, void (*body)(os
 }
 
 static void body_error(osp_jw_t *w, const void *msg) { osp_wire_json_error(w, msg); }
+static void body_not_cached(osp_jw_t *w, const void *frame_id) {
+    osp_wire_json_not_cached(w, *(const uint32_t *)frame_id);
+}
+
+/* The "model i not loaded" reply in the shape the request type calls for. */
+static void reply_not_loaded(server_t *s, conn_t *c, uint32_t req_id, uint8_t msg_type, int idx) {
+    osp_jw_t w = {0};
+    size_t at = osp_wire_reply_begin(&w);
+    osp_wire_json_not_loaded(&w, msg_type, (unsigned)idx);
+    osp_wire_reply_end(&w, at, req_id);
+    srv_send(s, c, &w);
+    osp_jw_free(&w);
+}
 static void body_error_results(osp_jw_t *w, const void *msg) {
     osp_wire_json_error_shaped(w, OSP_WIRE_ERR_RESULTS, msg);
 }
@@ -261,23 +274,13 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     default: /* infer_cached: the cache and the model are checked up front */
         idx = rq->u.cached.model_idx;
         if (!(cf = osp_cache_get_frame(s->cache, rq->u.cached.frame_id))) {
-            osp_jw_t w = {0};
-            size_t at = osp_wire_reply_begin(&w);
-            osp_wire_json_not_cached(&w, rq->u.cached.frame_id);
-            osp_wire_reply_end(&w, at, rq->req_id);
-            srv_send(s, c, &w);
-            osp_jw_free(&w);
+            reply_frame(s, c, rq->req_id, body_not_cached, &rq->u.cached.frame_id);
             srv_buf_put(s, frame);
             return;
         }
         if (!slot_model(s, idx)) {
             osp_cache_release_frame(s->cache, cf);
-            osp_jw_t w = {0};
-            size_t at = osp_wire_reply_begin(&w);
-            osp_wire_json_not_loaded(&w, rq->msg_type, (unsigned)idx);
-            osp_wire_reply_end(&w, at, rq->req_id);
-            srv_send(s, c, &w);
-            osp_jw_free(&w);
+            reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx);
             srv_buf_put(s, frame);
             return;
         }
@@ -314,12 +317,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     }
     loaded_t *l = slot_model(s, idx);
     if (!l) {
-        osp_jw_t w = {0};
-        size_t at = osp_wire_reply_begin(&w);
-        osp_wire_json_not_loaded(&w, rq->msg_type, (unsigned)idx);
-        osp_wire_reply_end(&w, at, rq->req_id);
-        srv_send(s, c, &w);
-        osp_jw_free(&w);
+        reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx);
         srv_buf_put(s, frame);
         return;
     }
