@@ -109,8 +109,79 @@ static void merge(osp_det_t *d, int a, int m, int b)
     merge(d, mid, c2, b);
 }
 
+/* Large arrays: sort (score, index) keys instead of moving 92-byte records
+ * around, then apply the permutation by following its cycles. Keys live on
+ * the stack (no allocation, as post.h promises); past KEYS_MAX the in-place
+ * merge above takes over. */
+#define KEYS_MAX 4096
+
+typedef struct {
+    float score;
+    int index;
+} key_t_;
+
+static inline int key_before(const key_t_ *a, const key_t_ *b)
+{
+    return a->score > b->score || (a->score == b->score && a->index < b->index);
+}
+
+static void key_sort(key_t_ *k, key_t_ *tmp, int n)
+{
+    for (int i = 1; i < n; i++) { /* runs of 16 by insertion */
+        if (i % 16 == 0)
+            continue;
+        key_t_ v = k[i];
+        int j = i;
+        for (; j % 16 && key_before(&v, &k[j - 1]); j--)
+            k[j] = k[j - 1];
+        k[j] = v;
+    }
+    for (int w = 16; w < n; w *= 2) { /* bottom-up merges */
+        for (int a = 0; a < n; a += 2 * w) {
+            int m = a + w < n ? a + w : n, b = a + 2 * w < n ? a + 2 * w : n, i = a, j = m, o = a;
+            while (i < m && j < b)
+                tmp[o++] = key_before(&k[j], &k[i]) ? k[j++] : k[i++];
+            while (i < m)
+                tmp[o++] = k[i++];
+            while (j < b)
+                tmp[o++] = k[j++];
+        }
+        for (int i = 0; i < n; i++)
+            k[i] = tmp[i];
+    }
+}
+
+static void sort_by_keys(osp_det_t *d, int n)
+{
+    key_t_ keys[KEYS_MAX], tmp[KEYS_MAX];
+    for (int i = 0; i < n; i++)
+        keys[i] = (key_t_){sort_key(&d[i]), i};
+    key_sort(keys, tmp, n);
+    /* position i receives record keys[i].index; walk each cycle once */
+    for (int i = 0; i < n; i++) {
+        if (keys[i].index < 0 || keys[i].index == i)
+            continue;
+        osp_det_t hold = d[i];
+        int at = i;
+        for (;;) {
+            int from = keys[at].index;
+            keys[at].index = -1;
+            if (from == i) {
+                d[at] = hold;
+                break;
+            }
+            d[at] = d[from];
+            at = from;
+        }
+    }
+}
+
 static void stable_sort(osp_det_t *d, int a, int b)
 {
+    if (a == 0 && b > 16 && b <= KEYS_MAX) {
+        sort_by_keys(d, b);
+        return;
+    }
     if (b - a <= 16) {
         insertion_sort(d, a, b);
         return;
@@ -133,8 +204,12 @@ float osp_iou(const osp_det_t *a, const osp_det_t *b)
     float area_b = pos(b->x2 - b->x1) * pos(b->y2 - b->y1);
     if (!(area_a > 0.0f) || !(area_b > 0.0f))
         return 0.0f;
-    float iw = pos(fminf(a->x2, b->x2) - fmaxf(a->x1, b->x1));
-    float ih = pos(fminf(a->y2, b->y2) - fmaxf(a->y1, b->y1));
+    /* plain compares, not fminf/fmaxf (library calls without -ffast-math):
+     * NaN cannot reach here, the areas above were positive */
+    float ix1 = a->x1 > b->x1 ? a->x1 : b->x1, ix2 = a->x2 < b->x2 ? a->x2 : b->x2;
+    float iy1 = a->y1 > b->y1 ? a->y1 : b->y1, iy2 = a->y2 < b->y2 ? a->y2 : b->y2;
+    float iw = pos(ix2 - ix1);
+    float ih = pos(iy2 - iy1);
     float inter = iw * ih;
     float uni = area_a + area_b - inter;
     /* Infinite boxes (an exp() overflow in a decoder) give inf/inf: call
