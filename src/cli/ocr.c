@@ -91,6 +91,7 @@ static int cmp_reading(const void *a, const void *b) {
 }
 
 static void reading_order(osp_det_t *d, int n) {
+    if (n < 2) return; /* no text: d may be NULL, which qsort must not see */
     qsort(d, (size_t)n, sizeof *d, cmp_reading);
     for (int i = 0; i + 1 < n; i++)
         for (int j = i; j >= 0; j--) {
