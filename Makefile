@@ -95,6 +95,7 @@ bench: build assets
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
 	$(BUILD)/bin/bench_post
 	$(BUILD)/bin/bench_stream "$(OSPREY_CACHE)"
+	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)"
 	@echo "ospreyd end to end (bench/loadgen.c), each on a fresh ospreyd over pipes; f/s counts frames,"
 	@echo "latency is per request, ratio = f/s / the limit (the raw ONNX Runtime run loop, best of 1 session x"
 	@echo "N threads and N sessions x 1 thread, at the same batch size, measured in the same command);"

@@ -15,7 +15,8 @@ PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcmocka-dev libpng-dev
     python3-onnx python3-numpy python3-pytest
-    espeak-ng python3-pil fonts-dejavu-core)
+    espeak-ng python3-pil fonts-dejavu-core ffmpeg libmosquitto-dev mosquitto mosquitto-clients
+    librdkafka-dev)
 
 usage() {
     cat <<EOF

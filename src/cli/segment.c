@@ -1,0 +1,315 @@
+/*
+ * osprey segment: cut a video into events (chunks), optionally describe
+ * each with a vision-language model and check the descriptions against a
+ * procedure. One JSON line per chunk on stdout, in order; a summary of the
+ * run on stderr. The stages live in src/segment/ (pipeline.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "segment/pipeline.h"
+#include "segment/sink.h"
+
+static void usage(FILE *out) {
+    fputs(
+        "usage: osprey segment INPUT [--uniform SECONDS] [--max-length S] [--live]\n"
+        "           [--vlm URL --vlm-model NAME [--prompt TEXT] [--prompt-file F]]\n"
+        "           [--procedure actions.json] [--camera NAME]\n"
+        "\n"
+        "Cuts a video into events and prints one JSON line per chunk, in order:\n"
+        "chunk_idx, start_time, end_time, cv_boundary_score, frame_number, response,\n"
+        "checker_result, cv_execute_time, vlm_execute_time, the pipeline_*_timestamp\n"
+        "fields and sensor_id. With --procedure, a final summary line has chunk_idx -1.\n"
+        "Rules and fields: docs/segment.md.\n"
+        "\n"
+        "Chunking (default: event mode with the built-in 'scene' boundary scorer):\n"
+        "  --threshold T       boundary score that triggers a cut (default 0.8)\n"
+        "  --min-length S      no cut closer than S seconds to a chunk's start (default 1)\n"
+        "  --max-length S      cut at S seconds when no event comes (default 10)\n"
+        "  --delay-frames N    anti-jitter window after a trigger (default 8)\n"
+        "  --uniform SECONDS   a chunk every SECONDS instead (no scoring)\n"
+        "  --scorer FILE.onnx  score frames with this model instead of 'scene': it gets\n"
+        "                      --scorer-window frames (default 2) of --scorer-size\n"
+        "                      (default 64) square RGB floats in [0,1], oldest first, and\n"
+        "                      returns the newest frame's boundary score (docs/segment.md)\n"
+        "Source:\n"
+        "  --live              replay the file at its real rate as a live source: a full\n"
+        "                      frame queue drops its oldest frame instead of waiting\n"
+        "  --speed X           live replay rate (default 1 = real time)\n"
+        "  --camera NAME       sensor_id of the records (default: the file's stem; an\n"
+        "                      rtsp:// INPUT is live and its path's stem is the sensor_id)\n"
+        "Describe (OpenAI-compatible chat completions; skipped without --vlm):\n"
+        "  --vlm URL           http://host:port[/v1[/chat/completions]]\n"
+        "  --vlm-model NAME    model name sent in each request\n"
+        "  --prompt TEXT       the prompt (wins over --prompt-file)\n"
+        "  --prompt-file F     the prompt, from a file\n"
+        "  --system-prompt T   (default \"Answer the questions.\")\n"
+        "  --max-tokens N      (default 256)     --temperature T (default 0)\n"
+        "  --vlm-fps R         frames sent per second of chunk (default 1; max 16 frames)\n"
+        "  --vlm-concurrency N requests in flight (default 4)\n"
+        "  --no-warmup         skip the 3-frame warm-up request\n"
+        "Sinks (besides stdout; never stall the stages: a bounded queue, oldest dropped):\n"
+        "  --mqtt mqtt://HOST[:PORT]/TOPIC   publish each record (QoS 1), retried\n"
+        "  --kafka BROKERS/TOPIC             publish each record to Kafka (librdkafka)\n"
+        "Check:\n"
+        "  --procedure F       ordered steps (JSON, see docs/segment.md)\n"
+        "\n"
+        "SIGINT/SIGTERM stop the source (the last chunk ends there) and abort VLM\n"
+        "requests in flight.\n"
+        "Exit status: 0 done, 1 failure while working, 2 bad usage or input.\n",
+        out);
+}
+
+static atomic_bool g_stop;
+
+static void on_signal(int sig) {
+    (void)sig;
+    atomic_store(&g_stop, true);
+}
+
+/* ctx: the sinks (MQTT, Kafka), NULL when not used. */
+static void print_line(void *ctx, const char *line) {
+    osp_sink_t **sinks = ctx;
+    fputs(line, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    for (int i = 0; i < 2; i++)
+        if (sinks[i]) osp_sink_put(sinks[i], line);
+}
+
+static int num(const char *opt, const char *s, double lo, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo)) {
+        fprintf(stderr, "osprey segment: %s wants a number >= %g, not '%s'\n", opt, lo, s);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4097 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *nb = cap <= (1u << 20) ? realloc(buf, cap) : NULL;
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        size_t r = fread(buf + len, 1, 4096, f);
+        len += r;
+        if (r < 4096) break;
+    }
+    fclose(f);
+    buf[len] = 0;
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+    return buf;
+}
+
+int osp_cmd_segment(int argc, char **argv) {
+    osp_segment_opts_t o;
+    osp_segment_opts_default(&o);
+    const char *input = NULL, *camera = NULL, *prompt = NULL, *prompt_file = NULL;
+    const char *procedure = NULL, *mqtt = NULL, *kafka = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--live") == 0) {
+            o.live = true;
+        } else if (strcmp(a, "--no-warmup") == 0) {
+            o.warmup = false;
+        } else if (a[0] == '-' && a[1] == '-') {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "osprey segment: %s needs a value (see --help)\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            double d = 0;
+            int bad = 0;
+            if (strcmp(a, "--uniform") == 0) {
+                bad = num(a, v, 0.001, &o.chunk.uniform_len);
+                o.chunk.uniform = true;
+            } else if (strcmp(a, "--max-length") == 0) {
+                bad = num(a, v, 0.001, &o.chunk.max_len);
+            } else if (strcmp(a, "--min-length") == 0) {
+                bad = num(a, v, 0, &o.chunk.min_len);
+            } else if (strcmp(a, "--threshold") == 0) {
+                bad = num(a, v, 0, &o.chunk.threshold);
+            } else if (strcmp(a, "--delay-frames") == 0) {
+                bad = num(a, v, 0, &d);
+                o.chunk.delay_frames = (int)d;
+            } else if (strcmp(a, "--scorer") == 0) {
+                o.scorer = v;
+            } else if (strcmp(a, "--scorer-size") == 0) {
+                bad = num(a, v, 1, &d);
+                o.scorer_size = (int)d;
+            } else if (strcmp(a, "--scorer-window") == 0) {
+                bad = num(a, v, 1, &d);
+                o.scorer_window = (int)d;
+            } else if (strcmp(a, "--speed") == 0) {
+                bad = num(a, v, 0.01, &o.live_speed);
+            } else if (strcmp(a, "--camera") == 0) {
+                camera = v;
+            } else if (strcmp(a, "--vlm") == 0) {
+                o.vlm.url = v;
+            } else if (strcmp(a, "--vlm-model") == 0) {
+                o.vlm.model = v;
+            } else if (strcmp(a, "--prompt") == 0) {
+                prompt = v;
+            } else if (strcmp(a, "--prompt-file") == 0) {
+                prompt_file = v;
+            } else if (strcmp(a, "--system-prompt") == 0) {
+                o.vlm.system_prompt = v;
+            } else if (strcmp(a, "--max-tokens") == 0) {
+                bad = num(a, v, 1, &d);
+                o.vlm.max_tokens = (int)d;
+            } else if (strcmp(a, "--temperature") == 0) {
+                bad = num(a, v, 0, &o.vlm.temperature);
+            } else if (strcmp(a, "--vlm-fps") == 0) {
+                bad = num(a, v, 0.001, &o.vlm_fps);
+            } else if (strcmp(a, "--vlm-max-frames") == 0) {
+                bad = num(a, v, 1, &d);
+                o.vlm_max_frames = (int)d;
+            } else if (strcmp(a, "--vlm-concurrency") == 0) {
+                bad = num(a, v, 1, &d);
+                o.vlm_concurrency = (int)d;
+            } else if (strcmp(a, "--vlm-timeout") == 0) {
+                bad = num(a, v, 0.1, &o.vlm.timeout_s);
+            } else if (strcmp(a, "--mqtt") == 0) {
+                mqtt = v;
+            } else if (strcmp(a, "--kafka") == 0) {
+                kafka = v;
+            } else if (strcmp(a, "--procedure") == 0) {
+                procedure = v;
+            } else if (strcmp(a, "--slow-describe-ms") == 0) {
+                /* Test hook: a deliberately slow stage 3. */
+                bad = num(a, v, 0, &d);
+                o.slow_describe_ms = (int)d;
+            } else {
+                fprintf(stderr, "osprey segment: unknown option '%s' (see --help)\n", a);
+                return 2;
+            }
+            if (bad) return 2;
+        } else if (input) {
+            fprintf(stderr, "osprey segment: one input, not '%s' and '%s'\n", input, a);
+            return 2;
+        } else {
+            input = a;
+        }
+    }
+    if (!input) {
+        usage(stderr);
+        return 2;
+    }
+    if (o.vlm.url && !o.vlm.model) {
+        fprintf(stderr, "osprey segment: --vlm needs --vlm-model\n");
+        return 2;
+    }
+    if (o.chunk.max_len <= o.chunk.min_len && !o.chunk.uniform) {
+        fprintf(stderr, "osprey segment: --max-length must exceed --min-length\n");
+        return 2;
+    }
+
+    /* An RTSP stream is live. sensor_id: the RTSP path's stem, else
+     * --camera, else the file's stem. */
+    bool rtsp = strncmp(input, "rtsp://", 7) == 0 || strncmp(input, "rtsps://", 8) == 0;
+    if (rtsp) o.live = true;
+    char stem[256];
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    snprintf(stem, sizeof stem, "%s", base);
+    char *dot = strrchr(stem, '.');
+    if (dot && dot != stem) *dot = 0;
+    if (rtsp && strchr(strstr(input, "://") + 3, '/') && stem[0]) o.sensor_id = stem;
+    else o.sensor_id = camera ? camera : stem;
+    o.input = input;
+
+    int status = 2;
+    char *file_prompt = NULL;
+    osp_proc_t *proc = NULL;
+    osp_sink_t *sinks[2] = {NULL, NULL};
+    char err[512] = "";
+    if (prompt_file && !(file_prompt = read_text(prompt_file))) {
+        fprintf(stderr, "osprey segment: cannot read --prompt-file %s\n", prompt_file);
+        goto out;
+    }
+    /* The prompt given with the request wins over the file. */
+    if (prompt && prompt[0]) o.prompt = prompt;
+    else if (file_prompt && file_prompt[0]) o.prompt = file_prompt;
+    if (procedure && osp_proc_load(procedure, NULL, &proc, err, sizeof err)) {
+        fprintf(stderr, "osprey segment: --procedure %s: %s\n", procedure, err);
+        goto out;
+    }
+    o.procedure = proc;
+    if (mqtt && osp_sink_open(mqtt, 0, &sinks[0], err, sizeof err)) {
+        fprintf(stderr, "osprey segment: --mqtt: %s\n", err);
+        goto out;
+    }
+    if (kafka) {
+        char url[1200];
+        snprintf(url, sizeof url, "kafka://%s", kafka);
+        if (osp_sink_open(url, 0, &sinks[1], err, sizeof err)) {
+            fprintf(stderr, "osprey segment: --kafka: %s\n", err);
+            goto out;
+        }
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    o.stop = &g_stop;
+    o.emit = print_line;
+    o.emit_ctx = sinks;
+
+    osp_segment_stats_t st;
+    int rc = osp_segment_run(&o, &st, err, sizeof err);
+    if (rc && st.frames_read == 0) {
+        fprintf(stderr, "osprey segment: %s: %s\n", input, err);
+        status = err[0] && strstr(err, "VLM") ? 1 : 2;
+        goto out;
+    }
+    if (err[0]) fprintf(stderr, "osprey segment: %s: %s\n", input, err);
+    fprintf(stderr,
+            "{\"segment_stats\": {\"fps\": %.3f, \"duration\": %.3f, \"frames_read\": %lld, "
+            "\"frames_dropped\": %lld, \"frames_described\": %lld, \"chunks\": %lld, "
+            "\"frame_queue\": %d, \"vlm_errors\": %lld, \"scores_skipped\": %lld, "
+            "\"stopped\": %s}}\n",
+            st.fps, st.duration, (long long)st.frames_read, (long long)st.frames_dropped,
+            (long long)st.frames_described, (long long)st.chunks, st.frame_queue_cap,
+            (long long)st.vlm_errors, (long long)st.scores_skipped,
+            atomic_load(&g_stop) ? "true" : "false");
+    status = rc ? 1 : 0;
+out:
+    for (int i = 0; i < 2; i++) {
+        if (!sinks[i]) continue;
+        osp_sink_stats_t ss;
+        osp_sink_close(sinks[i], 10.0, &ss);
+        fprintf(stderr,
+                "{\"sink_stats\": {\"sink\": \"%s\", \"queued\": %lld, \"published\": %lld, "
+                "\"acked\": %lld, \"dropped\": %lld, \"failures\": %lld}}\n",
+                i ? "kafka" : "mqtt", (long long)ss.queued, (long long)ss.published,
+                (long long)ss.acked, (long long)ss.dropped, (long long)ss.failures);
+    }
+    osp_proc_free(proc);
+    free(file_prompt);
+    return status;
+}

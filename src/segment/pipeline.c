@@ -1,0 +1,628 @@
+/* pipeline: see pipeline.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "segment/pipeline.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "segment/onnxscore.h"
+#include "segment/scene.h"
+#include "video/video.h"
+
+/* Scores waiting for the chunker. The chunker only runs a state machine,
+ * so this never fills in practice; a live source still never waits on it. */
+#define SCORE_QUEUE 8192
+#define CHUNK_QUEUE 256
+
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s) {
+    if (s <= 0) return;
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- a bounded queue of fixed-size items, copied in and out ---- */
+
+typedef struct {
+    pthread_mutex_t mu; /* guards every field below */
+    pthread_cond_t can_get, can_put;
+    char *buf;
+    size_t esz;
+    int cap, head, n;
+    bool closed;
+    int64_t dropped;
+} bq_t;
+
+static int bq_init(bq_t *q, size_t esz, int cap) {
+    memset(q, 0, sizeof(*q));
+    q->buf = calloc((size_t)cap, esz);
+    if (!q->buf) return -1;
+    q->esz = esz;
+    q->cap = cap;
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->can_get, NULL);
+    pthread_cond_init(&q->can_put, NULL);
+    return 0;
+}
+
+static void bq_destroy(bq_t *q) {
+    if (!q->buf) return;
+    free(q->buf);
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->can_get);
+    pthread_cond_destroy(&q->can_put);
+}
+
+/* drop_oldest: never wait; a full queue loses its oldest item. */
+static void bq_put(bq_t *q, const void *item, bool drop_oldest) {
+    pthread_mutex_lock(&q->mu);
+    while (q->n == q->cap && !drop_oldest) pthread_cond_wait(&q->can_put, &q->mu);
+    if (q->n == q->cap) {
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        q->dropped++;
+    }
+    memcpy(q->buf + (size_t)((q->head + q->n) % q->cap) * q->esz, item, q->esz);
+    q->n++;
+    pthread_cond_signal(&q->can_get);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* 1 with an item, 0 once the queue is closed and empty. */
+static int bq_get(bq_t *q, void *item) {
+    pthread_mutex_lock(&q->mu);
+    while (q->n == 0 && !q->closed) pthread_cond_wait(&q->can_get, &q->mu);
+    int got = q->n > 0;
+    if (got) {
+        memcpy(item, q->buf + (size_t)q->head * q->esz, q->esz);
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        pthread_cond_signal(&q->can_put);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return got;
+}
+
+static void bq_close(bq_t *q) {
+    pthread_mutex_lock(&q->mu);
+    q->closed = true;
+    pthread_cond_broadcast(&q->can_get);
+    pthread_mutex_unlock(&q->mu);
+}
+
+/* ---- the frame queue: slots own their pixels; frames move by swapping
+ * buffers with the producer's and the consumer's scratch images, so a
+ * frame is never copied and no slot allocates once warm ---- */
+
+typedef struct {
+    double pts, wall;
+    osp_image_t img; /* empty when no VLM wants the pixels */
+} frame_t;
+
+typedef struct {
+    pthread_mutex_t mu; /* guards every field below */
+    pthread_cond_t can_get, can_put;
+    frame_t *slots;
+    int cap, head, n;
+    bool closed;
+    int64_t dropped;
+} ring_t;
+
+static int ring_init(ring_t *r, int cap) {
+    memset(r, 0, sizeof(*r));
+    r->slots = calloc((size_t)cap, sizeof(frame_t));
+    if (!r->slots) return -1;
+    r->cap = cap;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->can_get, NULL);
+    pthread_cond_init(&r->can_put, NULL);
+    return 0;
+}
+
+static void ring_destroy(ring_t *r) {
+    if (!r->slots) return;
+    for (int i = 0; i < r->cap; i++) osp_image_free(&r->slots[i].img);
+    free(r->slots);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->can_get);
+    pthread_cond_destroy(&r->can_put);
+}
+
+static void swap_img(osp_image_t *a, osp_image_t *b) {
+    osp_image_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void ring_put(ring_t *r, double pts, double wall_s, osp_image_t *scratch, bool live,
+                     const atomic_bool *stop) {
+    pthread_mutex_lock(&r->mu);
+    while (!live && r->n == r->cap && !(stop && atomic_load(stop)))
+        pthread_cond_wait(&r->can_put, &r->mu);
+    if (r->n == r->cap) {
+        r->head = (r->head + 1) % r->cap;
+        r->n--;
+        r->dropped++;
+    }
+    frame_t *f = &r->slots[(r->head + r->n) % r->cap];
+    f->pts = pts;
+    f->wall = wall_s;
+    swap_img(&f->img, scratch);
+    r->n++;
+    pthread_cond_signal(&r->can_get);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Take the oldest frame if its timestamp is before `end`: 1 (its pixels
+ * swapped into *img), 2 when it belongs to a later chunk (left in place),
+ * 0 at the end of the stream. */
+static int ring_take(ring_t *r, double end, double *pts, double *wall_s, osp_image_t *img) {
+    pthread_mutex_lock(&r->mu);
+    while (r->n == 0 && !r->closed) pthread_cond_wait(&r->can_get, &r->mu);
+    int rc = 0;
+    if (r->n > 0) {
+        frame_t *f = &r->slots[r->head];
+        if (f->pts >= end - 1e-6) {
+            rc = 2;
+        } else {
+            *pts = f->pts;
+            *wall_s = f->wall;
+            swap_img(&f->img, img);
+            r->head = (r->head + 1) % r->cap;
+            r->n--;
+            pthread_cond_signal(&r->can_put);
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+static void ring_close(ring_t *r) {
+    pthread_mutex_lock(&r->mu);
+    r->closed = true;
+    pthread_cond_broadcast(&r->can_get);
+    pthread_cond_broadcast(&r->can_put);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- records ---- */
+
+typedef struct {
+    double pts, score, wall;
+} score_t;
+
+typedef struct record {
+    osp_chunk_t chunk;
+    bool final;
+    double cv_execute_time, t_cv_ready, t_chunk_end;
+    int64_t frame_number;
+    int vlm_frames;
+    /* The VLM request, when one was started: its thread owns body, content
+     * and err until the output thread joins it. */
+    bool has_req;
+    pthread_t th;
+    char *body, *content;
+    int rc;
+    char err[256];
+    double t_submit, t_done;
+} record_t;
+
+typedef struct {
+    const osp_segment_opts_t *o;
+    atomic_bool *stop;
+    osp_video_t *video;
+    double fps, duration;
+    osp_chunk_params_t cp;
+    bool want_pixels;
+    double t_start_wall;
+    ring_t frames;
+    bq_t scores, chunks, results; /* score_t, record_t *, record_t * */
+    int64_t frames_read, described;
+    osp_onnxscore_t *onnx; /* NULL: the scene scorer */
+    int64_t onnx_skipped;
+    char src_err[256];
+} pipe_t;
+
+/* The ONNX scorer's sink, on its worker thread (frames in order). */
+static void on_onnx_score(void *ctx, int64_t frame, float score) {
+    pipe_t *p = ctx;
+    score_t s = {.pts = (double)frame / p->fps, .score = score, .wall = wall()};
+    bq_put(&p->scores, &s, p->cp.live);
+}
+
+static void downscale(const osp_image_t *src, int side, osp_image_t *dst) {
+    int w = src->width, h = src->height;
+    if (w > side || h > side) {
+        if (w >= h) {
+            h = (int)((long)h * side / w);
+            w = side;
+        } else {
+            w = (int)((long)w * side / h);
+            h = side;
+        }
+    }
+    if (w < 1) w = 1;
+    if (h < 1) h = 1;
+    if (osp_image_reserve(dst, w, h, OSP_PIX_RGB)) return;
+    for (int y = 0; y < h; y++) {
+        const uint8_t *srow = src->data + (size_t)((long)y * src->height / h) * (size_t)src->stride;
+        uint8_t *drow = dst->data + (size_t)y * (size_t)dst->stride;
+        for (int x = 0; x < w; x++) memcpy(drow + 3 * x, srow + 3 * ((long)x * src->width / w), 3);
+    }
+}
+
+static void *source_main(void *arg) {
+    pipe_t *p = arg;
+    const osp_segment_opts_t *o = p->o;
+    osp_scene_t *scene = NULL;
+    osp_image_t rgb = {0}, scratch = {0};
+    if (!p->cp.uniform && !p->onnx && osp_scene_create(&scene)) {
+        snprintf(p->src_err, sizeof p->src_err, "out of memory");
+        goto done;
+    }
+    double t0 = mono();
+    double speed = o->live_speed > 0 ? o->live_speed : 1.0;
+    for (int64_t i = 0;; i++) {
+        if (p->stop && atomic_load(p->stop)) break;
+        char err[256];
+        int r = osp_video_read(p->video, &rgb, err, sizeof err);
+        if (r < 0) snprintf(p->src_err, sizeof p->src_err, "%s", err);
+        if (r != 1) break;
+        double pts = (double)i / p->fps;
+        if (p->cp.live) {
+            /* Replay at the real rate: the frame is due pts / speed after the first. */
+            double due = t0 + pts / speed;
+            while (!(p->stop && atomic_load(p->stop))) {
+                double left = due - mono();
+                if (left <= 0) break;
+                sleep_s(left > 0.05 ? 0.05 : left);
+            }
+        }
+        double seen = wall();
+        score_t s = {.pts = pts, .score = 0, .wall = seen};
+        if (scene) {
+            osp_view_t v = osp_image_view(&rgb);
+            float sc = osp_scene_score(scene, &v);
+            s.score = sc < 0 ? 0 : sc;
+        }
+        if (p->want_pixels) downscale(&rgb, o->vlm_side, &scratch);
+        ring_put(&p->frames, pts, seen, &scratch, p->cp.live, p->stop);
+        if (p->onnx) {
+            /* The frames before the first full window get no score from the
+             * model: they open the first chunk with 0. */
+            if (i < (o->scorer_window > 0 ? o->scorer_window : 2) - 1)
+                bq_put(&p->scores, &s, p->cp.live);
+            osp_onnxscore_push(p->onnx, &rgb);
+        } else {
+            bq_put(&p->scores, &s, p->cp.live);
+        }
+        p->frames_read++;
+    }
+    if (p->onnx) p->onnx_skipped = osp_onnxscore_finish(p->onnx);
+done:
+    osp_scene_free(scene);
+    osp_image_free(&rgb);
+    osp_image_free(&scratch);
+    ring_close(&p->frames);
+    bq_close(&p->scores);
+    return NULL;
+}
+
+static void send_chunk(pipe_t *p, const osp_chunk_t *c, bool final, double *t_last) {
+    record_t *r = calloc(1, sizeof(*r));
+    if (!r) return; /* out of memory: the chunk's frames go to the next one */
+    double now = mono();
+    r->chunk = *c;
+    r->final = final;
+    r->cv_execute_time = now - *t_last;
+    r->t_cv_ready = wall();
+    *t_last = now;
+    bq_put(&p->chunks, &r, false);
+}
+
+static void *chunker_main(void *arg) {
+    pipe_t *p = arg;
+    osp_chunker_t ch;
+    osp_chunker_init(&ch, &p->cp);
+    osp_chunk_t out[8];
+    score_t s;
+    double t_last = mono();
+    while (bq_get(&p->scores, &s)) {
+        int n = osp_chunker_push(&ch, s.pts, s.score, out, 8);
+        for (int i = 0; i < n; i++) send_chunk(p, &out[i], false, &t_last);
+    }
+    /* Uniform mode may owe whole chunks before the final one; the final one
+     * (the one that takes every remaining frame) is the last returned. */
+    osp_chunk_t c, next;
+    int have = osp_chunker_finish(&ch, &c);
+    while (have) {
+        int more = osp_chunker_finish(&ch, &next);
+        send_chunk(p, &c, !more, &t_last);
+        c = next;
+        have = more;
+    }
+    bq_close(&p->chunks);
+    return NULL;
+}
+
+static void *request_main(void *arg) {
+    record_t *r = arg;
+    pipe_t *p = (pipe_t *)r->content; /* handed over through content, see start_request */
+    r->content = NULL;
+    r->rc = osp_vlm_post(&p->o->vlm, r->body, p->stop, &r->content, r->err, sizeof r->err);
+    r->t_done = mono();
+    free(r->body);
+    r->body = NULL;
+    return NULL;
+}
+
+static void start_request(pipe_t *p, record_t *r) {
+    r->t_submit = mono();
+    r->content = (char *)p;
+    if (pthread_create(&r->th, NULL, request_main, r) != 0) {
+        r->content = NULL;
+        r->rc = OSP_VLM_ENOMEM;
+        snprintf(r->err, sizeof r->err, "cannot start a request thread");
+        free(r->body);
+        r->body = NULL;
+        return;
+    }
+    r->has_req = true;
+}
+
+static void *describe_main(void *arg) {
+    pipe_t *p = arg;
+    const osp_segment_opts_t *o = p->o;
+    osp_vlm_body_t body;
+    osp_vlm_body_init(&body);
+    osp_image_t img = {0};
+    record_t *r;
+    while (bq_get(&p->chunks, &r)) {
+        double start = r->chunk.start, end = r->final ? INFINITY : r->chunk.end;
+        double len = r->chunk.end - start;
+        int n = 0;
+        bool vlm = o->vlm.url && !(p->stop && atomic_load(p->stop));
+        if (vlm) {
+            n = (int)floor(len * o->vlm_fps + 0.5);
+            if (n < 1) n = 1;
+            if (n > o->vlm_max_frames) n = o->vlm_max_frames;
+        }
+        body.len = 0;
+        body.n_frames = 0;
+        int k = 0;
+        double pts, seen;
+        while (ring_take(&p->frames, end, &pts, &seen, &img) == 1) {
+            r->frame_number++;
+            r->t_chunk_end = seen;
+            if (k >= n) continue;
+            /* Even sampling: the first frame at or after each target time. */
+            double target = start + (k + 0.5) * len / n;
+            if (pts + 0.5 / p->fps < target) continue;
+            osp_view_t v = osp_image_view(&img);
+            if (osp_vlm_body_add_frame(&body, &v, 85) == 0) r->vlm_frames++;
+            while (k < n && start + (k + 0.5) * len / n <= pts + 0.5 / p->fps) k++;
+        }
+        p->described += r->frame_number;
+        if (o->slow_describe_ms > 0) sleep_s(o->slow_describe_ms / 1000.0);
+        if (vlm && r->vlm_frames > 0) {
+            r->body = osp_vlm_body_finish(&body, &o->vlm, o->prompt);
+            if (r->body) start_request(p, r);
+            else snprintf(r->err, sizeof r->err, "out of memory");
+        }
+        /* Waits while vlm_concurrency replies are outstanding: the bound on
+         * requests in flight. */
+        bq_put(&p->results, &r, false);
+    }
+    osp_vlm_body_free(&body);
+    osp_image_free(&img);
+    bq_close(&p->results);
+    return NULL;
+}
+
+static void add_num(cJSON *o, const char *k, double v) { cJSON_AddNumberToObject(o, k, v); }
+
+static void emit_json(pipe_t *p, cJSON *j) {
+    char *s = cJSON_PrintUnformatted(j);
+    if (s && p->o->emit) p->o->emit(p->o->emit_ctx, s);
+    free(s);
+}
+
+static void output(pipe_t *p, record_t *r, osp_segment_stats_t *st) {
+    const osp_segment_opts_t *o = p->o;
+    double vlm_time = 0;
+    if (r->has_req) {
+        pthread_join(r->th, NULL);
+        vlm_time = r->t_done - r->t_submit;
+        if (r->rc) st->vlm_errors++;
+    }
+    cJSON *j = cJSON_CreateObject();
+    add_num(j, "chunk_idx", (double)r->chunk.idx);
+    add_num(j, "start_time", r->chunk.start);
+    add_num(j, "end_time", r->chunk.end);
+    add_num(j, "cv_boundary_score", r->chunk.score);
+    add_num(j, "frame_number", (double)r->frame_number);
+    cJSON_AddStringToObject(j, "response", r->content ? r->content : "");
+    if (o->procedure) {
+        cJSON *c = osp_proc_check(o->procedure, r->content ? r->content : "");
+        cJSON_AddItemToObject(j, "checker_result", c ? c : cJSON_CreateNull());
+    } else {
+        cJSON_AddNullToObject(j, "checker_result");
+    }
+    add_num(j, "cv_execute_time", r->cv_execute_time);
+    add_num(j, "vlm_execute_time", vlm_time);
+    add_num(j, "vlm_frames", r->vlm_frames);
+    if (r->err[0]) cJSON_AddStringToObject(j, "vlm_error", r->err);
+    add_num(j, "pipeline_starting_timestamp", p->t_start_wall);
+    add_num(j, "pipeline_cv_ready_timestamp", r->t_cv_ready);
+    add_num(j, "pipeline_chunk_end_timestamp", r->t_chunk_end);
+    add_num(j, "pipeline_vlm_ready_timestamp", wall());
+    cJSON_AddStringToObject(j, "sensor_id", o->sensor_id ? o->sensor_id : "");
+    emit_json(p, j);
+    cJSON_Delete(j);
+    free(r->content);
+    free(r);
+    st->chunks++;
+}
+
+void osp_segment_opts_default(osp_segment_opts_t *o) {
+    memset(o, 0, sizeof(*o));
+    osp_chunk_params_default(&o->chunk);
+    o->live_speed = 1.0;
+    o->vlm.system_prompt = "Answer the questions.";
+    o->vlm.max_tokens = 256;
+    o->vlm.temperature = 0.0;
+    o->prompt = "Describe what happens in this video clip.";
+    o->vlm_fps = 1.0;
+    o->vlm_max_frames = 16;
+    o->vlm_side = 448;
+    o->vlm_concurrency = 4;
+    o->warmup = true;
+    o->scorer_size = 64;
+    o->scorer_window = 2;
+}
+
+/* Three black frames: some models hang on fewer (the seed's Qwen3-VL note). */
+static int warmup(const osp_segment_opts_t *o, atomic_bool *stop, char *err, size_t errlen) {
+    osp_image_t black = {0};
+    osp_vlm_body_t b;
+    osp_vlm_body_init(&b);
+    int rc = osp_image_reserve(&black, 64, 64, OSP_PIX_RGB) ? OSP_VLM_ENOMEM : 0;
+    char *body = NULL, *content = NULL;
+    if (!rc) {
+        memset(black.data, 0, (size_t)black.stride * 64);
+        osp_view_t v = osp_image_view(&black);
+        for (int i = 0; i < 3 && !rc; i++) rc = osp_vlm_body_add_frame(&b, &v, 85);
+    }
+    if (!rc && !(body = osp_vlm_body_finish(&b, &o->vlm, "Say Hi"))) rc = OSP_VLM_ENOMEM;
+    if (!rc) rc = osp_vlm_post(&o->vlm, body, stop, &content, err, errlen);
+    else snprintf(err, errlen, "out of memory");
+    free(body);
+    free(content);
+    osp_vlm_body_free(&b);
+    osp_image_free(&black);
+    return rc;
+}
+
+int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err,
+                    size_t errlen) {
+    osp_segment_stats_t local;
+    if (!st) st = &local;
+    memset(st, 0, sizeof(*st));
+    pipe_t p;
+    memset(&p, 0, sizeof p);
+    atomic_bool own_stop = false;
+    p.o = o;
+    p.stop = o->stop ? o->stop : &own_stop;
+    p.t_start_wall = wall();
+    int rc = osp_video_open(o->input, &p.video, err, errlen);
+    if (rc) return rc;
+    const osp_video_info_t *info = osp_video_info(p.video);
+    p.fps = info->fps > 0 ? info->fps : 30.0;
+    p.duration = (!o->live && info->frames > 0 && info->fps > 0) ? (double)info->frames / info->fps
+                                                                  : 0;
+    p.cp = o->chunk;
+    p.cp.live = o->live;
+    p.cp.duration = p.duration;
+    osp_chunker_t probe;
+    if (osp_chunker_init(&probe, &p.cp)) {
+        snprintf(err, errlen, "bad chunking parameters");
+        rc = -1;
+        goto out;
+    }
+    p.want_pixels = o->vlm.url != NULL;
+    double span = p.cp.uniform ? p.cp.uniform_len : p.cp.max_len;
+    double want = ceil(p.fps * span) + 10;
+    int cap = want < 30 ? 30 : want > 100000 ? 100000 : (int)want;
+    st->frame_queue_cap = cap;
+    st->fps = p.fps;
+    st->duration = p.duration;
+    int conc = o->vlm_concurrency > 0 ? o->vlm_concurrency : 1;
+    if (ring_init(&p.frames, cap) || bq_init(&p.scores, sizeof(score_t), SCORE_QUEUE) ||
+        bq_init(&p.chunks, sizeof(record_t *), CHUNK_QUEUE) ||
+        bq_init(&p.results, sizeof(record_t *), conc)) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+        goto out;
+    }
+    if (o->scorer && !p.cp.uniform) {
+        osp_onnxscore_cfg_t sc = {.path = o->scorer,
+                                  .size = o->scorer_size,
+                                  .window = o->scorer_window,
+                                  .live = o->live};
+        char e[256];
+        if (osp_onnxscore_open(&sc, on_onnx_score, &p, &p.onnx, e, sizeof e)) {
+            snprintf(err, errlen, "scorer %s: %s", o->scorer, e);
+            rc = -1;
+            goto out;
+        }
+    }
+    if (o->vlm.url && o->warmup) {
+        char e[256];
+        if ((rc = warmup(o, p.stop, e, sizeof e))) {
+            snprintf(err, errlen, "VLM warm-up request failed: %s", e);
+            goto out;
+        }
+    }
+    pthread_t th[3];
+    void *(*fn[3])(void *) = {source_main, chunker_main, describe_main};
+    int started = 0;
+    for (; started < 3; started++)
+        if (pthread_create(&th[started], NULL, fn[started], &p)) break;
+    if (started < 3) {
+        /* Cannot happen short of thread exhaustion; stop what runs. */
+        atomic_store(p.stop, true);
+        ring_close(&p.frames);
+        bq_close(&p.scores);
+        bq_close(&p.chunks);
+        bq_close(&p.results);
+        for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+        snprintf(err, errlen, "cannot start the stage threads");
+        rc = -1;
+        goto out;
+    }
+    record_t *r;
+    while (bq_get(&p.results, &r)) output(&p, r, st);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    if (o->procedure) {
+        cJSON *j = cJSON_CreateObject();
+        add_num(j, "chunk_idx", -1);
+        add_num(j, "start_time", 0);
+        add_num(j, "end_time", 0);
+        cJSON *sum = osp_proc_summary(o->procedure);
+        cJSON_AddItemToObject(j, "checker_result", sum ? sum : cJSON_CreateNull());
+        cJSON_AddStringToObject(j, "sensor_id", o->sensor_id ? o->sensor_id : "");
+        emit_json(&p, j);
+        cJSON_Delete(j);
+    }
+    st->frames_read = p.frames_read;
+    st->frames_dropped = p.frames.dropped + p.scores.dropped;
+    st->frames_described = p.described;
+    st->scores_skipped = p.onnx_skipped;
+    if (p.src_err[0]) snprintf(err, errlen, "%s", p.src_err);
+out:
+    osp_onnxscore_close(p.onnx);
+    ring_destroy(&p.frames);
+    bq_destroy(&p.scores);
+    bq_destroy(&p.chunks);
+    bq_destroy(&p.results);
+    osp_video_close(p.video);
+    return rc;
+}
