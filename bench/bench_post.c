@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "model/model.h"
 #include "post/decoder.h"
 
 #define BUDGET_MS 0.3
@@ -178,6 +179,38 @@ static void ssd(case_t *c) {
     add_out(c, 3, ld, l);
 }
 
+/* The median time of one run of a catalog model on one thread (a zero
+ * input), for the decode times to stand beside; < 0 when it is absent. */
+static double model_run_ms(const char *name, double seconds) {
+    osp_model_cfg_t cfg;
+    osp_model_t *m = NULL;
+    char err[512];
+    if (osp_model_cfg_resolve(name, &cfg, err, sizeof err)) return -1;
+    cfg.intra_threads = 1;
+    if (osp_model_open(&cfg, NULL, &m, err, sizeof err)) return -1;
+    osp_infer_ctx_t ctx = {0};
+    double t[4096];
+    int runs = 0;
+    if (osp_model_ensure_tensor(m, &ctx) == 0) {
+        memset(ctx.tensor, 0, osp_prep_tensor_bytes(&m->prep));
+        ctx.geom.scale_x = ctx.geom.scale_y = 1;
+        ctx.frame_w = m->prep.width;
+        ctx.frame_h = m->prep.height;
+        double end = now_ms() + seconds * 1000;
+        while (runs < 4096 && (runs < 5 || now_ms() < end)) {
+            osp_result_t r;
+            double t0 = now_ms();
+            if (osp_model_predict(m, &ctx, &r, err, sizeof err)) break;
+            t[runs++] = now_ms() - t0;
+        }
+    }
+    osp_infer_ctx_free(&ctx);
+    osp_model_free(m);
+    if (runs == 0) return -1;
+    qsort(t, (size_t)runs, sizeof *t, cmp_d);
+    return t[runs / 2];
+}
+
 static void bench(case_t *c, double seconds) {
     const osp_decoder_t *dec = osp_decoder_find(c->decoder);
     osp_dparams_t p = {.in_w = c->in, .in_h = c->in, .in_c = 3, .confidence = 0.25f,
@@ -236,5 +269,17 @@ int main(int argc, char **argv) {
     cases[n] = (case_t){.label = "ssd 1917 anchors x 91 classes", .decoder = "ssd", .in = 300};
     ssd(&cases[n++]);
     for (int i = 0; i < n; i++) bench(&cases[i], seconds);
+    /* beside the models' own run time: the real models this machine has */
+    printf("\nthe models' own run (one thread, median; predict includes its decode):\n");
+    static const char *const real[] = {"ssd-oidv4", "ultraface", "blazeface"};
+    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+        double ms = model_run_ms(real[i], seconds);
+        if (ms < 0)
+            printf("  %-12s not in the cache (scripts/fetch-assets.sh)\n", real[i]);
+        else
+            printf("  %-12s %.2f ms a run\n", real[i], ms);
+    }
+    printf("  (no trained YOLO, YOLOX, YOLO-NAS or SCRFD model ships in this machine's registries:\n"
+           "   their decoders are timed on generated outputs of realistic size above)\n");
     return 0;
 }
