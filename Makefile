@@ -95,7 +95,9 @@ bench: build assets
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
 	$(BUILD)/bin/bench_post
 	$(BUILD)/bin/bench_stream "$(OSPREY_CACHE)"
-	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)"
+	@$(PY) -c "import sys, pathlib; sys.path.insert(0, 'tests/e2e'); \
+	    from test_segment import frame_diff_model; frame_diff_model(pathlib.Path('$(BUILD)/framediff.onnx'))"
+	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)" 3 $(BUILD)/framediff.onnx
 	@echo "ospreyd end to end (bench/loadgen.c), each on a fresh ospreyd over pipes; f/s counts frames,"
 	@echo "latency is per request, ratio = f/s / the limit (the raw ONNX Runtime run loop, best of 1 session x"
 	@echo "N threads and N sessions x 1 thread, at the same batch size, measured in the same command);"
