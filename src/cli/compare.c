@@ -59,8 +59,7 @@ static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det
     }
     osp_view_t v = osp_image_view(&c->img);
     osp_result_t r;
-    if (osp_model_prepare(c->det, &c->ctx, &v, 0, 0, err, sizeof err) ||
-        osp_model_predict(c->det, &c->ctx, &r, err, sizeof err)) {
+    if (osp_model_infer(c->det, &c->ctx, &v, 0, 0, &r, err, sizeof err)) {
         fprintf(stderr, "osprey compare: %s: face detection failed: %s\n", input, err);
         return 1;
     }
@@ -83,8 +82,7 @@ static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det
         return 1;
     }
     osp_view_t fv = osp_image_view(&c->crop);
-    if (osp_model_prepare(c->emb, &c->ctx, &fv, 0, 0, err, sizeof err) ||
-        osp_model_predict(c->emb, &c->ctx, &r, err, sizeof err)) {
+    if (osp_model_infer(c->emb, &c->ctx, &fv, 0, 0, &r, err, sizeof err)) {
         fprintf(stderr, "osprey compare: %s: embedding failed: %s\n", input, err);
         return 1;
     }

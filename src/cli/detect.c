@@ -267,8 +267,7 @@ static int run_image(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     }
     osp_view_t v = osp_image_view(&img);
     osp_result_t r;
-    if (osp_model_prepare(m, &ctx, &v, ow, oh, err, sizeof err) ||
-        osp_model_predict(m, &ctx, &r, err, sizeof err)) {
+    if (osp_model_infer(m, &ctx, &v, ow, oh, &r, err, sizeof err)) {
         fprintf(stderr, "osprey detect: %s: %s\n", input, err);
         format_line(&w, input, 0, 0, m, NULL, err);
         emit(o, &w);
@@ -388,8 +387,7 @@ static void *worker_main(void *arg) {
 
         osp_view_t v = osp_image_view(&s->img);
         osp_result_t r;
-        s->failed = osp_model_prepare(p->m, &ctx, &v, 0, 0, err, sizeof err) ||
-                    osp_model_predict(p->m, &ctx, &r, err, sizeof err);
+        s->failed = osp_model_infer(p->m, &ctx, &v, 0, 0, &r, err, sizeof err) != 0;
         if (s->failed) {
             format_line(&s->line, p->input, s->frame, p->fps, p->m, NULL, err);
             s->n_dets = 0;

@@ -173,8 +173,7 @@ static int ocr_image(ocr_t *o, const char *input) {
     }
     osp_view_t v = osp_image_view(&o->img);
     osp_result_t r;
-    if (osp_model_prepare(o->det, &o->det_ctx, &v, 0, 0, err, sizeof err) ||
-        osp_model_predict(o->det, &o->det_ctx, &r, err, sizeof err)) {
+    if (osp_model_infer(o->det, &o->det_ctx, &v, 0, 0, &r, err, sizeof err)) {
         fprintf(stderr, "osprey ocr: %s: text detection failed: %s\n", input, err);
         return 1;
     }
@@ -201,8 +200,7 @@ static int ocr_image(ocr_t *o, const char *input) {
         if (osp_text_crop(&v, (const float(*)[2])quad, &o->crop, &o->scratch) < 0) continue;
         osp_view_t cv = osp_image_view(&o->crop);
         osp_result_t t;
-        if (osp_model_prepare(o->rec, &o->rec_ctx, &cv, 0, 0, err, sizeof err) ||
-            osp_model_predict(o->rec, &o->rec_ctx, &t, err, sizeof err)) {
+        if (osp_model_infer(o->rec, &o->rec_ctx, &cv, 0, 0, &t, err, sizeof err)) {
             fprintf(stderr, "osprey ocr: %s: text recognition failed: %s\n", input, err);
             status = 1;
             continue;

@@ -431,3 +431,9 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
     osp_rt_release_outputs(m->rt, out);
     return 0;
 }
+
+int osp_model_infer(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame, int orig_w,
+                    int orig_h, osp_result_t *res, char *err, size_t errlen) {
+    int rc = osp_model_prepare(m, ctx, frame, orig_w, orig_h, err, errlen);
+    return rc ? rc : osp_model_predict(m, ctx, res, err, errlen);
+}

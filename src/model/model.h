@@ -153,6 +153,10 @@ int osp_model_ensure_tensor(const osp_model_t *m, osp_infer_ctx_t *ctx);
 int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,
                       size_t errlen);
 
+/* Prepare then predict one frame: the whole per-frame path in one call. */
+int osp_model_infer(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame, int orig_w,
+                    int orig_h, osp_result_t *res, char *err, size_t errlen);
+
 /* A stacking buffer for batched runs (one per thread; grows only). */
 typedef struct {
     void *data;
