@@ -82,7 +82,7 @@ static void usage(FILE *out) {
           "  -q, --quiet            no progress bar\n"
           "      --no-json          print no per-frame lines (summary only)\n"
           "      --postprocessor NAME  decode the outputs with NAME (yolo, yolox, yolonas,\n"
-          "                         ssd, ssd-nms, scrfd, ...; default: the model's, else ssd)\n"
+          "                         ssd, ssd-nms, scrfd, ...; default: the catalog's, else yolo)\n"
           "      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
           "                         defaults to --model\n"

@@ -9,7 +9,8 @@
 
 void osp_model_cfg_defaults(osp_model_cfg_t *cfg) {
     memset(cfg, 0, sizeof *cfg);
-    snprintf(cfg->postprocessor, sizeof cfg->postprocessor, "ssd");
+    /* the Python worker decodes as YOLO when a config names no postprocessor */
+    snprintf(cfg->postprocessor, sizeof cfg->postprocessor, "yolo");
     cfg->channels = 3;
     cfg->fit = OSP_FIT_LETTERBOX;
     (void)osp_norm_named("none", cfg->mean, cfg->std);

@@ -78,7 +78,7 @@ void osp_model_cfg_defaults(osp_model_cfg_t *cfg);
 int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err,
                                size_t errlen);
 /* "NAME" from the catalog, or a path to a model file (postprocessor then
- * defaults to ssd unless given later). */
+ * defaults to yolo, as the protocol's, unless given later). */
 int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *err,
                           size_t errlen);
 /* From a JSON model config of the protocol (§6): "model" (catalog name,
