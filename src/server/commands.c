@@ -29,23 +29,32 @@ static void send_w(server_t *s, uint32_t conn_id, osp_jw_t *w, size_t at, uint32
     osp_jw_free(w);
 }
 
+size_t srv_cmd_begin(osp_jw_t *w, const char *name, int index, const char *status) {
+    size_t at = osp_wire_reply_begin(w);
+    osp_jw_obj_open(w);
+    osp_jw_key(w, "cmd");
+    osp_jw_str(w, name);
+    if (index >= 0) {
+        osp_jw_key(w, "index");
+        osp_jw_int(w, index);
+    }
+    osp_jw_key(w, "status");
+    osp_jw_str(w, status);
+    return at;
+}
+
+void srv_cmd_send(server_t *s, uint32_t conn_id, osp_jw_t *w, size_t at, uint32_t req_id) {
+    osp_jw_obj_close(w);
+    send_w(s, conn_id, w, at, req_id);
+}
+
 static void cmd_error(server_t *s, uint32_t conn_id, uint32_t req_id, const char *cmd, int index,
                       const char *msg) {
     osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
-    osp_jw_obj_open(&w);
-    osp_jw_key(&w, "cmd");
-    osp_jw_str(&w, cmd);
-    if (index >= 0) {
-        osp_jw_key(&w, "index");
-        osp_jw_int(&w, index);
-    }
-    osp_jw_key(&w, "status");
-    osp_jw_str(&w, "error");
+    size_t at = srv_cmd_begin(&w, cmd, index, "error");
     osp_jw_key(&w, "error");
     osp_jw_str(&w, msg);
-    osp_jw_obj_close(&w);
-    send_w(s, conn_id, &w, at, req_id);
+    srv_cmd_send(s, conn_id, &w, at, req_id);
 }
 
 static void model_id_of(const char *path, char *out, size_t n) {
@@ -184,18 +193,10 @@ void srv_load_done(server_t *s, job_t *j) {
                 fprintf(stderr, "ospreyd: model %d %s: %s (%.0f ms)\n", index,
                         strcmp(name, "load") == 0 ? "loaded" : "replaced", cfg.path, j->load_ms);
                 osp_jw_t w = {0};
-                size_t at = osp_wire_reply_begin(&w);
-                osp_jw_obj_open(&w);
-                osp_jw_key(&w, "cmd");
-                osp_jw_str(&w, name);
-                osp_jw_key(&w, "index");
-                osp_jw_int(&w, index);
-                osp_jw_key(&w, "status");
-                osp_jw_str(&w, "ok");
+                size_t at = srv_cmd_begin(&w, name, index, "ok");
                 osp_jw_key(&w, "loadMs");
                 osp_jw_int(&w, (int64_t)llround(j->load_ms));
-                osp_jw_obj_close(&w);
-                send_w(s, q->conn_id, &w, at, q->req_id);
+                srv_cmd_send(s, q->conn_id, &w, at, q->req_id);
             }
         } else {
             s->loads_failed++;
@@ -256,19 +257,14 @@ void srv_check_timers(server_t *s) {
              s->load_model_id, s->load_index, bound);
     fprintf(stderr, "ospreyd: model %d: %s\n", s->load_index, msg);
     osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
-    osp_jw_obj_open(&w);
-    osp_jw_key(&w, "cmd"); osp_jw_str(&w, name);
-    osp_jw_key(&w, "index"); osp_jw_int(&w, s->load_index);
-    osp_jw_key(&w, "status"); osp_jw_str(&w, "error");
+    size_t at = srv_cmd_begin(&w, name, s->load_index, "error");
     osp_jw_key(&w, "reason"); osp_jw_str(&w, "compile-timeout");
     osp_jw_key(&w, "modelId"); osp_jw_str(&w, s->load_model_id);
     osp_jw_key(&w, "poisoned"); osp_jw_bool(&w, 1);
     osp_jw_key(&w, "timeoutMs"); osp_jw_int(&w, bound);
     osp_jw_key(&w, "compileElapsedMs"); osp_jw_int(&w, ms_since(&s->poison_started));
     osp_jw_key(&w, "error"); osp_jw_str(&w, msg);
-    osp_jw_obj_close(&w);
-    send_w(s, q->conn_id, &w, at, q->req_id);
+    srv_cmd_send(s, q->conn_id, &w, at, q->req_id);
     cJSON_Delete(q->cmd);
     free(q);
     s->load_cmd = NULL;
@@ -311,18 +307,13 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
                  "bound (%" PRId64 " ms)",
                  s->poison_model_id, s->poison_index, (int64_t)llround(s->load_bound_ms));
         osp_jw_t w = {0};
-        size_t at = osp_wire_reply_begin(&w);
-        osp_jw_obj_open(&w);
-        osp_jw_key(&w, "cmd"); osp_jw_str(&w, name);
-        osp_jw_key(&w, "index"); osp_jw_int(&w, index);
-        osp_jw_key(&w, "status"); osp_jw_str(&w, "error");
+        size_t at = srv_cmd_begin(&w, name, index, "error");
         osp_jw_key(&w, "reason"); osp_jw_str(&w, "worker-poisoned");
         osp_jw_key(&w, "modelId"); osp_jw_str(&w, model_id);
         osp_jw_key(&w, "poisoned"); osp_jw_bool(&w, 1);
         osp_jw_key(&w, "compileElapsedMs"); osp_jw_int(&w, ms_since(&s->poison_started));
         osp_jw_key(&w, "error"); osp_jw_str(&w, err);
-        osp_jw_obj_close(&w);
-        send_w(s, q->conn_id, &w, at, q->req_id);
+        srv_cmd_send(s, q->conn_id, &w, at, q->req_id);
         return 0;
     }
     if (cfg_for(s, config, &cfg, err, sizeof err)) {
@@ -358,13 +349,7 @@ static void run_unload(server_t *s, cmdq_t *q) {
         fprintf(stderr, "ospreyd: model %d unloaded\n", index);
     }
     osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
-    osp_jw_obj_open(&w);
-    osp_jw_key(&w, "cmd"); osp_jw_str(&w, "unload");
-    osp_jw_key(&w, "index"); osp_jw_int(&w, index);
-    osp_jw_key(&w, "status"); osp_jw_str(&w, "ok");
-    osp_jw_obj_close(&w);
-    send_w(s, q->conn_id, &w, at, q->req_id);
+    srv_cmd_send(s, q->conn_id, &w, srv_cmd_begin(&w, "unload", index, "ok"), q->req_id);
 }
 
 static void run_reconfigure(server_t *s, cmdq_t *q) {
@@ -424,13 +409,7 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
     l->nms_iou = nms;
     l->max_detections = maxdet;
     osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
-    osp_jw_obj_open(&w);
-    osp_jw_key(&w, "cmd"); osp_jw_str(&w, "reconfigure");
-    osp_jw_key(&w, "index"); osp_jw_int(&w, index);
-    osp_jw_key(&w, "status"); osp_jw_str(&w, "ok");
-    osp_jw_obj_close(&w);
-    send_w(s, q->conn_id, &w, at, q->req_id);
+    srv_cmd_send(s, q->conn_id, &w, srv_cmd_begin(&w, "reconfigure", index, "ok"), q->req_id);
 }
 
 static void run_status(server_t *s, cmdq_t *q) {

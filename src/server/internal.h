@@ -253,6 +253,10 @@ void srv_window_flush_due(server_t *s);
 int srv_window_timer_ms(server_t *s);
 void srv_on_command(server_t *s, conn_t *c, const osp_wire_request_t *rq);
 void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f);
+/* A command reply: begin writes {"cmd": name[, "index": i], "status": status
+ * (index < 0: none); the caller adds its keys; send closes and sends it. */
+size_t srv_cmd_begin(osp_jw_t *w, const char *name, int index, const char *status);
+void srv_cmd_send(server_t *s, uint32_t conn_id, osp_jw_t *w, size_t at, uint32_t req_id);
 
 /* router.c */
 void srv_on_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len);

@@ -61,12 +61,7 @@ void srv_shm_free_all(server_t *s) {
 static void reply(server_t *s, conn_t *c, uint32_t req_id, const char *cmd, const char *error,
                   const shm_region_t *r) {
     osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
-    osp_jw_obj_open(&w);
-    osp_jw_key(&w, "cmd");
-    osp_jw_str(&w, cmd);
-    osp_jw_key(&w, "status");
-    osp_jw_str(&w, error ? "error" : "ok");
+    size_t at = srv_cmd_begin(&w, cmd, -1, error ? "error" : "ok");
     if (error) {
         osp_jw_key(&w, "error");
         osp_jw_str(&w, error);
@@ -78,10 +73,7 @@ static void reply(server_t *s, conn_t *c, uint32_t req_id, const char *cmd, cons
         osp_jw_key(&w, "size");
         osp_jw_uint(&w, r->size);
     }
-    osp_jw_obj_close(&w);
-    osp_wire_reply_end(&w, at, req_id);
-    srv_send(s, c, &w);
-    osp_jw_free(&w);
+    srv_cmd_send(s, c->id, &w, at, req_id);
 }
 
 /* register_shm {"name": "/cam1"[, "size": bytes]} and unregister_shm

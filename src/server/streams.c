@@ -51,12 +51,7 @@ static void stream_free(srv_stream_t *st) {
 static void reply_cmd(server_t *s, uint32_t conn_id, uint32_t req_id, const char *cmd,
                       const char *error, const srv_stream_t *st, const osp_stream_reading_t *r) {
     osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
-    osp_jw_obj_open(&w);
-    osp_jw_key(&w, "cmd");
-    osp_jw_str(&w, cmd);
-    osp_jw_key(&w, "status");
-    osp_jw_str(&w, error ? "error" : "ok");
+    size_t at = srv_cmd_begin(&w, cmd, -1, error ? "error" : "ok");
     if (error) {
         osp_jw_key(&w, "error");
         osp_jw_str(&w, error);
@@ -77,10 +72,7 @@ static void reply_cmd(server_t *s, uint32_t conn_id, uint32_t req_id, const char
         osp_jw_key(&w, "failures");
         osp_jw_int(&w, r->failures);
     }
-    osp_jw_obj_close(&w);
-    osp_wire_reply_end(&w, at, req_id);
-    srv_send(s, srv_conn_find(s, conn_id), &w);
-    osp_jw_free(&w);
+    srv_cmd_send(s, conn_id, &w, at, req_id);
 }
 
 static void *open_main(void *arg) {
