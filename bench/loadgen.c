@@ -102,6 +102,7 @@ typedef struct {
     const char *image;
     const char *server;
     const char *label;
+    const char *model_json; /* --explicit-config: the model's config spelled out */
 } opts_t;
 
 /* ---- requests -------------------------------------------------------------- */
@@ -324,13 +325,15 @@ static void *reader_main(void *arg) {
 
 /* Config frame, then the ready reply (read here, before the reader starts). */
 static int handshake(srv_t *s, const opts_t *o) {
-    char cfg[512], bm[96] = "";
+    char cfg[8192], bm[96] = "", byname[96];
+    snprintf(byname, sizeof byname, "{\"model\":\"%s\"}", o->model);
     if (o->batch > 0) /* an infer_batch runs as one stacked call */
         snprintf(bm, sizeof bm, ",\"batch_mode\":\"list\",\"max_batch_size\":%d", o->batch);
     int n = snprintf(cfg, sizeof cfg,
-                     "{\"runtime\":\"onnxruntime\",\"concurrency\":%d,\"models\":[{\"model\":\"%s\"}],"
+                     "{\"runtime\":\"onnxruntime\",\"concurrency\":%d,\"models\":[%s],"
                      "\"protocolVersion\":2%s}",
-                     o->concurrency, o->model, bm);
+                     o->concurrency, o->model_json ? o->model_json : byname, bm);
+    if (n < 0 || (size_t)n >= sizeof cfg) return -1;
     uint8_t hdr[9];
     put_u32(hdr, (uint32_t)(5 + n));
     put_u32(hdr + 4, 0);
@@ -1227,6 +1230,52 @@ static void loadavg(char *buf, size_t n) {
     }
 }
 
+/* --explicit-config: the model's config the way a host of the Python worker
+ * spells it (protocol §6), from the catalog values osprey itself resolved,
+ * so that ospreyd and that worker can be driven with the same bytes. The
+ * protocol names only four normalisations; the nearest one is sent, and the
+ * exact mean/std beside it (osprey's extension keys, which the Python worker
+ * ignores). The path is made absolute, as the server sees it. */
+static char *explicit_model_json(const osp_model_cfg_t *c) {
+    static const char *const norms[] = {"none", "imagenet", "scrfd"};
+    const char *norm = "none";
+    double best = INFINITY;
+    for (size_t i = 0; i < sizeof norms / sizeof norms[0]; i++) {
+        float mn[3], sd[3];
+        if (osp_norm_named(norms[i], mn, sd)) continue;
+        double err = 0; /* worst difference of the tensor value at px 0 and 255, in units of its range */
+        for (int ch = 0; ch < 3; ch++)
+            for (int px = 0; px <= 255; px += 255) {
+                double d = fabs((px - c->mean[ch]) / c->std[ch] - (px - mn[ch]) / sd[ch]);
+                if (d * c->std[ch] / 255.0 > err) err = d * c->std[ch] / 255.0;
+            }
+        if (err < best) best = err, norm = norms[i];
+    }
+    if (best > 0.01)
+        fprintf(stderr, "%s: note: no protocol normalisation matches %s's mean/std; sending '%s' (the nearest)\n",
+                WHO, c->name, norm);
+    char path[2100] = "", esc[2 * sizeof path];
+    if (c->path[0] != '/' && getcwd(path, 1024)) strcat(path, "/");
+    strncat(path, c->path, sizeof path - strlen(path) - 1);
+    size_t j = 0;
+    for (const char *p = path; *p && j + 2 < sizeof esc; p++) {
+        if (*p == '"' || *p == '\\') esc[j++] = '\\';
+        esc[j++] = *p;
+    }
+    esc[j] = '\0';
+    char *out = malloc(sizeof esc + 1024);
+    if (!out) return NULL;
+    snprintf(out, sizeof esc + 1024,
+             "{\"path\":\"%s\",\"postprocessor\":\"%s\",\"inputSize\":%d,\"inputWidth\":%d,\"inputHeight\":%d,"
+             "\"inputChannels\":%d,\"preprocessMode\":\"%s\",\"inputNormalization\":\"%s\","
+             "\"mean\":[%.6g,%.6g,%.6g],\"std\":[%.6g,%.6g,%.6g],\"confidence\":%.6g,"
+             "\"nmsIouThreshold\":%.6g,\"maxDetections\":%d}",
+             esc, c->postprocessor, c->width > c->height ? c->width : c->height, c->width, c->height,
+             c->channels, c->fit == OSP_FIT_RESIZE ? "resize" : "letterbox", norm, c->mean[0], c->mean[1],
+             c->mean[2], c->std[0], c->std[1], c->std[2], c->confidence, c->nms_iou, c->max_detections);
+    return out;
+}
+
 static void usage(FILE *out) {
     fputs("usage: loadgen [options]\n"
           "  --model NAME         catalog model (default ssd-oidv4)\n"
@@ -1258,7 +1307,12 @@ static void usage(FILE *out) {
           "  --deadline-ms D      wire-v2 deadline D ms after sending (default 0: none)\n"
           "  --grace S            wait for replies / for the exit (default 5)\n"
           "  --threads            per-thread CPU of the server in the measured phase\n"
-          "  --server PATH        ospreyd to run (default: beside this binary)\n"
+          "  --server PATH        ospreyd to run (default: beside this binary); any program\n"
+          "                       that speaks the protocol on stdin/stdout, run without arguments\n"
+          "  --explicit-config    send the model's config spelled out (path, input size, fit,\n"
+          "                       normalisation, thresholds: the catalog's values) instead of\n"
+          "                       its catalog name, as a host of the Python worker does\n"
+          "  --print-config       print that config of --model and exit\n"
           "  --label TEXT         a name for this configuration in the output\n"
           "  --json               one machine-readable line on stdout instead of the table\n",
           out);
@@ -1623,6 +1677,8 @@ int main(int argc, char **argv) {
         }
         else if (strcmp(a, "--json") == 0) o.json = 1;
         else if (strcmp(a, "--threads") == 0) o.threads = 1;
+        else if (strcmp(a, "--explicit-config") == 0) o.model_json = "";
+        else if (strcmp(a, "--print-config") == 0) o.model_json = "print", bu_quiet_loads = 1;
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
@@ -1655,6 +1711,12 @@ int main(int argc, char **argv) {
     }
     /* the model once here: its input size, and the prep the pipeline limit packs for */
     osp_model_t *m = bu_open_model(WHO, o.model, 1);
+    int print_cfg = o.model_json && strcmp(o.model_json, "print") == 0;
+    if (o.model_json && !(o.model_json = explicit_model_json(&m->cfg))) return 1;
+    if (print_cfg) {
+        printf("%s\n", o.model_json);
+        return 0;
+    }
     if (o.w == 0) {
         o.w = m->prep.width;
         o.h = m->prep.height;
