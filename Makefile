@@ -20,7 +20,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets check check-tsan unit e2e fuzz demo bench clean help
+.PHONY: all build deps assets check check-tsan unit e2e fuzz demo bench bench-peer clean help
 
 all: build
 
@@ -31,6 +31,7 @@ help:
 	@echo "make check-tsan  the threaded parts (unit tests, ospreyd end to end) under TSan"
 	@echo "make fuzz     the wire fuzz target for FUZZ_SECONDS (default 60)"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
+	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
 	@echo "make clean    remove build output"
 
 # Installs missing packages and ONNX Runtime; remembers where ONNX Runtime is.
@@ -117,6 +118,17 @@ bench: build assets
 	    --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --label "overload: ssd-oidv4 raw 1920x1080 at 2x capacity" --frame raw \
 	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 1
+
+# ospreyd next to the Python pool worker it replaces, run unchanged in a
+# Debian 13 chroot (docs/bench.md). Needs root; not part of make check.
+PEER_WORKER  ?= $(OSPREY_CACHE)/peer/inference_pool.py
+PEER_RUNS    ?= 3
+PEER_SECONDS ?= 5
+bench-peer:
+	@[ "$$(id -u)" -eq 0 ] || { echo "make bench-peer: needs root (the Python worker runs in a chroot)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory build assets
+	@$(PY) bench/peer/compare.py --worker "$(PEER_WORKER)" --loadgen $(BUILD)/bin/loadgen \
+	    --ospreyd $(BUILD)/bin/ospreyd --runs $(PEER_RUNS) --seconds $(PEER_SECONDS)
 
 clean:
 	rm -rf build build-address build-thread out

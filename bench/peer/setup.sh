@@ -79,6 +79,7 @@ mv "$root/peer/inference_pool.py.new" "$root/peer/inference_pool.py"
 rm -rf "$root/peer/postprocessors"
 cp -r "$here/postprocessors" "$root/peer/postprocessors"
 rm -rf "$root/peer/postprocessors/__pycache__"
+cp "$here/rawloop.py" "$root/peer/rawloop.py"
 
 # The models (and their label files) at the paths they have outside.
 for f in "$@"; do
@@ -90,4 +91,6 @@ for f in "$@"; do
         cmp -s "$g" "$root$g" || cp "$g" "$root$g"
     done
 done
+# stdout: the tree, then what runs in it
 echo "$root"
+in_root python3 -c 'import sys, numpy, PIL, onnxruntime as o; print("Python %s, numpy %s, Pillow %s, ONNX Runtime %s" % (sys.version.split()[0], numpy.__version__, PIL.__version__, o.__version__))' 2>/dev/null
