@@ -166,7 +166,7 @@ def main():
         fail("a server found nothing or failed on messi5.jpg; not measuring")
     raw_limits(args, worker_sh, models)
     print()
-    head = (f"  {'shape':26} {'K':>2} {'peer f/s':>14} {'osprey f/s':>14} {'osprey/peer':>11} "
+    head = (f"  {'shape':26} {'K':>2} {'peer f/s':>19} {'osprey f/s':>21} {'osprey/peer':>11} "
             f"{'p50 ms peer/osprey':>19} {'CPU ms peer/osprey':>19}  load")
     print(head)
     bad = False
@@ -202,7 +202,7 @@ def main():
         lat = f"{med(p, 'p50Ms'):.1f} / {med(o, 'p50Ms'):.1f}"
         cpu = f"{med(p, 'serverCpuMsPerFrame'):.1f} / {med(o, 'serverCpuMsPerFrame'):.1f}"
         ratio = f"{of / pf:.2f}x" if pf > 0 else "-"
-        print(f"  {shape:26} {k:>2} {pfs:>14} {ofs:>14} {ratio:>11} {lat:>19} {cpu:>19}  {loadavg()}"
+        print(f"  {shape:26} {k:>2} {pfs:>19} {ofs:>21} {ratio:>11} {lat:>19} {cpu:>19}  {loadavg()}"
               + (f"  [{'; '.join(notes)}]" if notes else ""))
         sys.stdout.flush()
     return 1 if bad else 0
