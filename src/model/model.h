@@ -7,6 +7,7 @@
 #ifndef OSP_MODEL_H
 #define OSP_MODEL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "image/image.h"
@@ -40,6 +41,8 @@ typedef struct {
     float nms_iou;
     int max_detections;
     int intra_threads;       /* 0 = runtime default */
+    int lone_threads;        /* >1: a second session with this many threads for frames that
+                              * run alone (osp_infer_ctx_t.lone); ONNX Runtime only */
     int embedding_b64;       /* "embeddingEncoding": "base64": pack vectors (extension) */
     int graph_opt;           /* runtime graph optimisation: 0 default (all), -1 none, 1, 2, 3 */
 } osp_model_cfg_t;
@@ -93,6 +96,9 @@ int osp_model_cfg_from_json(const struct cJSON *obj, osp_model_cfg_t *cfg, char 
 typedef struct osp_model {
     osp_model_cfg_t cfg;
     osp_rt_model_t *rt;
+    osp_rt_model_t *rt_lone;   /* the wider session for lone frames, or NULL */
+    _Atomic int running;       /* runs in progress on either session */
+    _Atomic long lone_runs;    /* runs on rt_lone so far */
     const osp_decoder_t *dec;  /* the postprocessor */
     void *dec_state;           /* its set-up (anchors, output roles); shared, read-only */
     osp_prep_t prep;
@@ -127,6 +133,10 @@ typedef struct {
     int params_set;
     float confidence, nms_iou;
     int max_detections;
+    /* set by a server when no other frame of this model is admitted: the run
+     * may take the wider session if nothing else runs at that moment */
+    int lone;
+    int ran_lone;             /* the last predict ran on the wider session */
 } osp_infer_ctx_t;
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 

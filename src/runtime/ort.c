@@ -218,6 +218,9 @@ static int ort_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t 
     if (o.intra_threads > 0 && (st = g_api->SetIntraOpNumThreads(so, o.intra_threads)))
         goto ort_fail;
     if ((st = g_api->SetInterOpNumThreads(so, 1))) goto ort_fail;
+    if (o.no_spin &&
+        (st = g_api->AddSessionConfigEntry(so, "session.intra_op.allow_spinning", "0")))
+        goto ort_fail;
     GraphOptimizationLevel lvl = ORT_ENABLE_ALL;
     switch (o.graph_opt) {
     case 1: lvl = ORT_ENABLE_BASIC; break;

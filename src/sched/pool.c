@@ -148,3 +148,10 @@ osp_qnode_t *osp_mailbox_take(osp_mailbox_t *mb) {
     pthread_mutex_unlock(&mb->mu);
     return all;
 }
+
+int osp_mailbox_waiting(osp_mailbox_t *mb) {
+    pthread_mutex_lock(&mb->mu);
+    int any = mb->head != NULL;
+    pthread_mutex_unlock(&mb->mu);
+    return any;
+}

@@ -39,5 +39,7 @@ void osp_mailbox_destroy(osp_mailbox_t *mb);
 void osp_mailbox_post(osp_mailbox_t *mb, osp_qnode_t *item);
 /* Take everything posted so far, oldest first (a NULL-terminated list). */
 osp_qnode_t *osp_mailbox_take(osp_mailbox_t *mb);
+/* Whether anything waits, without touching the eventfd. */
+int osp_mailbox_waiting(osp_mailbox_t *mb);
 
 #endif

@@ -104,6 +104,7 @@ static int cfg_for(server_t *s, const cJSON *config, osp_model_cfg_t *cfg, char 
     if (osp_model_cfg_from_json(config, cfg, err, errlen)) return -1;
     if (!cfg->device[0]) snprintf(cfg->device, sizeof cfg->device, "%s", s->device);
     if (!cfg->intra_threads) cfg->intra_threads = s->intra_threads;
+    if (!cfg->lone_threads) cfg->lone_threads = s->lone_threads;
     return 0;
 }
 
@@ -570,6 +571,11 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_key(w, "prepareWorkers"); osp_jw_int(w, s->workers);
     osp_jw_key(w, "predictWorkers"); osp_jw_int(w, s->workers);
     osp_jw_key(w, "intraOpThreads"); osp_jw_int(w, s->intra_threads);
+    osp_jw_key(w, "loneFrameThreads"); osp_jw_int(w, s->lone_threads > 1 ? s->lone_threads : s->intra_threads);
+    long lone_runs = 0;
+    for (int i = 0; i < s->nslots; i++)
+        if (s->slots[i]) lone_runs += atomic_load(&s->slots[i]->m->lone_runs);
+    osp_jw_key(w, "loneRuns"); osp_jw_int(w, lone_runs);
     osp_jw_key(w, "source"); osp_jw_str(w, s->threads_source);
     osp_jw_obj_close(w);
     osp_jw_key(w, "modelLoad");
@@ -683,7 +689,11 @@ static int ext_int(const osp_wire_hello_t *h, const char *key) {
  * cores, ssd-oidv4: 128 vs 92 frames/s), so osprey raises the host's
  * `concurrency` to the core count for ONNX Runtime and gives each run the
  * cores left over (1 here). `autoConcurrency: false` keeps the host's
- * number; `intraOpThreads` sets the threads inside one run. The test
+ * number; `intraOpThreads` sets the threads inside one run. A frame that
+ * runs alone (nothing else admitted for its model, nothing else running)
+ * would leave the other cores idle, so each model also gets a second
+ * session whose runs use every core (`loneFrameThreads`, 0 or 1 = off):
+ * one frame in flight is answered at the speed of the widest run. The test
  * runtime is never raised: its tests count workers. */
 static void choose_threads(server_t *s, const osp_wire_hello_t *h, int test_runtime) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -702,6 +712,9 @@ static void choose_threads(server_t *s, const osp_wire_hello_t *h, int test_runt
     int intra = ext_int(h, "intraOpThreads");
     s->intra_threads = intra > 0 ? intra : (int)(ncpu / s->workers);
     if (s->intra_threads < 1) s->intra_threads = 1;
+    int lone = ext_int(h, "loneFrameThreads");
+    s->lone_threads = test_runtime ? 0 : lone >= 0 ? lone : (int)ncpu;
+    if (s->lone_threads <= s->intra_threads) s->lone_threads = 0;
 }
 
 static int start_pools(server_t *s, const osp_wire_hello_t *h) {
@@ -735,10 +748,11 @@ static int start_pools(server_t *s, const osp_wire_hello_t *h) {
         return -1;
     }
     fprintf(stderr, "ospreyd: runtime %s on %d core(s): %d prepare + %d predict worker(s) (%s), "
-                    "%d intra-op thread(s) per run, wire version up to %d\n",
+                    "%d intra-op thread(s) per run (%d for a frame that runs alone), wire version up to %d\n",
             s->backend->name, s->cores, s->workers, s->workers,
             strcmp(s->threads_source, "cores") == 0 ? "raised to the core count" : "as configured",
-            s->intra_threads, OSP_WIRE_VERSION);
+            s->intra_threads, s->lone_threads > 1 ? s->lone_threads : s->intra_threads,
+            OSP_WIRE_VERSION);
     return 0;
 }
 

@@ -201,6 +201,7 @@ static void predict_single(job_t *j) {
         return;
     }
     osp_result_t r;
+    j->ctx->lone = j->lone;
     if (osp_model_predict(j->model->m, j->ctx, &r, err, sizeof err))
         reply_infer_error(j, err, 0);
     else

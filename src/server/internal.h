@@ -53,6 +53,7 @@ typedef struct conn {
     size_t in_len, in_cap;
     uint8_t *big;          /* a large frame being read straight into its buffer */
     size_t big_len, big_got;
+    int big_aligns;        /* realignments of that buffer so far (srv_buf_align) */
     int read_closed;       /* EOF or error on the read side */
     int paused;            /* not reading: its handshake's models are loading */
     uint32_t hello_req_id;
@@ -121,6 +122,7 @@ typedef struct job {
     int shed;              /* answered as dropped by the deadline gate in a worker */
     int failed;
     int admitted;          /* counts against the model's admission */
+    int lone;              /* no other frame of its model admitted at dispatch */
     osp_jw_t out;          /* the reply frame(s), written by a worker */
     struct timespec t0;
     double prep_ms;
@@ -181,6 +183,7 @@ typedef struct server {
     int ctx_total;
     int workers;
     int intra_threads;
+    int lone_threads;   /* threads of a lone frame's run (the wider session); 0 = none */
     int cores;
     char threads_source[16]; /* "config" or "cores" */
     const osp_backend_t *backend;
@@ -237,6 +240,7 @@ void srv_send(server_t *s, conn_t *c, osp_jw_t *frame); /* takes the buffer's co
 void srv_conn_pause(server_t *s, conn_t *c, int paused);
 uint8_t *srv_buf_get(server_t *s, size_t need);
 void srv_buf_put(server_t *s, uint8_t *buf);
+uint8_t *srv_buf_align(uint8_t *buf, size_t used, size_t at);
 void srv_buf_free_all(server_t *s);
 void srv_send_json_reply(server_t *s, uint32_t conn_id, uint32_t req_id, osp_jw_t *body_frame);
 double srv_ms_since(const struct timespec *t);

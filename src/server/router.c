@@ -158,6 +158,7 @@ static int run_admitted(server_t *s, job_t *j) {
         return 0;
     }
     j->admitted = 1;
+    j->lone = s->admit[j->model_idx].running == 1 && s->admit[j->model_idx].count == 0;
     osp_pool_push(s->prepare, &j->q);
     return 1;
 }

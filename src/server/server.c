@@ -22,6 +22,7 @@
 #include "server/internal.h"
 
 #define STAGE_CAP (256u << 10) /* frames up to this size are read through the staging buffer */
+#define BIG_REALIGN_MAX (2u << 20) /* bytes of a large frame worth moving to realign it */
 #define TAG_LISTEN 0xFFFFFFF0u
 #define TAG_MAILBOX 0xFFFFFFF1u
 #define TAG_SIGNAL 0xFFFFFFF2u
@@ -40,34 +41,72 @@ int64_t srv_epoch_ms(void) {
 
 /* Frame buffers are reused: a 1920x1080 raw frame is 6 MB, and a fresh
  * allocation of that size is a fresh mapping whose pages fault in one by
- * one on every frame. Each buffer carries its capacity in a header. Used
- * by the I/O thread only. */
-#define BUF_HDR 16
+ * one on every frame. Each buffer carries a header just before the frame:
+ * its capacity and how far the frame sits from the start of the allocation,
+ * which can change (srv_buf_align). Used by the I/O thread only. */
+typedef struct {
+    size_t cap;   /* bytes the frame may use */
+    size_t shift; /* frame start - (allocation start + BUF_HDR), < BUF_SLACK */
+} bufhdr_t;
+#define BUF_HDR sizeof(bufhdr_t)
+#define BUF_SLACK 64
+
+static bufhdr_t buf_hdr(const uint8_t *buf) {
+    bufhdr_t h;
+    memcpy(&h, buf - BUF_HDR, sizeof h);
+    return h;
+}
+
+static uint8_t *buf_base(const uint8_t *buf) { return (uint8_t *)buf - BUF_HDR - buf_hdr(buf).shift; }
+
+/* The frame start within the allocation at base for a given shift. */
+static uint8_t *buf_place(uint8_t *base, size_t cap, size_t shift) {
+    bufhdr_t h = {cap, shift};
+    memcpy(base + shift, &h, sizeof h);
+    return base + shift + BUF_HDR;
+}
+
+/* The shift that puts byte `at` of a frame on a 64-byte boundary. */
+static size_t shift_for(const uint8_t *base, size_t at) {
+    return (BUF_SLACK - ((uintptr_t)(base + BUF_HDR + at) % BUF_SLACK)) % BUF_SLACK;
+}
 
 uint8_t *srv_buf_get(server_t *s, size_t need) {
     int best = -1;
     for (int i = 0; i < s->nbufs; i++)
         if (s->bufs_cap[i] >= need && (best < 0 || s->bufs_cap[i] < s->bufs_cap[best])) best = i;
-    uint8_t *p;
     if (best >= 0) {
-        p = s->bufs[best];
+        uint8_t *p = s->bufs[best];
         s->bufs[best] = s->bufs[s->nbufs - 1];
         s->bufs_cap[best] = s->bufs_cap[s->nbufs - 1];
         s->nbufs--;
-        return p + BUF_HDR;
+        return p;
     }
-    if (need > SIZE_MAX - BUF_HDR || !(p = malloc(need + BUF_HDR))) return NULL;
-    memcpy(p, &need, sizeof need);
-    return p + BUF_HDR;
+    uint8_t *base;
+    if (need > SIZE_MAX - BUF_HDR - BUF_SLACK || !(base = malloc(need + BUF_HDR + BUF_SLACK)))
+        return NULL;
+    return buf_place(base, need, shift_for(base, 0));
+}
+
+/* Move the first `used` bytes of a frame so that its byte `at` lands on a
+ * 64-byte boundary; returns the frame's new start. The kernel copies pipe
+ * pages into a destination at about a third of the speed when the
+ * destination is not aligned like the page it copies from. */
+uint8_t *srv_buf_align(uint8_t *buf, size_t used, size_t at) {
+    uint8_t *base = buf_base(buf);
+    bufhdr_t h = buf_hdr(buf);
+    size_t shift = shift_for(base, at);
+    if (shift == h.shift) return buf;
+    uint8_t *to = base + shift + BUF_HDR;
+    memmove(to, buf, used);
+    return buf_place(base, h.cap, shift);
 }
 
 void srv_buf_put(server_t *s, uint8_t *buf) {
     if (!buf) return;
-    uint8_t *p = buf - BUF_HDR;
-    size_t cap;
-    memcpy(&cap, p, sizeof cap);
+    size_t cap = buf_hdr(buf).cap;
     if (s->nbufs < SRV_BUF_KEEP) {
-        s->bufs[s->nbufs] = p;
+        s->bufs[s->nbufs] = buf;
         s->bufs_cap[s->nbufs++] = cap;
         return;
     }
@@ -76,16 +115,16 @@ void srv_buf_put(server_t *s, uint8_t *buf) {
     for (int i = 1; i < s->nbufs; i++)
         if (s->bufs_cap[i] < s->bufs_cap[small]) small = i;
     if (s->bufs_cap[small] < cap) {
-        free(s->bufs[small]);
-        s->bufs[small] = p;
+        free(buf_base(s->bufs[small]));
+        s->bufs[small] = buf;
         s->bufs_cap[small] = cap;
     } else {
-        free(p);
+        free(buf_base(buf));
     }
 }
 
 void srv_buf_free_all(server_t *s) {
-    for (int i = 0; i < s->nbufs; i++) free(s->bufs[i]);
+    for (int i = 0; i < s->nbufs; i++) free(buf_base(s->bufs[i]));
     s->nbufs = 0;
 }
 
@@ -295,6 +334,7 @@ static void conn_parse(server_t *s, conn_t *c) {
             }
             c->big_len = f.frame_len;
             c->big_got = c->in_len - off;
+            c->big_aligns = 0;
             memcpy(c->big, c->in + off, c->big_got);
             off = c->in_len;
         }
@@ -306,8 +346,23 @@ static void conn_parse(server_t *s, conn_t *c) {
     }
 }
 
+/* Hand finished jobs to the router: replies out, freed run slots refilled. */
+static void drain_done(server_t *s) {
+    osp_qnode_t *q = osp_mailbox_take(&s->done);
+    while (q) {
+        osp_qnode_t *next = q->next;
+        srv_on_job_done(s, (job_t *)q);
+        q = next;
+    }
+}
+
 static void conn_read(server_t *s, conn_t *c) {
     for (int rounds = 0; rounds < 64 && !c->read_closed && !c->fatal && !c->paused; rounds++) {
+        /* a host that keeps the pipe full keeps this loop busy for many
+         * frames; a worker that finished meanwhile must not wait for it to
+         * get its next frame */
+        if (rounds && osp_mailbox_waiting(&s->done)) drain_done(s);
+        if (c->read_closed || c->fatal || c->paused) break;
         uint8_t *dst;
         size_t room;
         if (c->big) {
@@ -343,6 +398,15 @@ static void conn_read(server_t *s, conn_t *c) {
         }
         if (c->big) {
             c->big_got += (size_t)r;
+            /* A read that emptied the pipe ended where the writer's pipe
+             * pages end, and the pages that follow start there: put that
+             * point on a 64-byte boundary while little has been read, so the
+             * rest of the frame is copied in at full speed. */
+            if ((size_t)r < room && c->big_got < c->big_len && c->big_got <= BIG_REALIGN_MAX &&
+                c->big_aligns < 2 && (uintptr_t)(c->big + c->big_got) % 64 != 0) {
+                c->big = srv_buf_align(c->big, c->big_got, c->big_got);
+                c->big_aligns++;
+            }
             if (c->big_got == c->big_len) {
                 uint8_t *frame = c->big;
                 size_t len = c->big_len;
@@ -472,12 +536,7 @@ int srv_loop(server_t *s) {
         for (int i = 0; i < n; i++) {
             uint32_t tag = evs[i].data.u32;
             if (tag == TAG_MAILBOX) {
-                osp_qnode_t *q = osp_mailbox_take(&s->done);
-                while (q) {
-                    osp_qnode_t *next = q->next;
-                    srv_on_job_done(s, (job_t *)q);
-                    q = next;
-                }
+                drain_done(s);
             } else if (tag == TAG_SIGNAL) {
                 struct signalfd_siginfo si;
                 while (read(s->sigfd, &si, sizeof si) == (ssize_t)sizeof si)

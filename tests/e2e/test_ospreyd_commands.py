@@ -172,6 +172,8 @@ def test_mem_stats_every_field(worker):
     th = ms["threading"]
     assert th["cores"] >= 1 and th["predictWorkers"] >= 1 and th["intraOpThreads"] >= 1, th
     assert th["predictWorkers"] * th["intraOpThreads"] <= max(th["cores"], th["predictWorkers"]), th
+    assert th["intraOpThreads"] <= th["loneFrameThreads"] <= max(th["cores"], th["intraOpThreads"])
+    assert isinstance(th["loneRuns"], int) and th["loneRuns"] >= 0, th
     mem = ms["memory"]
     for k in ("rssKb", "vmKb", "hwmKb", "swapKb", "threads", "maxRssKb"):
         assert isinstance(mem.get(k), int), (k, mem)

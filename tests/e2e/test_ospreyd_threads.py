@@ -1,0 +1,78 @@
+"""The thread economy on the real model: a frame that runs alone takes the
+wider session (every core), frames side by side take the single-thread one,
+and both give the same detections; `loneFrameThreads: 0` turns the wider
+session off. Also: a large raw frame that arrives in uneven pieces (the
+server realigns its buffer while reading) gives the same answer as one
+written at once."""
+import time
+
+from ospreyd_client import (MODELS, MSG_RAW, SSD_CATALOG, Image, detections_match,
+                            frame, media_image, need, p_raw, spawn, worker)  # noqa: F401
+
+
+def mem_threading(c):
+    return c.command({"cmd": "mem_stats"})["threading"]
+
+
+def tiled(img: Image, nx: int, ny: int) -> Image:
+    """img repeated nx x ny times: a large frame with several people."""
+    row_bytes = img.w * img.channels
+    rows = []
+    for _ in range(ny):
+        for y in range(img.h):
+            line = img.data[y * row_bytes:(y + 1) * row_bytes]
+            rows.append(line * nx)
+    return Image(img.w * nx, img.h * ny, img.channels, b"".join(rows))
+
+
+def test_lone_frames_take_the_wide_session_and_agree(worker):
+    need(MODELS / "ssd-oidv4.onnx")
+    w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
+    c = w.conn
+    th = mem_threading(c)
+    cores = th["cores"]
+    assert th["intraOpThreads"] <= th["loneFrameThreads"] <= max(cores, th["intraOpThreads"]), th
+    messi = media_image("messi5.jpg")
+    lone = c.infer_raw(0, messi)  # one at a time: nothing else admitted
+    th = mem_threading(c)
+    if cores > 1 and th["intraOpThreads"] < cores:
+        assert th["loneRuns"] == 1, th
+    # four at once: each worker takes one; the first may still run alone
+    ids = [c.send(MSG_RAW, p_raw(0, messi.w, messi.h, messi.fmt, messi.data)) for _ in range(4)]
+    side = [c.reply(i) for i in ids]
+    assert any(d["label"] == "Person" for d in lone["detections"]), lone
+    for r in side:
+        assert detections_match(lone, r, px=1.0, score=0.002), (lone, r)
+    after = mem_threading(c)["loneRuns"]
+    assert after <= th["loneRuns"] + 4
+
+
+def test_lone_frame_threads_off(worker):
+    need(MODELS / "ssd-oidv4.onnx")
+    w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "loneFrameThreads": 0})
+    c = w.conn
+    c.infer_raw(0, media_image("messi5.jpg"))
+    th = mem_threading(c)
+    assert th["loneFrameThreads"] == th["intraOpThreads"] and th["loneRuns"] == 0, th
+
+
+def test_large_frame_in_uneven_pieces(worker):
+    """A 5 MB frame written in pieces whose ends fall at odd offsets, with
+    pauses so the server empties the pipe at each: the same detections as
+    the frame written whole."""
+    need(MODELS / "ssd-oidv4.onnx")
+    w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
+    c = w.conn
+    big = tiled(media_image("messi5.jpg"), 3, 3)
+    whole = c.infer_raw(0, big)
+    assert sum(d["label"] == "Person" for d in whole["detections"]) >= 2, whole
+    req = c.new_id()
+    data = frame(req, MSG_RAW, p_raw(0, big.w, big.h, big.fmt, big.data))
+    cuts = [13, 70001, 70001 + 1048576 + 7, 70001 + 2 * 1048576 + 29, len(data) - 5, len(data)]
+    at = 0
+    for cut in cuts:
+        c.send_bytes(data[at:cut])
+        at = cut
+        time.sleep(0.05)
+    pieces = c.reply(req)
+    assert pieces == whole or detections_match(whole, pieces, px=0.01, score=1e-6), (whole, pieces)
