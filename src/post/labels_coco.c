@@ -25,6 +25,9 @@ const char *osp_post_default_labels(const char *postprocessor) {
     if (!postprocessor) return NULL;
     for (size_t i = 0; i < sizeof coco / sizeof coco[0]; i++)
         if (strcmp(postprocessor, coco[i]) == 0) return COCO80;
-    if (strcmp(postprocessor, "scrfd") == 0) return "face\n";
+    /* the face detectors' one class */
+    if (strcmp(postprocessor, "scrfd") == 0 || strcmp(postprocessor, "ultraface") == 0 ||
+        strcmp(postprocessor, "blazeface") == 0)
+        return "face\n";
     return NULL;
 }

@@ -72,8 +72,10 @@ static size_t shift_for(const uint8_t *base, size_t at) {
 }
 
 uint8_t *srv_buf_get(server_t *s, size_t need) {
+    /* the smallest that fits; among equals the one put back last, whose
+     * pages are the most likely still in cache */
     int best = -1;
-    for (int i = 0; i < s->nbufs; i++)
+    for (int i = s->nbufs - 1; i >= 0; i--)
         if (s->bufs_cap[i] >= need && (best < 0 || s->bufs_cap[i] < s->bufs_cap[best])) best = i;
     if (best >= 0) {
         uint8_t *p = s->bufs[best];

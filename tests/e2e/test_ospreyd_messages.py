@@ -201,6 +201,17 @@ def test_ultraface_astronaut_by_catalog(worker):
     assert iou(faces[0]["box"], [180, 62, 268, 174]) >= 0.7, faces
 
 
+def test_ultraface_by_path_names_its_class_face(worker):
+    """A host of the Python worker names the file, not the catalog entry: the
+    face detector's one class is still called "face"."""
+    need(MODELS / "ultraface-rfb320.onnx")
+    cfg = {"path": str(MODELS / "ultraface-rfb320.onnx"), "postprocessor": "ultraface",
+           "inputWidth": 320, "inputHeight": 240}
+    w, ready = worker({"runtime": "onnxruntime", "models": [cfg]})
+    faces = w.conn.infer_raw(0, media_image("astronaut.png"))["detections"]
+    assert len(faces) == 1 and faces[0]["label"] == "face", faces
+
+
 def test_infer_jpeg_accepts_png_bytes(ssd):
     """The Python worker opened whatever image the bytes held; so does ospreyd."""
     rec = ssd.conn.infer_jpeg(0, media_bytes("chelsea.png"))

@@ -189,6 +189,8 @@ static void test_resize_matches_reference(void **state)
         {1000, 640, 640, 640, OSP_FIT_RESIZE},   /* horizontal only */
         {1500, 500, 300, 300, OSP_FIT_RESIZE},   /* 5x across (every 5th), 5/3 down */
         {960, 540, 320, 320, OSP_FIT_LETTERBOX}, /* 3x both ways */
+        {1920, 1080, 320, 240, OSP_FIT_RESIZE},  /* 6x across (pairs), 4.5x down */
+        {640, 480, 320, 240, OSP_FIT_RESIZE},    /* 2x both ways (pairs) */
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         osp_view_t v;
