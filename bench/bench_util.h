@@ -97,6 +97,9 @@ static inline void *bu_raw_loop(void *arg) {
 /* Set: bu_open_model keeps the library's per-load line off stderr (compact
  * benchmark output); a failure is still reported. Single-threaded use. */
 static int bu_quiet_loads;
+/* Set: sessions opened by bu_open_model let their helper threads sleep
+ * between runs instead of spinning (as ospreyd's lone-frame session does). */
+static int bu_no_spin;
 
 /* A catalog model (or model file) with `threads` intra-op threads; exits on failure. */
 static inline osp_model_t *bu_open_model(const char *who, const char *name, int threads) {
@@ -105,6 +108,7 @@ static inline osp_model_t *bu_open_model(const char *who, const char *name, int 
     osp_model_t *m = NULL;
     if (osp_model_cfg_resolve(name, &cfg, err, sizeof err) == 0) {
         cfg.intra_threads = threads;
+        cfg.no_spin = bu_no_spin;
         int saved = -1;
         if (bu_quiet_loads) {
             fflush(stderr);

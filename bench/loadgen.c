@@ -965,6 +965,16 @@ static void measure_limit(const opts_t *o, const frame_t *f, const osp_model_t *
      * by one there, so its limit is the batch-1 loop */
     L->batch = o->batch > 1 && m->batch_dynamic ? o->batch : 1;
     L->one = bu_raw_fps_batch(WHO, o->model, 1, n, o->limit_seconds, tensor, L->batch, &c1);
+    if (n > 1) { /* the one session at its best: helper threads spinning or sleeping */
+        double c1s = 0;
+        bu_no_spin = 1;
+        double one_sleep = bu_raw_fps_batch(WHO, o->model, 1, n, o->limit_seconds, tensor, L->batch, &c1s);
+        bu_no_spin = 0;
+        if (one_sleep > L->one) {
+            L->one = one_sleep;
+            c1 = c1s;
+        }
+    }
     L->many = bu_raw_fps_batch(WHO, o->model, n, 1, o->limit_seconds, tensor, L->batch, &cn);
     L->limit = L->one > L->many ? L->one : L->many;
     L->cpu_frame = L->one > L->many ? c1 : cn;
@@ -1621,7 +1631,7 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
     line("loadgen CPU use (cores)", cliutil, "%.2f", 1);
     if (o.limit) {
         char t[64];
-        snprintf(t, sizeof t, "raw runtime, 1 session x %d threads (fps)", n);
+        snprintf(t, sizeof t, "raw runtime, 1 session x %d threads, best of spin or sleep (fps)", n);
         line(t, one, "%.1f", 1);
         snprintf(t, sizeof t, "raw runtime, %d sessions x 1 thread (fps)", n);
         line(t, many, "%.1f", 1);

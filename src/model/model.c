@@ -208,7 +208,7 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
         goto fail;
     }
     osp_rt_opts_t opts = {.intra_threads = cfg->intra_threads, .device = cfg->device,
-                          .graph_opt = cfg->graph_opt};
+                          .graph_opt = cfg->graph_opt, .no_spin = cfg->no_spin};
     if (!backend) backend = &osp_backend_onnxruntime;
     if (backend->load(cfg->path, &opts, &m->rt, err, errlen)) {
         rc = OSP_MODEL_ELOAD;

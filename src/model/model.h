@@ -41,6 +41,7 @@ typedef struct {
     float nms_iou;
     int max_detections;
     int intra_threads;       /* 0 = runtime default */
+    int no_spin;             /* the runtime's helper threads sleep between runs */
     int lone_threads;        /* >1: a second session with this many threads for frames that
                               * run alone (osp_infer_ctx_t.lone); ONNX Runtime only */
     int embedding_b64;       /* "embeddingEncoding": "base64": pack vectors (extension) */
