@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--limit-seconds", type=float, default=3)
+    ap.add_argument("--only", action="append", metavar="MODEL:FRAME:SIZE",
+                    help="measure this shape only (repeatable), e.g. ultraface:raw:1920x1080")
     args = ap.parse_args()
     if os.geteuid() != 0:
         fail("needs root (the Python worker runs in a chroot); run make bench-peer as root")
@@ -141,6 +143,13 @@ def main():
             fail(f"{tool} is missing (make builds it)")
     args.loadgen = os.path.abspath(args.loadgen)
     args.ospreyd = os.path.abspath(args.ospreyd)
+    global SHAPES
+    if args.only:
+        want = [tuple(o.split(":")) for o in args.only]
+        unknown = [":".join(w) for w in want if w not in SHAPES]
+        if unknown:
+            fail(f"unknown shape {unknown[0]}; known: " + ", ".join(":".join(x) for x in SHAPES))
+        SHAPES = [x for x in SHAPES if x in want]
     models = sorted({s[0] for s in SHAPES})
     paths = [json.loads(model_config(args.loadgen, m))["path"] for m in models]
     setup = subprocess.run([os.path.join(HERE, "setup.sh"), args.worker, *paths], capture_output=True, text=True)
