@@ -113,11 +113,16 @@ bench: build assets
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame shm  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@echo "one frame in flight (K=1): p50-raw = p50 minus one call of the 1-session raw run, medians of 5:"
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame raw  --size 1920x1080 --inflight 1 --runs 5 --seconds 3 \
+	    --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame shm  --size 1920x1080 --inflight 1 --runs 5 --seconds 3 \
+	    --limit --limit-seconds 2
 	@echo "infer_batch (batch_mode list: one stacked runtime call), ssd-oidv4 raw 300x300, 3 s each, 1 run:"
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --batch 1,2,4,8 --inflight 1,4,16 --runs 1 --seconds 3 \
 	    --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --label "overload: ssd-oidv4 raw 1920x1080 at 2x capacity" --frame raw \
-	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 1
+	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 3
 
 # ospreyd next to the Python pool worker it replaces, run unchanged in a
 # Debian 13 chroot (docs/bench.md). Needs root; not part of make check.

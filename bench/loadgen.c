@@ -1550,9 +1550,10 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
         if (o.open) {
             char sh[48];
             snprintf(sh, sizeof sh, "open %.0f/s", rate.med);
-            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s  cap %.1f, goodput/cap %.2f, K=1 p50 %.1f%s  load %s\n",
+            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s  cap %.1f, goodput/cap %.2f, K=1 p50 %.1f, "
+                   "p99/K=1 %.2f, RSS drift %+.2f%%%s  load %s\n",
                    config_name(&o), sh, fps.med, p50.med, p99.med, lim_s, pipe_s, capa.med, good.med,
-                   lat1.med, bad, la1);
+                   lat1.med, p99x.med, drift.med, bad, la1);
         } else {
             char sh[32];
             snprintf(sh, sizeof sh, "K=%d", k);

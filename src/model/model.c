@@ -436,8 +436,11 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
     in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
     osp_tensor_t out[16];
     memset(out, 0, sizeof out);
-    atomic_fetch_add(&m->running, 1);
-    int run_rc = osp_rt_run(m->rt, &in, out, err, errlen);
+    /* a stacked run alone on the machine takes the wider session too */
+    int others = atomic_fetch_add(&m->running, 1);
+    osp_rt_model_t *rt = ctx[0]->lone && others == 0 && m->rt_lone ? m->rt_lone : m->rt;
+    if (rt != m->rt) atomic_fetch_add(&m->lone_runs, 1);
+    int run_rc = osp_rt_run(rt, &in, out, err, errlen);
     atomic_fetch_sub(&m->running, 1);
     if (run_rc) return OSP_MODEL_ERUN;
     double run_ms = now_ms() - t0;
@@ -452,7 +455,7 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
         res[i].frame_w = ctx[i]->frame_w;
         res[i].frame_h = ctx[i]->frame_h;
     }
-    osp_rt_release_outputs(m->rt, out);
+    osp_rt_release_outputs(rt, out);
     return 0;
 }
 

@@ -271,6 +271,7 @@ static void predict_batch(job_t *j, wstate_t *ws) {
             if (osp_wire_batch_next(&it, &im, item_err[i], sizeof item_err[i]) != 1) continue;
             osp_view_t v = view_of(&im);
             set_params(j, &ws->ctx[i]);
+            ws->ctx[i].lone = j->lone;
             if (prepare_view(j, &ws->ctx[i], &v, 0, 0, OSP_TCACHE_BENCH, tag, key, item_err[i],
                              sizeof item_err[i]))
                 continue;

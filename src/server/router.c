@@ -330,6 +330,9 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     }
     j->kind = JOB_BATCH;
     j->model_idx = idx;
+    /* no single frame admitted for the model: the run may take every core
+     * if nothing else is running when it starts */
+    j->lone = s->admit[idx].running == 0 && s->admit[idx].count == 0;
     l->refs++;
     j->model = l;
     j->confidence = l->confidence;
