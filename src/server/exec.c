@@ -143,6 +143,15 @@ static void prepare_job(job_t *j, wstate_t *ws) {
         break;
     }
     case OSP_WIRE_MSG_INFER_RAW: {
+        if (j->spill) {
+            int lost = srv_spill_fill(j->spill, j->frame);
+            srv_spill_free(j->spill);
+            j->spill = NULL;
+            if (lost) {
+                reply_infer_error(j, "frame bytes lost in transit", 0);
+                return;
+            }
+        }
         osp_view_t v = view_of(&j->rq.u.raw.img);
         rc = osp_model_prepare(m, j->ctx, &v, 0, 0, err, sizeof err);
         break;

@@ -41,6 +41,22 @@ typedef struct outbuf {
     size_t off; /* bytes already written */
 } outbuf_t;
 
+/* A large raw frame's bytes parked in pipes (spill.c). */
+typedef struct spill spill_t;
+#define SPILL_MAX_PIPES 16
+enum { SPILL_MORE, SPILL_WAIT, SPILL_EOF, SPILL_STOPPED };
+spill_t *srv_spill_new(size_t off);
+void srv_spill_free(spill_t *sp);
+/* Move up to `want` bytes from fd `from` into the pipes; *moved says how
+ * many. SPILL_WAIT: `from` is empty; SPILL_EOF: it is closed; SPILL_STOPPED:
+ * parking is over, read the rest; SPILL_MORE: `want` reached. */
+int srv_spill_step(spill_t *sp, int from, size_t want, size_t *moved);
+size_t srv_spill_len(const spill_t *sp);
+/* All bytes are in: close the writing ends. */
+void srv_spill_seal(spill_t *sp);
+/* Copy the parked bytes into their place in the frame (a worker); 0 or -1. */
+int srv_spill_fill(spill_t *sp, uint8_t *frame);
+
 typedef struct conn {
     struct conn *next;
     uint32_t id;
@@ -54,6 +70,9 @@ typedef struct conn {
     uint8_t *big;          /* a large frame being read straight into its buffer */
     size_t big_len, big_got;
     int big_aligns;        /* realignments of that buffer so far (srv_buf_align) */
+    int big_drained;       /* a read into it has emptied the pipe */
+    spill_t *spill;        /* its pixels parked in pipes, or NULL */
+    int spill_stopped;     /* parking ended early: the rest is read into big */
     int read_closed;       /* EOF or error on the read side */
     int paused;            /* not reading: its handshake's models are loading */
     uint32_t hello_req_id;
@@ -123,6 +142,7 @@ typedef struct job {
     int failed;
     int admitted;          /* counts against the model's admission */
     int lone;              /* no other frame of its model admitted at dispatch */
+    spill_t *spill;        /* part of frame still parked in pipes (infer_raw) */
     osp_jw_t out;          /* the reply frame(s), written by a worker */
     struct timespec t0;
     double prep_ms;
@@ -184,6 +204,8 @@ typedef struct server {
     int workers;
     int intra_threads;
     int lone_threads;   /* threads of a lone frame's run (the wider session); 0 = none */
+    spill_t *frame_spill; /* the parked part of the frame srv_on_frame is handling */
+    int64_t frames_parked; /* large raw frames whose pixels went through spill pipes */
     int cores;
     char threads_source[16]; /* "config" or "cores" */
     const osp_backend_t *backend;

@@ -101,6 +101,7 @@ static void job_free(server_t *s, job_t *j) {
     if (j->cached) osp_cache_release_frame(s->cache, j->cached);
     if (j->shm) srv_shm_release(s, j->shm);
     if (j->ctx) srv_ctx_put(s, j->ctx);
+    srv_spill_free(j->spill); /* shed or answered before it ran: nothing was copied */
     osp_jw_free(&j->out);
     srv_buf_put(s, j->frame);
     free(j);
@@ -296,6 +297,10 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     j->kind = JOB_INFER;
     j->model_idx = idx;
     j->cached = cf;
+    if (rq->msg_type == OSP_WIRE_MSG_INFER_RAW) {
+        j->spill = s->frame_spill; /* copied in by the worker that prepares it */
+        s->frame_spill = NULL;
+    }
     srv_submit_frame(s, j);
 }
 

@@ -23,6 +23,8 @@
 
 #define STAGE_CAP (256u << 10) /* frames up to this size are read through the staging buffer */
 #define BIG_REALIGN_MAX (2u << 20) /* bytes of a large frame worth moving to realign it */
+#define PARK_MIN (512u << 10)        /* bytes left in a frame worth parking (spill.c) */
+#define PARK_MAX (32u << 20)         /* larger frames are read: more pipes than it is worth */
 #define TAG_LISTEN 0xFFFFFFF0u
 #define TAG_MAILBOX 0xFFFFFFF1u
 #define TAG_SIGNAL 0xFFFFFFF2u
@@ -202,6 +204,7 @@ static void conn_free(server_t *s, conn_t *c) {
     }
     free(c->in);
     if (c->big) srv_buf_put(s, c->big);
+    srv_spill_free(c->spill);
     free(c);
 }
 
@@ -337,6 +340,8 @@ static void conn_parse(server_t *s, conn_t *c) {
             c->big_len = f.frame_len;
             c->big_got = c->in_len - off;
             c->big_aligns = 0;
+            c->big_drained = 0;
+            c->spill_stopped = 0;
             memcpy(c->big, c->in + off, c->big_got);
             off = c->in_len;
         }
@@ -358,6 +363,41 @@ static void drain_done(server_t *s) {
     }
 }
 
+/* The large frame being read is complete: hand it on (with its parked
+ * part, if any). */
+static void big_done(server_t *s, conn_t *c) {
+    uint8_t *frame = c->big;
+    size_t len = c->big_len;
+    c->big = NULL;
+    c->big_len = c->big_got = 0;
+    if (c->spill) {
+        srv_spill_seal(c->spill);
+        s->frame_spill = c->spill;
+        c->spill = NULL;
+    }
+    srv_on_frame(s, c, frame, len);
+    srv_spill_free(s->frame_spill); /* not taken by a job: an error reply needed no pixels */
+    s->frame_spill = NULL;
+}
+
+/* Park the rest of a large raw frame in pipes (spill.c) under overload: its
+ * model's run slots are all taken and its pending queue is full, so this
+ * frame will push out the oldest and is itself likely to be pushed out
+ * before it runs. Called at the first read into the frame that emptied the
+ * pipe, once the buffer is aligned. */
+static void maybe_park(server_t *s, conn_t *c) {
+    if (!c->handshaken || s->stopping || s->batch_mode != OSP_WIRE_BATCH_NONE ||
+        c->big_len - c->big_got < PARK_MIN || c->big_len > PARK_MAX || c->big[8] != OSP_WIRE_MSG_INFER_RAW)
+        return;
+    size_t at = 9 + (c->version >= 2 ? 8 : 0); /* the raw header, after any deadline prefix */
+    if (c->big_got <= at) return;
+    int idx = c->big[at];
+    if (idx >= s->nslots || !s->slots[idx]) return;
+    const osp_admit_t *a = &s->admit[idx];
+    if (a->running < a->running_max || a->count < a->pending_max) return;
+    if ((c->spill = srv_spill_new(c->big_got))) s->frames_parked++;
+}
+
 static void conn_read(server_t *s, conn_t *c) {
     for (int rounds = 0; rounds < 64 && !c->read_closed && !c->fatal && !c->paused; rounds++) {
         /* a host that keeps the pipe full keeps this loop busy for many
@@ -365,6 +405,22 @@ static void conn_read(server_t *s, conn_t *c) {
          * get its next frame */
         if (rounds && osp_mailbox_waiting(&s->done)) drain_done(s);
         if (c->read_closed || c->fatal || c->paused) break;
+        if (c->spill && !c->spill_stopped) { /* a parked frame: its bytes go pipe to pipe */
+            size_t moved = 0;
+            int st = srv_spill_step(c->spill, c->rfd, c->big_len - c->big_got, &moved);
+            c->big_got += moved;
+            if (c->big_got == c->big_len) {
+                big_done(s, c);
+                continue;
+            }
+            if (st == SPILL_WAIT) break;
+            if (st == SPILL_EOF) {
+                c->read_closed = 1;
+                break;
+            }
+            if (st == SPILL_STOPPED) c->spill_stopped = 1; /* what is parked stays; the rest is read */
+            continue;
+        }
         uint8_t *dst;
         size_t room;
         if (c->big) {
@@ -409,13 +465,11 @@ static void conn_read(server_t *s, conn_t *c) {
                 c->big = srv_buf_align(c->big, c->big_got, c->big_got);
                 c->big_aligns++;
             }
-            if (c->big_got == c->big_len) {
-                uint8_t *frame = c->big;
-                size_t len = c->big_len;
-                c->big = NULL;
-                c->big_len = c->big_got = 0;
-                srv_on_frame(s, c, frame, len);
+            if ((size_t)r < room && !c->big_drained) {
+                c->big_drained = 1;
+                maybe_park(s, c);
             }
+            if (c->big_got == c->big_len) big_done(s, c);
         } else {
             c->in_len += (size_t)r;
             conn_parse(s, c);

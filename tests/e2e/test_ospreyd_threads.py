@@ -76,3 +76,30 @@ def test_large_frame_in_uneven_pieces(worker):
         time.sleep(0.05)
     pieces = c.reply(req)
     assert pieces == whole or detections_match(whole, pieces, px=0.01, score=1e-6), (whole, pieces)
+
+
+def test_parked_frames_run_intact_or_shed(worker):
+    """Large raw frames that arrive while the only run slot is taken wait
+    with their pixels parked in pipes: every request is answered once, the
+    ones shed cost no copy, and the ones that run give the same detections
+    as the frame sent alone."""
+    need(MODELS / "ssd-oidv4.onnx")
+    w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 1,
+                   "autoConcurrency": False})
+    c = w.conn
+    big = tiled(media_image("messi5.jpg"), 3, 3)
+    alone = c.infer_raw(0, big)
+    assert sum(d["label"] == "Person" for d in alone["detections"]) >= 2, alone
+    payload = p_raw(0, big.w, big.h, big.fmt, big.data)
+    ids = [c.send(MSG_RAW, payload) for _ in range(12)]
+    replies = [c.reply(i) for i in ids]
+    served = [r for r in replies if not r.get("dropped")]
+    shed = [r for r in replies if r.get("dropped")]
+    assert served and shed, replies
+    assert all(r["shedReason"] == "queue-full" for r in shed), shed
+    for r in served:
+        assert detections_match(alone, r, px=0.01, score=1e-6), (alone, r)
+    # the newest frames are the ones served (drop-oldest)
+    assert not replies[-1].get("dropped"), replies[-1]
+    counters = c.command({"cmd": "mem_stats"})["counters"]
+    assert counters["framesParked"] >= 1, counters
