@@ -1002,7 +1002,8 @@ static void measure_limit(const opts_t *o, const frame_t *f, const osp_model_t *
 typedef struct {
     pstats_t main;
     double lat1_p50, lat1_p99;  /* K=1 phase (open loop) */
-    double capacity;            /* closed-loop K=cap phase (open loop Fx) */
+    double capacity;            /* closed-loop K=cap phase (open loop Fx): the mean of before and after */
+    double cap_before, cap_after;
     double rate;
     phase_t ph;
     long rss_mark, rss_end, rss_max; /* KiB: after 5 s, at the end of the load, peak (1/s samples) */
@@ -1100,7 +1101,7 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
             phase_closed(&s, cap, o->cal_s, &ph);
             wait_inflight_below(&s, 1, mono_ns() + (int64_t)(o->grace_s * 1e9));
             phase_stats(&s, &ph, &st);
-            R->capacity = st.fps;
+            R->capacity = R->cap_before = st.fps;
             R->rate = o->rate_x * st.fps;
         }
     }
@@ -1141,6 +1142,17 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
     phase_stats(&s, &ph, &R->main);
     R->ph = ph;
     R->lost = R->main.pending; /* unanswered after the grace period */
+    if (o->open && o->rate_x > 0 && !R->lost) {
+        /* capacity again, after: the machine's speed drifts (a neighbour's
+         * load), and goodput is divided by the mean of the two */
+        phase_t ph2;
+        pstats_t st2;
+        phase_closed(&s, cap, o->cal_s, &ph2);
+        wait_inflight_below(&s, 1, mono_ns() + (int64_t)(o->grace_s * 1e9));
+        phase_stats(&s, &ph2, &st2);
+        R->cap_after = st2.fps;
+        R->capacity = (R->cap_before + R->cap_after) / 2;
+    }
 
     long total = 0;
     R->threads_n = 0;
@@ -1224,6 +1236,8 @@ GETTER(g_ratio, r->lim.limit > 0 ? r->main.fps / r->lim.limit : 0)
 GETTER(g_pratio, r->lim.pipeline > 0 ? r->main.fps / r->lim.pipeline : 0)
 GETTER(g_lat1, r->lat1_p50)
 GETTER(g_cap, r->capacity)
+GETTER(g_capb, r->cap_before)
+GETTER(g_capa, r->cap_after)
 GETTER(g_rate, r->rate)
 GETTER(g_sentrate, r->ph.t_stop > r->ph.t0 ? (double)r->main.sent / ((double)(r->ph.t_stop - r->ph.t0) / 1e9) : 0)
 GETTER(g_good, r->capacity > 0 ? r->main.fps / r->capacity : 0)
@@ -1334,7 +1348,9 @@ static void usage(FILE *out) {
           "  --brief-header       print the column names of --brief lines and exit\n"
           "  --warmup S           untimed warm-up (default 1)\n"
           "  --latency-seconds S  open loop: K=1 phase for the single-frame latency (default 3)\n"
-          "  --capacity-seconds S open loop Fx: capacity phase (default 5)\n"
+          "  --capacity-seconds S open loop Fx: capacity phase, run before the load (it sets\n"
+          "                       the rate) and again after it; goodput is divided by\n"
+          "                       the mean of the two (default 5)\n"
           "  --deadline-ms D      wire-v2 deadline D ms after sending (default 0: none)\n"
           "  --grace S            wait for replies / for the exit (default 5)\n"
           "  --threads            per-thread CPU of the server in the measured phase\n"
@@ -1525,6 +1541,7 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
     agg_t laten = agg(runs, ok, g_laten), srvcpu = agg(runs, ok, g_srvcpu);
     agg_t srvutil = agg(runs, ok, g_srvutil), cliutil = agg(runs, ok, g_cliutil);
     agg_t over1 = agg(runs, ok, g_over1);
+    agg_t capb = agg(runs, ok, g_capb), capa2 = agg(runs, ok, g_capa);
     int n = bu_cores();
     int pipe_applies = o.limit && runs[0].lim.pipeline_applies;
 
@@ -1550,10 +1567,10 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
         if (o.open) {
             char sh[48];
             snprintf(sh, sizeof sh, "open %.0f/s", rate.med);
-            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s  cap %.1f, goodput/cap %.2f, K=1 p50 %.1f, "
-                   "p99/K=1 %.2f, RSS drift %+.2f%%%s  load %s\n",
-                   config_name(&o), sh, fps.med, p50.med, p99.med, lim_s, pipe_s, capa.med, good.med,
-                   lat1.med, p99x.med, drift.med, bad, la1);
+            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s  cap %.1f (%.1f before, %.1f after), goodput/cap %.2f, "
+                   "K=1 p50 %.1f, p99/K=1 %.2f, RSS drift %+.2f%%%s  load %s\n",
+                   config_name(&o), sh, fps.med, p50.med, p99.med, lim_s, pipe_s, capa.med, capb.med,
+                   capa2.med, good.med, lat1.med, p99x.med, drift.med, bad, la1);
         } else {
             char sh[32];
             snprintf(sh, sizeof sh, "K=%d", k);
@@ -1604,7 +1621,11 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
            runs[0].workers, ok, o.seconds, n, la0, la1);
     if (o.open) {
         line("single-frame latency, K=1 p50 (ms)", lat1, "%.1f", 1);
-        if (o.rate_x > 0) line("closed-loop capacity, K=running+2 (frames/s)", capa, "%.1f", 1);
+        if (o.rate_x > 0) {
+            line("closed-loop capacity, K=running+2 (frames/s)", capa, "%.1f", 1);
+            line("  measured before the load (sets the rate)", capb, "%.1f", 1);
+            line("  measured after it", capa2, "%.1f", 1);
+        }
         line("offered rate (frames/s)", rate, "%.1f", 1);
         line("achieved send rate (frames/s)", sentrate, "%.1f", 1);
     }

@@ -220,7 +220,7 @@ def test_reconfigure_decode_keys_next_frame(worker, tmp_path):
     assert c.command({"cmd": "reconfigure", "index": 0,
                       "config": {"maxDetections": 5}})["status"] == "ok"
     assert scores_of(c.infer_raw(0, img)) == [0.9, 0.6]
-    assert d["label"] == "0" and d["class"] == 0, d  # no label list: the index as text
+    assert d["label"] == "face" and d["class"] == 0, d  # a face detector's one class
     assert all(abs(a - b) <= 1 for a, b in zip(d["box"], [10, 10, 50, 50])), d
 
 
