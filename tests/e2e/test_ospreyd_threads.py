@@ -3,8 +3,11 @@ wider session (every core), frames side by side take the single-thread one,
 and both give the same detections; `loneFrameThreads: 0` turns the wider
 session off. Also: a large raw frame that arrives in uneven pieces (the
 server realigns its buffer while reading) gives the same answer as one
-written at once."""
+written at once; and under overload large frames parked in pipes run
+intact or are shed, over pipes and sockets."""
 import time
+
+import pytest
 
 from ospreyd_client import (MODELS, MSG_RAW, SSD_CATALOG, Image, detections_match,
                             frame, media_image, need, p_raw, spawn, worker)  # noqa: F401
@@ -103,3 +106,25 @@ def test_parked_frames_run_intact_or_shed(worker):
     assert not replies[-1].get("dropped"), replies[-1]
     counters = c.command({"cmd": "mem_stats"})["counters"]
     assert counters["framesParked"] >= 1, counters
+
+
+@pytest.mark.parametrize("transport,version", [("unix", 2), ("tcp", 1)])
+def test_parked_frames_over_sockets(spawn, tmp_path, transport, version):
+    """Parking over a socket (spliced from the socket, not a pipe), at both
+    wire versions (the raw header after a deadline prefix at v2)."""
+    from test_ospreyd_sockets import serve
+    need(MODELS / "ssd-oidv4.onnx")
+    w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 1,
+                                "autoConcurrency": False}, transport)
+    c = w.connect()
+    assert c.hello({"protocolVersion": version})["status"] == "ready"
+    big = tiled(media_image("messi5.jpg"), 3, 3)
+    alone = c.infer_raw(0, big)
+    payload = p_raw(0, big.w, big.h, big.fmt, big.data)
+    ids = [c.send(MSG_RAW, payload) for _ in range(10)]
+    replies = [c.reply(i) for i in ids]
+    served = [r for r in replies if not r.get("dropped")]
+    assert served and len(served) < len(replies), replies
+    for r in served:
+        assert detections_match(alone, r, px=0.01, score=1e-6), (alone, r)
+    assert c.command({"cmd": "mem_stats"})["counters"]["framesParked"] >= 1
