@@ -356,6 +356,16 @@ static int decode(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_tensor_t *out,
     return 0;
 }
 
+/* The session for the next run, counted in m->running (the caller takes it
+ * off after the run). A lone run takes every core when nothing else runs:
+ * latency at one frame in flight is the wide run's, not a single thread's. */
+static osp_rt_model_t *run_begin(osp_model_t *m, int lone) {
+    int others = atomic_fetch_add(&m->running, 1);
+    if (!lone || others != 0 || !m->rt_lone) return m->rt;
+    atomic_fetch_add(&m->lone_runs, 1);
+    return m->rt_lone;
+}
+
 int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,
                       size_t errlen) {
     memset(res, 0, sizeof *res);
@@ -380,12 +390,7 @@ int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, c
     }
     osp_tensor_t out[16];
     memset(out, 0, sizeof out);
-    /* a lone frame takes every core when nothing else runs: latency at one
-     * frame in flight is the wide run's, not a single thread's */
-    int others = atomic_fetch_add(&m->running, 1);
-    osp_rt_model_t *rt = ctx->lone && others == 0 && m->rt_lone ? m->rt_lone : m->rt;
-    ctx->ran_lone = rt != m->rt;
-    if (ctx->ran_lone) atomic_fetch_add(&m->lone_runs, 1);
+    osp_rt_model_t *rt = run_begin(m, ctx->lone);
     int run_rc = osp_rt_run(rt, &in, out, err, errlen);
     atomic_fetch_sub(&m->running, 1);
     if (run_rc) return OSP_MODEL_ERUN;
@@ -436,10 +441,7 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
     in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
     osp_tensor_t out[16];
     memset(out, 0, sizeof out);
-    /* a stacked run alone on the machine takes the wider session too */
-    int others = atomic_fetch_add(&m->running, 1);
-    osp_rt_model_t *rt = ctx[0]->lone && others == 0 && m->rt_lone ? m->rt_lone : m->rt;
-    if (rt != m->rt) atomic_fetch_add(&m->lone_runs, 1);
+    osp_rt_model_t *rt = run_begin(m, ctx[0]->lone); /* a stacked run may go wide too */
     int run_rc = osp_rt_run(rt, &in, out, err, errlen);
     atomic_fetch_sub(&m->running, 1);
     if (run_rc) return OSP_MODEL_ERUN;

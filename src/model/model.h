@@ -137,7 +137,6 @@ typedef struct {
     /* set by a server when no other frame of this model is admitted: the run
      * may take the wider session if nothing else runs at that moment */
     int lone;
-    int ran_lone;             /* the last predict ran on the wider session */
 } osp_infer_ctx_t;
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 

@@ -51,7 +51,6 @@ void srv_spill_free(spill_t *sp);
  * many. SPILL_WAIT: `from` is empty; SPILL_EOF: it is closed; SPILL_STOPPED:
  * parking is over, read the rest; SPILL_MORE: `want` reached. */
 int srv_spill_step(spill_t *sp, int from, size_t want, size_t *moved);
-size_t srv_spill_len(const spill_t *sp);
 /* All bytes are in: close the writing ends. */
 void srv_spill_seal(spill_t *sp);
 /* Copy the parked bytes into their place in the frame (a worker); 0 or -1. */

@@ -73,6 +73,13 @@ void srv_release_model(server_t *s, loaded_t *l) {
     }
 }
 
+/* Whether model idx has nothing admitted besides `mine` frames (the job's
+ * own slot, when it holds one): its run may then take every core, if
+ * nothing else is running when it starts (osp_model_predict). */
+static int model_alone(const server_t *s, int idx, int mine) {
+    return s->admit[idx].running == mine && s->admit[idx].count == 0;
+}
+
 static loaded_t *slot_model(server_t *s, int idx) {
     return idx >= 0 && idx < s->nslots ? s->slots[idx] : NULL;
 }
@@ -159,7 +166,7 @@ static int run_admitted(server_t *s, job_t *j) {
         return 0;
     }
     j->admitted = 1;
-    j->lone = s->admit[j->model_idx].running == 1 && s->admit[j->model_idx].count == 0;
+    j->lone = model_alone(s, j->model_idx, 1);
     osp_pool_push(s->prepare, &j->q);
     return 1;
 }
@@ -335,9 +342,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     }
     j->kind = JOB_BATCH;
     j->model_idx = idx;
-    /* no single frame admitted for the model: the run may take every core
-     * if nothing else is running when it starts */
-    j->lone = s->admit[idx].running == 0 && s->admit[idx].count == 0;
+    j->lone = model_alone(s, idx, 0); /* batches are not admitted: none of its own */
     l->refs++;
     j->model = l;
     j->confidence = l->confidence;

@@ -66,8 +66,6 @@ void srv_spill_free(spill_t *sp) {
     free(sp);
 }
 
-size_t srv_spill_len(const spill_t *sp) { return sp->len; }
-
 int srv_spill_step(spill_t *sp, int from, size_t want, size_t *moved) {
     *moved = 0;
     while (want > 0) {
