@@ -110,8 +110,11 @@ def test_parked_frames_run_intact_or_shed(worker):
 
 @pytest.mark.parametrize("transport,version", [("unix", 2), ("tcp", 1)])
 def test_parked_frames_over_sockets(spawn, tmp_path, transport, version):
-    """Parking over a socket (spliced from the socket, not a pipe), at both
-    wire versions (the raw header after a deadline prefix at v2)."""
+    """The same burst over a socket, at both wire versions (the raw header
+    after a deadline prefix at v2): whichever frames get parked (spliced
+    from the socket) or read, every request is answered once and the served
+    frames are intact. Whether a frame parks depends on timing here; the
+    slow-model test below makes it certain."""
     from test_ospreyd_sockets import serve
     need(MODELS / "ssd-oidv4.onnx")
     w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 1,
@@ -127,4 +130,23 @@ def test_parked_frames_over_sockets(spawn, tmp_path, transport, version):
     assert served and len(served) < len(replies), replies
     for r in served:
         assert detections_match(alone, r, px=0.01, score=1e-6), (alone, r)
+
+
+def test_frames_park_behind_a_slow_model(spawn, tmp_path):
+    """A model that takes 1.5 s a run (the test backend, a test double) holds
+    its one slot while a burst arrives over TCP: the two oldest waiting fill
+    the queue, later frames arrive to a full queue and park; every request
+    is answered once, the newest served, the rest shed."""
+    from ospreyd_client import tb_config, tb_script
+    from test_ospreyd_sockets import serve
+    model = tb_script(tmp_path / "slow.json", run_delay_ms=1500, faces=[(0.9, [0.1, 0.1, 0.5, 0.5])])
+    w = serve(spawn, tmp_path, tb_config([model]), "tcp")
+    c = w.connect()
+    assert c.hello({"protocolVersion": 1})["status"] == "ready"
+    big = tiled(media_image("messi5.jpg"), 3, 3)
+    payload = p_raw(0, big.w, big.h, big.fmt, big.data)
+    ids = [c.send(MSG_RAW, payload) for _ in range(6)]
+    replies = [c.reply(i, timeout=60) for i in ids]
+    assert [bool(r.get("dropped")) for r in replies] == [False, True, True, True, False, False], replies
+    assert all(len(r["detections"]) == 1 for r in replies if not r.get("dropped")), replies
     assert c.command({"cmd": "mem_stats"})["counters"]["framesParked"] >= 1
