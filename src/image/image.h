@@ -156,6 +156,22 @@ size_t osp_prep_tensor_bytes(const osp_prep_t *p);
 int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
                  osp_prep_scratch_t *scratch, osp_geom_t *geom, char *err, size_t errlen);
 
+/* The same for an RGB or BGR frame whose rows arrive in order, a few at a
+ * time (a large frame still being read): begin with its size, hand over
+ * every row, in any number of pieces, then end. The tensor equals
+ * osp_prep_run's for the whole frame. A stream is reused from frame to
+ * frame; it keeps at most one source row of its own. */
+typedef struct osp_prep_stream osp_prep_stream_t;
+osp_prep_stream_t *osp_prep_stream_new(void);
+void osp_prep_stream_free(osp_prep_stream_t *st);
+int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
+                          const osp_prep_t *p, void *dst, osp_prep_scratch_t *scratch,
+                          char *err, size_t errlen);
+/* The next n rows of the frame, stride bytes apart. */
+void osp_prep_stream_rows(osp_prep_stream_t *st, const uint8_t *rows, size_t stride, int n);
+/* Every row handed over: finish the tensor; an error if rows are missing. */
+int osp_prep_stream_end(osp_prep_stream_t *st, osp_geom_t *geom, char *err, size_t errlen);
+
 /* ---- drawing (annotated snapshots) -------------------------------------- */
 
 /* Draw a rectangle outline (thickness px) and a text label with a built-in

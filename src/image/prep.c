@@ -21,6 +21,7 @@
  * libyuv API avoids; the 3x path makes no allocation at all.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libyuv/planar_functions.h>
@@ -306,17 +307,15 @@ static void vmap(int y, int h, int ch, int *y0, int *frac)
     }
 }
 
-/* Content row y of the vertical pass: a source row as it is, or two of
- * them blended into `blend` (one row of the source's width). */
-static const uint8_t *vertical_row(const osp_view_t *src, int y, int ch, uint8_t *blend)
+/* Content row y of the vertical pass from its source rows a (y0) and b
+ * (y0 + 1, used only when f > 0): a itself, or the two blended into
+ * `blend` (n bytes). */
+static const uint8_t *vertical_row(const uint8_t *a, const uint8_t *b, int f, int n,
+                                   uint8_t *blend)
 {
-    int y0, f;
-    vmap(y, src->height, ch, &y0, &f);
-    const uint8_t *r0 = src->data + (size_t)y0 * src->stride;
     if (f == 0)
-        return r0;
-    int n = src->width * osp_pixfmt_channels(src->fmt);
-    InterpolatePlane(r0, src->stride, r0 + src->stride, src->stride, blend, n, n, 1, f);
+        return a;
+    InterpolatePlane(a, 0, b, 0, blend, n, n, 1, f);
     return blend;
 }
 
@@ -365,56 +364,187 @@ static void split_row_pairs(const uint8_t *src, osp_pixfmt_t fmt, uint8_t *r, ui
     }
 }
 
-/* Resample an RGB/BGR frame to cw x ch planes; returns the image holding
- * them (scratch->resized, or scratch->argb when only the height changed). */
-static const osp_image_t *resample_rgb(const osp_view_t *src, int cw, int ch,
-                                       osp_prep_scratch_t *s)
+/* ---- row by row --------------------------------------------------------
+
+A colour frame is prepared one source row after another, in order: content
+row y is made as soon as its source rows (vmap) are in, and only two are
+ever needed at once. osp_prep_run hands over all rows at once; a server
+reading a large frame off a pipe hands them over as they arrive, so the
+frame is prepared by the time its last byte is read and never sits whole
+in memory. Either way the same code makes the same tensor. */
+
+enum {
+    ROWS_SAME,  /* at the content size: split and pack each row */
+    ROWS_EVERY, /* odd whole-factor shrink of the width (split_row_every) */
+    ROWS_PAIRS, /* even whole-factor shrink (split_row_pairs) */
+    ROWS_TALL,  /* any other width: planes at the content height, then ScalePlane */
+};
+
+struct osp_prep_stream {
+    pack_t k;
+    osp_prep_scratch_t *s;
+    osp_pixfmt_t fmt;
+    int w, h, cw, ch;
+    int mode, factor;
+    int seen;          /* source rows handed over so far */
+    int next;          /* the next content row to make */
+    int nomem;         /* the carry row could not be kept */
+    osp_image_t carry; /* the last source row handed over, when still needed
+                          (allocated only when rows come in pieces) */
+};
+
+osp_prep_stream_t *osp_prep_stream_new(void)
 {
-    const int w = src->width, h = src->height;
-    if (cw < w && w % cw == 0) {
-        const int k = w / cw;
-        if (planes_reserve(&s->resized, cw, ch, 3) != OSP_IMG_OK ||
-            osp_image_grow(&s->row, (size_t)w * 3) != OSP_IMG_OK)
-            return NULL;
-        for (int y = 0; y < ch; y++) {
-            const uint8_t *r0 = vertical_row(src, y, ch, s->row.data);
-            size_t at = (size_t)y * cw;
-            if (k % 2)
-                split_row_every(r0, src->fmt, plane(&s->resized, 0) + at,
-                                plane(&s->resized, 1) + at, plane(&s->resized, 2) + at, cw, k,
-                                (k - 1) / 2);
-            else
-                split_row_pairs(r0, src->fmt, plane(&s->resized, 0) + at,
-                                plane(&s->resized, 1) + at, plane(&s->resized, 2) + at, cw, k);
-        }
-        return &s->resized;
+    return calloc(1, sizeof(osp_prep_stream_t));
+}
+
+void osp_prep_stream_free(osp_prep_stream_t *st)
+{
+    if (!st)
+        return;
+    osp_image_free(&st->carry);
+    free(st);
+}
+
+static int stream_row_bytes(const osp_prep_stream_t *st) { return st->w * 3; }
+
+int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
+                          const osp_prep_t *p, void *dst, osp_prep_scratch_t *scratch,
+                          char *err, size_t errlen)
+{
+    if ((fmt != OSP_PIX_RGB && fmt != OSP_PIX_BGR) || w <= 0 || h <= 0 ||
+        w > OSP_IMG_MAX_SIDE || h > OSP_IMG_MAX_SIDE) {
+        osp_image_seterr(err, errlen, "bad source frame");
+        return OSP_IMG_EINVAL;
     }
-    if (planes_reserve(&s->argb, w, ch, 3) != OSP_IMG_OK)
-        return NULL;
-    osp_image_t *tall = &s->argb;
-    if (h == ch) {
-        split_rows(src->data, src->stride, src->fmt, plane(tall, 0), plane(tall, 1),
-                   plane(tall, 2), w, w, h);
+    if (!prep_valid(p) || !dst || !scratch) {
+        osp_image_seterr(err, errlen, "bad preprocessing spec");
+        return OSP_IMG_EINVAL;
+    }
+    osp_geom_t g;
+    osp_geom_compute(w, h, p->width, p->height, p->fit, &g);
+    pack_setup(&st->k, p, &g, dst);
+    st->s = scratch;
+    st->fmt = fmt;
+    st->w = w;
+    st->h = h;
+    st->cw = g.content_w;
+    st->ch = g.content_h;
+    st->seen = st->next = 0;
+    st->factor = 1;
+    int rc;
+    if (w == st->cw && h == st->ch) {
+        st->mode = ROWS_SAME;
+        rc = planes_reserve(&scratch->argb, w, 1, 3);
+    } else if (st->cw < w && w % st->cw == 0) {
+        st->factor = w / st->cw;
+        st->mode = st->factor % 2 ? ROWS_EVERY : ROWS_PAIRS;
+        rc = planes_reserve(&scratch->resized, st->cw, st->ch, 3);
     } else {
-        if (osp_image_grow(&s->row, (size_t)w * 3) != OSP_IMG_OK)
-            return NULL;
-        for (int y = 0; y < ch; y++) {
-            const uint8_t *r0 = vertical_row(src, y, ch, s->row.data);
-            size_t at = (size_t)y * w;
-            split_rows(r0, w * 3, src->fmt, plane(tall, 0) + at, plane(tall, 1) + at,
-                       plane(tall, 2) + at, w, w, 1);
+        st->mode = ROWS_TALL;
+        rc = planes_reserve(&scratch->argb, w, st->ch, 3);
+    }
+    if (rc == OSP_IMG_OK)
+        rc = osp_image_grow(&scratch->row, (size_t)w * 3);
+    st->nomem = 0;
+    if (rc != OSP_IMG_OK) {
+        osp_image_seterr(err, errlen, "out of memory preparing %dx%d", w, h);
+        return OSP_IMG_ENOMEM;
+    }
+    return OSP_IMG_OK;
+}
+
+/* Content row y, made from its vertically resampled source row. */
+static void stream_emit(osp_prep_stream_t *st, int y, const uint8_t *row)
+{
+    osp_prep_scratch_t *s = st->s;
+    if (st->mode == ROWS_SAME) {
+        uint8_t *r = plane(&s->argb, 0), *g = plane(&s->argb, 1), *b = plane(&s->argb, 2);
+        split_rows(row, st->w * 3, st->fmt, r, g, b, st->w, st->w, 1);
+        pack_row(&st->k, y, r, g, b, st->w);
+    } else if (st->mode == ROWS_TALL) {
+        size_t at = (size_t)y * st->w;
+        split_rows(row, st->w * 3, st->fmt, plane(&s->argb, 0) + at, plane(&s->argb, 1) + at,
+                   plane(&s->argb, 2) + at, st->w, st->w, 1);
+    } else {
+        size_t at = (size_t)y * st->cw;
+        uint8_t *r = plane(&s->resized, 0) + at, *g = plane(&s->resized, 1) + at,
+                *b = plane(&s->resized, 2) + at;
+        if (st->mode == ROWS_EVERY)
+            split_row_every(row, st->fmt, r, g, b, st->cw, st->factor, (st->factor - 1) / 2);
+        else
+            split_row_pairs(row, st->fmt, r, g, b, st->cw, st->factor);
+    }
+}
+
+void osp_prep_stream_rows(osp_prep_stream_t *st, const uint8_t *rows, size_t stride, int n)
+{
+    if (n <= 0 || st->nomem)
+        return;
+    const int r0 = st->seen, r1 = st->seen + n, bytes = stream_row_bytes(st);
+    while (st->next < st->ch) {
+        int y0, f;
+        vmap(st->next, st->h, st->ch, &y0, &f);
+        if (y0 + (f ? 1 : 0) >= r1)
+            break;
+        /* rows before r0 were all used by earlier calls except the last one,
+         * kept in carry: y0 >= r0 - 1 here, and y0 + 1 >= r0 */
+        const uint8_t *a = y0 >= r0 ? rows + (size_t)(y0 - r0) * stride : st->carry.data;
+        const uint8_t *b = f ? rows + (size_t)(y0 + 1 - r0) * stride : NULL;
+        stream_emit(st, st->next, vertical_row(a, b, f, bytes, st->s->row.data));
+        st->next++;
+    }
+    st->seen = r1;
+    if (st->next < st->ch) {
+        int y0, f;
+        vmap(st->next, st->h, st->ch, &y0, &f);
+        if (y0 == r1 - 1) {
+            if (osp_image_grow(&st->carry, (size_t)bytes) == OSP_IMG_OK)
+                memcpy(st->carry.data, rows + (size_t)(n - 1) * stride, (size_t)bytes);
+            else
+                st->nomem = 1;
         }
     }
-    if (cw == w)
-        return tall;
-    if (planes_reserve(&s->resized, cw, ch, 3) != OSP_IMG_OK)
-        return NULL;
-    /* The three planes, stacked, are one w x 3ch image; with the same
-     * height in and out libyuv filters horizontally only, so rows (and
-     * planes) never mix, and one call allocates one libyuv row buffer
-     * instead of three. */
-    ScalePlane(tall->data, w, w, 3 * ch, s->resized.data, cw, cw, 3 * ch, kFilterBilinear);
-    return &s->resized;
+}
+
+int osp_prep_stream_end(osp_prep_stream_t *st, osp_geom_t *geom, char *err, size_t errlen)
+{
+    if (st->nomem) {
+        osp_image_seterr(err, errlen, "out of memory preparing %dx%d", st->w, st->h);
+        return OSP_IMG_ENOMEM;
+    }
+    if (st->next < st->ch) {
+        osp_image_seterr(err, errlen, "frame ended after %d of %d rows", st->seen, st->h);
+        return OSP_IMG_EINVAL;
+    }
+    osp_prep_scratch_t *s = st->s;
+    const osp_image_t *fin = &s->resized;
+    if (st->mode == ROWS_TALL) {
+        if (st->cw == st->w) {
+            fin = &s->argb;
+        } else {
+            if (planes_reserve(&s->resized, st->cw, st->ch, 3) != OSP_IMG_OK) {
+                osp_image_seterr(err, errlen, "out of memory preparing %dx%d", st->w, st->h);
+                return OSP_IMG_ENOMEM;
+            }
+            /* The three planes, stacked, are one w x 3ch image; with the
+             * same height in and out libyuv filters horizontally only, so
+             * rows (and planes) never mix, and one call allocates one
+             * libyuv row buffer instead of three. */
+            ScalePlane(s->argb.data, st->w, st->w, 3 * st->ch, s->resized.data, st->cw, st->cw,
+                       3 * st->ch, kFilterBilinear);
+        }
+    }
+    if (st->mode != ROWS_SAME)
+        for (int y = 0; y < st->ch; y++) {
+            size_t at = (size_t)y * st->cw;
+            pack_row(&st->k, y, plane(fin, 0) + at, plane(fin, 1) + at, plane(fin, 2) + at,
+                     st->cw);
+        }
+    pack_pad(&st->k);
+    if (geom)
+        *geom = st->k.g;
+    return OSP_IMG_OK;
 }
 
 int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
@@ -431,55 +561,45 @@ int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
         osp_image_seterr(err, errlen, "bad preprocessing spec");
         return OSP_IMG_EINVAL;
     }
+    if (src->fmt != OSP_PIX_GRAY) {
+        /* colour: every row at once through the row-by-row path */
+        osp_prep_stream_t st = {0};
+        int rc = osp_prep_stream_begin(&st, src->width, src->height, src->fmt, p, dst, scratch,
+                                       err, errlen);
+        if (rc == OSP_IMG_OK) {
+            osp_prep_stream_rows(&st, src->data, (size_t)src->stride, src->height);
+            rc = osp_prep_stream_end(&st, geom, err, errlen);
+        }
+        osp_image_free(&st.carry);
+        return rc;
+    }
     const int w = src->width, h = src->height;
     osp_geom_t g;
     osp_geom_compute(w, h, p->width, p->height, p->fit, &g);
     const int cw = g.content_w, ch = g.content_h;
     pack_t k;
     pack_setup(&k, p, &g, dst);
-
     if (w == cw && h == ch) {
         /* The protocol's shortcuts: at the target size (packed as is) or at
          * the content size (only padded). No resampling at all. */
-        if (src->fmt == OSP_PIX_GRAY) {
-            for (int y = 0; y < h; y++) {
-                const uint8_t *row = src->data + (size_t)y * src->stride;
-                pack_row(&k, y, row, row, row, w);
-            }
-        } else {
-            if (planes_reserve(&scratch->row, w, 1, 3) != OSP_IMG_OK)
-                goto nomem;
-            uint8_t *r = plane(&scratch->row, 0), *gg = plane(&scratch->row, 1),
-                    *b = plane(&scratch->row, 2);
-            for (int y = 0; y < h; y++) {
-                split_rows(src->data + (size_t)y * src->stride, src->stride, src->fmt, r, gg, b,
-                           w, w, 1);
-                pack_row(&k, y, r, gg, b, w);
-            }
+        for (int y = 0; y < h; y++) {
+            const uint8_t *row = src->data + (size_t)y * src->stride;
+            pack_row(&k, y, row, row, row, w);
         }
-    } else if (src->fmt == OSP_PIX_GRAY) {
-        if (planes_reserve(&scratch->resized, cw, ch, 1) != OSP_IMG_OK)
-            goto nomem;
+    } else {
+        if (planes_reserve(&scratch->resized, cw, ch, 1) != OSP_IMG_OK) {
+            osp_image_seterr(err, errlen, "out of memory preparing %dx%d", w, h);
+            return OSP_IMG_ENOMEM;
+        }
         ScalePlane(src->data, src->stride, w, h, scratch->resized.data, cw, cw, ch,
                    kFilterBilinear);
         for (int y = 0; y < ch; y++) {
             const uint8_t *row = scratch->resized.data + (size_t)y * cw;
             pack_row(&k, y, row, row, row, cw);
         }
-    } else {
-        const osp_image_t *fin = resample_rgb(src, cw, ch, scratch);
-        if (!fin)
-            goto nomem;
-        for (int y = 0; y < ch; y++) {
-            size_t at = (size_t)y * cw;
-            pack_row(&k, y, plane(fin, 0) + at, plane(fin, 1) + at, plane(fin, 2) + at, cw);
-        }
     }
     pack_pad(&k);
     if (geom)
         *geom = g;
     return OSP_IMG_OK;
-nomem:
-    osp_image_seterr(err, errlen, "out of memory preparing %dx%d", w, h);
-    return OSP_IMG_ENOMEM;
 }

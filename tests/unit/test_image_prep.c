@@ -565,6 +565,84 @@ static void test_image_reserve(void **state)
     osp_image_free(&img); /* twice is harmless */
 }
 
+/* Rows handed over in pieces (one at a time, random sizes) give the same
+ * tensor, byte for byte, as the whole frame at once: every resampling path
+ * (at size, odd and even whole-factor shrinks, the general width, an
+ * upscale), letterbox and resize, both colour orders. Missing rows are an
+ * error, not a half-made tensor. */
+static void test_rows_in_pieces(void **state)
+{
+    (void)state;
+    static const struct {
+        int w, h, tw, th;
+        osp_fit_t fit;
+        osp_pixfmt_t fmt;
+    } cases[] = {
+        {1920, 1080, 320, 240, OSP_FIT_RESIZE, OSP_PIX_RGB},    /* even factor, blended rows */
+        {1920, 1080, 640, 640, OSP_FIT_LETTERBOX, OSP_PIX_BGR}, /* odd factor */
+        {1920, 1080, 300, 300, OSP_FIT_RESIZE, OSP_PIX_RGB},    /* general width */
+        {300, 300, 300, 300, OSP_FIT_RESIZE, OSP_PIX_BGR},      /* at size */
+        {100, 80, 320, 240, OSP_FIT_LETTERBOX, OSP_PIX_RGB},    /* upscale */
+        {640, 360, 640, 640, OSP_FIT_LETTERBOX, OSP_PIX_RGB},   /* content size: only padded */
+        {37, 1000, 64, 64, OSP_FIT_RESIZE, OSP_PIX_RGB},        /* tall and narrow */
+    };
+    srand(7);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        osp_view_t v;
+        uint8_t *buf = make_frame(cases[i].w, cases[i].h, cases[i].fmt, NULL, 5, &v);
+        osp_prep_t p = spec(cases[i].tw, cases[i].th, cases[i].fit, OSP_LAYOUT_NCHW,
+                            OSP_ELEM_F32, "imagenet");
+        size_t bytes = osp_prep_tensor_bytes(&p);
+        uint8_t *whole = malloc(bytes), *pieces = malloc(bytes);
+        assert_non_null(whole);
+        assert_non_null(pieces);
+        osp_prep_scratch_t s = {0};
+        osp_geom_t gw, gp;
+        assert_int_equal(osp_prep_run(&v, &p, whole, &s, &gw, NULL, 0), OSP_IMG_OK);
+        osp_prep_stream_t *st = osp_prep_stream_new();
+        assert_non_null(st);
+        for (int mode = 0; mode < 2; mode++) {
+            memset(pieces, 0xFF, bytes);
+            assert_int_equal(osp_prep_stream_begin(st, v.width, v.height, v.fmt, &p, pieces, &s,
+                                                   NULL, 0),
+                             OSP_IMG_OK);
+            for (int y = 0; y < v.height;) {
+                int n = mode == 0 ? 1 : 1 + rand() % 7;
+                if (n > v.height - y)
+                    n = v.height - y;
+                osp_prep_stream_rows(st, v.data + (size_t)y * v.stride, (size_t)v.stride, n);
+                y += n;
+            }
+            assert_int_equal(osp_prep_stream_end(st, &gp, NULL, 0), OSP_IMG_OK);
+            assert_memory_equal(&gp, &gw, sizeof gw);
+            assert_memory_equal(pieces, whole, bytes);
+        }
+        /* the same stream, reused, stopped short */
+        char err[128] = "";
+        assert_int_equal(osp_prep_stream_begin(st, v.width, v.height, v.fmt, &p, pieces, &s, NULL, 0),
+                         OSP_IMG_OK);
+        osp_prep_stream_rows(st, v.data, (size_t)v.stride, v.height / 2);
+        assert_int_equal(osp_prep_stream_end(st, NULL, err, sizeof err), OSP_IMG_EINVAL);
+        assert_non_null(strstr(err, "frame ended after"));
+        osp_prep_stream_free(st);
+        osp_prep_scratch_free(&s);
+        free(whole);
+        free(pieces);
+        free(buf);
+    }
+    /* gray and YUV frames are not taken row by row */
+    osp_prep_stream_t *st = osp_prep_stream_new();
+    osp_prep_scratch_t s = {0};
+    osp_prep_t p = spec(64, 64, OSP_FIT_RESIZE, OSP_LAYOUT_NCHW, OSP_ELEM_F32, "none");
+    float t[64 * 64 * 3];
+    assert_int_equal(osp_prep_stream_begin(st, 128, 128, OSP_PIX_GRAY, &p, t, &s, NULL, 0),
+                     OSP_IMG_EINVAL);
+    assert_int_equal(osp_prep_stream_begin(st, 0, 128, OSP_PIX_RGB, &p, t, &s, NULL, 0),
+                     OSP_IMG_EINVAL);
+    osp_prep_stream_free(st);
+    osp_prep_scratch_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -581,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_view_wrap),
         cmocka_unit_test(test_image_reserve),
+        cmocka_unit_test(test_rows_in_pieces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
