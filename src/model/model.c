@@ -285,6 +285,21 @@ int osp_model_ensure_tensor(const osp_model_t *m, osp_infer_ctx_t *ctx) {
     return OSP_MODEL_OK;
 }
 
+/* What a prepared ctx records of its frame: the view that was prepared
+ * (view_w x view_h) and the frame it came from (orig, 0 = the view). */
+static void set_frame_size(osp_infer_ctx_t *ctx, int view_w, int view_h, int orig_w, int orig_h,
+                           double prep_ms) {
+    ctx->prep_ms = prep_ms;
+    ctx->view_w = view_w;
+    ctx->view_h = view_h;
+    ctx->frame_w = orig_w > 0 ? orig_w : view_w;
+    ctx->frame_h = orig_h > 0 ? orig_h : view_h;
+    /* After a scaled decode the view is smaller than the frame: fold that
+     * into the scale so boxes map straight back to original pixels. */
+    ctx->geom.scale_x *= (float)ctx->view_w / (float)ctx->frame_w;
+    ctx->geom.scale_y *= (float)ctx->view_h / (float)ctx->frame_h;
+}
+
 int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame,
                       int orig_w, int orig_h, char *err, size_t errlen) {
     if (osp_model_ensure_tensor(m, ctx)) {
@@ -309,15 +324,31 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
     } else if (osp_prep_run(frame, &m->prep, ctx->tensor, &ctx->scratch, &ctx->geom, err, errlen)) {
         return OSP_MODEL_EINVAL;
     }
-    ctx->prep_ms = now_ms() - t0;
-    ctx->view_w = frame->width;
-    ctx->view_h = frame->height;
-    ctx->frame_w = orig_w > 0 ? orig_w : frame->width;
-    ctx->frame_h = orig_h > 0 ? orig_h : frame->height;
-    /* After a scaled decode the view is smaller than the frame: fold that
-     * into the scale so boxes map straight back to original pixels. */
-    ctx->geom.scale_x *= (float)ctx->view_w / (float)ctx->frame_w;
-    ctx->geom.scale_y *= (float)ctx->view_h / (float)ctx->frame_h;
+    set_frame_size(ctx, frame->width, frame->height, orig_w, orig_h, now_ms() - t0);
+    return OSP_MODEL_OK;
+}
+
+int osp_model_prepare_rows_begin(const osp_model_t *m, osp_infer_ctx_t *ctx,
+                                 osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
+                                 char *err, size_t errlen) {
+    osp_text_prep_t tp;
+    if (text_prep(m, &tp) || (fmt != OSP_PIX_RGB && fmt != OSP_PIX_BGR)) {
+        snprintf(err, errlen, "frame not prepared row by row for this model");
+        return OSP_MODEL_EINVAL;
+    }
+    if (osp_model_ensure_tensor(m, ctx)) {
+        snprintf(err, errlen, "out of memory");
+        return OSP_MODEL_ENOMEM;
+    }
+    if (osp_prep_stream_begin(st, w, h, fmt, &m->prep, ctx->tensor, &ctx->scratch, err, errlen))
+        return OSP_MODEL_EINVAL;
+    return OSP_MODEL_OK;
+}
+
+int osp_model_prepare_rows_end(osp_infer_ctx_t *ctx, osp_prep_stream_t *st, int w, int h,
+                               double prep_ms, char *err, size_t errlen) {
+    if (osp_prep_stream_end(st, &ctx->geom, err, errlen)) return OSP_MODEL_EINVAL;
+    set_frame_size(ctx, w, h, 0, 0, prep_ms);
     return OSP_MODEL_OK;
 }
 

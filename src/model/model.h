@@ -155,6 +155,16 @@ typedef struct {
  * `frame` is a scaled-down decode of it (else the view's own size). */
 int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame,
                       int orig_w, int orig_h, char *err, size_t errlen);
+/* The same for an RGB/BGR frame of w x h whose rows arrive in order (a
+ * large frame still being read): begin, hand every row to
+ * osp_prep_stream_rows, then end with the time the rows took. Begin fails
+ * (OSP_MODEL_EINVAL) for models that need the whole frame (text
+ * recognizers) and other formats: prepare those with osp_model_prepare. */
+int osp_model_prepare_rows_begin(const osp_model_t *m, osp_infer_ctx_t *ctx,
+                                 osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
+                                 char *err, size_t errlen);
+int osp_model_prepare_rows_end(osp_infer_ctx_t *ctx, osp_prep_stream_t *st, int w, int h,
+                               double prep_ms, char *err, size_t errlen);
 /* Make sure ctx has room for one input tensor of m (for callers that fill it
  * from a cache). 0 or OSP_MODEL_ENOMEM. */
 int osp_model_ensure_tensor(const osp_model_t *m, osp_infer_ctx_t *ctx);

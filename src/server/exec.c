@@ -116,6 +116,7 @@ static int prepare_view(job_t *j, osp_infer_ctx_t *ctx, const osp_view_t *v, int
  * reply is written and j->prepared stays 0. */
 static void prepare_job(job_t *j, wstate_t *ws) {
     char err[512];
+    if (j->prepared) return; /* prepared as it was read (rows.c) */
     osp_model_t *m = j->model->m;
     int rc = 0;
     clock_gettime(CLOCK_MONOTONIC, &j->t0);

@@ -56,6 +56,10 @@ void srv_spill_seal(spill_t *sp);
 /* Copy the parked bytes into their place in the frame (a worker); 0 or -1. */
 int srv_spill_fill(spill_t *sp, uint8_t *frame);
 
+/* A large raw frame prepared as it is read (rows.c). */
+typedef struct srv_rows srv_rows_t;
+enum { ROWS_MORE, ROWS_WAIT, ROWS_EOF, ROWS_DONE };
+
 typedef struct conn {
     struct conn *next;
     uint32_t id;
@@ -72,6 +76,7 @@ typedef struct conn {
     int big_drained;       /* a read into it has emptied the pipe */
     spill_t *spill;        /* its pixels parked in pipes, or NULL */
     int spill_stopped;     /* parking ended early: the rest is read into big */
+    srv_rows_t *rows;      /* prepares a large raw frame as it is read (when active) */
     int read_closed;       /* EOF or error on the read side */
     int paused;            /* not reading: its handshake's models are loading */
     uint32_t hello_req_id;
@@ -205,6 +210,7 @@ typedef struct server {
     int lone_threads;   /* threads of a lone frame's run (the wider session); 0 = none */
     spill_t *frame_spill; /* the parked part of the frame srv_on_frame is handling */
     int64_t frames_parked; /* large raw frames whose pixels went through spill pipes */
+    int64_t frames_prepared_as_read; /* large raw frames prepared row by row (rows.c) */
     int cores;
     char threads_source[16]; /* "config" or "cores" */
     const osp_backend_t *backend;
@@ -292,6 +298,15 @@ int srv_idle(server_t *s);
 void srv_handshake_models(server_t *s, const cJSON *models, int *loaded, int *total);
 void srv_release_model(server_t *s, loaded_t *l);
 void srv_write_mem_stats(server_t *s, osp_jw_t *w);
+
+/* rows.c: srv_rows_begin takes over the frame whose first `avail` bytes
+ * are at p (1) or leaves it to be read whole (0); srv_rows_step reads on
+ * and returns ROWS_*: DONE when the frame was submitted, EOF when the
+ * connection ended inside it. */
+int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_t frame_len);
+int srv_rows_step(server_t *s, conn_t *c);
+int srv_rows_active(const srv_rows_t *r);
+void srv_rows_free(server_t *s, srv_rows_t *r);
 
 /* shm.c */
 int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd);

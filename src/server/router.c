@@ -154,11 +154,13 @@ static int run_admitted(server_t *s, job_t *j) {
         osp_jw_free(&w);
         return 0;
     }
-    l->refs++;
-    j->model = l;
-    j->confidence = l->confidence;
-    j->nms_iou = l->nms_iou;
-    j->max_detections = l->max_detections;
+    if (!j->model) { /* a frame prepared as it was read keeps the model it was prepared for */
+        l->refs++;
+        j->model = l;
+    }
+    j->confidence = j->model->confidence;
+    j->nms_iou = j->model->nms_iou;
+    j->max_detections = j->model->max_detections;
     if (s->batch_mode == OSP_WIRE_BATCH_WINDOW) {
         /* the window, not the run slot, holds it from here (as the protocol's
          * window mode does): the slot is free for the next arrival */
@@ -167,7 +169,7 @@ static int run_admitted(server_t *s, job_t *j) {
     }
     j->admitted = 1;
     j->lone = model_alone(s, j->model_idx, 1);
-    osp_pool_push(s->prepare, &j->q);
+    osp_pool_push(j->prepared ? s->predict : s->prepare, &j->q);
     return 1;
 }
 

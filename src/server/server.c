@@ -205,6 +205,7 @@ static void conn_free(server_t *s, conn_t *c) {
     free(c->in);
     if (c->big) srv_buf_put(s, c->big);
     srv_spill_free(c->spill);
+    srv_rows_free(s, c->rows);
     free(c);
 }
 
@@ -331,8 +332,12 @@ static void conn_parse(server_t *s, conn_t *c) {
             srv_on_frame(s, c, copy, f.frame_len);
             continue;
         }
-        /* incomplete: a large frame whose header is known moves to its own buffer */
-        if (c->in_len - off >= 9 && f.frame_len > STAGE_CAP) {
+        /* incomplete: a large frame whose header is known is prepared as it
+         * is read (rows.c) or moves to its own buffer */
+        if (c->in_len - off >= 9 && f.frame_len > STAGE_CAP &&
+            srv_rows_begin(s, c, c->in + off, c->in_len - off, f.frame_len)) {
+            off = c->in_len;
+        } else if (c->in_len - off >= 9 && f.frame_len > STAGE_CAP) {
             if (!(c->big = srv_buf_get(s, f.frame_len))) {
                 c->fatal = 1;
                 break;
@@ -405,6 +410,15 @@ static void conn_read(server_t *s, conn_t *c) {
          * get its next frame */
         if (rounds && osp_mailbox_waiting(&s->done)) drain_done(s);
         if (c->read_closed || c->fatal || c->paused) break;
+        if (srv_rows_active(c->rows)) {
+            int st = srv_rows_step(s, c);
+            if (st == ROWS_WAIT) break;
+            if (st == ROWS_EOF) {
+                c->read_closed = 1;
+                break;
+            }
+            continue;
+        }
         if (c->spill && !c->spill_stopped) { /* a parked frame: its bytes go pipe to pipe */
             size_t moved = 0;
             int st = srv_spill_step(c->spill, c->rfd, c->big_len - c->big_got, &moved);
@@ -480,7 +494,7 @@ static void conn_read(server_t *s, conn_t *c) {
             epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->rfd, NULL);
             if (!c->stdio && c->want_write) ep_add(s, c->rfd, EPOLLOUT, c->id);
         }
-        if (c->stdio && c->read_closed && (c->in_len || c->big))
+        if (c->stdio && c->read_closed && (c->in_len || c->big || srv_rows_active(c->rows)))
             fprintf(stderr, "ospreyd: stdin closed inside a frame; the partial frame is ignored\n");
     }
 }

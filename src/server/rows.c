@@ -1,0 +1,238 @@
+/*
+ * A large raw frame prepared as it is read.
+ *
+ * Reading a 1920x1080 RGB frame whole means copying 6 MB out of the
+ * connection into a buffer that no cache holds, then reading it all again
+ * to resize it, on another thread, after the last byte is in. For a frame
+ * whose model can take it (a free run slot or room in the pending queue),
+ * the I/O thread instead reads the pixels a few hundred kilobytes at a
+ * time into one small buffer that stays in cache, and hands each batch of
+ * whole rows to the model's row-by-row preparation (osp_prep_stream_*). The
+ * frame never exists whole in memory; when its last byte is read its
+ * tensor is ready, and it goes straight to a predict worker.
+ *
+ * What is not taken here is read whole as before: frames the model cannot
+ * take now (they may be parked, spill.c), formats other than RGB and BGR,
+ * text models, window batching, anything that fails a check (the whole
+ * frame then gets the usual error reply).
+ *
+ * Reads land at a 64-byte boundary where the connection's pipe was just
+ * emptied, and contiguously otherwise, for the reason srv_buf_align gives.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/internal.h"
+
+#define RING_CAP (256u << 10) /* bytes one read may bring in; stays in a 1 MiB L2 */
+#define ALIGN 64
+
+struct srv_rows {
+    int active;
+    osp_prep_stream_t *ps;
+    uint8_t *ring;
+    size_t lo, hi;    /* bytes in the ring not yet handed over */
+    size_t left;      /* bytes of the frame not yet read */
+    size_t row_bytes;
+    int rows_left;    /* rows not yet handed over; the bytes after them are skipped */
+    size_t phase;     /* where the next read should land, mod ALIGN */
+    /* the request */
+    uint32_t req_id;
+    uint64_t deadline_ms;
+    int idx;
+    uint32_t w, h;
+    uint8_t fmt;
+    loaded_t *model;  /* the model it is prepared for (a reference) */
+    osp_infer_ctx_t *ctx;
+    double prep_ms;
+};
+
+static uint32_t rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int srv_rows_active(const srv_rows_t *r) { return r && r->active; }
+
+static void rows_drop(server_t *s, srv_rows_t *r) {
+    if (!r->active) return;
+    srv_ctx_put(s, r->ctx);
+    srv_release_model(s, r->model);
+    r->ctx = NULL;
+    r->model = NULL;
+    r->active = 0;
+}
+
+void srv_rows_free(server_t *s, srv_rows_t *r) {
+    if (!r) return;
+    rows_drop(s, r);
+    osp_prep_stream_free(r->ps);
+    free(r->ring);
+    free(r);
+}
+
+/* Hand the whole rows in the ring to the preparation, then move what is
+ * left (part of a row) so that the next read lands at the wanted phase. */
+static void rows_consume(srv_rows_t *r) {
+    size_t have = r->hi - r->lo;
+    int n = (int)(have / r->row_bytes);
+    if (n > r->rows_left) n = r->rows_left;
+    if (n > 0) {
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        osp_prep_stream_rows(r->ps, r->ring + r->lo, r->row_bytes, n);
+        r->prep_ms += srv_ms_since(&t0);
+        r->lo += (size_t)n * r->row_bytes;
+        r->rows_left -= n;
+    }
+    if (r->rows_left == 0) r->lo = r->hi; /* bytes after the pixels: ignored, as the protocol says */
+    size_t keep = r->hi - r->lo;
+    size_t at = (r->phase + ALIGN - keep % ALIGN) % ALIGN;
+    if (at != r->lo) memmove(r->ring + at, r->ring + r->lo, keep);
+    r->lo = at;
+    r->hi = at + keep;
+}
+
+int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_t frame_len) {
+    if (!c->handshaken || s->stopping || s->batch_mode != OSP_WIRE_BATCH_NONE || avail < 9 ||
+        avail >= frame_len || p[8] != OSP_WIRE_MSG_INFER_RAW)
+        return 0;
+    uint64_t deadline = 0;
+    const uint8_t *body;
+    size_t body_avail;
+    if (osp_wire_split_deadline(p[8], p + 9, avail - 9, c->version, &deadline, &body, &body_avail,
+                                NULL, 0) ||
+        body_avail < 10)
+        return 0;
+    size_t head = (size_t)(body - p) + 10; /* bytes before the pixels */
+    if (deadline && (uint64_t)srv_epoch_ms() > deadline) return 0;
+    osp_wire_image_t img;
+    if (osp_wire_image_check(body + 10, frame_len - head, rd32(body + 1), rd32(body + 5), body[9],
+                             &img, NULL, 0) ||
+        (img.fmt != OSP_WIRE_FMT_RGB && img.fmt != OSP_WIRE_FMT_BGR))
+        return 0;
+    int idx = body[0];
+    loaded_t *l = idx < s->nslots ? s->slots[idx] : NULL;
+    size_t row_bytes = (size_t)img.width * 3;
+    if (!l || row_bytes > RING_CAP / 4) return 0;
+    const osp_admit_t *a = &s->admit[idx];
+    if (a->running >= a->running_max && a->count >= a->pending_max) return 0;
+
+    srv_rows_t *r = c->rows;
+    if (!r) {
+        if (!(r = calloc(1, sizeof *r))) return 0;
+        c->rows = r;
+    }
+    if (!r->ps && !(r->ps = osp_prep_stream_new())) return 0;
+    if (!r->ring && !(r->ring = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return 0;
+    osp_infer_ctx_t *ctx = srv_ctx_get(s);
+    if (!ctx) return 0;
+    char err[256];
+    if (osp_model_prepare_rows_begin(l->m, ctx, r->ps, (int)img.width, (int)img.height,
+                                     (osp_pixfmt_t)img.fmt, err, sizeof err)) {
+        srv_ctx_put(s, ctx);
+        return 0;
+    }
+    l->refs++;
+    r->active = 1;
+    r->model = l;
+    r->ctx = ctx;
+    r->idx = idx;
+    r->req_id = rd32(p + 4);
+    r->deadline_ms = deadline;
+    r->w = img.width;
+    r->h = img.height;
+    r->fmt = img.fmt;
+    r->row_bytes = row_bytes;
+    r->rows_left = (int)img.height;
+    r->prep_ms = 0;
+    r->left = frame_len - avail;
+    /* the pixels already read come first; the read that brought them most
+     * likely emptied the pipe, so what follows starts on a fresh page */
+    size_t got = avail - head;
+    if (got > RING_CAP) {
+        rows_drop(s, r);
+        return 0;
+    }
+    r->phase = 0;
+    r->lo = 0;
+    r->hi = got;
+    memcpy(r->ring, p + head, got);
+    rows_consume(r);
+    s->frames_prepared_as_read++;
+    return 1;
+}
+
+/* Every byte is in: finish the tensor and submit the frame. */
+static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
+    char err[256];
+    s->counters.infer_raw++;
+    if (osp_model_prepare_rows_end(r->ctx, r->ps, (int)r->w, (int)r->h, r->prep_ms, err,
+                                   sizeof err)) {
+        rows_drop(s, r);
+        s->counters.errors++;
+        osp_jw_t w = {0};
+        size_t at = osp_wire_reply_begin(&w);
+        osp_wire_json_infer_error(&w, err);
+        osp_wire_reply_end(&w, at, r->req_id);
+        srv_send(s, c, &w);
+        osp_jw_free(&w);
+        return;
+    }
+    osp_wire_request_t rq;
+    memset(&rq, 0, sizeof rq);
+    rq.req_id = r->req_id;
+    rq.msg_type = OSP_WIRE_MSG_INFER_RAW;
+    rq.deadline_ms = r->deadline_ms;
+    rq.u.raw.model_idx = (uint8_t)r->idx;
+    rq.u.raw.img.width = r->w;
+    rq.u.raw.img.height = r->h;
+    rq.u.raw.img.fmt = r->fmt;
+    rq.u.raw.img.channels = 3;
+    rq.u.raw.img.len = (size_t)r->w * r->h * 3; /* pixels: none kept, the tensor is made */
+    job_t *j = srv_job_new(s, c, &rq, NULL, 0);
+    if (!j) {
+        rows_drop(s, r);
+        osp_jw_t w = {0};
+        size_t at = osp_wire_reply_begin(&w);
+        osp_wire_json_error(&w, "out of memory");
+        osp_wire_reply_end(&w, at, r->req_id);
+        srv_send(s, c, &w);
+        osp_jw_free(&w);
+        return;
+    }
+    j->kind = JOB_INFER;
+    j->model_idx = r->idx;
+    j->model = r->model; /* the reference moves to the job */
+    j->ctx = r->ctx;
+    j->prepared = 1;
+    r->model = NULL;
+    r->ctx = NULL;
+    r->active = 0;
+    srv_submit_frame(s, j);
+}
+
+int srv_rows_step(server_t *s, conn_t *c) {
+    srv_rows_t *r = c->rows;
+    size_t room = RING_CAP + ALIGN - r->hi;
+    size_t want = room < r->left ? room : r->left;
+    ssize_t got = read(c->rfd, r->ring + r->hi, want);
+    if (got < 0) {
+        if (errno == EINTR) return ROWS_MORE;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return ROWS_WAIT;
+        return ROWS_EOF; /* what it holds goes with the connection (srv_rows_free) */
+    }
+    if (got == 0) return ROWS_EOF;
+    r->hi += (size_t)got;
+    r->left -= (size_t)got;
+    /* a read that emptied the pipe: what follows starts on a fresh page */
+    r->phase = (size_t)got < want ? 0 : (r->phase + (size_t)got) % ALIGN;
+    rows_consume(r);
+    if (r->left == 0) {
+        rows_done(s, c, r);
+        return ROWS_DONE;
+    }
+    return (size_t)got < want ? ROWS_WAIT : ROWS_MORE;
+}
