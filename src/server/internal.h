@@ -211,6 +211,7 @@ typedef struct server {
     spill_t *frame_spill; /* the parked part of the frame srv_on_frame is handling */
     int64_t frames_parked; /* large raw frames whose pixels went through spill pipes */
     int64_t frames_prepared_as_read; /* large raw frames prepared row by row (rows.c) */
+    double shed_at_ms[OSP_MAX_SLOTS]; /* when each model last shed a frame from its queue (since started) */
     int cores;
     char threads_source[16]; /* "config" or "cores" */
     const osp_backend_t *backend;

@@ -234,6 +234,7 @@ void srv_submit_frame(server_t *s, job_t *j) {
     int run = osp_admit_offer(&s->admit[idx], j, &shed);
     if (shed) {
         s->counters.shed_queue_full++;
+        s->shed_at_ms[idx] = srv_ms_since(&s->started);
         log_queue_shed(s, idx);
         job_drop(s, shed, OSP_WIRE_SHED_QUEUE_FULL);
     }

@@ -29,6 +29,7 @@
 
 #define RING_CAP (256u << 10) /* bytes one read may bring in; stays in a 1 MiB L2 */
 #define ALIGN 64
+#define SHEDDING_MS 1000.0 /* a model that shed a frame this recently is overloaded */
 
 struct srv_rows {
     int active;
@@ -118,7 +119,12 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     size_t row_bytes = (size_t)img.width * 3;
     if (!l || row_bytes > RING_CAP / 4) return 0;
     const osp_admit_t *a = &s->admit[idx];
-    if (a->running >= a->running_max && a->count >= a->pending_max) return 0;
+    /* it would wait behind another frame while the model sheds frames: it
+     * may well be shed too, so its pixels are not worth preparing yet */
+    if (a->running >= a->running_max &&
+        (a->count >= a->pending_max || (a->count > 0 && s->shed_at_ms[idx] > 0 &&
+                                        srv_ms_since(&s->started) - s->shed_at_ms[idx] < SHEDDING_MS)))
+        return 0;
 
     srv_rows_t *r = c->rows;
     if (!r) {
