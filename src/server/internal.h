@@ -134,7 +134,8 @@ typedef struct job {
     loaded_t *model;       /* a reference, released by the I/O thread */
     float confidence, nms_iou;
     int max_detections;
-    uint8_t *frame;        /* the request frame's bytes (owned) */
+    uint8_t *frame;        /* the request frame's bytes (owned); NULL for a frame
+                              prepared as it was read (rows.c) */
     size_t frame_len;
     osp_wire_request_t rq; /* points into frame */
     osp_cframe_t *cached;  /* infer_cached: the frame, referenced */
@@ -322,6 +323,11 @@ void srv_stream_opened(server_t *s, job_t *j);
 void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f);
 void srv_streams_conn_closed(server_t *s, uint32_t conn_id);
 void srv_streams_free_all(server_t *s);
+
+/* router.c: whether a frame for model idx arriving now will probably be
+ * shed before it runs (its run slots are taken and its queue is full, or
+ * holds another while the model has been shedding). */
+int srv_likely_shed(const server_t *s, int idx);
 
 /* router.c, for shm.c */
 job_t *srv_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame, size_t len);

@@ -80,6 +80,18 @@ static int model_alone(const server_t *s, int idx, int mine) {
     return s->admit[idx].running == mine && s->admit[idx].count == 0;
 }
 
+#define SHEDDING_MS 1000.0 /* a model that shed a frame this recently is overloaded */
+
+int srv_likely_shed(const server_t *s, int idx) {
+    const osp_admit_t *a = &s->admit[idx];
+    if (a->running < a->running_max) return 0;
+    if (a->count >= a->pending_max) return 1; /* it will push out the oldest, and be next */
+    /* it waits behind another while the model sheds: two more arrivals
+     * before two run slots free up push it out */
+    return a->count > 0 && s->shed_at_ms[idx] > 0 &&
+           srv_ms_since(&s->started) - s->shed_at_ms[idx] < SHEDDING_MS;
+}
+
 static loaded_t *slot_model(server_t *s, int idx) {
     return idx >= 0 && idx < s->nslots ? s->slots[idx] : NULL;
 }

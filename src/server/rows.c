@@ -29,7 +29,6 @@
 
 #define RING_CAP (256u << 10) /* bytes one read may bring in; stays in a 1 MiB L2 */
 #define ALIGN 64
-#define SHEDDING_MS 1000.0 /* a model that shed a frame this recently is overloaded */
 
 struct srv_rows {
     int active;
@@ -116,15 +115,9 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
         return 0;
     int idx = body[0];
     loaded_t *l = idx < s->nslots ? s->slots[idx] : NULL;
-    size_t row_bytes = (size_t)img.width * 3;
-    if (!l || row_bytes > RING_CAP / 4) return 0;
-    const osp_admit_t *a = &s->admit[idx];
-    /* it would wait behind another frame while the model sheds frames: it
-     * may well be shed too, so its pixels are not worth preparing yet */
-    if (a->running >= a->running_max &&
-        (a->count >= a->pending_max || (a->count > 0 && s->shed_at_ms[idx] > 0 &&
-                                        srv_ms_since(&s->started) - s->shed_at_ms[idx] < SHEDDING_MS)))
-        return 0;
+    size_t row_bytes = (size_t)img.width * 3, got = avail - head; /* pixels already read */
+    if (!l || row_bytes > RING_CAP / 4 || got > RING_CAP) return 0;
+    if (srv_likely_shed(s, idx)) return 0; /* not worth preparing: it is read whole, or parked */
 
     srv_rows_t *r = c->rows;
     if (!r) {
@@ -157,11 +150,6 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     r->left = frame_len - avail;
     /* the pixels already read come first; the read that brought them most
      * likely emptied the pipe, so what follows starts on a fresh page */
-    size_t got = avail - head;
-    if (got > RING_CAP) {
-        rows_drop(s, r);
-        return 0;
-    }
     r->phase = 0;
     r->lo = 0;
     r->hi = got;

@@ -385,11 +385,10 @@ static void big_done(server_t *s, conn_t *c) {
     s->frame_spill = NULL;
 }
 
-/* Park the rest of a large raw frame in pipes (spill.c) under overload: its
- * model's run slots are all taken and its pending queue is full, so this
- * frame will push out the oldest and is itself likely to be pushed out
- * before it runs. Called at the first read into the frame that emptied the
- * pipe, once the buffer is aligned. */
+/* Park the rest of a large raw frame in pipes (spill.c) under overload: it
+ * is likely to be shed before it runs (srv_likely_shed). Called at the
+ * first read into the frame that emptied the pipe, once the buffer is
+ * aligned. */
 static void maybe_park(server_t *s, conn_t *c) {
     if (!c->handshaken || s->stopping || s->batch_mode != OSP_WIRE_BATCH_NONE ||
         c->big_len - c->big_got < PARK_MIN || c->big_len > PARK_MAX || c->big[8] != OSP_WIRE_MSG_INFER_RAW)
@@ -397,9 +396,7 @@ static void maybe_park(server_t *s, conn_t *c) {
     size_t at = 9 + (c->version >= 2 ? 8 : 0); /* the raw header, after any deadline prefix */
     if (c->big_got <= at) return;
     int idx = c->big[at];
-    if (idx >= s->nslots || !s->slots[idx]) return;
-    const osp_admit_t *a = &s->admit[idx];
-    if (a->running < a->running_max || a->count < a->pending_max) return;
+    if (idx >= s->nslots || !s->slots[idx] || !srv_likely_shed(s, idx)) return;
     if ((c->spill = srv_spill_new(c->big_got))) s->frames_parked++;
 }
 
