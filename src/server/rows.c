@@ -1,20 +1,23 @@
 /*
- * A large raw frame prepared as it is read.
+ * A raw frame prepared as it is read.
  *
  * Reading a 1920x1080 RGB frame whole means copying 6 MB out of the
  * connection into a buffer that no cache holds, then reading it all again
  * to resize it, on another thread, after the last byte is in. For a frame
- * whose model can take it (a free run slot or room in the pending queue),
- * the I/O thread instead reads the pixels a few hundred kilobytes at a
+ * that will probably run (srv_likely_shed says no), the I/O thread instead reads the pixels a few hundred kilobytes at a
  * time into one small buffer that stays in cache, and hands each batch of
  * whole rows to the model's row-by-row preparation (osp_prep_stream_*). The
  * frame never exists whole in memory; when its last byte is read its
  * tensor is ready, and it goes straight to a predict worker.
  *
- * What is not taken here is read whole as before: frames the model cannot
- * take now (they may be parked, spill.c), formats other than RGB and BGR,
- * text models, window batching, anything that fails a check (the whole
- * frame then gets the usual error reply).
+ * A frame that is already whole in the connection's read buffer (a small
+ * one, 64 KiB and up) is prepared right there: no copy into a frame
+ * buffer, no hand-over to a preparing thread.
+ *
+ * What is not taken here is read whole as before: frames likely to be shed
+ * before they run (srv_likely_shed; they may be parked, spill.c), formats
+ * other than RGB and BGR, text models, window batching, anything that fails
+ * a check (the whole frame then gets the usual error reply).
  *
  * Reads land at a 64-byte boundary where the connection's pipe was just
  * emptied, and contiguously otherwise, for the reason srv_buf_align gives.
@@ -95,10 +98,13 @@ static void rows_consume(srv_rows_t *r) {
     r->hi = at + keep;
 }
 
+static void rows_done(server_t *s, conn_t *c, srv_rows_t *r);
+
 int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_t frame_len) {
     if (!c->handshaken || s->stopping || s->batch_mode != OSP_WIRE_BATCH_NONE || avail < 9 ||
-        avail >= frame_len || p[8] != OSP_WIRE_MSG_INFER_RAW)
+        p[8] != OSP_WIRE_MSG_INFER_RAW)
         return 0;
+    if (avail > frame_len) avail = frame_len;
     uint64_t deadline = 0;
     const uint8_t *body;
     size_t body_avail;
@@ -116,7 +122,8 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     int idx = body[0];
     loaded_t *l = idx < s->nslots ? s->slots[idx] : NULL;
     size_t row_bytes = (size_t)img.width * 3, got = avail - head; /* pixels already read */
-    if (!l || row_bytes > RING_CAP / 4 || got > RING_CAP) return 0;
+    int whole = avail == frame_len; /* all here: prepared from where it lies */
+    if (!l || row_bytes > RING_CAP / 4 || (!whole && got > RING_CAP)) return 0;
     if (srv_likely_shed(s, idx)) return 0; /* not worth preparing: it is read whole, or parked */
 
     srv_rows_t *r = c->rows;
@@ -125,7 +132,7 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
         c->rows = r;
     }
     if (!r->ps && !(r->ps = osp_prep_stream_new())) return 0;
-    if (!r->ring && !(r->ring = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return 0;
+    if (!whole && !r->ring && !(r->ring = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return 0;
     osp_infer_ctx_t *ctx = srv_ctx_get(s);
     if (!ctx) return 0;
     char err[256];
@@ -148,6 +155,16 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     r->rows_left = (int)img.height;
     r->prep_ms = 0;
     r->left = frame_len - avail;
+    s->frames_prepared_as_read++;
+    if (whole) {
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        osp_prep_stream_rows(r->ps, p + head, row_bytes, r->rows_left);
+        r->prep_ms = srv_ms_since(&t0);
+        r->rows_left = 0;
+        rows_done(s, c, r);
+        return 1;
+    }
     /* the pixels already read come first; the read that brought them most
      * likely emptied the pipe, so what follows starts on a fresh page */
     r->phase = 0;
@@ -155,7 +172,6 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     r->hi = got;
     memcpy(r->ring, p + head, got);
     rows_consume(r);
-    s->frames_prepared_as_read++;
     return 1;
 }
 

@@ -22,6 +22,7 @@
 #include "server/internal.h"
 
 #define STAGE_CAP (256u << 10) /* frames up to this size are read through the staging buffer */
+#define ROWS_MIN (64u << 10)   /* raw frames from this size are prepared as they are read (rows.c) */
 #define BIG_REALIGN_MAX (2u << 20) /* bytes of a large frame worth moving to realign it */
 #define PARK_MIN (512u << 10)        /* bytes left in a frame worth parking (spill.c) */
 #define PARK_MAX (32u << 20)         /* larger frames are read: more pipes than it is worth */
@@ -321,6 +322,10 @@ static void conn_parse(server_t *s, conn_t *c) {
             s->counters.errors++;
             break;
         }
+        if (r == 1 && f.frame_len >= ROWS_MIN && srv_rows_begin(s, c, c->in + off, f.frame_len, f.frame_len)) {
+            off += f.frame_len; /* prepared where it lies */
+            continue;
+        }
         if (r == 1) {
             uint8_t *copy = srv_buf_get(s, f.frame_len);
             if (!copy) {
@@ -334,7 +339,7 @@ static void conn_parse(server_t *s, conn_t *c) {
         }
         /* incomplete: a large frame whose header is known is prepared as it
          * is read (rows.c) or moves to its own buffer */
-        if (c->in_len - off >= 9 && f.frame_len > STAGE_CAP &&
+        if (c->in_len - off >= 9 && f.frame_len >= ROWS_MIN &&
             srv_rows_begin(s, c, c->in + off, c->in_len - off, f.frame_len)) {
             off = c->in_len;
         } else if (c->in_len - off >= 9 && f.frame_len > STAGE_CAP) {

@@ -144,3 +144,31 @@ def test_rows_hang_up_inside_a_frame(worker):
     assert any(d["label"] == "Person" for d in c.reply(first)["detections"])
     assert w.wait() == 0, w.stderr_text()
     assert "stdin closed inside a frame" in w.stderr_text()
+
+
+def crop(img, x0, y0, w, h):
+    row = img.w * img.channels
+    data = b"".join(img.data[y * row + x0 * 3:y * row + (x0 + w) * 3] for y in range(y0, y0 + h))
+    return type(img)(w, h, img.channels, data)
+
+
+def test_rows_frames_already_whole(worker):
+    """Raw frames from 64 KiB up that are already whole in the read buffer
+    are prepared where they lie (no copy, no hand-over to a preparing
+    thread); smaller ones take the usual path. Both answer as the whole-
+    frame path does."""
+    need(MODELS / "ssd-oidv4.onnx")
+    w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
+    c = w.conn
+    messi = media_image("messi5.jpg")
+    mid, small = crop(messi, 100, 40, 320, 240), crop(messi, 200, 100, 100, 80)  # 230 KB, 24 KB
+    ref_mid, ref_small = whole(c, 0, mid, 1), whole(c, 0, small, 2)
+    before = prepared_as_read(c)
+    reqs = [c.new_id() for _ in range(4)]
+    c.send_bytes(b"".join(frame(r, MSG_RAW, p_raw(0, im.w, im.h, im.fmt, im.data))
+                          for r, im in zip(reqs, (mid, mid, small, mid))))
+    got = [c.reply(r) for r in reqs]
+    assert prepared_as_read(c) == before + 3
+    assert any(d["label"] == "Person" for d in ref_mid["detections"]), ref_mid
+    for r, ref in zip(got, (ref_mid, ref_mid, ref_small, ref_mid)):
+        assert detections_match(ref, r, px=0.01, score=1e-5), (ref, r)
