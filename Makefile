@@ -54,11 +54,11 @@ unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 e2e: build assets
-	OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py
+	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py
 
 check: build assets
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py
+	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py
 ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory fuzz
 endif
@@ -82,7 +82,7 @@ fuzz: deps $(FUZZ_BIN)
 check-tsan: assets
 	@$(MAKE) --no-print-directory build SANITIZE=thread
 	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
-	$(TSAN_ENV) OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k ospreyd
+	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k ospreyd
 
 demo: build assets
 	@mkdir -p out

@@ -34,6 +34,10 @@ import pytest
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 BIN = Path(os.environ.get("OSPREY_BIN", ROOT / "build" / "bin"))
+# "address" or "thread" when the binaries under test are a sanitizer build
+# (make check SANITIZE=..., make check-tsan): much slower, so a test that
+# needs the server overloaded may not get there.
+SANITIZED = os.environ.get("OSPREY_SANITIZE", "")
 CACHE = Path(os.environ.get("OSPREY_CACHE", Path.home() / ".cache" / "osprey"))
 MEDIA = CACHE / "media"
 MODELS = CACHE / "models"
