@@ -4,11 +4,12 @@
  * Reading a 1920x1080 RGB frame whole means copying 6 MB out of the
  * connection into a buffer that no cache holds, then reading it all again
  * to resize it, on another thread, after the last byte is in. For a frame
- * that will probably run (srv_likely_shed says no), the I/O thread instead reads the pixels a few hundred kilobytes at a
- * time into one small buffer that stays in cache, and hands each batch of
- * whole rows to the model's row-by-row preparation (osp_prep_stream_*). The
- * frame never exists whole in memory; when its last byte is read its
- * tensor is ready, and it goes straight to a predict worker.
+ * that will probably run (srv_likely_shed says no), the I/O thread instead
+ * reads the pixels a few hundred kilobytes at a time into one small buffer
+ * that stays in cache, and hands each batch of whole rows to the model's
+ * row-by-row preparation (osp_prep_stream_*). The frame never exists whole
+ * in memory; when its last byte is read its tensor is ready, and it goes
+ * straight to a predict worker.
  *
  * A frame that is already whole in the connection's read buffer (a small
  * one, 64 KiB and up) is prepared right there: no copy into a frame
@@ -52,10 +53,6 @@ struct srv_rows {
     osp_infer_ctx_t *ctx;
     double prep_ms;
 };
-
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 int srv_rows_active(const srv_rows_t *r) { return r && r->active; }
 
@@ -115,8 +112,8 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     size_t head = (size_t)(body - p) + 10; /* bytes before the pixels */
     if (deadline && (uint64_t)srv_epoch_ms() > deadline) return 0;
     osp_wire_image_t img;
-    if (osp_wire_image_check(body + 10, frame_len - head, rd32(body + 1), rd32(body + 5), body[9],
-                             &img, NULL, 0) ||
+    if (osp_wire_image_check(body + 10, frame_len - head, osp_wire_rd32(body + 1),
+                             osp_wire_rd32(body + 5), body[9], &img, NULL, 0) ||
         (img.fmt != OSP_WIRE_FMT_RGB && img.fmt != OSP_WIRE_FMT_BGR))
         return 0;
     int idx = body[0];
@@ -146,7 +143,7 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     r->model = l;
     r->ctx = ctx;
     r->idx = idx;
-    r->req_id = rd32(p + 4);
+    r->req_id = osp_wire_rd32(p + 4);
     r->deadline_ms = deadline;
     r->w = img.width;
     r->h = img.height;

@@ -21,12 +21,6 @@
 
 #define SHM_HEADER 26 /* [u8 model][u32 region][u64 offset][u32 w][u32 h][u8 fmt][u32 stride] */
 
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
-
 static shm_region_t *find(server_t *s, uint32_t id) {
     for (shm_region_t *r = s->shm_head; r; r = r->next)
         if (r->id == id) return r;
@@ -169,7 +163,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
             srv_buf_put(s, frame);
             return;
         }
-        deadline = rd64(p);
+        deadline = osp_wire_rd64(p);
         p += 8;
         n -= 8;
     }
@@ -179,8 +173,9 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
         return;
     }
     uint8_t model_idx = p[0], fmt = p[21];
-    uint32_t region = rd32(p + 1), w = rd32(p + 13), h = rd32(p + 17), stride = rd32(p + 22);
-    uint64_t offset = rd64(p + 5);
+    uint32_t region = osp_wire_rd32(p + 1), w = osp_wire_rd32(p + 13), h = osp_wire_rd32(p + 17),
+             stride = osp_wire_rd32(p + 22);
+    uint64_t offset = osp_wire_rd64(p + 5);
     shm_region_t *r = find(s, region);
     size_t need;
     if (!r) {

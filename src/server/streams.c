@@ -295,10 +295,6 @@ void srv_streams_free_all(server_t *s) {
     }
 }
 
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* 0x07 stream_push: [u32 stream][frameLen float32, little-endian]. Answered
  * at once with the newest reading; the frame is copied into the stream's
  * ring and scored by its worker when it gets there. */
@@ -308,7 +304,7 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     size_t at = osp_wire_reply_begin(&w);
     srv_stream_t *st = NULL;
     if (f->payload_len >= 4) {
-        uint32_t id = rd32(f->payload);
+        uint32_t id = osp_wire_rd32(f->payload);
         for (st = s->streams; st && !(st->id == id && st->owner == c->id); st = st->next) {}
         if (!st) snprintf(err, sizeof err, "stream %u is not open on this connection", id);
     } else {

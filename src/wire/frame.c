@@ -12,11 +12,13 @@
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-static uint32_t rd32(const uint8_t *p) {
+uint32_t osp_wire_rd32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+uint64_t osp_wire_rd64(const uint8_t *p) {
+    return (uint64_t)osp_wire_rd32(p) | (uint64_t)osp_wire_rd32(p + 4) << 32;
+}
 
 static void wr32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
@@ -60,9 +62,9 @@ int osp_wire_scan(const uint8_t *buf, size_t len, uint32_t max_frame, osp_wire_f
         *need = 8 - len; /* 8 bytes can already decide "too large" */
         return 0;
     }
-    uint32_t tl = rd32(buf);
+    uint32_t tl = osp_wire_rd32(buf);
     f->total_len = tl;
-    if (len >= 8) f->req_id = rd32(buf + 4);
+    if (len >= 8) f->req_id = osp_wire_rd32(buf + 4);
     if (tl > frame_cap(max_frame)) {
         if (len < 8) {
             *need = 8 - len;
@@ -108,7 +110,7 @@ uint8_t *osp_wire_reader_space(osp_wire_reader_t *r, size_t hint, size_t *room) 
     size_t want = hint ? hint : 1;
     if (have >= 4) {
         /* give the frame being assembled room for all of itself */
-        uint32_t tl = rd32(r->buf + r->head);
+        uint32_t tl = osp_wire_rd32(r->buf + r->head);
         if (tl <= r->max_frame) {
             size_t flen = 4 + (size_t)(tl < 5 ? 5 : tl);
             if (flen > have && flen - have > want) want = flen - have;
@@ -802,7 +804,7 @@ int osp_wire_split_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int ve
         return seterr(err, errlen, OSP_WIRE_EINVAL,
                       "truncated deadline prefix on msg_type=%u (%zu bytes, need %d)", msg_type, n,
                       OSP_WIRE_DEADLINE_LEN);
-    *deadline_ms = rd64(p);
+    *deadline_ms = osp_wire_rd64(p);
     *rest = p + OSP_WIRE_DEADLINE_LEN;
     *rest_len = n - OSP_WIRE_DEADLINE_LEN;
     return 0;
@@ -850,11 +852,12 @@ int osp_wire_batch_next(osp_wire_batch_iter_t *it, osp_wire_image_t *img, char *
     if (it->n - it->off < 13)
         return seterr(err, errlen, OSP_WIRE_EINVAL, "truncated batch item header");
     const uint8_t *q = it->p + it->off;
-    uint32_t size = rd32(q + 9);
+    uint32_t size = osp_wire_rd32(q + 9);
     if (size > it->n - it->off - 13)
         return seterr(err, errlen, OSP_WIRE_EINVAL, "truncated batch item payload");
     char why[64];
-    if (osp_wire_image_check(q + 13, size, rd32(q), rd32(q + 4), q[8], img, why, sizeof why))
+    if (osp_wire_image_check(q + 13, size, osp_wire_rd32(q), osp_wire_rd32(q + 4), q[8], img, why,
+                             sizeof why))
         return seterr(err, errlen, OSP_WIRE_EINVAL, "raw wrap failed: %s", why);
     it->off += 13 + (size_t)size;
     it->index++;
@@ -889,8 +892,8 @@ int osp_wire_request_parse(const osp_wire_frame_t *f, int version, osp_wire_requ
     case OSP_WIRE_MSG_INFER_RAW:
         if (n < 10) return seterr(err, errlen, OSP_WIRE_EINVAL, "truncated infer_raw header");
         rq->u.raw.model_idx = p[0];
-        if (osp_wire_image_check(p + 10, n - 10, rd32(p + 1), rd32(p + 5), p[9], &rq->u.raw.img,
-                                 why, sizeof why))
+        if (osp_wire_image_check(p + 10, n - 10, osp_wire_rd32(p + 1), osp_wire_rd32(p + 5), p[9],
+                                 &rq->u.raw.img, why, sizeof why))
             return seterr(err, errlen, OSP_WIRE_EINVAL, "raw wrap failed: %s", why);
         return 0;
     case OSP_WIRE_MSG_INFER_BATCH: {
@@ -898,7 +901,7 @@ int osp_wire_request_parse(const osp_wire_frame_t *f, int version, osp_wire_requ
         osp_wire_batch_t *b = &rq->u.batch;
         b->model_idx = p[0];
         b->count = p[1];
-        b->frame_id = rd32(p + 2);
+        b->frame_id = osp_wire_rd32(p + 2);
         b->items = p + 6;
         b->items_len = n - 6;
         osp_wire_batch_iter_t it;
@@ -911,15 +914,15 @@ int osp_wire_request_parse(const osp_wire_frame_t *f, int version, osp_wire_requ
     }
     case OSP_WIRE_MSG_CACHE_FRAME:
         if (n < 13) return seterr(err, errlen, OSP_WIRE_EINVAL, "truncated cache_frame header");
-        rq->u.cache.frame_id = rd32(p);
-        if (osp_wire_image_check(p + 13, n - 13, rd32(p + 4), rd32(p + 8), p[12],
+        rq->u.cache.frame_id = osp_wire_rd32(p);
+        if (osp_wire_image_check(p + 13, n - 13, osp_wire_rd32(p + 4), osp_wire_rd32(p + 8), p[12],
                                  &rq->u.cache.img, why, sizeof why))
             return seterr(err, errlen, OSP_WIRE_EINVAL, "cache_frame wrap failed: %s", why);
         return 0;
     case OSP_WIRE_MSG_INFER_CACHED:
         if (n < 5) return seterr(err, errlen, OSP_WIRE_EINVAL, "truncated infer_cached header");
         rq->u.cached.model_idx = p[0];
-        rq->u.cached.frame_id = rd32(p + 1);
+        rq->u.cached.frame_id = osp_wire_rd32(p + 1);
         return 0;
     default:
         return seterr(err, errlen, OSP_WIRE_EINVAL, "unknown msg_type: %u", f->msg_type);

@@ -172,6 +172,10 @@ int osp_wire_negotiate(const struct cJSON *declared, int worker_version);
 
 /* ---- request payloads ------------------------------------------------------ */
 
+/* The little-endian integers every wire layout uses. */
+uint32_t osp_wire_rd32(const uint8_t *p);
+uint64_t osp_wire_rd64(const uint8_t *p);
+
 /* Whether the type carries a deadline prefix at version >= 2. */
 int osp_wire_sheddable(uint8_t msg_type);
 
