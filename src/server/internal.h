@@ -324,6 +324,13 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f);
 void srv_streams_conn_closed(server_t *s, uint32_t conn_id);
 void srv_streams_free_all(server_t *s);
 
+/* router.c: one reply frame for req_id whose JSON body writes (with arg);
+ * bodies for a plain error and an inference-shaped one (arg: the text). */
+void srv_reply_frame(server_t *s, conn_t *c, uint32_t req_id,
+                     void (*body)(osp_jw_t *, const void *), const void *arg);
+void srv_body_error(osp_jw_t *w, const void *msg);
+void srv_body_infer_error(osp_jw_t *w, const void *msg);
+
 /* router.c: whether a frame for model idx arriving now will probably be
  * shed before it runs (its run slots are taken and its queue is full, or
  * holds another while the model has been shedding). */

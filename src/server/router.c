@@ -18,8 +18,8 @@
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static void reply_frame(server_t *s, conn_t *c, uint32_t req_id, void (*body)(osp_jw_t *, const void *),
-                        const void *arg) {
+void srv_reply_frame(server_t *s, conn_t *c, uint32_t req_id,
+                     void (*body)(osp_jw_t *, const void *), const void *arg) {
     osp_jw_t w = {0};
     size_t at = osp_wire_reply_begin(&w);
     body(&w, arg);
@@ -28,7 +28,8 @@ static void reply_frame(server_t *s, conn_t *c, uint32_t req_id, void (*body)(os
     osp_jw_free(&w);
 }
 
-static void body_error(osp_jw_t *w, const void *msg) { osp_wire_json_error(w, msg); }
+void srv_body_error(osp_jw_t *w, const void *msg) { osp_wire_json_error(w, msg); }
+void srv_body_infer_error(osp_jw_t *w, const void *msg) { osp_wire_json_infer_error(w, msg); }
 static void body_not_cached(osp_jw_t *w, const void *frame_id) {
     osp_wire_json_not_cached(w, *(const uint32_t *)frame_id);
 }
@@ -298,7 +299,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     default: /* infer_cached: the cache and the model are checked up front */
         idx = rq->u.cached.model_idx;
         if (!(cf = osp_cache_get_frame(s->cache, rq->u.cached.frame_id))) {
-            reply_frame(s, c, rq->req_id, body_not_cached, &rq->u.cached.frame_id);
+            srv_reply_frame(s, c, rq->req_id, body_not_cached, &rq->u.cached.frame_id);
             srv_buf_put(s, frame);
             return;
         }
@@ -313,7 +314,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     if (!j) {
         if (cf) osp_cache_release_frame(s->cache, cf);
         srv_buf_put(s, frame);
-        reply_frame(s, c, rq->req_id, body_error, "out of memory");
+        srv_reply_frame(s, c, rq->req_id, srv_body_error, "out of memory");
         return;
     }
     j->kind = JOB_INFER;
@@ -352,7 +353,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     job_t *j = srv_job_new(s, c, rq, frame, len);
     if (!j) {
         srv_buf_put(s, frame);
-        reply_frame(s, c, rq->req_id, body_error_results, "out of memory");
+        srv_reply_frame(s, c, rq->req_id, body_error_results, "out of memory");
         return;
     }
     j->kind = JOB_BATCH;

@@ -180,12 +180,7 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
                                    sizeof err)) {
         rows_drop(s, r);
         s->counters.errors++;
-        osp_jw_t w = {0};
-        size_t at = osp_wire_reply_begin(&w);
-        osp_wire_json_infer_error(&w, err);
-        osp_wire_reply_end(&w, at, r->req_id);
-        srv_send(s, c, &w);
-        osp_jw_free(&w);
+        srv_reply_frame(s, c, r->req_id, srv_body_infer_error, err);
         return;
     }
     osp_wire_request_t rq;
@@ -202,12 +197,7 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     job_t *j = srv_job_new(s, c, &rq, NULL, 0);
     if (!j) {
         rows_drop(s, r);
-        osp_jw_t w = {0};
-        size_t at = osp_wire_reply_begin(&w);
-        osp_wire_json_error(&w, "out of memory");
-        osp_wire_reply_end(&w, at, r->req_id);
-        srv_send(s, c, &w);
-        osp_jw_free(&w);
+        srv_reply_frame(s, c, r->req_id, srv_body_error, "out of memory");
         return;
     }
     j->kind = JOB_INFER;

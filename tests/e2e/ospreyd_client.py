@@ -387,6 +387,15 @@ class Conn:
     def send_bytes(self, data: bytes):
         self._write(data)
 
+    def send_in_pieces(self, data: bytes, cuts, pause=0.05):
+        """data written up to each offset in cuts in turn (the last piece runs
+        to the end), pausing after each so the reader empties the pipe."""
+        at = 0
+        for cut in [*cuts, len(data)]:
+            self._write(data[at:cut])
+            at = cut
+            time.sleep(pause)
+
     def send(self, msg_type, payload=b"", req_id=None, deadline=0, prefix=True):
         """Send one request; at v2 a sheddable payload gets its deadline
         prefix unless prefix=False. Returns the req_id."""

@@ -73,12 +73,7 @@ def test_rows_pauses_and_trailing_bytes(worker):
     ref = c.infer_raw(0, big)
     req = c.new_id()
     data = frame(req, MSG_RAW, p_raw(0, big.w, big.h, big.fmt, big.data + bytes(range(256)) * 3 + b"x" * 9))
-    cuts = [20, 4931, 300007, 300008, 2 * 1048576 + 1, len(data) - 100, len(data)]
-    at = 0
-    for cut in cuts:
-        c.send_bytes(data[at:cut])
-        at = cut
-        time.sleep(0.05)
+    c.send_in_pieces(data, [20, 4931, 300007, 300008, 2 * 1048576 + 1, len(data) - 100])
     got = c.reply(req)
     after = c.infer_raw(0, media_image("messi5.jpg"))
     assert detections_match(ref, got, px=0.01, score=1e-5), (ref, got)
