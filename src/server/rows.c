@@ -35,7 +35,6 @@
 #define ALIGN 64
 
 struct srv_rows {
-    int active;
     osp_prep_stream_t *ps;
     uint8_t *ring;
     size_t lo, hi;    /* bytes in the ring not yet handed over */
@@ -54,15 +53,15 @@ struct srv_rows {
     double prep_ms;
 };
 
-int srv_rows_active(const srv_rows_t *r) { return r && r->active; }
+/* A frame is under way while the stream holds its context. */
+int srv_rows_active(const srv_rows_t *r) { return r && r->ctx; }
 
 static void rows_drop(server_t *s, srv_rows_t *r) {
-    if (!r->active) return;
+    if (!r->ctx) return;
     srv_ctx_put(s, r->ctx);
     srv_release_model(s, r->model);
     r->ctx = NULL;
     r->model = NULL;
-    r->active = 0;
 }
 
 void srv_rows_free(server_t *s, srv_rows_t *r) {
@@ -139,7 +138,6 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
         return 0;
     }
     l->refs++;
-    r->active = 1;
     r->model = l;
     r->ctx = ctx;
     r->idx = idx;
@@ -207,7 +205,6 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     j->prepared = 1;
     r->model = NULL;
     r->ctx = NULL;
-    r->active = 0;
     srv_submit_frame(s, j);
 }
 
