@@ -138,10 +138,10 @@ int osp_norm_named(const char *name, float mean[3], float std[3]);
 
 /* Reusable per-thread working memory for osp_prep_run. */
 typedef struct {
-    osp_image_t resized; /* the frame at content size, as R, G, B planes
-                            (one plane for gray), stride = width */
-    osp_image_t argb;    /* staging for libyuv: the frame resampled to the
-                            content height only, planes as above */
+    osp_image_t resized; /* R, G, B planes of one content row (a colour
+                            frame), or the gray frame at content size */
+    osp_image_t cols;    /* the table of a bilinear resample across: source
+                            pixels and weights for each output pixel */
     osp_image_t row;     /* one source row: blended, or split into planes */
 } osp_prep_scratch_t;
 void osp_prep_scratch_free(osp_prep_scratch_t *s);

@@ -2,23 +2,22 @@
  * prep: fit a frame into a model input (letterbox or resize, PROTOCOL.md §6)
  * and pack it as the tensor the model declares.
  *
- * The resize runs in two passes so that the big source frame is never
- * converted whole: rows are blended vertically in the source's own
- * interleaved format straight to the content height, split into R, G, B
- * planes at that height only, then each plane is scaled horizontally by
- * libyuv's ScalePlane. Converting a whole 1920x1080 frame first (to ARGB
- * or to planes) costs ~0.8-1 ms alone, more than everything else together.
- * Planes, not ARGB: libyuv's ARGB column filter (SSSE3) weighs the two taps
- * 127/128 in total and turns 255 into 253, where ScalePlane is exact; and
- * planes are what an NCHW tensor wants anyway. Both passes are bilinear
- * with pixel-centre alignment, like OpenCV's INTER_LINEAR that the models
- * were trained with. Whole-factor shrinks (1920 -> 640, 1920 -> 320) skip
- * ScalePlane (see split_row_every, split_row_pairs); gray frames take one
- * ScalePlane call.
+ * A colour frame is resampled row by row in its own interleaved format:
+ * each content row is blended vertically from its two source rows, then
+ * resampled across straight into R, G, B rows of the content width, then
+ * packed. Converting a whole 1920x1080 frame first (to ARGB or to planes)
+ * costs ~0.8-1 ms alone, more than everything else together, and staging
+ * the frame at the content height for libyuv's ScalePlane cost another
+ * pass over memory at the end. Both directions are bilinear with
+ * pixel-centre alignment, like OpenCV's INTER_LINEAR that the models were
+ * trained with, in 1/256 steps. Whole-factor shrinks of the width (1920 ->
+ * 640, 1920 -> 320) need no weights at all (split_row_every,
+ * split_row_pairs); gray frames take one ScalePlane call.
  *
- * Memory: all staging lives in osp_prep_scratch_t and only grows. libyuv's
- * ScalePlane allocates one row buffer per call internally, which no public
- * libyuv API avoids; the 3x path makes no allocation at all.
+ * Memory: all staging lives in osp_prep_scratch_t and only grows; a colour
+ * frame makes no allocation at all once it has been seen. libyuv's
+ * ScalePlane (gray frames) allocates one row buffer per call internally,
+ * which no public libyuv API avoids.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -64,7 +63,7 @@ void osp_prep_scratch_free(osp_prep_scratch_t *s)
     if (!s)
         return;
     osp_image_free(&s->resized);
-    osp_image_free(&s->argb);
+    osp_image_free(&s->cols);
     osp_image_free(&s->row);
 }
 
@@ -368,24 +367,34 @@ static void split_row_pairs(const uint8_t *src, osp_pixfmt_t fmt, uint8_t *r, ui
 
 A colour frame is prepared one source row after another, in order: content
 row y is made as soon as its source rows (vmap) are in, and only two are
-ever needed at once. osp_prep_run hands over all rows at once; a server
-reading a large frame off a pipe hands them over as they arrive, so the
-frame is prepared by the time its last byte is read and never sits whole
-in memory. Either way the same code makes the same tensor. */
+ever needed at once. The blended row is resampled across straight into
+R, G, B rows of the content width and packed into the tensor at once, so
+nothing the size of the frame, or even of the content, is ever staged.
+osp_prep_run hands over all rows at once; a server reading a large frame
+off a pipe hands them over as they arrive, so the frame is prepared by the
+time its last byte is read and never sits whole in memory. Either way the
+same code makes the same tensor. */
 
 enum {
-    ROWS_SAME,  /* at the content size: split and pack each row */
-    ROWS_EVERY, /* odd whole-factor shrink of the width (split_row_every) */
-    ROWS_PAIRS, /* even whole-factor shrink (split_row_pairs) */
-    ROWS_TALL,  /* any other width: planes at the content height, then ScalePlane */
+    ACROSS_SPLIT,  /* the width is kept: split the row */
+    ACROSS_EVERY,  /* odd whole-factor shrink (split_row_every) */
+    ACROSS_PAIRS,  /* even whole-factor shrink (split_row_pairs) */
+    ACROSS_LINEAR, /* any other width: two taps a pixel from a table (col_t) */
 };
+
+/* Output pixel x of a bilinear row: source pixels at byte offsets a and b,
+ * weighted (256 - f) and f. */
+typedef struct {
+    int32_t a, b;
+    int32_t f;
+} col_t;
 
 struct osp_prep_stream {
     pack_t k;
     osp_prep_scratch_t *s;
     osp_pixfmt_t fmt;
     int w, h, cw, ch;
-    int mode, factor;
+    int across, factor;
     int seen;          /* source rows handed over so far */
     int next;          /* the next content row to make */
     int nomem;         /* the carry row could not be kept */
@@ -407,6 +416,42 @@ void osp_prep_stream_free(osp_prep_stream_t *st)
 }
 
 static int stream_row_bytes(const osp_prep_stream_t *st) { return st->w * 3; }
+
+/* The bilinear table for w -> cw, centre-aligned as vmap is: sx = (x + 0.5)
+ * * w / cw - 0.5, clamped to the row, in 1/256 of a pixel. */
+static void cols_fill(col_t *c, int w, int cw)
+{
+    for (int x = 0; x < cw; x++) {
+        int64_t num = (int64_t)(2 * x + 1) * w - cw; /* sx * 2cw */
+        int64_t s256 = num <= 0 ? 0 : (num * 256 + cw) / (2 * (int64_t)cw);
+        int x0 = (int)(s256 >> 8), f = (int)(s256 & 255);
+        if (x0 >= w - 1) {
+            x0 = w - 1;
+            f = 0;
+        }
+        c[x].a = x0 * 3;
+        c[x].b = (x0 + (f ? 1 : 0)) * 3;
+        c[x].f = f;
+    }
+}
+
+/* One interleaved row resampled across through the table into planes. */
+static void split_row_linear(const uint8_t *src, osp_pixfmt_t fmt, uint8_t *r, uint8_t *g,
+                             uint8_t *b, int n, const col_t *c)
+{
+    if (fmt == OSP_PIX_BGR) {
+        uint8_t *t = r;
+        r = b;
+        b = t;
+    }
+    for (int x = 0; x < n; x++) {
+        const uint8_t *p = src + c[x].a, *q = src + c[x].b;
+        const int f = c[x].f, e = 256 - f;
+        r[x] = (uint8_t)((p[0] * e + q[0] * f + 128) >> 8);
+        g[x] = (uint8_t)((p[1] * e + q[1] * f + 128) >> 8);
+        b[x] = (uint8_t)((p[2] * e + q[2] * f + 128) >> 8);
+    }
+}
 
 int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
                           const osp_prep_t *p, void *dst, osp_prep_scratch_t *scratch,
@@ -432,17 +477,17 @@ int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
     st->ch = g.content_h;
     st->seen = st->next = 0;
     st->factor = 1;
-    int rc;
-    if (w == st->cw && h == st->ch) {
-        st->mode = ROWS_SAME;
-        rc = planes_reserve(&scratch->argb, w, 1, 3);
+    int rc = planes_reserve(&scratch->resized, st->cw, 1, 3);
+    if (w == st->cw) {
+        st->across = ACROSS_SPLIT;
     } else if (st->cw < w && w % st->cw == 0) {
         st->factor = w / st->cw;
-        st->mode = st->factor % 2 ? ROWS_EVERY : ROWS_PAIRS;
-        rc = planes_reserve(&scratch->resized, st->cw, st->ch, 3);
+        st->across = st->factor % 2 ? ACROSS_EVERY : ACROSS_PAIRS;
     } else {
-        st->mode = ROWS_TALL;
-        rc = planes_reserve(&scratch->argb, w, st->ch, 3);
+        st->across = ACROSS_LINEAR;
+        if (rc == OSP_IMG_OK &&
+            (rc = osp_image_grow(&scratch->cols, (size_t)st->cw * sizeof(col_t))) == OSP_IMG_OK)
+            cols_fill((col_t *)(void *)scratch->cols.data, w, st->cw);
     }
     if (rc == OSP_IMG_OK)
         rc = osp_image_grow(&scratch->row, (size_t)w * 3);
@@ -454,27 +499,26 @@ int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
     return OSP_IMG_OK;
 }
 
-/* Content row y, made from its vertically resampled source row. */
+/* Content row y, made from its vertically resampled source row and packed. */
 static void stream_emit(osp_prep_stream_t *st, int y, const uint8_t *row)
 {
     osp_prep_scratch_t *s = st->s;
-    if (st->mode == ROWS_SAME) {
-        uint8_t *r = plane(&s->argb, 0), *g = plane(&s->argb, 1), *b = plane(&s->argb, 2);
+    uint8_t *r = plane(&s->resized, 0), *g = plane(&s->resized, 1), *b = plane(&s->resized, 2);
+    switch (st->across) {
+    case ACROSS_SPLIT:
         split_rows(row, st->w * 3, st->fmt, r, g, b, st->w, st->w, 1);
-        pack_row(&st->k, y, r, g, b, st->w);
-    } else if (st->mode == ROWS_TALL) {
-        size_t at = (size_t)y * st->w;
-        split_rows(row, st->w * 3, st->fmt, plane(&s->argb, 0) + at, plane(&s->argb, 1) + at,
-                   plane(&s->argb, 2) + at, st->w, st->w, 1);
-    } else {
-        size_t at = (size_t)y * st->cw;
-        uint8_t *r = plane(&s->resized, 0) + at, *g = plane(&s->resized, 1) + at,
-                *b = plane(&s->resized, 2) + at;
-        if (st->mode == ROWS_EVERY)
-            split_row_every(row, st->fmt, r, g, b, st->cw, st->factor, (st->factor - 1) / 2);
-        else
-            split_row_pairs(row, st->fmt, r, g, b, st->cw, st->factor);
+        break;
+    case ACROSS_EVERY:
+        split_row_every(row, st->fmt, r, g, b, st->cw, st->factor, (st->factor - 1) / 2);
+        break;
+    case ACROSS_PAIRS:
+        split_row_pairs(row, st->fmt, r, g, b, st->cw, st->factor);
+        break;
+    default:
+        split_row_linear(row, st->fmt, r, g, b, st->cw, (const col_t *)(void *)s->cols.data);
+        break;
     }
+    pack_row(&st->k, y, r, g, b, st->cw);
 }
 
 void osp_prep_stream_rows(osp_prep_stream_t *st, const uint8_t *rows, size_t stride, int n)
@@ -517,30 +561,6 @@ int osp_prep_stream_end(osp_prep_stream_t *st, osp_geom_t *geom, char *err, size
         osp_image_seterr(err, errlen, "frame ended after %d of %d rows", st->seen, st->h);
         return OSP_IMG_EINVAL;
     }
-    osp_prep_scratch_t *s = st->s;
-    const osp_image_t *fin = &s->resized;
-    if (st->mode == ROWS_TALL) {
-        if (st->cw == st->w) {
-            fin = &s->argb;
-        } else {
-            if (planes_reserve(&s->resized, st->cw, st->ch, 3) != OSP_IMG_OK) {
-                osp_image_seterr(err, errlen, "out of memory preparing %dx%d", st->w, st->h);
-                return OSP_IMG_ENOMEM;
-            }
-            /* The three planes, stacked, are one w x 3ch image; with the
-             * same height in and out libyuv filters horizontally only, so
-             * rows (and planes) never mix, and one call allocates one
-             * libyuv row buffer instead of three. */
-            ScalePlane(s->argb.data, st->w, st->w, 3 * st->ch, s->resized.data, st->cw, st->cw,
-                       3 * st->ch, kFilterBilinear);
-        }
-    }
-    if (st->mode != ROWS_SAME)
-        for (int y = 0; y < st->ch; y++) {
-            size_t at = (size_t)y * st->cw;
-            pack_row(&st->k, y, plane(fin, 0) + at, plane(fin, 1) + at, plane(fin, 2) + at,
-                     st->cw);
-        }
     pack_pad(&st->k);
     if (geom)
         *geom = st->k.g;

@@ -476,14 +476,14 @@ static void test_scratch_reuse(void **state)
         assert_int_equal(osp_prep_run(i % 2 ? &big : &small, &p, t, &s, NULL, NULL, 0),
                          OSP_IMG_OK);
         assert_ptr_equal(s.resized.data, warm.resized.data);
-        assert_ptr_equal(s.argb.data, warm.argb.data);
+        assert_ptr_equal(s.cols.data, warm.cols.data);
         assert_ptr_equal(s.row.data, warm.row.data);
         assert_int_equal(s.resized.cap, warm.resized.cap);
-        assert_int_equal(s.argb.cap, warm.argb.cap);
+        assert_int_equal(s.cols.cap, warm.cols.cap);
         assert_int_equal(s.row.cap, warm.row.cap);
     }
     osp_prep_scratch_free(&s);
-    assert_null(s.argb.data);
+    assert_null(s.cols.data);
     free(t);
     free(b1);
     free(b2);
