@@ -53,7 +53,8 @@ typedef struct {
 
 typedef struct {
     int intra_threads;  /* threads inside one run; 0 = the library's default */
-    int no_spin;        /* helper threads sleep at once between runs instead of spinning */
+    int no_spin;        /* helper threads sleep as soon as a run returns instead of
+                           spinning on, waiting for the next */
     int graph_opt;      /* 0 default (= all), -1 none, 1 basic, 2 extended, 3 all */
     const char *device; /* "", "auto", "cpu", "cuda", "coreml" */
 } osp_rt_opts_t;
