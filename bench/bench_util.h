@@ -56,6 +56,8 @@ typedef struct {
     const char *who;   /* program name for messages */
     const void *input; /* the input tensor to run (copied), or NULL for zeros */
     int batch;         /* frames stacked on the batch axis per run; 0 or 1: one */
+    double *run_ms;    /* when set: the time of each run, up to max_runs of them */
+    long max_runs;
 } bu_loop_t;
 
 /* The raw loop: the runtime on a pre-made input, nothing else. With batch
@@ -81,14 +83,17 @@ static inline void *bu_raw_loop(void *arg) {
         if (osp_rt_run(m->rt, &in, out, err, sizeof err) == 0) osp_rt_release_outputs(m->rt, out);
     }
     double end = bu_now_s() + l->seconds;
-    while (bu_now_s() < end) {
+    for (double t = bu_now_s(); t < end;) {
         memset(out, 0, sizeof out);
         if (osp_rt_run(m->rt, &in, out, err, sizeof err)) {
             fprintf(stderr, "%s: %s\n", l->who, err);
             break;
         }
+        double done = bu_now_s();
+        if (l->run_ms && l->runs < l->max_runs) l->run_ms[l->runs] = (done - t) * 1e3;
         osp_rt_release_outputs(m->rt, out);
         l->runs++;
+        t = done;
     }
     free(input);
     return NULL;
@@ -132,10 +137,11 @@ static inline osp_model_t *bu_open_model(const char *who, const char *name, int 
  * side by side, for `seconds` after a warm-up, each run on `batch` stacked
  * copies of `input` (the model's packed input tensor for one frame; NULL:
  * zeros). *cpu_per_frame (may be NULL): CPU seconds of the process per frame
- * during the loops. */
-static inline double bu_raw_fps_batch(const char *who, const char *name, int sessions, int threads,
-                                      double seconds, const void *input, int batch,
-                                      double *cpu_per_frame) {
+ * during the loops; *median_ms (may be NULL): the median time of one run of
+ * the first session. */
+static inline double bu_raw_fps_batch_ms(const char *who, const char *name, int sessions,
+                                         int threads, double seconds, const void *input,
+                                         int batch, double *cpu_per_frame, double *median_ms) {
     osp_model_t *ms[8];
     bu_loop_t loops[8];
     pthread_t th[8];
@@ -144,6 +150,10 @@ static inline double bu_raw_fps_batch(const char *who, const char *name, int ses
     for (int i = 0; i < sessions; i++) {
         ms[i] = bu_open_model(who, name, threads);
         loops[i] = (bu_loop_t){.m = ms[i], .seconds = seconds, .who = who, .input = input, .batch = batch};
+    }
+    if (median_ms) { /* the first session's runs */
+        loops[0].max_runs = 1L << 16;
+        loops[0].run_ms = malloc((size_t)loops[0].max_runs * sizeof(double));
     }
     /* the warm-up runs inside the threads; the CPU clock starts with them
      * and so counts it too (3 runs per session, small next to seconds) */
@@ -156,9 +166,22 @@ static inline double bu_raw_fps_batch(const char *who, const char *name, int ses
     }
     double el = bu_now_s() - t0, cpu = bu_cpu_s() - c0;
     for (int i = 0; i < sessions; i++) osp_model_free(ms[i]);
+    if (median_ms) {
+        long n = loops[0].runs < loops[0].max_runs ? loops[0].runs : loops[0].max_runs;
+        *median_ms = loops[0].run_ms ? bu_median(loops[0].run_ms, (int)n) : 0;
+        free(loops[0].run_ms);
+    }
     if (cpu_per_frame)
         *cpu_per_frame = total > 0 ? cpu / (double)((total + 3 * sessions) * batch) : 0;
     return (double)(total * batch) / el;
+}
+
+/* The same without the median run time. */
+static inline double bu_raw_fps_batch(const char *who, const char *name, int sessions, int threads,
+                                      double seconds, const void *input, int batch,
+                                      double *cpu_per_frame) {
+    return bu_raw_fps_batch_ms(who, name, sessions, threads, seconds, input, batch, cpu_per_frame,
+                               NULL);
 }
 
 /* The same, one frame per run. */
