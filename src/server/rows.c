@@ -20,10 +20,18 @@
  * other than RGB and BGR, text models, window batching, anything that fails
  * a check (the whole frame then gets the usual error reply).
  *
+ * A frame that arrives while nothing else is in flight would leave the
+ * other cores idle while the I/O thread both copies and prepares it. Such a
+ * frame is aided: the I/O thread only reads, into a few slots that take
+ * turns, and a helper thread (one per server) prepares each read's rows
+ * while the next read is under way. At one frame in flight this takes the
+ * preparation off the path from the frame's first byte to its run.
+ *
  * Reads land at a 64-byte boundary where the connection's pipe was just
  * emptied, and contiguously otherwise, for the reason srv_buf_align gives.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +41,36 @@
 
 #define RING_CAP (256u << 10) /* bytes one read may bring in; stays in a 1 MiB L2 */
 #define ALIGN 64
+#define AID_SLOTS 4 /* reads an aided frame's preparation may lag behind by */
+
+/* The helper that prepares an aided frame's rows. The I/O thread hands it
+ * one read's whole rows at a time (an item, in slot put % AID_SLOTS) and
+ * reuses a slot only once the helper has finished with it. */
+struct srv_aid {
+    pthread_t th;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* an item was put, or stop */
+    pthread_cond_t done; /* an item was finished */
+    uint8_t *slot[AID_SLOTS];
+    struct {
+        const uint8_t *p;
+        int n;
+    } q[AID_SLOTS];
+    unsigned put, taken, finished;
+    osp_prep_stream_t *ps; /* the aided frame's preparation */
+    size_t stride;
+    double prep_ms;
+    int stop;
+    int owned; /* a frame is using it */
+};
 
 struct srv_rows {
     osp_prep_stream_t *ps;
-    uint8_t *ring;
-    size_t lo, hi;    /* bytes in the ring not yet handed over */
+    uint8_t *ring;    /* the connection's own read buffer */
+    uint8_t *buf;     /* where reads go: the ring, or an aid slot */
+    int aided;        /* the rows go to the helper (s->aid) */
+    size_t lo, hi;    /* bytes in buf not yet handed over */
     size_t left;      /* bytes of the frame not yet read */
     size_t row_bytes;
     int rows_left;    /* rows not yet handed over; the bytes after them are skipped */
@@ -53,11 +86,122 @@ struct srv_rows {
     double prep_ms;
 };
 
+/* ---- the helper ----------------------------------------------------------- */
+
+static void *aid_main(void *arg) {
+    srv_aid_t *a = arg;
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        while (!a->stop && a->taken == a->put) pthread_cond_wait(&a->wake, &a->mu);
+        if (a->stop) break;
+        const uint8_t *p = a->q[a->taken % AID_SLOTS].p;
+        int n = a->q[a->taken % AID_SLOTS].n;
+        a->taken++;
+        osp_prep_stream_t *ps = a->ps;
+        size_t stride = a->stride;
+        pthread_mutex_unlock(&a->mu);
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        osp_prep_stream_rows(ps, p, stride, n);
+        double ms = srv_ms_since(&t0);
+        pthread_mutex_lock(&a->mu);
+        a->prep_ms += ms;
+        a->finished++;
+        pthread_cond_signal(&a->done);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* The helper for a frame of this stream, or NULL: only when nothing else
+ * is in flight and there is a core for it. */
+static srv_aid_t *aid_take(server_t *s, osp_prep_stream_t *ps, size_t stride) {
+    if (s->cores < 2 || s->jobs_inflight > 0) return NULL;
+    srv_aid_t *a = s->aid;
+    if (!a) {
+        if (!(a = calloc(1, sizeof *a))) return NULL;
+        pthread_mutex_init(&a->mu, NULL);
+        pthread_cond_init(&a->wake, NULL);
+        pthread_cond_init(&a->done, NULL);
+        s->aid = a;
+    }
+    if (a->owned) return NULL;
+    for (int i = 0; i < AID_SLOTS; i++)
+        if (!a->slot[i] && !(a->slot[i] = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return NULL;
+    if (!a->started) {
+        if (pthread_create(&a->th, NULL, aid_main, a)) return NULL;
+        a->started = 1;
+    }
+    pthread_mutex_lock(&a->mu);
+    a->ps = ps;
+    a->stride = stride;
+    a->prep_ms = 0;
+    pthread_mutex_unlock(&a->mu);
+    a->owned = 1;
+    return a;
+}
+
+static void aid_put(srv_aid_t *a, const uint8_t *p, int n) {
+    pthread_mutex_lock(&a->mu);
+    a->q[a->put % AID_SLOTS].p = p;
+    a->q[a->put % AID_SLOTS].n = n;
+    a->put++;
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* Wait until at most `pending` items are unfinished; the slot of the next
+ * item is free once fewer than AID_SLOTS are. */
+static void aid_wait(srv_aid_t *a, unsigned pending) {
+    pthread_mutex_lock(&a->mu);
+    while (a->put - a->finished > pending) pthread_cond_wait(&a->done, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* Every item finished: the frame's preparation is the I/O thread's again. */
+static double aid_release(srv_aid_t *a) {
+    aid_wait(a, 0);
+    pthread_mutex_lock(&a->mu);
+    double ms = a->prep_ms;
+    a->ps = NULL;
+    pthread_mutex_unlock(&a->mu);
+    a->owned = 0;
+    return ms;
+}
+
+void srv_rows_aid_free(server_t *s) {
+    srv_aid_t *a = s->aid;
+    if (!a) return;
+    if (a->started) {
+        pthread_mutex_lock(&a->mu);
+        a->stop = 1;
+        pthread_cond_signal(&a->wake);
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(a->th, NULL);
+    }
+    for (int i = 0; i < AID_SLOTS; i++) free(a->slot[i]);
+    pthread_mutex_destroy(&a->mu);
+    pthread_cond_destroy(&a->wake);
+    pthread_cond_destroy(&a->done);
+    free(a);
+    s->aid = NULL;
+}
+
+/* ---- the frame --------------------------------------------------------------- */
+
 /* A frame is under way while the stream holds its context. */
 int srv_rows_active(const srv_rows_t *r) { return r && r->ctx; }
 
+/* The helper, if the frame has it, finishes what it was given and is let go. */
+static void rows_unaid(server_t *s, srv_rows_t *r) {
+    if (!r->aided) return;
+    r->prep_ms += aid_release(s->aid);
+    r->aided = 0;
+}
+
 static void rows_drop(server_t *s, srv_rows_t *r) {
     if (!r->ctx) return;
+    rows_unaid(s, r);
     srv_ctx_put(s, r->ctx);
     srv_release_model(s, r->model);
     r->ctx = NULL;
@@ -72,24 +216,38 @@ void srv_rows_free(server_t *s, srv_rows_t *r) {
     free(r);
 }
 
-/* Hand the whole rows in the ring to the preparation, then move what is
- * left (part of a row) so that the next read lands at the wanted phase. */
-static void rows_consume(srv_rows_t *r) {
+/* Hand the whole rows read so far to the preparation (or to the helper),
+ * then move what is left (part of a row) so that the next read lands at
+ * the wanted phase: within the ring, or into the next aid slot. */
+static void rows_consume(server_t *s, srv_rows_t *r) {
     size_t have = r->hi - r->lo;
     int n = (int)(have / r->row_bytes);
     if (n > r->rows_left) n = r->rows_left;
+    uint8_t *from = r->buf;
     if (n > 0) {
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        osp_prep_stream_rows(r->ps, r->ring + r->lo, r->row_bytes, n);
-        r->prep_ms += srv_ms_since(&t0);
+        if (r->aided) {
+            aid_put(s->aid, r->buf + r->lo, n);
+        } else {
+            struct timespec t0;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            osp_prep_stream_rows(r->ps, r->buf + r->lo, r->row_bytes, n);
+            r->prep_ms += srv_ms_since(&t0);
+        }
         r->lo += (size_t)n * r->row_bytes;
         r->rows_left -= n;
     }
     if (r->rows_left == 0) r->lo = r->hi; /* bytes after the pixels: ignored, as the protocol says */
     size_t keep = r->hi - r->lo;
     size_t at = (r->phase + ALIGN - keep % ALIGN) % ALIGN;
-    if (at != r->lo) memmove(r->ring + at, r->ring + r->lo, keep);
+    if (r->aided && r->rows_left == 0) { /* any bytes left go to the ring, not a slot in use */
+        rows_unaid(s, r);
+        r->buf = r->ring;
+    } else if (r->aided && n > 0) {
+        srv_aid_t *a = s->aid;
+        aid_wait(a, AID_SLOTS - 1);
+        r->buf = a->slot[a->put % AID_SLOTS];
+    }
+    if (r->buf != from || at != r->lo) memmove(r->buf + at, from + r->lo, keep);
     r->lo = at;
     r->hi = at + keep;
 }
@@ -150,6 +308,8 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     r->rows_left = (int)img.height;
     r->prep_ms = 0;
     r->left = frame_len - avail;
+    r->buf = r->ring;
+    r->aided = 0;
     s->frames_prepared_as_read++;
     if (whole) {
         struct timespec t0;
@@ -162,17 +322,24 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     }
     /* the pixels already read come first; the read that brought them most
      * likely emptied the pipe, so what follows starts on a fresh page */
+    srv_aid_t *a = aid_take(s, r->ps, row_bytes);
+    if (a) {
+        r->aided = 1;
+        s->frames_aided++;
+        r->buf = a->slot[a->put % AID_SLOTS];
+    }
     r->phase = 0;
     r->lo = 0;
     r->hi = got;
-    memcpy(r->ring, p + head, got);
-    rows_consume(r);
+    memcpy(r->buf, p + head, got);
+    rows_consume(s, r);
     return 1;
 }
 
 /* Every byte is in: finish the tensor and submit the frame. */
 static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     char err[256];
+    rows_unaid(s, r);
     s->counters.infer_raw++;
     if (osp_model_prepare_rows_end(r->ctx, r->ps, (int)r->w, (int)r->h, r->prep_ms, err,
                                    sizeof err)) {
@@ -212,7 +379,7 @@ int srv_rows_step(server_t *s, conn_t *c) {
     srv_rows_t *r = c->rows;
     size_t room = RING_CAP + ALIGN - r->hi;
     size_t want = room < r->left ? room : r->left;
-    ssize_t got = read(c->rfd, r->ring + r->hi, want);
+    ssize_t got = read(c->rfd, r->buf + r->hi, want);
     if (got < 0) {
         if (errno == EINTR) return ROWS_MORE;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return ROWS_WAIT;
@@ -223,7 +390,7 @@ int srv_rows_step(server_t *s, conn_t *c) {
     r->left -= (size_t)got;
     /* a read that emptied the pipe: what follows starts on a fresh page */
     r->phase = (size_t)got < want ? 0 : (r->phase + (size_t)got) % ALIGN;
-    rows_consume(r);
+    rows_consume(s, r);
     if (r->left == 0) {
         rows_done(s, c, r);
         return ROWS_DONE;
