@@ -60,42 +60,54 @@ typedef struct {
     long max_runs;
 } bu_loop_t;
 
+/* The input of one run: `batch` stacked copies of `input` (one frame's
+ * packed tensor; NULL: zeros). Free in->data after. 0, or -1 out of memory. */
+static inline int bu_input(const osp_model_t *m, const void *input, int batch, osp_tensor_t *in) {
+    if (batch < 1) batch = 1;
+    size_t one = osp_prep_tensor_bytes(&m->prep), bytes = one * (size_t)batch;
+    void *data = calloc(1, bytes);
+    if (!data) return -1;
+    if (input)
+        for (int i = 0; i < batch; i++) memcpy((char *)data + one * (size_t)i, input, one);
+    *in = (osp_tensor_t){.dtype = m->rt->inputs[0].dtype, .rank = 4, .data = data, .bytes = bytes};
+    memcpy(in->dims, m->rt->inputs[0].dims, sizeof in->dims);
+    in->dims[0] = batch;
+    return 0;
+}
+
+/* One run on `in`: its time in ms, or -1 (reported on stderr) when it failed. */
+static inline double bu_run_ms(const char *who, osp_model_t *m, const osp_tensor_t *in) {
+    osp_tensor_t out[16];
+    char err[256];
+    memset(out, 0, sizeof out);
+    double t = bu_now_s();
+    if (osp_rt_run(m->rt, in, out, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", who, err);
+        return -1;
+    }
+    t = bu_now_s() - t;
+    osp_rt_release_outputs(m->rt, out);
+    return t * 1e3;
+}
+
 /* The raw loop: the runtime on a pre-made input, nothing else. With batch
  * N > 1 the input is N copies of `input` stacked into one [N,…] tensor (the
  * model needs a dynamic batch axis) and each run counts N frames. */
 static inline void *bu_raw_loop(void *arg) {
     bu_loop_t *l = arg;
-    osp_model_t *m = l->m;
-    int batch = l->batch > 1 ? l->batch : 1;
-    size_t one = osp_prep_tensor_bytes(&m->prep), bytes = one * (size_t)batch;
-    void *input = calloc(1, bytes);
-    if (input && l->input)
-        for (int i = 0; i < batch; i++) memcpy((char *)input + one * (size_t)i, l->input, one);
-    osp_tensor_t in = {.dtype = m->rt->inputs[0].dtype, .rank = 4, .data = input, .bytes = bytes};
-    memcpy(in.dims, m->rt->inputs[0].dims, sizeof in.dims);
-    in.dims[0] = batch;
-    osp_tensor_t out[16];
-    char err[256];
+    osp_tensor_t in;
     l->runs = 0;
-    if (!input) return NULL;
-    for (int i = 0; i < 3; i++) { /* warm-up */
-        memset(out, 0, sizeof out);
-        if (osp_rt_run(m->rt, &in, out, err, sizeof err) == 0) osp_rt_release_outputs(m->rt, out);
-    }
+    if (bu_input(l->m, l->input, l->batch, &in)) return NULL;
+    for (int i = 0; i < 3; i++) /* warm-up */
+        if (bu_run_ms(l->who, l->m, &in) < 0) break;
     double end = bu_now_s() + l->seconds;
-    for (double t = bu_now_s(); t < end;) {
-        memset(out, 0, sizeof out);
-        if (osp_rt_run(m->rt, &in, out, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", l->who, err);
-            break;
-        }
-        double done = bu_now_s();
-        if (l->run_ms && l->runs < l->max_runs) l->run_ms[l->runs] = (done - t) * 1e3;
-        osp_rt_release_outputs(m->rt, out);
+    while (bu_now_s() < end) {
+        double ms = bu_run_ms(l->who, l->m, &in);
+        if (ms < 0) break;
+        if (l->run_ms && l->runs < l->max_runs) l->run_ms[l->runs] = ms;
         l->runs++;
-        t = done;
     }
-    free(input);
+    free(in.data);
     return NULL;
 }
 

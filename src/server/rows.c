@@ -32,6 +32,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,24 +47,30 @@
 
 /* The helper that prepares an aided frame's rows. The I/O thread hands it
  * one read's whole rows at a time (an item, in slot put % AID_SLOTS) and
- * reuses a slot only once the helper has finished with it. */
+ * reuses a slot only once the helper has finished with it. While a frame
+ * is aided both sides wait for each other awake (the waits are tens of
+ * microseconds, and a woken thread tends to be put on its waker's core, the
+ * one that is busy); between frames the helper sleeps. */
 struct srv_aid {
     pthread_t th;
     int started;
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* an item was put, or stop */
-    pthread_cond_t done; /* an item was finished */
+    pthread_cond_t wake; /* the helper sleeps on it */
     uint8_t *slot[AID_SLOTS];
     struct {
         const uint8_t *p;
         int n;
     } q[AID_SLOTS];
-    unsigned put, taken, finished;
-    osp_prep_stream_t *ps; /* the aided frame's preparation */
+    atomic_uint put;      /* items handed over (the I/O thread) */
+    atomic_uint finished; /* items prepared (the helper) */
+    atomic_int active;    /* a frame is aided */
+    atomic_uint frames;   /* frames aided so far */
+    atomic_int sleeping;  /* the helper is asleep on wake, or about to be */
+    atomic_int stop;
+    /* the aided frame's, written before active is set */
+    osp_prep_stream_t *ps;
     size_t stride;
-    double prep_ms;
-    int stop;
-    int owned; /* a frame is using it */
+    double prep_ms; /* the helper's, read once every item is finished */
 };
 
 struct srv_rows {
@@ -88,28 +96,59 @@ struct srv_rows {
 
 /* ---- the helper ----------------------------------------------------------- */
 
+#if defined(__x86_64__) || defined(__i386__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#define AID_SPIN_MS 0.2 /* the helper waits this long awake for the next item */
+
+/* Sleep until an item is put, a frame is taken on, or stop. */
+static void aid_sleep(srv_aid_t *a, unsigned taken, unsigned *frames) {
+    pthread_mutex_lock(&a->mu);
+    atomic_store(&a->sleeping, 1);
+    while (!atomic_load(&a->stop) && atomic_load(&a->put) == taken &&
+           atomic_load(&a->frames) == *frames)
+        pthread_cond_wait(&a->wake, &a->mu);
+    *frames = atomic_load(&a->frames);
+    atomic_store(&a->sleeping, 0);
+    pthread_mutex_unlock(&a->mu);
+}
+
+static void aid_wake(srv_aid_t *a) {
+    if (!atomic_load(&a->sleeping)) return;
+    pthread_mutex_lock(&a->mu);
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->mu);
+}
+
 static void *aid_main(void *arg) {
     srv_aid_t *a = arg;
-    pthread_mutex_lock(&a->mu);
-    for (;;) {
-        while (!a->stop && a->taken == a->put) pthread_cond_wait(&a->wake, &a->mu);
-        if (a->stop) break;
-        const uint8_t *p = a->q[a->taken % AID_SLOTS].p;
-        int n = a->q[a->taken % AID_SLOTS].n;
-        a->taken++;
-        osp_prep_stream_t *ps = a->ps;
-        size_t stride = a->stride;
-        pthread_mutex_unlock(&a->mu);
+    unsigned taken = 0, frames = 0;
+    struct timespec idle;
+    clock_gettime(CLOCK_MONOTONIC, &idle);
+    while (!atomic_load(&a->stop)) {
+        if (atomic_load(&a->put) == taken) {
+            if (atomic_load(&a->active) && srv_ms_since(&idle) < AID_SPIN_MS) {
+                cpu_relax();
+                continue;
+            }
+            aid_sleep(a, taken, &frames);
+            clock_gettime(CLOCK_MONOTONIC, &idle);
+            continue;
+        }
+        const uint8_t *p = a->q[taken % AID_SLOTS].p;
+        int n = a->q[taken % AID_SLOTS].n;
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        osp_prep_stream_rows(ps, p, stride, n);
-        double ms = srv_ms_since(&t0);
-        pthread_mutex_lock(&a->mu);
-        a->prep_ms += ms;
-        a->finished++;
-        pthread_cond_signal(&a->done);
+        osp_prep_stream_rows(a->ps, p, a->stride, n);
+        clock_gettime(CLOCK_MONOTONIC, &idle);
+        a->prep_ms += srv_ms_since(&t0);
+        atomic_store(&a->finished, ++taken);
     }
-    pthread_mutex_unlock(&a->mu);
     return NULL;
 }
 
@@ -122,50 +161,48 @@ static srv_aid_t *aid_take(server_t *s, osp_prep_stream_t *ps, size_t stride) {
         if (!(a = calloc(1, sizeof *a))) return NULL;
         pthread_mutex_init(&a->mu, NULL);
         pthread_cond_init(&a->wake, NULL);
-        pthread_cond_init(&a->done, NULL);
         s->aid = a;
     }
-    if (a->owned) return NULL;
+    if (atomic_load(&a->active)) return NULL;
     for (int i = 0; i < AID_SLOTS; i++)
         if (!a->slot[i] && !(a->slot[i] = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return NULL;
     if (!a->started) {
         if (pthread_create(&a->th, NULL, aid_main, a)) return NULL;
         a->started = 1;
     }
-    pthread_mutex_lock(&a->mu);
     a->ps = ps;
     a->stride = stride;
     a->prep_ms = 0;
-    pthread_mutex_unlock(&a->mu);
-    a->owned = 1;
+    atomic_store(&a->active, 1);
+    atomic_fetch_add(&a->frames, 1);
+    aid_wake(a); /* awake by the time the first read is in */
     return a;
 }
 
 static void aid_put(srv_aid_t *a, const uint8_t *p, int n) {
-    pthread_mutex_lock(&a->mu);
-    a->q[a->put % AID_SLOTS].p = p;
-    a->q[a->put % AID_SLOTS].n = n;
-    a->put++;
-    pthread_cond_signal(&a->wake);
-    pthread_mutex_unlock(&a->mu);
+    unsigned put = atomic_load(&a->put);
+    a->q[put % AID_SLOTS].p = p;
+    a->q[put % AID_SLOTS].n = n;
+    atomic_store(&a->put, put + 1);
+    aid_wake(a);
 }
 
 /* Wait until at most `pending` items are unfinished; the slot of the next
- * item is free once fewer than AID_SLOTS are. */
+ * item is free once fewer than AID_SLOTS are. The helper is at work on
+ * them: a short wait, awake, that lets others run once it grows long. */
 static void aid_wait(srv_aid_t *a, unsigned pending) {
-    pthread_mutex_lock(&a->mu);
-    while (a->put - a->finished > pending) pthread_cond_wait(&a->done, &a->mu);
-    pthread_mutex_unlock(&a->mu);
+    for (int i = 0; atomic_load(&a->put) - atomic_load(&a->finished) > pending; i++) {
+        if (i < 4096) cpu_relax();
+        else sched_yield();
+    }
 }
 
 /* Every item finished: the frame's preparation is the I/O thread's again. */
 static double aid_release(srv_aid_t *a) {
     aid_wait(a, 0);
-    pthread_mutex_lock(&a->mu);
     double ms = a->prep_ms;
     a->ps = NULL;
-    pthread_mutex_unlock(&a->mu);
-    a->owned = 0;
+    atomic_store(&a->active, 0);
     return ms;
 }
 
@@ -174,7 +211,7 @@ void srv_rows_aid_free(server_t *s) {
     if (!a) return;
     if (a->started) {
         pthread_mutex_lock(&a->mu);
-        a->stop = 1;
+        atomic_store(&a->stop, 1);
         pthread_cond_signal(&a->wake);
         pthread_mutex_unlock(&a->mu);
         pthread_join(a->th, NULL);
@@ -182,7 +219,6 @@ void srv_rows_aid_free(server_t *s) {
     for (int i = 0; i < AID_SLOTS; i++) free(a->slot[i]);
     pthread_mutex_destroy(&a->mu);
     pthread_cond_destroy(&a->wake);
-    pthread_cond_destroy(&a->done);
     free(a);
     s->aid = NULL;
 }
@@ -245,7 +281,7 @@ static void rows_consume(server_t *s, srv_rows_t *r) {
     } else if (r->aided && n > 0) {
         srv_aid_t *a = s->aid;
         aid_wait(a, AID_SLOTS - 1);
-        r->buf = a->slot[a->put % AID_SLOTS];
+        r->buf = a->slot[atomic_load(&a->put) % AID_SLOTS];
     }
     if (r->buf != from || at != r->lo) memmove(r->buf + at, from + r->lo, keep);
     r->lo = at;
@@ -326,7 +362,7 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     if (a) {
         r->aided = 1;
         s->frames_aided++;
-        r->buf = a->slot[a->put % AID_SLOTS];
+        r->buf = a->slot[atomic_load(&a->put) % AID_SLOTS];
     }
     r->phase = 0;
     r->lo = 0;
