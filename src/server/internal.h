@@ -300,6 +300,7 @@ void srv_on_job_done(server_t *s, job_t *j);
 void srv_check_timers(server_t *s);
 int srv_timer_ms(server_t *s);
 int srv_idle(server_t *s);
+int srv_input_waiting(server_t *s);
 void srv_handshake_models(server_t *s, const cJSON *models, int *loaded, int *total);
 void srv_release_model(server_t *s, loaded_t *l);
 void srv_write_mem_stats(server_t *s, osp_jw_t *w);

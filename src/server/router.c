@@ -76,7 +76,8 @@ void srv_release_model(server_t *s, loaded_t *l) {
 
 /* Whether model idx has nothing admitted besides `mine` frames (the job's
  * own slot, when it holds one): its run may then take every core, if
- * nothing else is running when it starts (osp_model_predict). */
+ * nothing else is running when it starts (osp_model_predict) and no other
+ * input is on its way (srv_input_waiting, checked by the callers). */
 static int model_alone(const server_t *s, int idx, int mine) {
     return s->admit[idx].running == mine && s->admit[idx].count == 0;
 }
@@ -181,7 +182,7 @@ static int run_admitted(server_t *s, job_t *j) {
         return 0;
     }
     j->admitted = 1;
-    j->lone = model_alone(s, j->model_idx, 1);
+    j->lone = model_alone(s, j->model_idx, 1) && !srv_input_waiting(s);
     osp_pool_push(j->prepared ? s->predict : s->prepare, &j->q);
     return 1;
 }
@@ -358,7 +359,8 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     }
     j->kind = JOB_BATCH;
     j->model_idx = idx;
-    j->lone = model_alone(s, idx, 0); /* batches are not admitted: none of its own */
+    /* batches are not admitted: none of its own */
+    j->lone = model_alone(s, idx, 0) && !srv_input_waiting(s);
     l->refs++;
     j->model = l;
     j->confidence = l->confidence;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -361,6 +362,19 @@ static void conn_parse(server_t *s, conn_t *c) {
         memmove(c->in, c->in + off, c->in_len - off);
         c->in_len -= off;
     }
+}
+
+/* More input on its way: a frame partly read, or bytes waiting in a
+ * connection. A frame admitted now that would otherwise run alone will
+ * soon have company, and the I/O thread needs a core to read it. */
+int srv_input_waiting(server_t *s) {
+    for (conn_t *c = s->conns; c; c = c->next) {
+        if (c->read_closed || c->fatal) continue;
+        if (c->big || srv_rows_active(c->rows)) return 1;
+        int n = 0;
+        if (ioctl(c->rfd, FIONREAD, &n) == 0 && n > 0) return 1;
+    }
+    return 0;
 }
 
 /* Hand finished jobs to the router: replies out, freed run slots refilled. */

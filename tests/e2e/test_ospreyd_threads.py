@@ -49,6 +49,37 @@ def test_lone_frames_take_the_wide_session_and_agree(worker):
     assert after <= th["loneRuns"] + 4
 
 
+def test_no_lone_run_while_input_is_arriving(spawn, tmp_path):
+    """A frame that would run alone does not take every core while another
+    frame is still arriving: the reading thread needs a core, and the other
+    frame will soon want the model too. Connection A is half-way through a
+    large frame when connection B's frame is admitted: B runs on one
+    thread. Once A's frame is in, it runs alone, and so does B's next."""
+    import time
+    from test_ospreyd_sockets import serve
+    need(MODELS / "ssd-oidv4.onnx")
+    w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG]}, "unix")
+    a, b = w.connect(), w.connect()
+    assert a.hello({"protocolVersion": 1})["status"] == "ready"
+    assert b.hello({"protocolVersion": 1})["status"] == "ready"
+    th = b.command({"cmd": "mem_stats"})["threading"]
+    if th["cores"] < 2 or th["loneFrameThreads"] <= th["intraOpThreads"]:
+        pytest.skip("no wider session on this machine")
+    big, messi = tiled(media_image("messi5.jpg"), 3, 3), media_image("messi5.jpg")
+    req = a.new_id()
+    data = frame(req, MSG_RAW, p_raw(0, big.w, big.h, big.fmt, big.data))
+    a.send_bytes(data[:len(data) // 2])
+    time.sleep(0.3)
+    first = b.infer_raw(0, messi)
+    assert b.command({"cmd": "mem_stats"})["threading"]["loneRuns"] == 0
+    a.send_bytes(data[len(data) // 2:])
+    assert any(d["label"] == "Person" for d in a.reply(req)["detections"])
+    assert b.command({"cmd": "mem_stats"})["threading"]["loneRuns"] == 1  # A's, alone by then
+    again = b.infer_raw(0, messi)
+    assert b.command({"cmd": "mem_stats"})["threading"]["loneRuns"] == 2
+    assert detections_match(first, again, px=1.0, score=0.002), (first, again)
+
+
 def test_lone_frame_threads_off(worker):
     need(MODELS / "ssd-oidv4.onnx")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "loneFrameThreads": 0})
