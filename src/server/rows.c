@@ -20,9 +20,9 @@
  * other than RGB and BGR, text models, window batching, anything that fails
  * a check (the whole frame then gets the usual error reply).
  *
- * A frame that arrives while nothing else is in flight would leave the
- * other cores idle while the I/O thread both copies and prepares it. Such a
- * frame is aided: the I/O thread only reads, into a few slots that take
+ * A frame of a megabyte or more that arrives while nothing else is in
+ * flight would leave the other cores idle while the I/O thread both copies
+ * and prepares it. Such a frame is aided: the I/O thread only reads, into a few slots that take
  * turns, and a helper thread (one per server) prepares each read's rows
  * while the next read is under way. At one frame in flight this takes the
  * preparation off the path from the frame's first byte to its run.
@@ -44,6 +44,7 @@
 #define RING_CAP (256u << 10) /* bytes one read may bring in; stays in a 1 MiB L2 */
 #define ALIGN 64
 #define AID_SLOTS 4 /* reads an aided frame's preparation may lag behind by */
+#define AID_MIN (4 * RING_CAP) /* a frame read in fewer reads gains too little */
 
 /* The helper that prepares an aided frame's rows. The I/O thread hands it
  * one read's whole rows at a time (an item, in slot put % AID_SLOTS) and
@@ -358,7 +359,7 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     }
     /* the pixels already read come first; the read that brought them most
      * likely emptied the pipe, so what follows starts on a fresh page */
-    srv_aid_t *a = aid_take(s, r->ps, row_bytes);
+    srv_aid_t *a = r->left >= AID_MIN ? aid_take(s, r->ps, row_bytes) : NULL;
     if (a) {
         r->aided = 1;
         s->frames_aided++;
