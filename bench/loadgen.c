@@ -1903,6 +1903,7 @@ int main(int argc, char **argv) {
     free(f.rgb);
     free(f.items);
     free(recs);
+    free(g_tensor);
     free(runs);
     osp_model_free(m);
     shm_cleanup();

@@ -22,10 +22,11 @@
  *
  * A frame of a megabyte or more that arrives while nothing else is in
  * flight would leave the other cores idle while the I/O thread both copies
- * and prepares it. Such a frame is aided: the I/O thread only reads, into a few slots that take
- * turns, and a helper thread (one per server) prepares each read's rows
- * while the next read is under way. At one frame in flight this takes the
- * preparation off the path from the frame's first byte to its run.
+ * and prepares it. Such a frame is aided: the I/O thread only reads, into
+ * a few slots that take turns, and a helper thread (one per server)
+ * prepares each read's rows while the next read is under way. At one frame
+ * in flight this takes the preparation off the path from the frame's first
+ * byte to its run.
  *
  * Reads land at a 64-byte boundary where the connection's pipe was just
  * emptied, and contiguously otherwise, for the reason srv_buf_align gives.

@@ -458,22 +458,26 @@ static void test_luminance(void **state)
     }
 }
 
-/* Buffers grow only: once both frame sizes have been seen, further frames
- * of either allocate nothing (same pointers, same capacities). */
+/* Buffers grow only: once every frame size has been seen, further frames
+ * of any allocate nothing (same pointers, same capacities). 1920 and 1280
+ * shrink to 640 by whole factors; 1000 takes the bilinear table. */
 static void test_scratch_reuse(void **state)
 {
     (void)state;
-    osp_view_t big, small;
+    osp_view_t big, small, odd;
     uint8_t *b1 = make_frame(1920, 1080, OSP_PIX_RGB, NULL, 0, &big);
     uint8_t *b2 = make_frame(1280, 720, OSP_PIX_RGB, NULL, 0, &small);
+    uint8_t *b3 = make_frame(1000, 700, OSP_PIX_RGB, NULL, 0, &odd);
+    const osp_view_t *frames[] = {&big, &small, &odd};
     osp_prep_t p = spec(640, 640, OSP_FIT_LETTERBOX, OSP_LAYOUT_NCHW, OSP_ELEM_F32, "none");
     float *t = malloc(osp_prep_tensor_bytes(&p));
     osp_prep_scratch_t s = {0};
-    assert_int_equal(osp_prep_run(&big, &p, t, &s, NULL, NULL, 0), OSP_IMG_OK);
-    assert_int_equal(osp_prep_run(&small, &p, t, &s, NULL, NULL, 0), OSP_IMG_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(osp_prep_run(frames[i], &p, t, &s, NULL, NULL, 0), OSP_IMG_OK);
+    assert_non_null(s.cols.data);
     osp_prep_scratch_t warm = s;
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(osp_prep_run(i % 2 ? &big : &small, &p, t, &s, NULL, NULL, 0),
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(osp_prep_run(frames[(i * 2) % 3], &p, t, &s, NULL, NULL, 0),
                          OSP_IMG_OK);
         assert_ptr_equal(s.resized.data, warm.resized.data);
         assert_ptr_equal(s.cols.data, warm.cols.data);
@@ -487,6 +491,7 @@ static void test_scratch_reuse(void **state)
     free(t);
     free(b1);
     free(b2);
+    free(b3);
 }
 
 static void test_bad_arguments(void **state)
