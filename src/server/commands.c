@@ -544,7 +544,6 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_key(w, "inferShm"); osp_jw_int(w, k->infer_shm);
     osp_jw_key(w, "framesParked"); osp_jw_int(w, s->frames_parked);
     osp_jw_key(w, "framesPreparedAsRead"); osp_jw_int(w, s->frames_prepared_as_read);
-    osp_jw_key(w, "framesAided"); osp_jw_int(w, s->frames_aided);
     osp_jw_obj_close(w);
     osp_jw_key(w, "backpressure");
     osp_jw_obj_open(w);
@@ -1002,7 +1001,6 @@ int srv_start(server_t *s) {
 }
 
 void srv_stop(server_t *s) {
-    srv_rows_aid_free(s);
     osp_pool_free(s->prepare);
     osp_pool_free(s->predict);
     s->prepare = s->predict = NULL;

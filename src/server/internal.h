@@ -58,7 +58,6 @@ int srv_spill_fill(spill_t *sp, uint8_t *frame);
 
 /* A large raw frame prepared as it is read (rows.c). */
 typedef struct srv_rows srv_rows_t;
-typedef struct srv_aid srv_aid_t;
 enum { ROWS_MORE, ROWS_WAIT, ROWS_EOF, ROWS_DONE };
 
 typedef struct conn {
@@ -213,8 +212,6 @@ typedef struct server {
     spill_t *frame_spill; /* the parked part of the frame srv_on_frame is handling */
     int64_t frames_parked; /* large raw frames whose pixels went through spill pipes */
     int64_t frames_prepared_as_read; /* large raw frames prepared row by row (rows.c) */
-    int64_t frames_aided;            /* of those, prepared by the helper as they were read */
-    srv_aid_t *aid;                  /* the helper (rows.c), once a frame needed it */
     double shed_at_ms[OSP_MAX_SLOTS]; /* when each model last shed a frame from its queue (since started) */
     int cores;
     char threads_source[16]; /* "config" or "cores" */
@@ -313,7 +310,6 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
 int srv_rows_step(server_t *s, conn_t *c);
 int srv_rows_active(const srv_rows_t *r);
 void srv_rows_free(server_t *s, srv_rows_t *r);
-void srv_rows_aid_free(server_t *s);
 
 /* shm.c */
 int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd);

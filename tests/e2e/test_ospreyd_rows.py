@@ -168,25 +168,3 @@ def test_rows_frames_already_whole(worker):
     for r, ref in zip(got, (ref_mid, ref_mid, ref_small, ref_mid)):
         assert detections_match(ref, r, px=0.01, score=1e-5), (ref, r)
 
-
-def test_rows_aided_alone_inline_behind_another(worker):
-    """A frame that arrives while nothing else is in flight is prepared by
-    the helper thread while the reading thread goes on reading
-    (framesAided); the frame right behind it arrives while the first is in
-    flight and is prepared by the reading thread itself. Both answer as the
-    whole frame does."""
-    need(MODELS / "ssd-oidv4.onnx")
-    w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
-    c = w.conn
-    big = tiled(media_image("messi5.jpg"), 3, 3)
-    ref = whole(c, 0, big, 5)
-    before = c.mem_stats()["counters"]
-    reqs = [c.new_id(), c.new_id()]
-    c.send_bytes(b"".join(frame(r, MSG_RAW, p_raw(0, big.w, big.h, big.fmt, big.data)) for r in reqs))
-    got = [c.reply(r) for r in reqs]
-    after = c.mem_stats()["counters"]
-    assert after["framesPreparedAsRead"] == before["framesPreparedAsRead"] + 2
-    assert after["framesAided"] == before["framesAided"] + 1
-    assert ref["detections"], ref
-    for r in got:
-        assert detections_match(ref, r, px=0.01, score=1e-5), (ref, r)
