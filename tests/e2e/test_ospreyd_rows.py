@@ -167,4 +167,3 @@ def test_rows_frames_already_whole(worker):
     assert any(d["label"] == "Person" for d in ref_mid["detections"]), ref_mid
     for r, ref in zip(got, (ref_mid, ref_mid, ref_small, ref_mid)):
         assert detections_match(ref, r, px=0.01, score=1e-5), (ref, r)
-
