@@ -293,7 +293,8 @@ static void split_rows(const uint8_t *src, int stride, osp_pixfmt_t fmt, uint8_t
 }
 
 /* Source row and blend weight (0..255, libyuv's 1/256 units) for content row
- * y: centre-aligned, sy = (y + 0.5) * h / ch - 0.5, clamped to the frame. */
+ * y: centre-aligned, sy = (y + 0.5) * h / ch - 0.5, clamped to the frame.
+ * The same mapping across, with w and cw, gives the columns (cols_fill). */
 static void vmap(int y, int h, int ch, int *y0, int *frac)
 {
     int64_t num = (int64_t)(2 * y + 1) * h - ch; /* sy * 2ch */
@@ -417,18 +418,12 @@ void osp_prep_stream_free(osp_prep_stream_t *st)
 
 static int stream_row_bytes(const osp_prep_stream_t *st) { return st->w * 3; }
 
-/* The bilinear table for w -> cw, centre-aligned as vmap is: sx = (x + 0.5)
- * * w / cw - 0.5, clamped to the row, in 1/256 of a pixel. */
+/* The bilinear table for w -> cw: vmap's mapping, across. */
 static void cols_fill(col_t *c, int w, int cw)
 {
     for (int x = 0; x < cw; x++) {
-        int64_t num = (int64_t)(2 * x + 1) * w - cw; /* sx * 2cw */
-        int64_t s256 = num <= 0 ? 0 : (num * 256 + cw) / (2 * (int64_t)cw);
-        int x0 = (int)(s256 >> 8), f = (int)(s256 & 255);
-        if (x0 >= w - 1) {
-            x0 = w - 1;
-            f = 0;
-        }
+        int x0, f;
+        vmap(x, w, cw, &x0, &f);
         c[x].a = x0 * 3;
         c[x].b = (x0 + (f ? 1 : 0)) * 3;
         c[x].f = f;
