@@ -75,11 +75,11 @@ void srv_release_model(server_t *s, loaded_t *l) {
 }
 
 /* Whether model idx has nothing admitted besides `mine` frames (the job's
- * own slot, when it holds one): its run may then take every core, if
- * nothing else is running when it starts (osp_model_predict) and no other
- * input is on its way (srv_input_waiting, checked by the callers). */
-static int model_alone(const server_t *s, int idx, int mine) {
-    return s->admit[idx].running == mine && s->admit[idx].count == 0;
+ * own slot, when it holds one) and no other input is on its way
+ * (srv_input_waiting): its run may then take every core, if nothing else
+ * is running when it starts (osp_model_predict). */
+static int model_alone(server_t *s, int idx, int mine) {
+    return s->admit[idx].running == mine && s->admit[idx].count == 0 && !srv_input_waiting(s);
 }
 
 #define SHEDDING_MS 1000.0 /* a model that shed a frame this recently is overloaded */
@@ -182,7 +182,7 @@ static int run_admitted(server_t *s, job_t *j) {
         return 0;
     }
     j->admitted = 1;
-    j->lone = model_alone(s, j->model_idx, 1) && !srv_input_waiting(s);
+    j->lone = model_alone(s, j->model_idx, 1);
     osp_pool_push(j->prepared ? s->predict : s->prepare, &j->q);
     return 1;
 }
@@ -360,7 +360,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     j->kind = JOB_BATCH;
     j->model_idx = idx;
     /* batches are not admitted: none of its own */
-    j->lone = model_alone(s, idx, 0) && !srv_input_waiting(s);
+    j->lone = model_alone(s, idx, 0);
     l->refs++;
     j->model = l;
     j->confidence = l->confidence;
