@@ -4,15 +4,15 @@
  *
  * A colour frame is resampled row by row in its own interleaved format:
  * each content row is blended vertically from its two source rows, then
- * resampled across straight into R, G, B rows of the content width, then
- * packed. Converting a whole 1920x1080 frame first (to ARGB or to planes)
+ * resampled across into one interleaved row of the content width, then
+ * packed (as it is for NHWC, through planes for NCHW). Converting a whole 1920x1080 frame first (to ARGB or to planes)
  * costs ~0.8-1 ms alone, more than everything else together, and staging
  * the frame at the content height for libyuv's ScalePlane cost another
  * pass over memory at the end. Both directions are bilinear with
  * pixel-centre alignment, like OpenCV's INTER_LINEAR that the models were
- * trained with, in 1/256 steps. Whole-factor shrinks of the width (1920 ->
- * 640, 1920 -> 320) need no weights at all (split_row_every,
- * split_row_pairs); gray frames take one ScalePlane call.
+ * trained with, in 1/256 steps; across, a table gives each output pixel
+ * its two source pixels and weights (cols_fill, across_linear). Gray
+ * frames take one ScalePlane call.
  *
  * Memory: all staging lives in osp_prep_scratch_t and only grows; a colour
  * frame makes no allocation at all once it has been seen. libyuv's
