@@ -155,7 +155,11 @@ static void u8_to_f32(float *restrict d, const uint8_t *restrict s, int n,
     for (; i + PACK_PERIOD <= n; i += PACK_PERIOD)
         for (int j = 0; j < PACK_PERIOD; j++)
             d[i + j] = (float)s[i + j] * a[j] + o[j];
-    for (int j = 0; i < n; i++, j = (j + 1) % PACK_PERIOD)
+    int j = 0; /* the rest, under PACK_PERIOD: eights, then ones */
+    for (; i + 8 <= n; i += 8, j += 8)
+        for (int k = 0; k < 8; k++)
+            d[i + k] = (float)s[i + k] * a[j + k] + o[j + k];
+    for (; i < n; i++, j++)
         d[i] = (float)s[i] * a[j] + o[j];
 }
 
