@@ -114,7 +114,8 @@ bench: build assets
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
 	@echo "one frame in flight (K=1): p50-raw = p50 minus the median run of the 1-session raw loop; paired ="
-	@echo "the same with one request and one raw run in turns (both see the same load), medians of 5:"
+	@echo "the same with one request and one raw run in turns (both see the same load), medians of 5;"
+	@echo "pipe alone = the same bytes through a pipe to a thread that only reads them, in turns too:"
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame raw  --size 1920x1080 --inflight 1 --runs 5 --seconds 3 \
 	    --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame shm  --size 1920x1080 --inflight 1 --runs 5 --seconds 3 \

@@ -229,29 +229,30 @@ static int read_full(int fd, uint8_t *buf, size_t n) {
  * generator's own copying does not take the server's cores on a small
  * machine; the server still reads every byte as it would from any host. A
  * header ahead of it is written alone first. */
-static ssize_t push(srv_t *s, struct iovec *iov, int cnt) {
+static ssize_t push(srv_t *s, int fd, struct iovec *iov, int cnt) {
     if (s->vmsplice && s->payload && cnt >= 1) {
         const uint8_t *b = iov[0].iov_base;
         if (b >= s->payload && b < s->payload + s->payload_len)
-            return vmsplice(s->wfd, iov, 1, SPLICE_F_NONBLOCK);
-        if (cnt >= 2 && iov[1].iov_base == s->payload) return writev(s->wfd, iov, 1);
+            return vmsplice(fd, iov, 1, SPLICE_F_NONBLOCK);
+        if (cnt >= 2 && iov[1].iov_base == s->payload) return writev(fd, iov, 1);
     }
-    return writev(s->wfd, iov, cnt);
+    return writev(fd, iov, cnt);
 }
 
-/* Write every byte of iov[0..cnt) to a non-blocking fd, polling when it is
- * full. 0, or -1 when the server is gone. */
-static int write_all(srv_t *s, struct iovec *iov, int cnt) {
+/* Write every byte of iov[0..cnt) to a non-blocking fd (the server's stdin,
+ * or the pipe of phase_paired), polling when it is full. 0, or -1 when the
+ * reader is gone. */
+static int write_fd(srv_t *s, int fd, struct iovec *iov, int cnt) {
     int64_t give_up = mono_ns() + (int64_t)60e9; /* a server that stopped reading */
     while (cnt > 0) {
-        ssize_t w = push(s, iov, cnt);
+        ssize_t w = push(s, fd, iov, cnt);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN || s->eof || mono_ns() > give_up) {
-                if (errno == EAGAIN) fprintf(stderr, "%s: ospreyd stopped reading its stdin\n", WHO);
+                if (errno == EAGAIN) fprintf(stderr, "%s: the pipe's reader stopped reading\n", WHO);
                 return -1;
             }
-            struct pollfd p = {.fd = s->wfd, .events = POLLOUT};
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
             poll(&p, 1, 100);
             continue;
         }
@@ -268,6 +269,8 @@ static int write_all(srv_t *s, struct iovec *iov, int cnt) {
     }
     return 0;
 }
+
+static int write_all(srv_t *s, struct iovec *iov, int cnt) { return write_fd(s, s->wfd, iov, cnt); }
 
 /* The value after "key": in a JSON text, or NULL. Good enough for the flat
  * reply records of the protocol. */
@@ -714,7 +717,7 @@ static void phase_open(srv_t *s, double rate, double seconds, double grace_s, ph
             active = 1;
         }
         /* push what the pipe takes now; never block in write */
-        ssize_t w = push(s, iov[0].iov_len ? iov : iov + 1, iov[0].iov_len ? cnt : cnt - 1);
+        ssize_t w = push(s, s->wfd, iov[0].iov_len ? iov : iov + 1, iov[0].iov_len ? cnt : cnt - 1);
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN) {
@@ -1010,23 +1013,70 @@ static void measure_limit(const opts_t *o, const frame_t *f, const osp_model_t *
  * measured in turns: one request answered, then one run of a 1 x N-thread
  * session (helper threads sleeping between runs, as the server's lone-frame
  * session's do) on the same frame's tensor, then the next request. Medians
- * of each over `seconds`. */
+ * of each over `seconds`. Raw and JPEG frames add a third turn: the same
+ * bytes through a pipe alone (sink_t), then another raw run, so that it
+ * meets the cache as a request does (the run evicts the frame). */
+
+/* What moving one request's bytes through a pipe costs by itself: the
+ * writer the requests use (push), a 1 MiB pipe as ospreyd's stdin, and a
+ * thread that reads it 256 KiB at a time, as ospreyd's reading thread
+ * does, and keeps nothing. No server can answer a frame sent this way
+ * sooner than this after the write starts. */
+typedef struct {
+    int rfd, ack; /* the pipe's read end; one byte back per request read */
+    size_t len;   /* bytes a request */
+} sink_t;
+
+static void *sink_main(void *arg) {
+    sink_t *k = arg;
+    enum { CHUNK = 256 << 10 };
+    uint8_t *buf = malloc(CHUNK);
+    while (buf) {
+        size_t left = k->len;
+        while (left) {
+            ssize_t r = read(k->rfd, buf, left < CHUNK ? left : CHUNK);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) goto out; /* the writer closed it: done */
+            left -= (size_t)r;
+        }
+        if (write(k->ack, "", 1) != 1) break;
+    }
+out:
+    free(buf);
+    return NULL;
+}
+
 static void phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double seconds,
-                         double *lat_ms, double *raw_ms) {
-    *lat_ms = *raw_ms = 0;
+                         double *lat_ms, double *raw_ms, double *pipe_ms) {
+    *lat_ms = *raw_ms = *pipe_ms = 0;
     bu_no_spin = 1;
     osp_model_t *rm = bu_open_model(WHO, o->model, bu_cores());
     bu_no_spin = 0;
     osp_tensor_t in;
     enum { CAP = 4096 };
     double *lat = malloc(CAP * sizeof *lat), *raw = malloc(CAP * sizeof *raw);
-    if (!lat || !raw || bu_input(m, g_tensor, 1, &in)) {
+    double *pip = malloc(CAP * sizeof *pip);
+    if (!lat || !raw || !pip || bu_input(m, g_tensor, 1, &in)) {
         free(lat);
         free(raw);
+        free(pip);
         osp_model_free(rm);
         return;
     }
-    int n = 0, nr = 0, bad = 0;
+    /* the pipe alone, when the frame's bytes go through the pipe */
+    int pp[2] = {-1, -1}, ack[2] = {-1, -1};
+    sink_t sink = {0};
+    pthread_t sink_th;
+    int sinking = 0;
+    if (!o->shm && pipe(pp) == 0) {
+        if (pipe(ack) == 0) {
+            fcntl(pp[1], F_SETPIPE_SZ, 1 << 20);
+            fcntl(pp[1], F_SETFL, fcntl(pp[1], F_GETFL) | O_NONBLOCK);
+            sink = (sink_t){.rfd = pp[0], .ack = ack[1]};
+            sinking = 1;
+        }
+    }
+    int n = 0, nr = 0, np = 0, bad = 0;
     for (int i = 0; i < 3; i++) bu_run_ms(WHO, rm, &in); /* warm-up */
     uint8_t hdr[64];
     int64_t end = mono_ns() + (int64_t)(seconds * 1e9);
@@ -1043,14 +1093,34 @@ static void phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double
         double ms = bu_run_ms(WHO, rm, &in);
         if (ms < 0) bad = 1;
         else raw[nr++] = ms;
+        if (sinking && sink.len == 0) { /* the first request told its size */
+            sink.len = hl + s->payload_len;
+            if (pthread_create(&sink_th, NULL, sink_main, &sink)) sinking = 0;
+        }
+        if (sinking) {
+            struct iovec piov[2] = {{hdr, hl}, {(void *)s->payload, s->payload_len}};
+            char c;
+            int64_t t0 = mono_ns();
+            if (write_fd(s, pp[1], piov, 2) || read(ack[0], &c, 1) != 1) bad = 1;
+            else pip[np++] = (double)(mono_ns() - t0) / 1e6;
+            if (bu_run_ms(WHO, rm, &in) < 0) bad = 1; /* the cache as a request meets it */
+        }
     }
     if (!bad && n > 0 && nr > 0) {
         *lat_ms = bu_median(lat, n);
         *raw_ms = bu_median(raw, nr);
+        if (np > 0) *pipe_ms = bu_median(pip, np);
+    }
+    if (pp[1] >= 0) close(pp[1]); /* the sink reads 0 and ends */
+    if (sinking && sink.len) pthread_join(sink_th, NULL);
+    for (int i = 0; i < 2; i++) {
+        if (i == 0 && pp[0] >= 0) close(pp[0]);
+        if (ack[i] >= 0) close(ack[i]);
     }
     free(in.data);
     free(lat);
     free(raw);
+    free(pip);
     osp_model_free(rm);
 }
 
@@ -1060,6 +1130,7 @@ typedef struct {
     pstats_t main;
     double lat1_p50, lat1_p99;  /* K=1 phase (open loop) */
     double pair_lat, pair_raw;  /* K=1 paired phase (closed loop, --limit): medians, ms */
+    double pair_pipe;           /* the same bytes through a pipe alone (phase_paired), ms */
     double capacity;            /* closed-loop K=cap phase (open loop Fx): the mean of before and after */
     double cap_before, cap_after;
     double rate;
@@ -1228,7 +1299,7 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
     R->cli_cpu_util = wall > 0 ? (cli1 - cli0) / wall : 0;
 
     if (o->limit && !o->open && k == 1 && o->batch <= 1 && !R->lost)
-        phase_paired(&s, o, m, o->seconds, &R->pair_lat, &R->pair_raw);
+        phase_paired(&s, o, m, o->seconds, &R->pair_lat, &R->pair_raw, &R->pair_pipe);
 
     R->exit_status = stop_server(&s, o->grace_s, &R->killed);
     /* whatever was answered after the grace period (on the way out) */
@@ -1288,6 +1359,7 @@ GETTER(g_over1, r->lim.one_ms > 0 ? r->main.p50 - r->lim.one_ms : 0)
 /* K=1, paired phase: p50 over the raw run measured in turns with it */
 GETTER(g_over1p, r->pair_raw > 0 ? r->pair_lat - r->pair_raw : 0)
 GETTER(g_pairraw, r->pair_raw)
+GETTER(g_pairpipe, r->pair_pipe)
 GETTER(g_many, r->lim.many)
 GETTER(g_pipe, r->lim.pipeline)
 GETTER(g_cpuf, r->lim.cpu_frame * 1e3)
@@ -1408,7 +1480,8 @@ static void usage(FILE *out) {
           "  --limit              also measure the raw runtime limit (and the pipeline\n"
           "                       limit for big or JPEG frames) in each run; at\n"
           "                       --inflight 1, also requests and raw runs in turns for\n"
-          "                       --seconds (K=1 latency over the raw run, paired)\n"
+          "                       --seconds (K=1 latency over the raw run, paired),\n"
+          "                       and the frame's bytes through a pipe alone\n"
           "  --limit-seconds S    per limit configuration (default 3)\n"
           "  --limit-only         the limit alone (one line per --batch size), no server\n"
           "  --brief              one line per measurement instead of the table\n"
@@ -1608,7 +1681,7 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
     agg_t laten = agg(runs, ok, g_laten), srvcpu = agg(runs, ok, g_srvcpu);
     agg_t srvutil = agg(runs, ok, g_srvutil), cliutil = agg(runs, ok, g_cliutil);
     agg_t over1 = agg(runs, ok, g_over1), over1p = agg(runs, ok, g_over1p);
-    agg_t pairraw = agg(runs, ok, g_pairraw);
+    agg_t pairraw = agg(runs, ok, g_pairraw), pairpipe = agg(runs, ok, g_pairpipe);
     agg_t capb = agg(runs, ok, g_capb), capa2 = agg(runs, ok, g_capa);
     int n = bu_cores();
     int pipe_applies = o.limit && runs[0].lim.pipeline_applies;
@@ -1618,7 +1691,7 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
     lim_cpu[cur_b] = o.limit ? cpuf.med : 0;
     srv_cpu_at[cur_b][cur_q] = srvcpu.med;
     if (o.brief) {
-        char lim_s[48] = "", pipe_s[160] = "", bad[160] = "";
+        char lim_s[48] = "", pipe_s[224] = "", bad[160] = "";
         if (o.limit) snprintf(lim_s, sizeof lim_s, "%7.1f %5.2f", lim.med, ratio.med);
         if (pipe_applies) snprintf(pipe_s, sizeof pipe_s, " (pipeline %.1f: %.2f)", pipe.med, pratio.med);
         if (o.limit) { /* CPU: raw (+ the steps) per frame / the server's per frame */
@@ -1627,8 +1700,13 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
         }
         if (o.limit && !o.open && k == 1 && o.batch <= 1) { /* latency over one raw call */
             size_t l = strlen(pipe_s);
-            snprintf(pipe_s + l, sizeof pipe_s - l, " p50-raw %+.1f ms, paired %+.2f ms (raw %.1f)",
+            snprintf(pipe_s + l, sizeof pipe_s - l, " p50-raw %+.1f ms, paired %+.2f ms (raw %.1f",
                      over1.med, over1p.med, pairraw.med);
+            l = strlen(pipe_s);
+            if (pairpipe.med > 0)
+                snprintf(pipe_s + l, sizeof pipe_s - l, ", pipe alone %.2f)", pairpipe.med);
+            else
+                snprintf(pipe_s + l, sizeof pipe_s - l, ")");
         }
         if (qf.med || dl.med || er.med || dro.med || lost || abnormal)
             snprintf(bad, sizeof bad, "  qfull %.0f deadline %.0f errors %.0f other %.0f LOST %ld%s", qf.med,
@@ -1669,6 +1747,9 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
             printf(",\"limitFps\":%.2f,\"limit1xN\":%.2f,\"limitNx1\":%.2f,\"rawCpuMsPerFrame\":%.3f,"
                    "\"rawCores\":%.2f,\"ratioToLimit\":%.3f,\"rawPlusStepsCpuMs\":%.3f,\"cpuEfficiency\":%.3f",
                    lim.med, one.med, many.med, cpuf.med, effc.med, ratio.med, pipecpu.med, cpueff.med);
+        if (o.limit && !o.open && k == 1 && o.batch <= 1)
+            printf(",\"pairedOverRawMs\":%.3f,\"pairedRawMs\":%.3f,\"pipeAloneMs\":%.3f", over1p.med,
+                   pairraw.med, pairpipe.med);
         if (pipe_applies)
             printf(",\"pipelineLimitFps\":%.2f,\"decodeMs\":%.3f,\"resizeMs\":%.3f,\"packMs\":%.3f,"
                    "\"ratioToPipelineLimit\":%.3f",
@@ -1731,6 +1812,8 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
             line("K=1: p50 over the median raw 1 x N run (ms)", over1, "%+.2f", 1);
             line("K=1, paired: p50 over the raw run in turns (ms)", over1p, "%+.2f", 1);
             line("  the raw run, in turns with the requests (ms)", pairraw, "%.2f", 1);
+            if (pairpipe.med > 0)
+                line("  the request's bytes through a pipe alone, in turns (ms)", pairpipe, "%.2f", 1);
         }
         line("  CPU per frame of that raw run (ms)", cpuf, "%.2f", 1);
         line("  cores that raw run got (fps x CPU/frame)", effc, "%.2f", 1);
