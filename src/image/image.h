@@ -138,8 +138,9 @@ int osp_norm_named(const char *name, float mean[3], float std[3]);
 
 /* Reusable per-thread working memory for osp_prep_run. */
 typedef struct {
-    osp_image_t resized; /* R, G, B planes of one content row (a colour
-                            frame), or the gray frame at content size */
+    osp_image_t resized; /* one content row, resampled across and then
+                            split or swapped (a colour frame), or the
+                            gray frame at content size */
     osp_image_t cols;    /* the table of a bilinear resample across: source
                             pixels and weights for each output pixel */
     osp_image_t row;     /* one source row: blended, or split into planes */
