@@ -4,6 +4,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct osp_pool {
@@ -11,6 +13,7 @@ struct osp_pool {
     pthread_cond_t cv;
     osp_qnode_t *head, *tail;
     int queued, stopping, nthreads;
+    int nice;
     osp_pool_fn fn;
     void *ctx;
     pthread_t *threads;
@@ -25,6 +28,13 @@ static void *worker_main(void *arg) {
     worker_arg_t wa = *(worker_arg_t *)arg;
     free(arg);
     osp_pool_t *p = wa.p;
+#ifdef __linux__
+    if (p->nice > 0) { /* a thread starts at its creator's niceness */
+        id_t tid = (id_t)syscall(SYS_gettid);
+        int now = getpriority(PRIO_PROCESS, tid); /* -1 is also a niceness: no error check */
+        (void)setpriority(PRIO_PROCESS, tid, now + p->nice > 19 ? 19 : now + p->nice);
+    }
+#endif
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
@@ -42,7 +52,7 @@ static void *worker_main(void *arg) {
     }
 }
 
-osp_pool_t *osp_pool_new(int threads, osp_pool_fn fn, void *ctx) {
+osp_pool_t *osp_pool_new(int threads, int nice, osp_pool_fn fn, void *ctx) {
     if (threads < 1) threads = 1;
     osp_pool_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -55,6 +65,7 @@ osp_pool_t *osp_pool_new(int threads, osp_pool_fn fn, void *ctx) {
     pthread_cond_init(&p->cv, NULL);
     p->fn = fn;
     p->ctx = ctx;
+    p->nice = nice;
     for (int i = 0; i < threads; i++) {
         worker_arg_t *wa = malloc(sizeof *wa);
         if (!wa) break;

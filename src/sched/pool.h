@@ -18,8 +18,11 @@ typedef void (*osp_pool_fn)(void *ctx, osp_qnode_t *item, int worker);
 
 typedef struct osp_pool osp_pool_t;
 
-/* Start `threads` workers. NULL on failure (nothing started). */
-osp_pool_t *osp_pool_new(int threads, osp_pool_fn fn, void *ctx);
+/* Start `threads` workers, each `nice` steps nicer than the caller (0 =
+ * as the caller; at most 19; on Linux, where a thread has its own
+ * niceness; elsewhere it is not applied). NULL on failure (nothing
+ * started). */
+osp_pool_t *osp_pool_new(int threads, int nice, osp_pool_fn fn, void *ctx);
 void osp_pool_push(osp_pool_t *p, osp_qnode_t *item);
 /* Items queued and not yet taken by a worker. */
 int osp_pool_queued(osp_pool_t *p);

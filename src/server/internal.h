@@ -209,6 +209,7 @@ typedef struct server {
     int workers;
     int intra_threads;
     int lone_threads;   /* threads of a lone frame's run (the wider session); 0 = none */
+    int predict_nice;   /* predict workers run this much nicer than the rest (choose_threads) */
     spill_t *frame_spill; /* the parked part of the frame srv_on_frame is handling */
     int64_t frames_parked; /* large raw frames whose pixels went through spill pipes */
     int64_t frames_prepared_as_read; /* large raw frames prepared row by row (rows.c) */

@@ -9,7 +9,7 @@ intact or are shed, over pipes and sockets."""
 import pytest
 
 from ospreyd_client import (MODELS, MSG_RAW, SANITIZED, SSD_CATALOG, Image, detections_match,
-                            frame, media_image, need, p_raw, spawn, worker)  # noqa: F401
+                            frame, media_image, need, p_raw, spawn, tb_config, worker)  # noqa: F401
 
 
 def mem_threading(c):
@@ -78,6 +78,39 @@ def test_no_lone_run_while_input_is_arriving(spawn, tmp_path):
     again = b.infer_raw(0, messi)
     assert b.command({"cmd": "mem_stats"})["threading"]["loneRuns"] == 2
     assert detections_match(first, again, px=1.0, score=0.002), (first, again)
+
+
+def thread_nices(pid: int) -> list:
+    """The niceness of each thread of a process (field 19 of its stat)."""
+    import os
+    nices = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:  # a thread that just ended
+            continue
+        nices.append(int(stat[stat.rindex(")") + 2:].split()[16]))
+    return nices
+
+
+@pytest.mark.parametrize("asked,nicer", [(None, 3), (0, 0), (1, 1), (40, 19), (-2, 3), ("x", 3)])
+def test_predict_workers_run_nicer(worker, asked, nicer):
+    """The predict workers, and only they, run `predictNice` steps nicer
+    than the rest of the server (default 3; capped at 19; an unusable value
+    is the default), and mem_stats and stderr say so."""
+    import os
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("per-thread niceness is read from Linux's /proc")
+    extra = {} if asked is None else {"predictNice": asked}
+    w, _ = worker(tb_config([], concurrency=2, autoConcurrency=False, **extra))
+    th = mem_threading(w.conn)
+    assert th["predictNice"] == nicer and th["predictWorkers"] == 2, th
+    base = os.getpriority(os.PRIO_PROCESS, w.proc.pid)  # the main thread's
+    want = min(base + nicer, 19)
+    nices = thread_nices(w.proc.pid)
+    assert nices.count(want) == (2 if nicer else len(nices)), (base, nicer, nices)
+    assert all(n in (base, want) for n in nices), (base, nicer, nices)
 
 
 def test_lone_frame_threads_off(worker):
