@@ -703,9 +703,9 @@ static int ext_int(const osp_wire_hello_t *h, const char *key) {
  * = off) than the threads that feed them: the reading thread and the
  * prepare workers need a fraction of a core between runs, and with the
  * runs holding every core they waited for a slice while the runs ran out
- * of prepared frames. UltraFace 1920x1080 raw at K = 4 on 2 cores: 3-15 %
- * more frames/s in 15 of 16 side-by-side pairs of runs, and the server
- * went from 1.6 cores busy to all of them. */
+ * of prepared frames (the server kept only 1.6 of 2 cores busy).
+ * UltraFace 1920x1080 raw at K = 4 on 2 cores: 2-17 % more frames/s in
+ * each of 11 side-by-side pairs of runs. */
 static void choose_threads(server_t *s, const osp_wire_hello_t *h, int test_runtime) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1) ncpu = 1;

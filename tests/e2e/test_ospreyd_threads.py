@@ -1,7 +1,8 @@
 """The thread economy on the real model: a frame that runs alone takes the
 wider session (every core), frames side by side take the single-thread one,
 and both give the same detections; `loneFrameThreads: 0` turns the wider
-session off. Also: a large raw frame that arrives in uneven pieces (the
+session off; the predict workers run `predictNice` steps nicer than the
+rest. Also: a large raw frame that arrives in uneven pieces (the
 server realigns its buffer while reading) gives the same answer as one
 written at once; and under overload large frames parked in pipes run
 intact or are shed, over pipes and sockets."""
