@@ -701,11 +701,10 @@ static int ext_int(const osp_wire_hello_t *h, const char *key) {
  *
  * The predict workers run a few steps nicer (`predictNice`, default 3, 0
  * = off) than the threads that feed them: the reading thread and the
- * prepare workers need a fraction of a core between runs, and with the
- * runs holding every core they waited for a slice while the runs ran out
- * of prepared frames (the server kept only 1.6 of 2 cores busy).
- * UltraFace 1920x1080 raw at K = 4 on 2 cores: 2-17 % more frames/s in
- * each of 11 side-by-side pairs of runs. */
+ * prepare workers need a fraction of a core between runs, and should get
+ * it as soon as there is something to read rather than when a run's time
+ * slice ends. UltraFace 1920x1080 raw at K = 4 on 2 cores: 2-17 % more
+ * frames/s in each of 11 side-by-side pairs of runs. */
 static void choose_threads(server_t *s, const osp_wire_hello_t *h, int test_runtime) {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1) ncpu = 1;
