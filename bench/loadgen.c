@@ -919,6 +919,31 @@ static void pack(const uint8_t *rgb, const osp_prep_t *p, const osp_geom_t *g, v
     }
 }
 
+/* The raw loop at its best, `batch` frames a run, on `tensor`: one session
+ * of N threads (helper threads spinning, then sleeping) and N sessions of
+ * one thread, `seconds` each. Sets L's batch, one, one_ms, many, limit and
+ * cpu_frame. */
+static void raw_limit(const char *model, int batch, double seconds, const void *tensor, limit_t *L) {
+    int n = bu_cores();
+    double c1 = 0, cn = 0;
+    L->batch = batch;
+    L->one = bu_raw_fps_batch_ms(WHO, model, 1, n, seconds, tensor, batch, &c1, &L->one_ms);
+    if (n > 1) { /* the one session at its best: helper threads spinning or sleeping */
+        double c1s = 0, ms = 0;
+        bu_no_spin = 1;
+        double one_sleep = bu_raw_fps_batch_ms(WHO, model, 1, n, seconds, tensor, batch, &c1s, &ms);
+        bu_no_spin = 0;
+        if (one_sleep > L->one) {
+            L->one = one_sleep;
+            c1 = c1s;
+        }
+        if (ms > 0 && ms < L->one_ms) L->one_ms = ms;
+    }
+    L->many = bu_raw_fps_batch(WHO, model, n, 1, seconds, tensor, batch, &cn);
+    L->limit = L->one > L->many ? L->one : L->many;
+    L->cpu_frame = L->one > L->many ? c1 : cn;
+}
+
 static void measure_limit(const opts_t *o, const frame_t *f, const osp_model_t *m, limit_t *L) {
     int n = bu_cores();
     const osp_prep_t *p = &m->prep;
@@ -964,29 +989,11 @@ static void measure_limit(const opts_t *o, const frame_t *f, const osp_model_t *
         }
     }
     if (bad) fprintf(stderr, "%s: %d library calls failed while timing the pipeline\n", WHO, bad);
-    /* the raw runs, on this frame's tensor as packed above */
-    double c1 = 0, cn = 0;
-    /* at --batch N the raw loop runs N stacked frames per call, as ospreyd
-     * does in list mode; a model without a dynamic batch axis runs them one
-     * by one there, so its limit is the batch-1 loop */
-    L->batch = o->batch > 1 && m->batch_dynamic ? o->batch : 1;
-    L->one = bu_raw_fps_batch_ms(WHO, o->model, 1, n, o->limit_seconds, tensor, L->batch, &c1,
-                                 &L->one_ms);
-    if (n > 1) { /* the one session at its best: helper threads spinning or sleeping */
-        double c1s = 0, ms = 0;
-        bu_no_spin = 1;
-        double one_sleep = bu_raw_fps_batch_ms(WHO, o->model, 1, n, o->limit_seconds, tensor,
-                                               L->batch, &c1s, &ms);
-        bu_no_spin = 0;
-        if (one_sleep > L->one) {
-            L->one = one_sleep;
-            c1 = c1s;
-        }
-        if (ms > 0 && ms < L->one_ms) L->one_ms = ms;
-    }
-    L->many = bu_raw_fps_batch(WHO, o->model, n, 1, o->limit_seconds, tensor, L->batch, &cn);
-    L->limit = L->one > L->many ? L->one : L->many;
-    L->cpu_frame = L->one > L->many ? c1 : cn;
+    /* the raw runs, on this frame's tensor as packed above; at --batch N
+     * the raw loop runs N stacked frames per call, as ospreyd does in list
+     * mode; a model without a dynamic batch axis runs them one by one
+     * there, so its limit is the batch-1 loop */
+    raw_limit(o->model, o->batch > 1 && m->batch_dynamic ? o->batch : 1, o->limit_seconds, tensor, L);
     L->t_decode = bu_median(td, REPS);
     L->t_resize = bu_median(tr, REPS);
     L->t_pack = bu_median(tp, REPS);
@@ -1027,16 +1034,6 @@ static void limit_mean(limit_t *a, const limit_t *b) {
 #undef MEAN
 }
 
-/* K=1, paired: on a shared machine the raw run's time moves by more than
- * the difference being measured from one second to the next, so the
- * server's single-frame latency and the raw run it is held against are
- * measured in turns: one request answered, then one run of a 1 x N-thread
- * session (helper threads sleeping between runs, as the server's lone-frame
- * session's do) on the same frame's tensor, then the next request. Medians
- * of each over `seconds`. Raw and JPEG frames add a third turn: the same
- * bytes through a pipe alone (sink_t), then another raw run, so that it
- * meets the cache as a request does (the run evicts the frame). */
-
 /* What moving one request's bytes through a pipe costs by itself: the
  * writer the requests use (push), a 1 MiB pipe as ospreyd's stdin, and a
  * thread that reads it 256 KiB at a time, as ospreyd's reading thread
@@ -1066,6 +1063,15 @@ out:
     return NULL;
 }
 
+/* K=1, paired: on a shared machine the raw run's time moves by more than
+ * the difference being measured from one second to the next, so the
+ * server's single-frame latency and the raw run it is held against are
+ * measured in turns: one request answered, then one run of a 1 x N-thread
+ * session (helper threads sleeping between runs, as the server's lone-frame
+ * session's do) on the same frame's tensor, then the next request. Medians
+ * of each over `seconds`. Raw and JPEG frames add a third turn: the same
+ * bytes through a pipe alone (sink_t), then another raw run, so that it
+ * meets the cache as a request does (the run evicts the frame). */
 static void phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double seconds,
                          double *lat_ms, double *raw_ms, double *pipe_ms) {
     *lat_ms = *raw_ms = *pipe_ms = 0;
@@ -1133,10 +1139,9 @@ static void phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double
     }
     if (pp[1] >= 0) close(pp[1]); /* the sink reads 0 and ends */
     if (sinking && sink.len) pthread_join(sink_th, NULL);
-    for (int i = 0; i < 2; i++) {
-        if (i == 0 && pp[0] >= 0) close(pp[0]);
-        if (ack[i] >= 0) close(ack[i]);
-    }
+    int rest[3] = {pp[0], ack[0], ack[1]};
+    for (int i = 0; i < 3; i++)
+        if (rest[i] >= 0) close(rest[i]);
     free(in.data);
     free(lat);
     free(raw);
@@ -1579,24 +1584,19 @@ static double lim_cpu[MAX_LIST], srv_cpu_at[MAX_LIST][MAX_LIST];
 static int cur_b, cur_q;
 
 /* The raw loop's gain from batch nb over batch 1, paired: rounds in which
- * the limit is measured at batch 1 and then at nb (each the better of 1 x N
- * and N x 1 threads, `seconds` apiece), the median of the rounds' ratios.
- * Limits measured a minute apart on this shared machine differ by more
- * than the gain being judged. */
+ * the limit (raw_limit, `seconds` a configuration) is measured at batch 1
+ * and then at nb, the median of the rounds' ratios. Limits measured a
+ * minute apart on this shared machine differ by more than the gain being
+ * judged. */
 static double raw_gain_paired(const opts_t *o, int nb, int rounds, double seconds) {
     enum { MAX_ROUNDS = 9 };
-    int n = bu_cores();
     double r[MAX_ROUNDS];
     if (rounds > MAX_ROUNDS) rounds = MAX_ROUNDS;
     for (int i = 0; i < rounds; i++) {
-        double best[2], cpu;
-        for (int k = 0; k < 2; k++) {
-            int b = k ? nb : 1;
-            double one = bu_raw_fps_batch(WHO, o->model, 1, n, seconds, g_tensor, b, &cpu);
-            double many = n > 1 ? bu_raw_fps_batch(WHO, o->model, n, 1, seconds, g_tensor, b, &cpu) : 0;
-            best[k] = one > many ? one : many;
-        }
-        r[i] = best[0] > 0 ? best[1] / best[0] : 0;
+        limit_t at1 = {0}, atn = {0};
+        raw_limit(o->model, 1, seconds, g_tensor, &at1);
+        raw_limit(o->model, nb, seconds, g_tensor, &atn);
+        r[i] = at1.limit > 0 ? atn.limit / at1.limit : 0;
     }
     return bu_median(r, rounds);
 }
