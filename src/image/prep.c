@@ -443,11 +443,13 @@ static void across_linear(const uint8_t *src, int w, uint8_t *dst, int n, const 
 }
 
 /* The colour frame's share of the scratch (resized): the row resampled
- * across (3 cw bytes, and 16 spare for across_linear's last store), then
- * as much again for it split into planes or with R and B swapped. */
+ * across (3 cw bytes, and ACROSS_SPARE for across_linear's last store),
+ * then as much again for it split into planes or with R and B swapped. */
+#define ACROSS_SPARE 16
+static size_t colour_scratch_bytes(int cw) { return (size_t)cw * 6 + ACROSS_SPARE; }
 static uint8_t *work_row(const osp_prep_scratch_t *s, int cw)
 {
-    return s->resized.data + (size_t)cw * 3 + 16;
+    return s->resized.data + (size_t)cw * 3 + ACROSS_SPARE;
 }
 
 /* Pack content row y from one interleaved row of n pixels in fmt (RGB or
@@ -507,7 +509,7 @@ int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
     st->cw = g.content_w;
     st->ch = g.content_h;
     st->seen = st->next = 0;
-    int rc = osp_image_grow(&scratch->resized, (size_t)st->cw * 6 + 16);
+    int rc = osp_image_grow(&scratch->resized, colour_scratch_bytes(st->cw));
     if (rc == OSP_IMG_OK && w != st->cw &&
         (rc = osp_image_grow(&scratch->cols, (size_t)st->cw * sizeof(col_t))) == OSP_IMG_OK)
         cols_fill((col_t *)(void *)scratch->cols.data, w, st->cw);
