@@ -19,6 +19,7 @@
 
 #define OSP_MAX_SLOTS 256   /* model_idx is a u8 */
 #define OSP_PENDING_MAX 2   /* waiting frames per model beyond the running ones */
+#define SRV_PIPE_BYTES (1u << 20) /* what the server asks of its stdin and stdout pipes */
 
 struct server;
 

@@ -176,8 +176,8 @@ static conn_t *conn_new(server_t *s, int rfd, int wfd, int stdio) {
         /* A 64 KiB pipe moves a 6 MB frame in about a hundred reads, each a
          * round trip with the writer; a 1 MiB pipe (the default ceiling of
          * /proc/sys/fs/pipe-max-size) in six. Not a pipe: nothing happens. */
-        fcntl(rfd, F_SETPIPE_SZ, 1 << 20);
-        fcntl(wfd, F_SETPIPE_SZ, 1 << 20);
+        fcntl(rfd, F_SETPIPE_SZ, (int)SRV_PIPE_BYTES);
+        fcntl(wfd, F_SETPIPE_SZ, (int)SRV_PIPE_BYTES);
         /* stdout gets its own registration once there is something to write */
         ep_add(s, rfd, EPOLLIN, c->id);
     } else {
