@@ -544,6 +544,7 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_key(w, "inferShm"); osp_jw_int(w, k->infer_shm);
     osp_jw_key(w, "framesParked"); osp_jw_int(w, s->frames_parked);
     osp_jw_key(w, "framesPreparedAsRead"); osp_jw_int(w, s->frames_prepared_as_read);
+    osp_jw_key(w, "bytesRelayed"); osp_jw_int(w, s->bytes_relayed);
     osp_jw_obj_close(w);
     osp_jw_key(w, "backpressure");
     osp_jw_obj_open(w);

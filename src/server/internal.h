@@ -78,6 +78,9 @@ typedef struct conn {
     spill_t *spill;        /* its pixels parked in pipes, or NULL */
     int spill_stopped;     /* parking ended early: the rest is read into big */
     srv_rows_t *rows;      /* prepares a large raw frame as it is read (when active) */
+    int relay_rd, relay_wr; /* large reads pass through this pipe (relay.c) */
+    size_t relay_cap;      /* its size; 0: not open */
+    int relay_off;         /* the connection is read directly */
     int read_closed;       /* EOF or error on the read side */
     int paused;            /* not reading: its handshake's models are loading */
     uint32_t hello_req_id;
@@ -213,6 +216,7 @@ typedef struct server {
     int predict_nice;   /* predict workers run this much nicer than the rest (choose_threads) */
     spill_t *frame_spill; /* the parked part of the frame srv_on_frame is handling */
     int64_t frames_parked; /* large raw frames whose pixels went through spill pipes */
+    int64_t bytes_relayed; /* bytes read through relay pipes (relay.c) */
     int64_t frames_prepared_as_read; /* large raw frames prepared row by row (rows.c) */
     double shed_at_ms[OSP_MAX_SLOTS]; /* when each model last shed a frame from its queue (since started) */
     int cores;
@@ -312,6 +316,11 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
 int srv_rows_step(server_t *s, conn_t *c);
 int srv_rows_active(const srv_rows_t *r);
 void srv_rows_free(server_t *s, srv_rows_t *r);
+
+/* relay.c: a large read from a connection, through a pipe of the
+ * server's own; read(2)'s contract. */
+ssize_t srv_relay_read(server_t *s, conn_t *c, void *dst, size_t want);
+void srv_relay_close(conn_t *c);
 
 /* shm.c */
 int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd);

@@ -221,7 +221,7 @@ int srv_rows_step(server_t *s, conn_t *c) {
     srv_rows_t *r = c->rows;
     size_t room = RING_CAP + ALIGN - r->hi;
     size_t want = room < r->left ? room : r->left;
-    ssize_t got = read(c->rfd, r->ring + r->hi, want);
+    ssize_t got = srv_relay_read(s, c, r->ring + r->hi, want);
     if (got < 0) {
         if (errno == EINTR) return ROWS_MORE;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return ROWS_WAIT;

@@ -208,6 +208,7 @@ static void conn_free(server_t *s, conn_t *c) {
     if (c->big) srv_buf_put(s, c->big);
     srv_spill_free(c->spill);
     srv_rows_free(s, c->rows);
+    srv_relay_close(c);
     free(c);
 }
 
@@ -473,7 +474,7 @@ static void conn_read(server_t *s, conn_t *c) {
             dst = c->in + c->in_len;
             room = c->in_cap - c->in_len;
         }
-        ssize_t r = read(c->rfd, dst, room);
+        ssize_t r = c->big ? srv_relay_read(s, c, dst, room) : read(c->rfd, dst, room);
         if (r < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) break;

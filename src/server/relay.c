@@ -1,0 +1,102 @@
+/*
+ * Large reads through a pipe of the server's own.
+ *
+ * A pipe has one lock, held by whichever side is copying. A host that
+ * write(2)s a 6 MB frame copies it into the pipe a page at a time under
+ * that lock, and a server read(2)ing the other end copies it out under the
+ * same lock: the two copies take turns instead of overlapping, and each
+ * side spins while the other holds it. Splicing the connection's bytes
+ * into a pipe of the server's own moves page references, not bytes, so
+ * the connection's lock is held only for that; the copy out then runs on
+ * the relay pipe, which nobody else touches, while the host goes on
+ * copying. Measured here for 6 MB frames from a host writing with write(2):
+ * 1.7-1.9 ms a frame instead of 3.1-3.3 ms; from one handing its pages
+ * over with vmsplice(2), 0.50-0.56 ms instead of 0.59-0.65 ms, and the
+ * host spent half as much CPU waiting on the lock.
+ *
+ * The relay is empty between calls: every byte spliced in is copied out
+ * before srv_relay_read returns, so it never holds part of the stream and
+ * the connection's descriptor stays the only thing to poll. A connection
+ * whose descriptor cannot be spliced (or a relay that cannot be made)
+ * reads directly from then on.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "server/internal.h"
+
+#define RELAY_MIN (16u << 10) /* smaller reads go straight to the connection */
+
+void srv_relay_close(conn_t *c) {
+    if (!c->relay_cap) return;
+    close(c->relay_rd);
+    close(c->relay_wr);
+    c->relay_cap = 0;
+}
+
+/* 0 with the relay open, -1 if there is none to be had (read directly). */
+static int relay_open(conn_t *c) {
+    if (c->relay_cap) return 0;
+    if (c->relay_off) return -1;
+    int p[2];
+    if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
+        c->relay_off = 1;
+        return -1;
+    }
+    (void)fcntl(p[1], F_SETPIPE_SZ, (int)SRV_PIPE_BYTES);
+    int cap = fcntl(p[1], F_GETPIPE_SZ);
+    c->relay_rd = p[0];
+    c->relay_wr = p[1];
+    c->relay_cap = cap > 0 ? (size_t)cap : 4096;
+    return 0;
+}
+
+/* Copy out n bytes just spliced into the relay: they are all there, so
+ * anything short of n is the relay failing. */
+static int relay_drain(conn_t *c, uint8_t *dst, size_t n) {
+    size_t at = 0;
+    while (at < n) {
+        ssize_t r = read(c->relay_rd, dst + at, n - at);
+        if (r > 0) {
+            at += (size_t)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        return -1;
+    }
+    return 0;
+}
+
+ssize_t srv_relay_read(server_t *s, conn_t *c, void *dst, size_t want) {
+    if (want < RELAY_MIN || relay_open(c)) return read(c->rfd, dst, want);
+    uint8_t *d = dst;
+    size_t got = 0;
+    while (got < want) {
+        size_t n = want - got < c->relay_cap ? want - got : c->relay_cap;
+        ssize_t r = splice(c->rfd, NULL, c->relay_wr, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (r > 0) {
+            if (relay_drain(c, d + got, (size_t)r)) {
+                /* the bytes are out of the connection and not in the frame:
+                 * the stream cannot go on */
+                c->fatal = 1;
+                errno = EIO;
+                return -1;
+            }
+            got += (size_t)r;
+            s->bytes_relayed += r;
+            if ((size_t)r < n) break; /* as read(2): what was there, even if more is coming */
+            continue;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EINVAL || errno == ENOSYS) && got == 0) {
+            /* a descriptor splice cannot take: read it directly from now on */
+            srv_relay_close(c);
+            c->relay_off = 1;
+            return read(c->rfd, dst, want);
+        }
+        if (got > 0) return (ssize_t)got; /* empty now (or closed): what came is the answer */
+        return r; /* 0 at the end of the stream, -1 with errno (EAGAIN: nothing yet) */
+    }
+    return (ssize_t)got;
+}
