@@ -19,6 +19,10 @@ def prepared_as_read(c):
     return c.mem_stats()["counters"]["framesPreparedAsRead"]
 
 
+def relayed(c):
+    return c.mem_stats()["counters"]["bytesRelayed"]
+
+
 def whole(c, model_idx, img, frame_id):
     """The same pixels prepared whole: cached, then inferred from the cache."""
     assert c.cache_frame(frame_id, img)["status"] == "cached"
@@ -35,12 +39,15 @@ def test_rows_match_the_whole_frame(worker, model, file, picture, nx, ny):
     w, _ = worker({"runtime": "onnxruntime", "models": [model]})
     c = w.conn
     big = tiled(media_image(picture), nx, ny)
-    before = prepared_as_read(c)
+    before, bytes_before = prepared_as_read(c), relayed(c)
     ref = whole(c, 0, big, 5)
     assert prepared_as_read(c) == before  # cache_frame is not an inference
     rgb = c.infer_raw(0, big)
     bgr = c.infer_raw(0, big, fmt=FMT_BGR)
     assert prepared_as_read(c) == before + 2
+    # all three frames came through the relay pipe (src/server/relay.c),
+    # but for what a first read staged (up to 256 KiB) and a tail under 16 KiB
+    assert relayed(c) - bytes_before >= 3 * (len(big.data) - (272 << 10)), relayed(c)
     assert ref["detections"], ref
     for r in (rgb, bgr):
         assert detections_match(ref, r, px=0.01, score=1e-5), (ref, r)
