@@ -1036,9 +1036,11 @@ static void limit_mean(limit_t *a, const limit_t *b) {
 
 /* What moving one request's bytes through a pipe costs by itself: the
  * writer the requests use (push), a 1 MiB pipe as ospreyd's stdin, and a
- * thread that reads it 256 KiB at a time, as ospreyd's reading thread
- * does, and keeps nothing. No server can answer a frame sent this way
- * sooner than this after the write starts. */
+ * thread that reads it as ospreyd's reading thread does (up to a pipeful
+ * at a time, spliced into a pipe of its own and copied out of that, so
+ * that the writer's copy in and its copy out overlap: src/server/relay.c)
+ * and keeps nothing. No server can answer a frame sent this way sooner
+ * than this after the write starts. */
 typedef struct {
     int rfd, ack; /* the pipe's read end; one byte back per request read */
     size_t len;   /* bytes a request */
@@ -1046,19 +1048,32 @@ typedef struct {
 
 static void *sink_main(void *arg) {
     sink_t *k = arg;
-    enum { CHUNK = 256 << 10 };
+    enum { CHUNK = 1 << 20 };
     uint8_t *buf = malloc(CHUNK);
+    int relay[2] = {-1, -1};
+    if (pipe(relay) == 0) fcntl(relay[1], F_SETPIPE_SZ, CHUNK);
     while (buf) {
         size_t left = k->len;
         while (left) {
-            ssize_t r = read(k->rfd, buf, left < CHUNK ? left : CHUNK);
+            size_t want = left < CHUNK ? left : CHUNK;
+            ssize_t r = relay[0] >= 0 ? splice(k->rfd, NULL, relay[1], NULL, want, SPLICE_F_MOVE)
+                                      : read(k->rfd, buf, want);
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) goto out; /* the writer closed it: done */
+            for (size_t at = 0; relay[0] >= 0 && at < (size_t)r;) {
+                ssize_t g = read(relay[0], buf, (size_t)r - at);
+                if (g <= 0) goto out;
+                at += (size_t)g;
+            }
             left -= (size_t)r;
         }
         if (write(k->ack, "", 1) != 1) break;
     }
 out:
+    if (relay[0] >= 0) {
+        close(relay[0]);
+        close(relay[1]);
+    }
     free(buf);
     return NULL;
 }
