@@ -6,7 +6,7 @@
  * to resize it, on another thread, after the last byte is in. For a frame
  * that will probably run (srv_likely_shed says no), the I/O thread instead
  * reads the pixels up to a pipeful (1 MiB) at a time into one buffer that
- * the last-level cache holds, and hands each batch of whole rows to the model's
+ * stays in cache, and hands each batch of whole rows to the model's
  * row-by-row preparation (osp_prep_stream_*). The frame never exists whole
  * in memory; when its last byte is read its tensor is ready, and it goes
  * straight to a predict worker.
@@ -32,14 +32,14 @@
 #include "server/internal.h"
 
 /* Bytes one read may bring in: all a full pipe holds. The host's writer is
- * woken by each read that frees room in a full pipe, and then waits on the
- * pipe's lock while the next read copies; reads of a whole pipeful wake it
- * once per megabyte, and it refills while the rows just read are prepared.
- * With 256 KiB reads (a buffer that stays in a core's 512 KiB L2) the
- * writer spent a third of its time spinning on that lock: vmsplice hosts
- * used 0.13-0.18 of a core for UltraFace at 1920x1080 instead of 0.09-0.12,
- * and served frames/s was higher with the pipeful in 9 of 11 side-by-side
- * pairs of runs (median +3 %); latency at one in flight did not change. */
+ * woken by each read that frees room in its full pipe; reading a pipeful
+ * at a time wakes it once a megabyte, and it refills the pipe while the
+ * rows just read are prepared. Measured with plain reads (before relay.c):
+ * with 256 KiB reads, a buffer that stays in a core's 512 KiB L2, the
+ * writer spent a third of its time spinning on the pipe's lock while the
+ * next read copied; a vmsplice host used 0.13-0.18 of a core for UltraFace
+ * at 1920x1080 instead of 0.09-0.12, and served frames/s was higher with
+ * the pipeful in 9 of 11 side-by-side pairs of runs (median +3 %). */
 #define RING_CAP SRV_PIPE_BYTES
 #define ALIGN 64
 
