@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "server/internal.h"
@@ -72,6 +73,13 @@ static int relay_drain(conn_t *c, uint8_t *dst, size_t n) {
 
 ssize_t srv_relay_read(server_t *s, conn_t *c, void *dst, size_t want) {
     if (want < RELAY_MIN || relay_open(c)) return read(c->rfd, dst, want);
+    /* as read(2), take what is there now and no more: callers take a short
+     * read for a connection just emptied (srv_buf_align, parking). Without
+     * the limit, splicing on while the host keeps writing would chase it
+     * to the end of the frame. */
+    int avail = 0;
+    if (ioctl(c->rfd, FIONREAD, &avail) == 0 && avail > 0 && (size_t)avail < want)
+        want = (size_t)avail;
     uint8_t *d = dst;
     size_t got = 0;
     while (got < want) {
@@ -87,7 +95,7 @@ ssize_t srv_relay_read(server_t *s, conn_t *c, void *dst, size_t want) {
             }
             got += (size_t)r;
             s->bytes_relayed += r;
-            if ((size_t)r < n) break; /* as read(2): what was there, even if more is coming */
+            if ((size_t)r < n || avail <= 0) break; /* emptied, or nothing was said to be there */
             continue;
         }
         if (r < 0 && errno == EINTR) continue;
