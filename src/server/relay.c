@@ -18,13 +18,14 @@
  *
  * The relay is empty between calls: every byte spliced in is copied out
  * before srv_relay_read returns, so it never holds part of the stream and
- * the connection's descriptor stays the only thing to poll. A connection
- * whose descriptor cannot be spliced (or a relay that cannot be made)
- * reads directly from then on.
+ * the connection's descriptor stays the only thing to poll. Sockets, a
+ * connection whose descriptor cannot be spliced, or one for which no
+ * relay can be made read directly.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "server/internal.h"
@@ -38,12 +39,17 @@ void srv_relay_close(conn_t *c) {
     c->relay_cap = 0;
 }
 
-/* 0 with the relay open, -1 if there is none to be had (read directly). */
+/* 0 with the relay open, -1 if there is none to be had (read directly).
+ * Only a pipe gains from it: a socket's reader does not take turns with
+ * its writer, and splicing from TCP let whole frames pile up in the
+ * receive buffer before a read, so frames that should have been parked
+ * under overload (spill.c) were copied instead. */
 static int relay_open(conn_t *c) {
     if (c->relay_cap) return 0;
     if (c->relay_off) return -1;
+    struct stat st;
     int p[2];
-    if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
+    if (fstat(c->rfd, &st) || !S_ISFIFO(st.st_mode) || pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
         c->relay_off = 1;
         return -1;
     }

@@ -195,6 +195,8 @@ def test_parked_frames_over_sockets(spawn, tmp_path, transport, version):
     assert served and (len(served) < len(replies) or SANITIZED), replies  # see above
     for r in served:
         assert detections_match(alone, r, px=0.01, score=1e-6), (alone, r)
+    # a socket is read directly: the relay pipe (src/server/relay.c) is for pipes
+    assert c.command({"cmd": "mem_stats"})["counters"]["bytesRelayed"] == 0
 
 
 def test_frames_park_behind_a_slow_model(spawn, tmp_path):
