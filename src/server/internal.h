@@ -61,6 +61,9 @@ int srv_spill_fill(spill_t *sp, uint8_t *frame);
 typedef struct srv_rows srv_rows_t;
 enum { ROWS_MORE, ROWS_WAIT, ROWS_EOF, ROWS_DONE };
 
+enum { PAUSE_LOADING = 1, /* its handshake's models are loading */
+       PAUSE_OUTPUT = 2 };  /* its replies pile up unread (server.c) */
+
 typedef struct conn {
     struct conn *next;
     uint32_t id;
@@ -82,7 +85,7 @@ typedef struct conn {
     size_t relay_cap;      /* its size; 0: not open */
     int relay_off;         /* the connection is read directly */
     int read_closed;       /* EOF or error on the read side */
-    int paused;            /* not reading: its handshake's models are loading */
+    int paused;            /* not reading, for these reasons (PAUSE_*) */
     uint32_t hello_req_id;
     int hello_loaded, hello_total;
     struct timespec hello_t0;

@@ -23,6 +23,8 @@
 #include "server/internal.h"
 
 #define STAGE_CAP (256u << 10) /* frames up to this size are read through the staging buffer */
+#define OUT_PAUSE_BYTES (4u << 20)  /* unread replies past which a connection is not read */
+#define OUT_RESUME_BYTES (1u << 20) /* ... until they are down to this */
 #define ROWS_MIN (64u << 10)   /* raw frames from this size are prepared as they are read (rows.c) */
 #define BIG_REALIGN_MAX (2u << 20) /* bytes of a large frame worth moving to realign it */
 #define PARK_MIN (512u << 10)        /* bytes left in a frame worth parking (spill.c) */
@@ -212,8 +214,16 @@ static void conn_free(server_t *s, conn_t *c) {
     free(c);
 }
 
-/* Write what can be written now; arm EPOLLOUT for the rest. */
+static void conn_set_pause(server_t *s, conn_t *c, int reason, int on);
+
+/* Write what can be written now; arm EPOLLOUT for the rest. A connection
+ * whose replies pile up unread past OUT_PAUSE_BYTES is not read until they
+ * are down to OUT_RESUME_BYTES: a host that sends without reading waits,
+ * as it would on a server that writes its replies in order, instead of
+ * growing the server's memory and taking the I/O thread from everyone
+ * else. */
 static void conn_flush(server_t *s, conn_t *c) {
+    int resume = 0;
     while (c->out_head && !c->write_failed) {
         struct iovec iov[16];
         int n = 0;
@@ -245,6 +255,8 @@ static void conn_flush(server_t *s, conn_t *c) {
             free(o);
         }
     }
+    if ((c->paused & PAUSE_OUTPUT) && (c->out_bytes <= OUT_RESUME_BYTES || c->write_failed))
+        resume = 1;
     int want = c->out_head != NULL && !c->write_failed;
     if (want != c->want_write) {
         if (c->stdio) {
@@ -258,16 +270,18 @@ static void conn_flush(server_t *s, conn_t *c) {
         }
         c->want_write = want;
     }
+    if (resume) conn_set_pause(s, c, PAUSE_OUTPUT, 0);
 }
 
 static void conn_parse(server_t *s, conn_t *c);
 
-void srv_conn_pause(server_t *s, conn_t *c, int paused) {
-    if (c->paused == paused || c->read_closed || c->fatal) {
-        c->paused = paused;
-        return;
-    }
-    c->paused = paused;
+/* Stop or resume reading a connection for one reason (PAUSE_*); it reads
+ * again when no reason is left. */
+static void conn_set_pause(server_t *s, conn_t *c, int reason, int on) {
+    int was = c->paused;
+    c->paused = on ? was | reason : was & ~reason;
+    if (!was == !c->paused || c->read_closed || c->fatal) return;
+    int paused = c->paused != 0;
     if (c->stdio) {
         if (paused)
             epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->rfd, NULL);
@@ -276,8 +290,10 @@ void srv_conn_pause(server_t *s, conn_t *c, int paused) {
     } else {
         ep_mod(s, c->rfd, (paused ? 0 : EPOLLIN | EPOLLRDHUP) | (c->want_write ? EPOLLOUT : 0), c->id);
     }
-    if (!paused && c->in_len) conn_parse(s, c); /* frames that arrived behind the handshake */
+    if (!paused && c->in_len) conn_parse(s, c); /* frames that arrived while it was paused */
 }
+
+void srv_conn_pause(server_t *s, conn_t *c, int paused) { conn_set_pause(s, c, PAUSE_LOADING, paused); }
 
 void srv_send(server_t *s, conn_t *c, osp_jw_t *frame) {
     if (!c || c->write_failed || frame->len == 0) {
@@ -295,6 +311,7 @@ void srv_send(server_t *s, conn_t *c, osp_jw_t *frame) {
     c->out_tail = o;
     c->out_bytes += o->w.len;
     if (!c->want_write) conn_flush(s, c);
+    if (c->out_bytes > OUT_PAUSE_BYTES && !c->write_failed) conn_set_pause(s, c, PAUSE_OUTPUT, 1);
 }
 
 void srv_send_json_reply(server_t *s, uint32_t conn_id, uint32_t req_id, osp_jw_t *frame) {

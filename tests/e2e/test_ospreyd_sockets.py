@@ -156,6 +156,9 @@ def test_slow_reader_does_not_stall_others(spawn, tmp_path):
         assert other.mem_stats(timeout=5)["status"] == "ok"
     assert time.monotonic() - t0 < 10
     assert w.alive()
+    # its unread replies passed 4 MiB long before the 20 000th request, and
+    # the server stopped reading it: the flood is stuck in its sendall
+    assert not flood_done.is_set()
     slow.close()
     time.sleep(0.3)
     assert other.infer_raw(0, solid(32, 32), timeout=5)["detections"]
