@@ -19,7 +19,7 @@
 
 #define OSP_MAX_SLOTS 256   /* model_idx is a u8 */
 #define OSP_PENDING_MAX 2   /* waiting frames per model beyond the running ones */
-#define SRV_PIPE_BYTES (1u << 20) /* what the server asks of its stdin and stdout pipes */
+#define SRV_PIPE_BYTES (1u << 20) /* what the server asks of its stdin, stdout and own pipes */
 
 struct server;
 
@@ -324,6 +324,9 @@ void srv_rows_free(server_t *s, srv_rows_t *r);
  * server's own; read(2)'s contract. */
 ssize_t srv_relay_read(server_t *s, conn_t *c, void *dst, size_t want);
 void srv_relay_close(conn_t *c);
+/* A non-blocking pipe of the server's own, asked to hold SRV_PIPE_BYTES
+ * (relay.c, spill.c): its size, or -1. */
+long srv_pipe_open(int p[2]);
 
 /* shm.c */
 int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd);

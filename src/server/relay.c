@@ -32,6 +32,13 @@
 
 #define RELAY_MIN (16u << 10) /* smaller reads go straight to the connection */
 
+long srv_pipe_open(int p[2]) {
+    if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) return -1;
+    (void)fcntl(p[1], F_SETPIPE_SZ, (int)SRV_PIPE_BYTES);
+    int cap = fcntl(p[1], F_GETPIPE_SZ);
+    return cap > 0 ? cap : 4096;
+}
+
 void srv_relay_close(conn_t *c) {
     if (!c->relay_cap) return;
     close(c->relay_rd);
@@ -49,15 +56,14 @@ static int relay_open(conn_t *c) {
     if (c->relay_off) return -1;
     struct stat st;
     int p[2];
-    if (fstat(c->rfd, &st) || !S_ISFIFO(st.st_mode) || pipe2(p, O_NONBLOCK | O_CLOEXEC)) {
+    long cap;
+    if (fstat(c->rfd, &st) || !S_ISFIFO(st.st_mode) || (cap = srv_pipe_open(p)) < 0) {
         c->relay_off = 1;
         return -1;
     }
-    (void)fcntl(p[1], F_SETPIPE_SZ, (int)SRV_PIPE_BYTES);
-    int cap = fcntl(p[1], F_GETPIPE_SZ);
     c->relay_rd = p[0];
     c->relay_wr = p[1];
-    c->relay_cap = cap > 0 ? (size_t)cap : 4096;
+    c->relay_cap = (size_t)cap;
     return 0;
 }
 

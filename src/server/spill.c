@@ -26,8 +26,6 @@
 
 #include "server/internal.h"
 
-#define SPILL_PIPE_BYTES (1 << 20)
-
 struct spill {
     int rd[SPILL_MAX_PIPES], wr[SPILL_MAX_PIPES];
     int n;       /* pipes opened */
@@ -38,8 +36,7 @@ struct spill {
 static int add_pipe(spill_t *sp) {
     if (sp->n == SPILL_MAX_PIPES) return -1;
     int p[2];
-    if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) return -1;
-    (void)fcntl(p[1], F_SETPIPE_SZ, SPILL_PIPE_BYTES); /* a smaller pipe only means more pipes */
+    if (srv_pipe_open(p) < 0) return -1; /* a smaller pipe only means more pipes */
     sp->rd[sp->n] = p[0];
     sp->wr[sp->n] = p[1];
     sp->n++;
