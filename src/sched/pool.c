@@ -2,6 +2,7 @@
 #include "sched/pool.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -14,6 +15,7 @@ struct osp_pool {
     osp_qnode_t *head, *tail;
     int queued, stopping, nthreads;
     int nice;
+    char name[12];
     osp_pool_fn fn;
     void *ctx;
     pthread_t *threads;
@@ -29,6 +31,9 @@ static void *worker_main(void *arg) {
     free(arg);
     osp_pool_t *p = wa.p;
 #ifdef __linux__
+    char tname[16]; /* what top -H and perf show */
+    snprintf(tname, sizeof tname, "%s%d", p->name, wa.index);
+    (void)pthread_setname_np(pthread_self(), tname);
     if (p->nice > 0) { /* a thread starts at its creator's niceness */
         id_t tid = (id_t)syscall(SYS_gettid);
         int now = getpriority(PRIO_PROCESS, tid); /* -1 is also a niceness: no error check */
@@ -52,7 +57,7 @@ static void *worker_main(void *arg) {
     }
 }
 
-osp_pool_t *osp_pool_new(int threads, int nice, osp_pool_fn fn, void *ctx) {
+osp_pool_t *osp_pool_new(const char *name, int threads, int nice, osp_pool_fn fn, void *ctx) {
     if (threads < 1) threads = 1;
     osp_pool_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
@@ -66,6 +71,7 @@ osp_pool_t *osp_pool_new(int threads, int nice, osp_pool_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     p->nice = nice;
+    snprintf(p->name, sizeof p->name, "%s", name ? name : "osp-worker");
     for (int i = 0; i < threads; i++) {
         worker_arg_t *wa = malloc(sizeof *wa);
         if (!wa) break;

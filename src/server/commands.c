@@ -119,6 +119,7 @@ typedef struct {
 
 static void *load_main(void *arg) {
     load_arg_t *a = arg;
+    (void)pthread_setname_np(pthread_self(), "osp-load");
     job_t *j = calloc(1, sizeof *j);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -754,8 +755,8 @@ static int start_pools(server_t *s, const osp_wire_hello_t *h) {
         fprintf(stderr, "ospreyd: out of memory\n");
         return -1;
     }
-    s->prepare = osp_pool_new(s->workers, 0, exec_prepare, s);
-    s->predict = osp_pool_new(s->workers, s->predict_nice, exec_predict, s);
+    s->prepare = osp_pool_new("osp-prepare", s->workers, 0, exec_prepare, s);
+    s->predict = osp_pool_new("osp-predict", s->workers, s->predict_nice, exec_predict, s);
     if (!s->prepare || !s->predict) {
         fprintf(stderr, "ospreyd: cannot start worker threads\n");
         return -1;
@@ -842,6 +843,7 @@ typedef struct {
 
 static void *hello_main(void *arg) {
     hello_arg_t *a = arg;
+    (void)pthread_setname_np(pthread_self(), "osp-hello");
     hello_plan_t *p = a->plan;
     for (int i = 0; i < p->n; i++) {
         char err[600];

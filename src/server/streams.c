@@ -77,6 +77,7 @@ static void reply_cmd(server_t *s, uint32_t conn_id, uint32_t req_id, const char
 
 static void *open_main(void *arg) {
     open_arg_t *a = arg;
+    (void)pthread_setname_np(pthread_self(), "osp-stream-open");
     srv_stream_t *st = calloc(1, sizeof *st);
     osp_rt_opts_t ro = {.intra_threads = 1, .device = "cpu"};
     if (!st) {

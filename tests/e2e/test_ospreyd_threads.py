@@ -114,6 +114,32 @@ def test_predict_workers_run_nicer(worker, asked, nicer):
     assert all(n in (base, want) for n in nices), (base, nicer, nices)
 
 
+def test_worker_threads_are_named(worker):
+    """The prepare and predict workers carry names that top -H and perf
+    show: osp-prepareN and osp-predictN, N from 0, as many as mem_stats
+    reports; the predict workers are the nicer ones."""
+    import os
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("thread names are read from Linux's /proc")
+    w, _ = worker(tb_config([], concurrency=2, autoConcurrency=False))
+    th = mem_threading(w.conn)
+    names = {}
+    for tid in os.listdir(f"/proc/{w.proc.pid}/task"):
+        try:
+            with open(f"/proc/{w.proc.pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except FileNotFoundError:  # a thread that just ended
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        names[comm] = int(stat[stat.rindex(")") + 2:].split()[16])
+    base = os.getpriority(os.PRIO_PROCESS, w.proc.pid)
+    for i in range(th["prepareWorkers"]):
+        assert names.get(f"osp-prepare{i}") == base, names
+    for i in range(th["predictWorkers"]):
+        assert names.get(f"osp-predict{i}") == min(base + th["predictNice"], 19), names
+    assert f"osp-predict{th['predictWorkers']}" not in names, names
+
+
 def test_lone_frame_threads_off(worker):
     need(MODELS / "ssd-oidv4.onnx")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "loneFrameThreads": 0})
