@@ -171,7 +171,10 @@ typedef struct {
     size_t payload_len;
     int vmsplice;       /* hand the payload's pages to the pipe (see push) */
     double deadline_ms;
+    char *stats;        /* the latest mem_stats reply (server_counters), under mu */
 } srv_t;
+
+#define STATS_ID 0xFFFFFFF1u /* the req_id of loadgen's own mem_stats */
 
 static void server_log_tail(srv_t *s) {
     if (s->logfd < 0) return;
@@ -322,6 +325,10 @@ static void *reader_main(void *arg) {
         pthread_mutex_lock(&s->mu);
         if (id == 0xFFFFFFFFu) {
             s->events++;
+        } else if (id == STATS_ID) {
+            free(s->stats);
+            s->stats = strdup(body);
+            pthread_cond_broadcast(&s->cv);
         } else if (id < REC_CAP && recs[id].state == ST_SENT) {
             recs[id].state = (uint8_t)st;
             recs[id].t_reply = t;
@@ -526,6 +533,38 @@ static int wait_inflight_below(srv_t *s, long k, int64_t until_ns) {
             rc = s->inflight < k;
             break;
         }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* The server's own counters of how it handled frames (mem_stats), once the
+ * reader thread runs; 0, or -1 when no reply came. */
+enum { SC_AS_READ, SC_PARKED, SC_SHED_QFULL, SC_RELAYED, SC_LONE, SC_N };
+static const char *const sc_keys[SC_N] = {"framesPreparedAsRead", "framesParked", "shedQueueFull",
+                                          "bytesRelayed", "loneRuns"};
+
+static int server_counters(srv_t *s, long out[SC_N]) {
+    static const char json[] = "{\"cmd\":\"mem_stats\"}";
+    uint8_t hdr[9];
+    put_u32(hdr, (uint32_t)(5 + sizeof json - 1));
+    put_u32(hdr + 4, STATS_ID);
+    hdr[8] = 0;
+    pthread_mutex_lock(&s->mu);
+    free(s->stats);
+    s->stats = NULL;
+    pthread_mutex_unlock(&s->mu);
+    struct iovec iov[2] = {{hdr, 9}, {(void *)json, sizeof json - 1}};
+    if (write_all(s, iov, 2)) return -1;
+    int64_t until = mono_ns() + 5000000000LL;
+    struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
+    pthread_mutex_lock(&s->mu);
+    while (!s->stats && !s->eof)
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) break;
+    int rc = s->stats ? 0 : -1;
+    for (int i = 0; i < SC_N; i++) {
+        const char *v = s->stats ? json_val(s->stats, sc_keys[i]) : NULL;
+        out[i] = v ? atol(v) : -1;
     }
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -1183,6 +1222,7 @@ typedef struct {
     double cli_cpu_util;        /* loadgen CPU s per wall s, main phase */
     int threads_n;
     tcpu_t tdelta[MAX_THREADS];
+    long counters[SC_N];        /* --threads: the server's counters over the main phase (-1: none) */
     limit_t lim;
     int exit_status, killed;
     double startup_ms;
@@ -1283,6 +1323,8 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
 
     /* the measured phase */
     tcpu_t t0[MAX_THREADS], t1[MAX_THREADS];
+    long sc0[SC_N];
+    int sc_ok = o->threads && server_counters(&s, sc0) == 0;
     int n0 = thread_cpu(s.pid, t0, MAX_THREADS);
     sampler_t *sm = calloc(1, sizeof *sm);
     sm->pid = s.pid;
@@ -1303,6 +1345,9 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
     atomic_store(&sm->stop, 1);
     pthread_join(smt, NULL);
     R->rss_drained = rss_kb(s.pid);
+    long sc1[SC_N];
+    sc_ok = sc_ok && server_counters(&s, sc1) == 0;
+    for (int i = 0; i < SC_N; i++) R->counters[i] = sc_ok && sc0[i] >= 0 && sc1[i] >= 0 ? sc1[i] - sc0[i] : -1;
     R->rss_mark = sm->rss_mark >= 0 ? sm->rss_mark : R->rss_end;
     R->rss_max = sm->rss_max > R->rss_end ? sm->rss_max : R->rss_end;
     R->nsamples = sm->nsamples;
@@ -1362,6 +1407,7 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
                 R->exit_status);
         server_log_tail(&s);
     }
+    free(s.stats);
     pthread_mutex_destroy(&s.mu);
     pthread_cond_destroy(&s.cv);
     pthread_condattr_destroy(&ca);
@@ -1540,7 +1586,10 @@ static void usage(FILE *out) {
           "                       the mean of the two (default 5)\n"
           "  --deadline-ms D      wire-v2 deadline D ms after sending (default 0: none)\n"
           "  --grace S            wait for replies / for the exit (default 5)\n"
-          "  --threads            per-thread CPU of the server in the measured phase\n"
+          "  --threads            per-thread CPU of the server in the measured phase, and\n"
+          "                       its mem_stats counters (frames prepared as read, parked,\n"
+          "                       shed for a full queue; bytes relayed; lone runs) over\n"
+          "                       that phase\n"
           "  --plain-write        copy frames into the pipe with writev(2); by default their\n"
           "                       pages are handed over with vmsplice(2), so the load\n"
           "                       generator's own copying stays off the server's cores\n"
@@ -1711,6 +1760,9 @@ static int measure_config(const opts_t *op, const char *server, const frame_t *f
                 if (R->tdelta[i].ticks > 0)
                     fprintf(stderr, "    %7d %-16s %7.2f\n", R->tdelta[i].tid, R->tdelta[i].comm,
                             ticks_s(R->tdelta[i].ticks));
+            fprintf(stderr, "  server counters over the measured phase (mem_stats):");
+            for (int i = 0; i < SC_N; i++) fprintf(stderr, " %s %ld", sc_keys[i], R->counters[i]);
+            fprintf(stderr, "\n");
             fprintf(stderr, "  RSS samples (KiB, 1/s):");
             for (int i = 0; i < R->nsamples; i++) fprintf(stderr, " %ld", R->samples[i]);
             fprintf(stderr, "\n");
