@@ -79,6 +79,8 @@ typedef struct conn {
     int big_aligns;        /* realignments of that buffer so far (srv_buf_align) */
     int big_drained;       /* a read into it has emptied the pipe */
     spill_t *spill;        /* its pixels parked in pipes, or NULL */
+    size_t spill_from;     /* where parking began: the bytes before it are in big */
+    int spill_aligned;     /* big lines up with the parked pages (see maybe_park) */
     int spill_stopped;     /* parking ended early: the rest is read into big */
     srv_rows_t *rows;      /* prepares a large raw frame as it is read (when active) */
     int relay_rd, relay_wr; /* large reads pass through this pipe (relay.c) */

@@ -274,6 +274,7 @@ static void conn_flush(server_t *s, conn_t *c) {
 }
 
 static void conn_parse(server_t *s, conn_t *c);
+static void maybe_park(server_t *s, conn_t *c);
 
 /* Stop or resume reading a connection for one reason (PAUSE_*); it reads
  * again when no reason is left. */
@@ -373,6 +374,7 @@ static void conn_parse(server_t *s, conn_t *c) {
             c->spill_stopped = 0;
             memcpy(c->big, c->in + off, c->big_got);
             off = c->in_len;
+            maybe_park(s, c);
         }
         break;
     }
@@ -423,9 +425,18 @@ static void big_done(server_t *s, conn_t *c) {
 }
 
 /* Park the rest of a large raw frame in pipes (spill.c) under overload: it
- * is likely to be shed before it runs (srv_likely_shed). Called at the
- * first read into the frame that emptied the pipe, once the buffer is
- * aligned. */
+ * is likely to be shed before it runs (srv_likely_shed). Tried as soon as
+ * the frame's header is read, so that none of its pixels but those already
+ * in the staging buffer are copied (the host has usually filled the pipe
+ * by then: a pipeful, 1 MiB, that would otherwise be read first), and again
+ * at the first read that emptied the pipe.
+ *
+ * The parked bytes are copied back by a prepare worker if the frame runs,
+ * at full speed only where the frame buffer lines up with the host's pages
+ * (srv_buf_align). Pages that follow a point where the connection's pipe
+ * was emptied start there, and a host's pages before it end there; so the
+ * buffer is aligned at the first such point, once parking is under way
+ * (conn_read), or at once when parking starts at one. */
 static void maybe_park(server_t *s, conn_t *c) {
     if (!c->handshaken || s->stopping || s->batch_mode != OSP_WIRE_BATCH_NONE ||
         c->big_len - c->big_got < PARK_MIN || c->big_len > PARK_MAX || c->big[8] != OSP_WIRE_MSG_INFER_RAW)
@@ -434,7 +445,10 @@ static void maybe_park(server_t *s, conn_t *c) {
     if (c->big_got <= at) return;
     int idx = c->big[at];
     if (idx >= s->nslots || !s->slots[idx] || !srv_likely_shed(s, idx)) return;
-    if ((c->spill = srv_spill_new(c->big_got))) s->frames_parked++;
+    if (!(c->spill = srv_spill_new(c->big_got))) return;
+    s->frames_parked++;
+    c->spill_from = c->big_got;
+    c->spill_aligned = c->big_drained;
 }
 
 static void conn_read(server_t *s, conn_t *c) {
@@ -457,6 +471,10 @@ static void conn_read(server_t *s, conn_t *c) {
             size_t moved = 0;
             int st = srv_spill_step(c->spill, c->rfd, c->big_len - c->big_got, &moved);
             c->big_got += moved;
+            if (st == SPILL_WAIT && !c->spill_aligned) { /* the pipe was just emptied */
+                c->big = srv_buf_align(c->big, c->spill_from, c->big_got);
+                c->spill_aligned = 1;
+            }
             if (c->big_got == c->big_len) {
                 big_done(s, c);
                 continue;

@@ -12,11 +12,13 @@
  * just closes them; one that runs is copied into its buffer by the prepare
  * worker that takes it, off the I/O thread.
  *
- * Parking starts at a point where the connection's pipe was just emptied,
- * so the parked pages start at page boundaries and line up with the frame
- * buffer, which the reader has aligned there (srv_buf_align): the copy back
- * runs at full speed. Anything unexpected (a connection that cannot splice,
- * more pipes than allowed) stops parking and the rest is read as usual.
+ * Parking starts with the read that brought the frame's header, so that
+ * no more than the staging buffer took with it is copied. The reader lines
+ * the frame buffer up with the host's pages where the connection's pipe is
+ * first emptied (srv_buf_align; see maybe_park in server.c), so the copy
+ * back runs at full speed. Anything unexpected (a connection that cannot
+ * splice, more pipes than allowed) stops parking and the rest is read as
+ * usual.
  */
 #include <errno.h>
 #include <fcntl.h>

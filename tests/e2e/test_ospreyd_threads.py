@@ -5,7 +5,7 @@ session off; the predict workers run `predictNice` steps nicer than the
 rest. Also: a large raw frame that arrives in uneven pieces (the
 server realigns its buffer while reading) gives the same answer as one
 written at once; and under overload large frames parked in pipes run
-intact or are shed, over pipes and sockets."""
+intact or are shed, over pipes and sockets, parked from their header on."""
 
 import pytest
 
@@ -243,3 +243,26 @@ def test_frames_park_behind_a_slow_model(spawn, tmp_path):
     assert [bool(r.get("dropped")) for r in replies] == [False, True, True, True, False, False], replies
     assert all(len(r["detections"]) == 1 for r in replies if not r.get("dropped")), replies
     assert c.command({"cmd": "mem_stats"})["counters"]["framesParked"] >= 1
+
+
+def test_parked_frames_are_not_read_first(worker, tmp_path):
+    """Over a pipe, with the one run slot held by a slow model (the test
+    backend, a test double) and the queue full, a frame parks from the read
+    that brought its header: none of its pixels go through the relay
+    (bytesRelayed), not even the pipeful the host had written ahead. Only
+    the frames that were read whole (the one running and the two that filled
+    the queue) account for relayed bytes."""
+    from ospreyd_client import tb_script
+    model = tb_script(tmp_path / "slow.json", run_delay_ms=1500, faces=[(0.9, [0.1, 0.1, 0.5, 0.5])])
+    w, _ = worker(tb_config([model], concurrency=1, autoConcurrency=False))
+    c = w.conn
+    big = tiled(media_image("messi5.jpg"), 3, 3)
+    payload = p_raw(0, big.w, big.h, big.fmt, big.data)
+    before = c.command({"cmd": "mem_stats"})["counters"]
+    ids = [c.send(MSG_RAW, payload) for _ in range(6)]
+    replies = [c.reply(i, timeout=60) for i in ids]
+    assert [bool(r.get("dropped")) for r in replies] == [False, True, True, True, False, False], replies
+    after = c.command({"cmd": "mem_stats"})["counters"]
+    assert after["framesParked"] - before["framesParked"] == 3, (before, after)
+    relayed = after["bytesRelayed"] - before["bytesRelayed"]
+    assert 0 < relayed <= 3 * len(payload), (relayed, len(payload))
