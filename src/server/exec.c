@@ -43,6 +43,7 @@ void srv_wstate_free(wstate_t *w) {
     osp_image_free(&w->img);
     for (int i = 0; i < OSP_WINDOW_MAX; i++) osp_infer_ctx_free(&w->ctx[i]);
     osp_batch_buf_free(&w->buf);
+    srv_rows_free(NULL, w->rows);
 }
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -145,6 +146,16 @@ static void prepare_job(job_t *j, wstate_t *ws) {
     }
     case OSP_WIRE_MSG_INFER_RAW: {
         if (j->spill) {
+            int st = srv_rows_parked(&ws->rows, j, err, sizeof err);
+            if (st) {
+                srv_spill_free(j->spill);
+                j->spill = NULL;
+                if (st < 0) {
+                    reply_infer_error(j, err, 0);
+                    return;
+                }
+                break; /* the tensor is made */
+            }
             int lost = srv_spill_fill(j->spill, j->frame);
             srv_spill_free(j->spill);
             j->spill = NULL;

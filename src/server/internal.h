@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -56,6 +57,18 @@ int srv_spill_step(spill_t *sp, int from, size_t want, size_t *moved);
 void srv_spill_seal(spill_t *sp);
 /* Copy the parked bytes into their place in the frame (a worker); 0 or -1. */
 int srv_spill_fill(spill_t *sp, uint8_t *frame);
+/* The host's pages start at frame position `at` (the connection's pipe was
+ * just emptied there), and every 4096 bytes before and after it. */
+void srv_spill_mark(spill_t *sp, size_t at);
+/* Where the parked bytes belong in the frame, and how many there are. */
+size_t srv_spill_off(const spill_t *sp);
+size_t srv_spill_len(const spill_t *sp);
+/* The position srv_spill_mark gave, if any (1) or 0. */
+int srv_spill_lattice(const spill_t *sp, size_t *at);
+/* The next parked bytes in order, up to n, into dst (a worker, after the
+ * seal; not with srv_spill_fill): bytes read, 0 when all are read, -1 when
+ * some were lost. */
+ssize_t srv_spill_read(spill_t *sp, uint8_t *dst, size_t n);
 
 /* A large raw frame prepared as it is read (rows.c). */
 typedef struct srv_rows srv_rows_t;
@@ -190,6 +203,7 @@ typedef struct {
     osp_image_t img;
     osp_infer_ctx_t ctx[OSP_WINDOW_MAX];
     osp_batch_buf_t buf;
+    srv_rows_t *rows; /* a prepare worker's ring for parked frames (srv_rows_parked) */
 } wstate_t;
 
 /* Reusable inference contexts: a job takes one from prepare to reply. */
@@ -320,7 +334,13 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w);
 int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_t frame_len);
 int srv_rows_step(server_t *s, conn_t *c);
 int srv_rows_active(const srv_rows_t *r);
+/* s may be NULL for a prepare worker's (srv_rows_parked): it holds no context. */
 void srv_rows_free(server_t *s, srv_rows_t *r);
+/* A prepare worker makes the tensor of job j, a parked RGB/BGR frame, from
+ * its pipes a ring at a time (*rp: the worker's own, made on first use):
+ * 1 when it is made, 0 when this frame is not for it (nothing was read:
+ * fill the frame and prepare it whole), -1 on an error (err says it). */
+int srv_rows_parked(srv_rows_t **rp, job_t *j, char *err, size_t errlen);
 
 /* relay.c: a large read from a connection, through a pipe of the
  * server's own; read(2)'s contract. */

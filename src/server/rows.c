@@ -16,7 +16,8 @@
  * buffer, no hand-over to a preparing thread.
  *
  * What is not taken here is read whole as before: frames likely to be shed
- * before they run (srv_likely_shed; they may be parked, spill.c), formats
+ * before they run (srv_likely_shed; they may be parked, spill.c, and are
+ * then prepared the same way if they run, srv_rows_parked), formats
  * other than RGB and BGR, text models, window batching, anything that fails
  * a check (the whole frame then gets the usual error reply).
  *
@@ -238,4 +239,83 @@ int srv_rows_step(server_t *s, conn_t *c) {
         return ROWS_DONE;
     }
     return (size_t)got < want ? ROWS_WAIT : ROWS_MORE;
+}
+
+/* ---- a parked frame, on a prepare worker ------------------------------------- */
+
+/* Copy n bytes from memory into the ring, handing over whole rows as they
+ * complete. */
+static void rows_feed(srv_rows_t *r, const uint8_t *p, size_t n) {
+    while (n > 0 && r->rows_left > 0) {
+        size_t room = RING_CAP + ALIGN - r->hi, k = n < room ? n : room;
+        memcpy(r->ring + r->hi, p, k);
+        r->hi += k;
+        p += k;
+        n -= k;
+        rows_consume(r);
+    }
+}
+
+/* (a - b) mod ALIGN for frame positions in either order. */
+static size_t phase_of(size_t a, size_t b) { return (a % ALIGN + ALIGN - b % ALIGN) % ALIGN; }
+
+/*
+ * A frame parked under overload (spill.c) that is to run after all. Its
+ * pixels are in three parts: those read with its header (in j->frame), the
+ * parked ones (in pipes), and any read after parking stopped (in j->frame
+ * again). Filling the frame buffer and preparing it whole writes 6 MB to
+ * memory and reads them back; here they pass through the worker's ring,
+ * which stays in cache, straight into the row-by-row preparation, as a
+ * frame that is expected to run is prepared while it is read. Reads from
+ * the pipes land so that the host's pages start on 64-byte boundaries of
+ * the ring (srv_spill_mark), which keeps the kernel's copy at full speed.
+ */
+int srv_rows_parked(srv_rows_t **rp, job_t *j, char *err, size_t errlen) {
+    const osp_wire_image_t *im = &j->rq.u.raw.img;
+    spill_t *sp = j->spill;
+    if (!sp || !j->frame || !j->model || (im->fmt != OSP_WIRE_FMT_RGB && im->fmt != OSP_WIRE_FMT_BGR))
+        return 0;
+    size_t row_bytes = (size_t)im->width * 3;
+    size_t pix = (size_t)(im->pixels - j->frame), pix_end = pix + im->len;
+    size_t off = srv_spill_off(sp), end = off + srv_spill_len(sp);
+    if (row_bytes == 0 || row_bytes > RING_CAP / 4 || off < pix || end > j->frame_len)
+        return 0; /* parking began inside the header, or a frame this ring cannot take */
+    srv_rows_t *r = *rp;
+    if (!r) {
+        if (!(r = calloc(1, sizeof *r))) return 0;
+        *rp = r;
+    }
+    if (!r->ps && !(r->ps = osp_prep_stream_new())) return 0;
+    if (!r->ring && !(r->ring = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return 0;
+    if (osp_model_prepare_rows_begin(j->model->m, j->ctx, r->ps, (int)im->width, (int)im->height,
+                                     (osp_pixfmt_t)im->fmt, err, errlen))
+        return 0; /* the whole-frame path says what is wrong, if anything */
+    r->row_bytes = row_bytes;
+    r->rows_left = (int)im->height;
+    r->prep_ms = 0;
+    r->lo = r->hi = 0;
+    size_t lattice = off;
+    srv_spill_lattice(sp, &lattice);
+
+    r->phase = phase_of(off, lattice); /* where the first parked byte should land */
+    rows_feed(r, j->frame + pix, off - pix);
+    size_t pos = off;
+    while (pos < end && r->rows_left > 0) {
+        size_t room = RING_CAP + ALIGN - r->hi, want = end - pos;
+        ssize_t got = srv_spill_read(sp, r->ring + r->hi, want < room ? want : room);
+        if (got <= 0) break;
+        r->hi += (size_t)got;
+        pos += (size_t)got;
+        r->phase = phase_of(pos, lattice);
+        rows_consume(r);
+    }
+    if (r->rows_left > 0 && pos == end && end < pix_end) rows_feed(r, j->frame + end, pix_end - end);
+    if (r->rows_left > 0) {
+        snprintf(err, errlen, "frame bytes lost in transit");
+        return -1;
+    }
+    if (osp_model_prepare_rows_end(j->ctx, r->ps, (int)im->width, (int)im->height, r->prep_ms, err,
+                                   errlen))
+        return -1;
+    return 1;
 }

@@ -449,6 +449,7 @@ static void maybe_park(server_t *s, conn_t *c) {
     s->frames_parked++;
     c->spill_from = c->big_got;
     c->spill_aligned = c->big_drained;
+    if (c->big_drained) srv_spill_mark(c->spill, c->big_got);
 }
 
 static void conn_read(server_t *s, conn_t *c) {
@@ -473,6 +474,7 @@ static void conn_read(server_t *s, conn_t *c) {
             c->big_got += moved;
             if (st == SPILL_WAIT && !c->spill_aligned) { /* the pipe was just emptied */
                 c->big = srv_buf_align(c->big, c->spill_from, c->big_got);
+                srv_spill_mark(c->spill, c->big_got);
                 c->spill_aligned = 1;
             }
             if (c->big_got == c->big_len) {

@@ -9,16 +9,20 @@
  * wait, and likely be shed), the I/O thread instead splices the rest of its
  * bytes into a few pipes of its own:
  * the kernel moves page references, nothing is copied. A frame that is shed
- * just closes them; one that runs is copied into its buffer by the prepare
- * worker that takes it, off the I/O thread.
+ * just closes them; one that runs is read out of them by the prepare
+ * worker that takes it, off the I/O thread: through a ring into the
+ * row-by-row preparation (srv_rows_parked, srv_spill_read), or, for formats
+ * the rows do not take, into its buffer (srv_spill_fill).
  *
  * Parking starts with the read that brought the frame's header, so that
- * no more than the staging buffer took with it is copied. The reader lines
- * the frame buffer up with the host's pages where the connection's pipe is
- * first emptied (srv_buf_align; see maybe_park in server.c), so the copy
- * back runs at full speed. Anything unexpected (a connection that cannot
- * splice, more pipes than allowed) stops parking and the rest is read as
- * usual.
+ * no more than the staging buffer took with it is copied. Where the
+ * connection's pipe is first emptied the reader notes the position
+ * (srv_spill_mark): the host's pages start there and every 4096 bytes
+ * before and after, and the reads out of the pipes land those starts on
+ * 64-byte boundaries (the frame buffer is lined up the same way,
+ * srv_buf_align), so the kernel's copy runs at full speed. Anything
+ * unexpected (a connection that cannot splice, more pipes than allowed)
+ * stops parking and the rest is read as usual.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,9 +34,13 @@
 
 struct spill {
     int rd[SPILL_MAX_PIPES], wr[SPILL_MAX_PIPES];
-    int n;       /* pipes opened */
-    size_t off;  /* where the parked bytes belong in the frame */
-    size_t len;  /* bytes parked */
+    int n;          /* pipes opened */
+    size_t off;     /* where the parked bytes belong in the frame */
+    size_t len;     /* bytes parked */
+    size_t lattice; /* a frame position where the host's pages start */
+    int has_lattice;
+    int cur;        /* srv_spill_read: the pipe being read */
+    size_t taken;   /* srv_spill_read: bytes read so far */
 };
 
 static int add_pipe(spill_t *sp) {
@@ -91,6 +99,34 @@ void srv_spill_seal(spill_t *sp) {
         if (sp->wr[i] >= 0) close(sp->wr[i]);
         sp->wr[i] = -1;
     }
+}
+
+void srv_spill_mark(spill_t *sp, size_t at) {
+    sp->lattice = at;
+    sp->has_lattice = 1;
+}
+
+size_t srv_spill_off(const spill_t *sp) { return sp->off; }
+
+size_t srv_spill_len(const spill_t *sp) { return sp->len; }
+
+int srv_spill_lattice(const spill_t *sp, size_t *at) {
+    *at = sp->lattice;
+    return sp->has_lattice;
+}
+
+ssize_t srv_spill_read(spill_t *sp, uint8_t *dst, size_t n) {
+    while (sp->cur < sp->n && n > 0) {
+        ssize_t r = read(sp->rd[sp->cur], dst, n);
+        if (r > 0) {
+            sp->taken += (size_t)r;
+            return r;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        sp->cur++; /* this pipe is empty (sealed: end of its part) */
+    }
+    if (n == 0) return 0;
+    return sp->taken == sp->len ? 0 : -1;
 }
 
 int srv_spill_fill(spill_t *sp, uint8_t *frame) {

@@ -9,7 +9,7 @@ intact or are shed, over pipes and sockets, parked from their header on."""
 
 import pytest
 
-from ospreyd_client import (MODELS, MSG_RAW, SANITIZED, SSD_CATALOG, Image, detections_match,
+from ospreyd_client import (FMT_BGR, MODELS, MSG_RAW, SANITIZED, SSD_CATALOG, Image, detections_match,
                             frame, media_image, need, p_raw, spawn, tb_config, worker)  # noqa: F401
 
 
@@ -166,19 +166,25 @@ def test_large_frame_in_uneven_pieces(worker):
     assert pieces == whole or detections_match(whole, pieces, px=0.01, score=1e-6), (whole, pieces)
 
 
-def test_parked_frames_run_intact_or_shed(worker):
+@pytest.mark.parametrize("fmt", ["rgb", "bgr", "gray"])
+def test_parked_frames_run_intact_or_shed(worker, fmt):
     """Large raw frames that arrive while the only run slot is taken wait
     with their pixels parked in pipes: every request is answered once, the
     ones shed cost no copy, and the ones that run give the same detections
-    as the frame sent alone."""
+    as the frame sent alone (RGB and BGR are prepared from the pipes a ring
+    at a time, GRAY is copied back into its buffer first)."""
     need(MODELS / "ssd-oidv4.onnx")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 1,
                    "autoConcurrency": False})
     c = w.conn
     big = tiled(media_image("messi5.jpg"), 3, 3)
-    alone = c.infer_raw(0, big)
+    if fmt == "gray":
+        big = big.gray_from_rgb()
+    code = FMT_BGR if fmt == "bgr" else big.fmt
+    pixels = big.bgr() if fmt == "bgr" else big.data
+    alone = c.reply(c.send(MSG_RAW, p_raw(0, big.w, big.h, code, pixels)))
     assert sum(d["label"] == "Person" for d in alone["detections"]) >= 2, alone
-    payload = p_raw(0, big.w, big.h, big.fmt, big.data)
+    payload = p_raw(0, big.w, big.h, code, pixels)
     ids = [c.send(MSG_RAW, payload) for _ in range(12)]
     replies = [c.reply(i) for i in ids]
     served = [r for r in replies if not r.get("dropped")]
