@@ -431,12 +431,13 @@ static void big_done(server_t *s, conn_t *c) {
  * by then: a pipeful, 1 MiB, that would otherwise be read first), and again
  * at the first read that emptied the pipe.
  *
- * The parked bytes are copied back by a prepare worker if the frame runs,
- * at full speed only where the frame buffer lines up with the host's pages
- * (srv_buf_align). Pages that follow a point where the connection's pipe
- * was emptied start there, and a host's pages before it end there; so the
- * buffer is aligned at the first such point, once parking is under way
- * (conn_read), or at once when parking starts at one. */
+ * If the frame runs, a prepare worker reads the parked bytes back
+ * (srv_rows_parked, or srv_spill_fill into the frame buffer), at full speed
+ * only where its reads line up with the host's pages. Pages that follow a
+ * point where the connection's pipe was emptied start there, and a host's
+ * pages before it end there; so the first such point is noted
+ * (srv_spill_mark) and the frame buffer aligned there (srv_buf_align), once
+ * parking is under way (conn_read), or at once when parking starts at one. */
 static void maybe_park(server_t *s, conn_t *c) {
     if (!c->handshaken || s->stopping || s->batch_mode != OSP_WIRE_BATCH_NONE ||
         c->big_len - c->big_got < PARK_MIN || c->big_len > PARK_MAX || c->big[8] != OSP_WIRE_MSG_INFER_RAW)
