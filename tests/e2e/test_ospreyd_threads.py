@@ -81,18 +81,24 @@ def test_no_lone_run_while_input_is_arriving(spawn, tmp_path):
     assert detections_match(first, again, px=1.0, score=0.002), (first, again)
 
 
-def thread_nices(pid: int) -> list:
-    """The niceness of each thread of a process (field 19 of its stat)."""
+def thread_stats(pid: int) -> list:
+    """(name, niceness) of each thread of a process (fields 2 and 19 of its stat)."""
     import os
-    nices = []
+    out = []
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 stat = f.read()
         except FileNotFoundError:  # a thread that just ended
             continue
-        nices.append(int(stat[stat.rindex(")") + 2:].split()[16]))
-    return nices
+        out.append((stat[stat.index("(") + 1:stat.rindex(")")],
+                    int(stat[stat.rindex(")") + 2:].split()[16])))
+    return out
+
+
+def thread_nices(pid: int) -> list:
+    """The niceness of each thread of a process."""
+    return [nice for _, nice in thread_stats(pid)]
 
 
 @pytest.mark.parametrize("asked,nicer", [(None, 3), (0, 0), (1, 1), (40, 19), (-2, 3), ("x", 3)])
@@ -123,15 +129,7 @@ def test_worker_threads_are_named(worker):
         pytest.skip("thread names are read from Linux's /proc")
     w, _ = worker(tb_config([], concurrency=2, autoConcurrency=False))
     th = mem_threading(w.conn)
-    names = {}
-    for tid in os.listdir(f"/proc/{w.proc.pid}/task"):
-        try:
-            with open(f"/proc/{w.proc.pid}/task/{tid}/stat") as f:
-                stat = f.read()
-        except FileNotFoundError:  # a thread that just ended
-            continue
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        names[comm] = int(stat[stat.rindex(")") + 2:].split()[16])
+    names = dict(thread_stats(w.proc.pid))
     base = os.getpriority(os.PRIO_PROCESS, w.proc.pid)
     for i in range(th["prepareWorkers"]):
         assert names.get(f"osp-prepare{i}") == base, names
