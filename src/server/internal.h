@@ -55,7 +55,8 @@ void srv_spill_free(spill_t *sp);
 int srv_spill_step(spill_t *sp, int from, size_t want, size_t *moved);
 /* All bytes are in: close the writing ends. */
 void srv_spill_seal(spill_t *sp);
-/* Copy the parked bytes into their place in the frame (a worker); 0 or -1. */
+/* Copy the parked bytes into their place in the frame (a worker; the
+ * whole of srv_spill_read at once); 0 or -1. */
 int srv_spill_fill(spill_t *sp, uint8_t *frame);
 /* The host's pages start at frame position `at` (the connection's pipe was
  * just emptied there), and every 4096 bytes before and after it. */
@@ -66,8 +67,7 @@ size_t srv_spill_len(const spill_t *sp);
 /* The position srv_spill_mark gave, if any (1) or 0. */
 int srv_spill_lattice(const spill_t *sp, size_t *at);
 /* The next parked bytes in order, up to n, into dst (a worker, after the
- * seal; not with srv_spill_fill): bytes read, 0 when all are read, -1 when
- * some were lost. */
+ * seal): bytes read, 0 when all are read, -1 when some were lost. */
 ssize_t srv_spill_read(spill_t *sp, uint8_t *dst, size_t n);
 
 /* A large raw frame prepared as it is read (rows.c). */
@@ -93,7 +93,6 @@ typedef struct conn {
     int big_drained;       /* a read into it has emptied the pipe */
     spill_t *spill;        /* its pixels parked in pipes, or NULL */
     size_t spill_from;     /* where parking began: the bytes before it are in big */
-    int spill_aligned;     /* big lines up with the parked pages (see maybe_park) */
     int spill_stopped;     /* parking ended early: the rest is read into big */
     srv_rows_t *rows;      /* prepares a large raw frame as it is read (when active) */
     int relay_rd, relay_wr; /* large reads pass through this pipe (relay.c) */

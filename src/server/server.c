@@ -449,8 +449,7 @@ static void maybe_park(server_t *s, conn_t *c) {
     if (!(c->spill = srv_spill_new(c->big_got))) return;
     s->frames_parked++;
     c->spill_from = c->big_got;
-    c->spill_aligned = c->big_drained;
-    if (c->big_drained) srv_spill_mark(c->spill, c->big_got);
+    if (c->big_drained) srv_spill_mark(c->spill, c->big_got); /* big is lined up already */
 }
 
 static void conn_read(server_t *s, conn_t *c) {
@@ -473,10 +472,10 @@ static void conn_read(server_t *s, conn_t *c) {
             size_t moved = 0;
             int st = srv_spill_step(c->spill, c->rfd, c->big_len - c->big_got, &moved);
             c->big_got += moved;
-            if (st == SPILL_WAIT && !c->spill_aligned) { /* the pipe was just emptied */
+            size_t mark;
+            if (st == SPILL_WAIT && !srv_spill_lattice(c->spill, &mark)) { /* the pipe was just emptied */
                 c->big = srv_buf_align(c->big, c->spill_from, c->big_got);
                 srv_spill_mark(c->spill, c->big_got);
-                c->spill_aligned = 1;
             }
             if (c->big_got == c->big_len) {
                 big_done(s, c);

@@ -131,17 +131,9 @@ ssize_t srv_spill_read(spill_t *sp, uint8_t *dst, size_t n) {
 
 int srv_spill_fill(spill_t *sp, uint8_t *frame) {
     uint8_t *dst = frame + sp->off;
-    size_t at = 0;
-    for (int i = 0; i < sp->n && at < sp->len; i++) {
-        for (;;) {
-            ssize_t r = read(sp->rd[i], dst + at, sp->len - at);
-            if (r > 0) {
-                at += (size_t)r;
-                continue;
-            }
-            if (r < 0 && errno == EINTR) continue;
-            break; /* this pipe is empty (sealed: end of its part) */
-        }
-    }
-    return at == sp->len ? 0 : -1;
+    ssize_t r;
+    do
+        r = srv_spill_read(sp, dst + sp->taken, sp->len - sp->taken);
+    while (r > 0);
+    return r < 0 ? -1 : 0;
 }
