@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 struct osp_pool {
-    pthread_mutex_t mu; /* guards head, tail, queued, stopping */
+    pthread_mutex_t mu; /* guards head, tail, queued, stopping, started */
     pthread_cond_t cv;
+    pthread_cond_t started_cv; /* a worker has its name and niceness */
+    int started;
     osp_qnode_t *head, *tail;
     int queued, stopping, nthreads;
     int nice;
@@ -40,6 +42,10 @@ static void *worker_main(void *arg) {
         (void)setpriority(PRIO_PROCESS, tid, now + p->nice > 19 ? 19 : now + p->nice);
     }
 #endif
+    pthread_mutex_lock(&p->mu);
+    p->started++;
+    pthread_cond_signal(&p->started_cv);
+    pthread_mutex_unlock(&p->mu);
     for (;;) {
         pthread_mutex_lock(&p->mu);
         while (!p->head && !p->stopping) pthread_cond_wait(&p->cv, &p->mu);
@@ -68,6 +74,7 @@ osp_pool_t *osp_pool_new(const char *name, int threads, int nice, osp_pool_fn fn
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
+    pthread_cond_init(&p->started_cv, NULL);
     p->fn = fn;
     p->ctx = ctx;
     p->nice = nice;
@@ -86,6 +93,11 @@ osp_pool_t *osp_pool_new(const char *name, int threads, int nice, osp_pool_fn fn
         osp_pool_free(p);
         return NULL;
     }
+    /* back only when every worker runs as promised (named, at its
+     * niceness): a caller that looks at its threads sees them so */
+    pthread_mutex_lock(&p->mu);
+    while (p->started < p->nthreads) pthread_cond_wait(&p->started_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
     return p;
 }
 
@@ -120,6 +132,7 @@ void osp_pool_free(osp_pool_t *p) {
     for (int i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->started_cv);
     free(p->threads);
     free(p);
 }

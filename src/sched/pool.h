@@ -22,7 +22,8 @@ typedef struct osp_pool osp_pool_t;
  * as the caller; at most 19; on Linux, where a thread has its own
  * niceness; elsewhere it is not applied). On Linux the workers are named
  * `name` and their index (at most 11 characters of `name` are kept), as
- * top -H and perf show them. NULL on failure (nothing started). */
+ * top -H and perf show them. Returns once every worker runs named and at
+ * its niceness; NULL on failure (nothing started). */
 osp_pool_t *osp_pool_new(const char *name, int threads, int nice, osp_pool_fn fn, void *ctx);
 void osp_pool_push(osp_pool_t *p, osp_qnode_t *item);
 /* Items queued and not yet taken by a worker. */
