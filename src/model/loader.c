@@ -1,0 +1,177 @@
+/* Bounded model loads; see loader.h. */
+#include "model/loader.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+
+static double ms_since(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
+}
+
+static int64_t epoch_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct osp_loader {
+    double bound_ms;
+    osp_loader_post_fn post;
+    void *post_arg;
+    int seq;             /* identifies the newest load started */
+    int busy;            /* a load is in flight within its bound */
+    osp_load_info_t cur; /* the load in flight */
+    struct timespec started;
+    int poisoned;        /* an abandoned load still runs */
+    int poison_seq;
+    osp_load_info_t poison;
+    struct timespec poison_started;
+    osp_loader_counts_t counts;
+};
+
+typedef struct {
+    osp_model_cfg_t cfg;
+    const osp_backend_t *backend;
+    int seq;
+    osp_loader_post_fn post;
+    void *post_arg;
+} load_arg_t;
+
+static void *load_main(void *arg) {
+    load_arg_t *a = arg;
+    (void)pthread_setname_np(pthread_self(), "osp-load");
+    osp_load_result_t *r = calloc(1, sizeof *r);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    osp_model_t *m = NULL;
+    char err[512] = "";
+    int rc = osp_model_open(&a->cfg, a->backend, &m, err, sizeof err);
+    if (!r) { /* nowhere to report: the loop times the load out */
+        osp_model_free(m);
+        free(a);
+        return NULL;
+    }
+    r->seq = a->seq;
+    r->model = m;
+    r->rc = rc;
+    r->load_ms = ms_since(&t0);
+    snprintf(r->err, sizeof r->err, "%s", err);
+    a->post(a->post_arg, r);
+    free(a);
+    return NULL;
+}
+
+osp_loader_t *osp_loader_new(double bound_ms, osp_loader_post_fn post, void *arg) {
+    osp_loader_t *ld = calloc(1, sizeof *ld);
+    if (!ld) return NULL;
+    ld->bound_ms = bound_ms > 0 ? bound_ms : 120000.0;
+    ld->post = post;
+    ld->post_arg = arg;
+    return ld;
+}
+
+void osp_loader_free(osp_loader_t *ld) { free(ld); }
+
+void osp_loader_result_free(osp_load_result_t *r) {
+    if (!r) return;
+    osp_model_free(r->model);
+    free(r);
+}
+
+double osp_loader_bound_ms(const osp_loader_t *ld) { return ld->bound_ms; }
+
+int osp_loader_busy(const osp_loader_t *ld) { return ld->busy; }
+
+int osp_loader_poisoned(const osp_loader_t *ld, osp_load_info_t *info) {
+    if (!ld->poisoned) return 0;
+    if (info) {
+        *info = ld->poison;
+        info->elapsed_ms = ms_since(&ld->poison_started);
+    }
+    return 1;
+}
+
+int osp_loader_in_flight(const osp_loader_t *ld, osp_load_info_t *info) {
+    if (!ld->busy) return 0;
+    if (info) {
+        *info = ld->cur;
+        info->elapsed_ms = ms_since(&ld->started);
+    }
+    return 1;
+}
+
+int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_backend_t *backend,
+                     int index, const char *model_id) {
+    if (ld->busy || ld->poisoned) return -1;
+    load_arg_t *a = malloc(sizeof *a);
+    if (!a) return -1;
+    *a = (load_arg_t){.cfg = *cfg, .backend = backend, .seq = ld->seq + 1, .post = ld->post,
+                      .post_arg = ld->post_arg};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED); /* abandoned, never joined */
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, load_main, a);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        free(a);
+        return -1;
+    }
+    ld->seq++;
+    ld->busy = 1;
+    memset(&ld->cur, 0, sizeof ld->cur);
+    ld->cur.index = index;
+    snprintf(ld->cur.model_id, sizeof ld->cur.model_id, "%s", model_id);
+    clock_gettime(CLOCK_MONOTONIC, &ld->started);
+    return 0;
+}
+
+int osp_loader_timer_ms(const osp_loader_t *ld) {
+    if (!ld->busy) return -1;
+    double left = ld->bound_ms - ms_since(&ld->started);
+    return left <= 0 ? 0 : (int)(left + 0.999);
+}
+
+int osp_loader_expire(osp_loader_t *ld, osp_load_info_t *info) {
+    if (!ld->busy || ms_since(&ld->started) < ld->bound_ms) return 0;
+    ld->busy = 0;
+    ld->poisoned = 1;
+    ld->poison_seq = ld->seq;
+    ld->poison = ld->cur;
+    ld->poison.at_ms = epoch_ms();
+    ld->poison_started = ld->started;
+    ld->counts.timed_out++;
+    return osp_loader_poisoned(ld, info);
+}
+
+osp_load_outcome_t osp_loader_finish(osp_loader_t *ld, const osp_load_result_t *r,
+                                     osp_load_info_t *info) {
+    if (ld->busy && r->seq == ld->seq) {
+        osp_loader_in_flight(ld, info);
+        ld->busy = 0;
+        if (r->rc == 0)
+            ld->counts.completed++;
+        else
+            ld->counts.failed++;
+        return OSP_LOAD_IN_TIME;
+    }
+    if (ld->poisoned && r->seq == ld->poison_seq) {
+        /* the compiler is free again; the result is discarded (the host was
+         * told it failed and moved on) */
+        osp_loader_poisoned(ld, info);
+        ld->poisoned = 0;
+        ld->counts.finished_late++;
+        return OSP_LOAD_LATE;
+    }
+    return OSP_LOAD_STALE;
+}
+
+void osp_loader_note_failed(osp_loader_t *ld) { ld->counts.failed++; }
+
+void osp_loader_counts(const osp_loader_t *ld, osp_loader_counts_t *c) { *c = ld->counts; }
