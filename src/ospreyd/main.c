@@ -32,7 +32,7 @@ static void usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
-    osp_server_opts_t o = {0};
+    osp_server_opts_t o = {.stdio_in = 0, .stdio_out = 1};
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'l'},
         {"config", required_argument, NULL, 'c'},

@@ -1,44 +1,38 @@
-/*
- * The frame work, on the pool threads: the prepare pool decodes and
- * preprocesses, the predict pool applies the deadline gate, runs the model
- * (one stacked run for a window or an infer_batch when the model's batch
- * axis is dynamic), decodes its outputs and writes the reply frames.
- * Finished jobs go back to the I/O thread through the mailbox; nothing here
- * touches a socket.
- */
+/* The worker pools; see exec.h. */
+#include "server/exec.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/internal.h"
+#include "sched/ctxpool.h"
+#include "sched/gate.h"
+#include "sched/window.h"
+#include "server/ingest.h"
+#include "server/loop.h"
+#include "server/shm.h"
+#include "server/slots.h"
 
-/* ---- the context pool --------------------------------------------------------- */
+/* What one pool thread keeps between frames (indexed by its worker number):
+ * the JPEG decoder and its buffer, contexts for batch items, the stacking
+ * buffer of batched runs, a prepare worker's ring for parked frames. */
+typedef struct {
+    osp_decoder_t *dec;
+    osp_image_t img;
+    osp_infer_ctx_t ctx[OSP_WINDOW_MAX];
+    osp_batch_buf_t buf;
+    srv_rows_t *rows;
+} wstate_t;
 
-osp_infer_ctx_t *srv_ctx_get(server_t *s) {
-    pthread_mutex_lock(&s->ctx_mu);
-    ctxnode_t *n = s->ctx_free;
-    if (n) s->ctx_free = n->next;
-    pthread_mutex_unlock(&s->ctx_mu);
-    if (!n) {
-        if (!(n = calloc(1, sizeof *n))) return NULL;
-        pthread_mutex_lock(&s->ctx_mu);
-        s->ctx_total++;
-        pthread_mutex_unlock(&s->ctx_mu);
-    }
-    n->ctx.params_set = 0;
-    return &n->ctx;
-}
+struct srv_exec {
+    server_t *s;
+    osp_pool_t *prepare, *predict;
+    wstate_t *prep_ws, *pred_ws; /* one per worker of each pool */
+    int workers;
+};
 
-void srv_ctx_put(server_t *s, osp_infer_ctx_t *c) {
-    ctxnode_t *n = (ctxnode_t *)((char *)c - offsetof(ctxnode_t, ctx));
-    pthread_mutex_lock(&s->ctx_mu);
-    n->next = s->ctx_free;
-    s->ctx_free = n;
-    pthread_mutex_unlock(&s->ctx_mu);
-}
-
-void srv_wstate_free(wstate_t *w) {
+static void wstate_free(wstate_t *w) {
     osp_decoder_free(w->dec);
     osp_image_free(&w->img);
     for (int i = 0; i < OSP_WINDOW_MAX; i++) osp_infer_ctx_free(&w->ctx[i]);
@@ -48,36 +42,30 @@ void srv_wstate_free(wstate_t *w) {
 
 /* ---- helpers -------------------------------------------------------------------- */
 
-static void finish(job_t *j) { osp_mailbox_post(&j->srv->done, &j->q); }
+static void finish(srv_req_t *r) { srv_post(r->srv, &r->h); }
 
-static int deadline_passed(uint64_t deadline_ms) {
-    return deadline_ms != 0 && (uint64_t)srv_epoch_ms() > deadline_ms;
-}
-
-static void reply_infer_error(job_t *j, const char *msg, int plain) {
-    osp_jw_reset(&j->out);
-    size_t at = osp_wire_reply_begin(&j->out);
+static void reply_infer_error(srv_req_t *r, const char *msg, int plain) {
+    osp_jw_reset(&r->out);
+    size_t at = osp_wire_reply_begin(&r->out);
     if (plain)
-        osp_wire_json_error(&j->out, msg);
+        osp_wire_json_error(&r->out, msg);
     else
-        osp_wire_json_infer_error(&j->out, msg);
-    osp_wire_reply_end(&j->out, at, j->req_id);
-    j->failed = 1;
+        osp_wire_json_infer_error(&r->out, msg);
+    osp_wire_reply_end(&r->out, at, r->req_id);
+    r->failed = 1;
 }
 
-static void reply_dropped(job_t *j) {
-    j->shed = 1;
-    osp_jw_reset(&j->out);
-    size_t at = osp_wire_reply_begin(&j->out);
-    osp_wire_json_dropped(&j->out, OSP_WIRE_SHED_DEADLINE);
-    osp_wire_reply_end(&j->out, at, j->req_id);
+static void reply_dropped(srv_req_t *r) {
+    r->shed = 1;
+    osp_jw_reset(&r->out);
+    osp_wire_reply_dropped(&r->out, r->req_id, OSP_WIRE_SHED_DEADLINE);
 }
 
-static void set_params(const job_t *j, osp_infer_ctx_t *ctx) {
+static void set_params(const srv_req_t *r, osp_infer_ctx_t *ctx) {
     ctx->params_set = 1;
-    ctx->confidence = j->confidence;
-    ctx->nms_iou = j->nms_iou;
-    ctx->max_detections = j->max_detections;
+    ctx->confidence = r->confidence;
+    ctx->nms_iou = r->nms_iou;
+    ctx->max_detections = r->max_detections;
 }
 
 static osp_view_t view_of(const osp_wire_image_t *im) {
@@ -85,16 +73,17 @@ static osp_view_t view_of(const osp_wire_image_t *im) {
                         .stride = (int)(im->width * im->channels), .fmt = (osp_pixfmt_t)im->fmt};
 }
 
-/* Preprocess one view for the job's model, through the tensor cache when
- * the frame is tagged. */
-static int prepare_view(job_t *j, osp_infer_ctx_t *ctx, const osp_view_t *v, int orig_w,
-                        int orig_h, osp_tcache_kind_t kind, uint32_t tag, uint32_t key,
-                        char *err, size_t errlen) {
-    osp_model_t *m = j->model->m;
+/* Preprocess one view for the request's model, through the tensor cache
+ * when the frame is tagged. */
+static int prepare_view(const srv_req_t *r, osp_infer_ctx_t *ctx, const osp_view_t *v,
+                        osp_tcache_kind_t kind, uint32_t tag, uint32_t key, char *err,
+                        size_t errlen) {
+    osp_model_t *m = srv_loaded_model(r->model);
+    osp_cache_t *cache = r->srv->cache;
     if (tag && osp_model_ensure_tensor(m, ctx) == 0) {
         osp_tmeta_t meta;
-        if (osp_cache_get_tensor(j->srv->cache, kind, tag, key, ctx->tensor,
-                                 osp_prep_tensor_bytes(&m->prep), &meta)) {
+        if (osp_cache_get_tensor(cache, kind, tag, key, ctx->tensor, osp_prep_tensor_bytes(&m->prep),
+                                 &meta)) {
             ctx->geom = meta.geom;
             ctx->frame_w = meta.frame_w;
             ctx->frame_h = meta.frame_h;
@@ -104,40 +93,55 @@ static int prepare_view(job_t *j, osp_infer_ctx_t *ctx, const osp_view_t *v, int
             return 0;
         }
     }
-    if (osp_model_prepare(m, ctx, v, orig_w, orig_h, err, errlen)) return -1;
+    if (osp_model_prepare(m, ctx, v, 0, 0, err, errlen)) return -1;
     if (tag) {
         osp_tmeta_t meta = {ctx->geom, ctx->frame_w, ctx->frame_h, ctx->view_w, ctx->view_h};
-        osp_cache_put_tensor(j->srv->cache, kind, tag, key, ctx->tensor,
-                             osp_prep_tensor_bytes(&m->prep), &meta);
+        osp_cache_put_tensor(cache, kind, tag, key, ctx->tensor, osp_prep_tensor_bytes(&m->prep), &meta);
     }
     return 0;
 }
 
+/* A raw frame parked in pipes: its tensor made from them (1), its bytes
+ * filled into the frame to be prepared whole (0), or an error reply (-1). */
+static int prepare_parked(frame_job_t *j, wstate_t *ws, char *err, size_t errlen) {
+    int st = srv_rows_parked(&ws->rows, j, err, errlen);
+    int lost = st == 0 ? srv_spill_fill(j->spill, j->r.frame) : 0;
+    srv_spill_free(j->spill);
+    j->spill = NULL;
+    if (st < 0) return -1;
+    if (lost) {
+        snprintf(err, errlen, "frame bytes lost in transit");
+        return -1;
+    }
+    return st;
+}
+
 /* Decode and preprocess a single-frame job into its context; on failure the
  * reply is written and j->prepared stays 0. */
-static void prepare_job(job_t *j, wstate_t *ws) {
+static void prepare_job(frame_job_t *j, wstate_t *ws) {
     char err[512];
+    srv_req_t *r = &j->r;
     if (j->prepared) return; /* prepared as it was read (rows.c) */
-    osp_model_t *m = j->model->m;
+    osp_model_t *m = srv_loaded_model(r->model);
     int rc = 0;
-    clock_gettime(CLOCK_MONOTONIC, &j->t0);
-    if (!j->ctx && !(j->ctx = srv_ctx_get(j->srv))) {
-        reply_infer_error(j, "out of memory", 0);
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    if (!j->ctx && !(j->ctx = osp_ctxpool_get(r->srv->ctxs))) {
+        reply_infer_error(r, "out of memory", 0);
         return;
     }
-    set_params(j, j->ctx);
-    switch (j->msg_type) {
+    set_params(r, j->ctx);
+    switch (r->msg_type) {
     case OSP_WIRE_MSG_INFER_JPEG: {
         if (!ws->dec && !(ws->dec = osp_decoder_new())) {
-            reply_infer_error(j, "out of memory", 0);
+            reply_infer_error(r, "out of memory", 0);
             return;
         }
         int ow = 0, oh = 0;
         char derr[400];
-        if (osp_image_decode(ws->dec, j->rq.u.jpeg.data, j->rq.u.jpeg.len, m->prep.width,
+        if (osp_image_decode(ws->dec, r->rq.u.jpeg.data, r->rq.u.jpeg.len, m->prep.width,
                              m->prep.height, &ws->img, &ow, &oh, derr, sizeof derr)) {
             snprintf(err, sizeof err, "jpeg decode failed: %s", derr);
-            reply_infer_error(j, err, 1);
+            reply_infer_error(r, err, 1);
             return;
         }
         osp_view_t v = osp_image_view(&ws->img);
@@ -145,27 +149,15 @@ static void prepare_job(job_t *j, wstate_t *ws) {
         break;
     }
     case OSP_WIRE_MSG_INFER_RAW: {
-        if (j->spill) {
-            int st = srv_rows_parked(&ws->rows, j, err, sizeof err);
-            if (st) {
-                srv_spill_free(j->spill);
-                j->spill = NULL;
-                if (st < 0) {
-                    reply_infer_error(j, err, 0);
-                    return;
-                }
-                break; /* the tensor is made */
-            }
-            int lost = srv_spill_fill(j->spill, j->frame);
-            srv_spill_free(j->spill);
-            j->spill = NULL;
-            if (lost) {
-                reply_infer_error(j, "frame bytes lost in transit", 0);
-                return;
-            }
+        int st = j->spill ? prepare_parked(j, ws, err, sizeof err) : 0;
+        if (st < 0) {
+            reply_infer_error(r, err, 0);
+            return;
         }
-        osp_view_t v = view_of(&j->rq.u.raw.img);
-        rc = osp_model_prepare(m, j->ctx, &v, 0, 0, err, sizeof err);
+        if (st == 0) {
+            osp_view_t v = view_of(&r->rq.u.raw.img);
+            rc = osp_model_prepare(m, j->ctx, &v, 0, 0, err, sizeof err);
+        }
         break;
     }
     case OSP_MSG_INFER_SHM:
@@ -173,75 +165,76 @@ static void prepare_job(job_t *j, wstate_t *ws) {
         break;
     case OSP_WIRE_MSG_INFER_CACHED: {
         osp_view_t v = osp_image_view(&j->cached->img);
-        rc = prepare_view(j, j->ctx, &v, 0, 0, OSP_TCACHE_FRAME, j->cached->id,
-                          (uint32_t)j->model_idx, err, sizeof err);
+        rc = prepare_view(r, j->ctx, &v, OSP_TCACHE_FRAME, j->cached->id, (uint32_t)r->model_idx, err,
+                          sizeof err);
         break;
     }
     default:
-        snprintf(err, sizeof err, "unexpected message type %u", j->msg_type);
+        snprintf(err, sizeof err, "unexpected message type %u", r->msg_type);
         rc = -1;
     }
     if (rc) {
-        reply_infer_error(j, err, 0);
+        reply_infer_error(r, err, 0);
         return;
     }
     j->prepared = 1;
 }
 
-void exec_prepare(void *arg, osp_qnode_t *item, int worker) {
-    server_t *s = arg;
-    job_t *j = (job_t *)item;
-    prepare_job(j, &s->prep_ws[worker]);
+static void exec_prepare(void *arg, osp_qnode_t *item, int worker) {
+    srv_exec_t *e = arg;
+    frame_job_t *j = (frame_job_t *)item;
+    prepare_job(j, &e->prep_ws[worker]);
     if (j->prepared)
-        osp_pool_push(s->predict, &j->q);
+        osp_pool_push(e->predict, &j->r.h.q);
     else
-        finish(j);
+        finish(&j->r);
 }
 
 /* The result record of one frame into w. */
-static void put_result(const job_t *j, osp_jw_t *w, const osp_result_t *r, int batch) {
+static void put_result(const srv_req_t *r, osp_jw_t *w, const osp_result_t *res, int batch) {
     osp_jw_obj_open(w);
-    osp_model_put_result(w, j->model->m, r, batch);
+    osp_model_put_result(w, srv_loaded_model(r->model), res, batch);
     osp_jw_obj_close(w);
 }
 
-static void reply_result(job_t *j, const osp_result_t *r, int batch) {
-    osp_jw_reset(&j->out);
-    size_t at = osp_wire_reply_begin(&j->out);
-    put_result(j, &j->out, r, batch);
-    osp_wire_reply_end(&j->out, at, j->req_id);
+static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
+    osp_jw_reset(&r->out);
+    size_t at = osp_wire_reply_begin(&r->out);
+    put_result(r, &r->out, res, batch);
+    osp_wire_reply_end(&r->out, at, r->req_id);
 }
 
-static void predict_single(job_t *j) {
+static void predict_single(frame_job_t *j) {
     char err[512];
+    srv_req_t *r = &j->r;
     /* the gate immediately before the model runs: a frame that waited in the
      * prepare queue past its deadline is dropped, not run */
-    if (deadline_passed(j->deadline_ms)) {
-        reply_dropped(j);
-        finish(j);
+    if (osp_gate_expired(r->deadline_ms)) {
+        reply_dropped(r);
+        finish(r);
         return;
     }
-    osp_result_t r;
-    j->ctx->lone = j->lone;
-    if (osp_model_predict(j->model->m, j->ctx, &r, err, sizeof err))
-        reply_infer_error(j, err, 0);
+    osp_result_t res;
+    j->ctx->lone = r->lone;
+    if (osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err))
+        reply_infer_error(r, err, 0);
     else
-        reply_result(j, &r, 1);
-    finish(j);
+        reply_result(r, &res, 1);
+    finish(r);
 }
 
 /* A window flush: every frame prepared here, the live ones run together,
  * each answered on its own request id with batchSize = frames run. */
-static void predict_window(job_t *w, wstate_t *ws) {
+static void predict_window(window_job_t *w, wstate_t *ws) {
     char err[512];
     osp_infer_ctx_t *ctxs[OSP_WINDOW_MAX];
-    job_t *live[OSP_WINDOW_MAX];
+    frame_job_t *live[OSP_WINDOW_MAX];
     osp_result_t res[OSP_WINDOW_MAX];
     int rcs[OSP_WINDOW_MAX], n = 0;
-    for (int i = 0; i < w->n_items; i++) {
-        job_t *j = w->items[i];
-        if (deadline_passed(j->deadline_ms)) {
-            reply_dropped(j);
+    for (int i = 0; i < w->n; i++) {
+        frame_job_t *j = w->items[i];
+        if (osp_gate_expired(j->r.deadline_ms)) {
+            reply_dropped(&j->r);
             continue;
         }
         prepare_job(j, ws);
@@ -249,36 +242,40 @@ static void predict_window(job_t *w, wstate_t *ws) {
         live[n] = j;
         ctxs[n++] = j->ctx;
     }
-    if (n && osp_model_predict_batch(live[0]->model->m, ctxs, n, res, rcs, &ws->buf, err, sizeof err)) {
-        for (int i = 0; i < n; i++) reply_infer_error(live[i], err, 0);
+    if (n && osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs, &ws->buf,
+                                     err, sizeof err)) {
+        for (int i = 0; i < n; i++) reply_infer_error(&live[i]->r, err, 0);
         n = 0;
     }
     for (int i = 0; i < n; i++) {
         if (rcs[i])
-            reply_infer_error(live[i], err, 0);
+            reply_infer_error(&live[i]->r, err, 0);
         else
-            reply_result(live[i], &res[i], n);
+            reply_result(&live[i]->r, &res[i], n);
     }
-    for (int i = 0; i < w->n_items; i++) finish(w->items[i]);
-    free(w);
+    server_t *s = w->srv;
+    for (int i = 0; i < w->n; i++) finish(&w->items[i]->r);
+    srv_post(s, &w->h); /* after its frames: it only goes back to the pool */
 }
 
 /* An infer_batch: its items prepared into the worker's contexts and run in
  * stacked groups of up to OSP_WINDOW_MAX; one reply with every result. */
-static void predict_batch(job_t *j, wstate_t *ws) {
+static void predict_batch(batch_job_t *b, wstate_t *ws) {
     char err[512];
+    srv_req_t *r = &b->r;
     osp_wire_batch_iter_t it;
     osp_wire_image_t im;
-    osp_model_t *m = j->model->m;
-    uint32_t tag = j->rq.u.batch.frame_id;
+    osp_model_t *m = srv_loaded_model(r->model);
+    uint32_t tag = r->rq.u.batch.frame_id;
     uint32_t key = ((uint32_t)m->prep.width << 16) ^ (uint32_t)m->prep.height;
-    int count = j->rq.u.batch.count;
-    osp_jw_reset(&j->out);
-    size_t at = osp_wire_reply_begin(&j->out);
-    osp_jw_obj_open(&j->out);
-    osp_jw_key(&j->out, "results");
-    osp_jw_arr_open(&j->out);
-    osp_wire_batch_iter_init(&it, &j->rq.u.batch);
+    int count = r->rq.u.batch.count;
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    osp_jw_reset(&r->out);
+    size_t at = osp_wire_reply_begin(&r->out);
+    osp_jw_obj_open(&r->out);
+    osp_jw_key(&r->out, "results");
+    osp_jw_arr_open(&r->out);
+    osp_wire_batch_iter_init(&it, &r->rq.u.batch);
     int done = 0;
     while (done < count) {
         int group = count - done < OSP_WINDOW_MAX ? count - done : OSP_WINDOW_MAX;
@@ -291,9 +288,9 @@ static void predict_batch(job_t *j, wstate_t *ws) {
             ok[i] = 0;
             if (osp_wire_batch_next(&it, &im, item_err[i], sizeof item_err[i]) != 1) continue;
             osp_view_t v = view_of(&im);
-            set_params(j, &ws->ctx[i]);
-            ws->ctx[i].lone = j->lone;
-            if (prepare_view(j, &ws->ctx[i], &v, 0, 0, OSP_TCACHE_BENCH, tag, key, item_err[i],
+            set_params(r, &ws->ctx[i]);
+            ws->ctx[i].lone = r->lone;
+            if (prepare_view(r, &ws->ctx[i], &v, OSP_TCACHE_BENCH, tag, key, item_err[i],
                              sizeof item_err[i]))
                 continue;
             ok[i] = 1;
@@ -302,32 +299,68 @@ static void predict_batch(job_t *j, wstate_t *ws) {
         int run_rc = n ? osp_model_predict_batch(m, ctxs, n, res, rcs, &ws->buf, err, sizeof err) : 0;
         for (int i = 0, k = 0; i < group; i++) {
             if (!ok[i]) {
-                osp_wire_json_infer_error(&j->out, item_err[i]);
+                osp_wire_json_infer_error(&r->out, item_err[i]);
                 continue;
             }
             if (run_rc || rcs[k])
-                osp_wire_json_infer_error(&j->out, err);
+                osp_wire_json_infer_error(&r->out, err);
             else
-                put_result(j, &j->out, &res[k], count);
+                put_result(r, &r->out, &res[k], count);
             k++;
         }
         done += group;
     }
-    osp_jw_arr_close(&j->out);
-    osp_jw_obj_close(&j->out);
-    osp_wire_reply_end(&j->out, at, j->req_id);
-    finish(j);
+    osp_jw_arr_close(&r->out);
+    osp_jw_obj_close(&r->out);
+    osp_wire_reply_end(&r->out, at, r->req_id);
+    finish(r);
 }
 
-void exec_predict(void *arg, osp_qnode_t *item, int worker) {
-    server_t *s = arg;
-    job_t *j = (job_t *)item;
-    if (j->kind == JOB_WINDOW) {
-        predict_window(j, &s->pred_ws[worker]);
-    } else if (j->kind == JOB_BATCH) {
-        clock_gettime(CLOCK_MONOTONIC, &j->t0);
-        predict_batch(j, &s->pred_ws[worker]);
-    } else {
-        predict_single(j);
+static void exec_predict(void *arg, osp_qnode_t *item, int worker) {
+    srv_exec_t *e = arg;
+    srv_job_t *h = (srv_job_t *)item;
+    switch (h->kind) {
+    case SRV_JOB_WINDOW: predict_window((window_job_t *)h, &e->pred_ws[worker]); break;
+    case SRV_JOB_BATCH: predict_batch((batch_job_t *)h, &e->pred_ws[worker]); break;
+    default: predict_single((frame_job_t *)h); break;
     }
 }
+
+/* ---- the pools ------------------------------------------------------------------- */
+
+srv_exec_t *srv_exec_new(server_t *s) {
+    srv_exec_t *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->s = s;
+    e->workers = s->set.workers;
+    e->prep_ws = calloc((size_t)e->workers, sizeof *e->prep_ws);
+    e->pred_ws = calloc((size_t)e->workers, sizeof *e->pred_ws);
+    if (!e->prep_ws || !e->pred_ws) {
+        srv_exec_free(e);
+        return NULL;
+    }
+    e->prepare = osp_pool_new("osp-prepare", e->workers, 0, exec_prepare, e);
+    e->predict = osp_pool_new("osp-predict", e->workers, s->set.predict_nice, exec_predict, e);
+    if (!e->prepare || !e->predict) {
+        srv_exec_free(e);
+        return NULL;
+    }
+    return e;
+}
+
+void srv_exec_free(srv_exec_t *e) {
+    if (!e) return;
+    osp_pool_free(e->prepare);
+    osp_pool_free(e->predict);
+    for (int i = 0; e->prep_ws && i < e->workers; i++) wstate_free(&e->prep_ws[i]);
+    for (int i = 0; e->pred_ws && i < e->workers; i++) wstate_free(&e->pred_ws[i]);
+    free(e->prep_ws);
+    free(e->pred_ws);
+    free(e);
+}
+
+void srv_exec_prepare(server_t *s, frame_job_t *j) {
+    osp_pool_push(j->prepared ? s->exec->predict : s->exec->prepare, &j->r.h.q);
+}
+
+void srv_exec_predict(server_t *s, srv_job_t *j) { osp_pool_push(s->exec->predict, &j->q); }

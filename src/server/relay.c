@@ -24,13 +24,21 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/internal.h"
+#include "server/ingest.h"
+#include "server/stats.h"
 
 #define RELAY_MIN (16u << 10) /* smaller reads go straight to the connection */
+
+struct srv_relay {
+    int rd, wr;   /* the relay pipe */
+    size_t cap;   /* its size; 0: none (off) */
+    int off;      /* the connection is read directly */
+};
 
 long srv_pipe_open(int p[2]) {
     if (pipe2(p, O_NONBLOCK | O_CLOEXEC)) return -1;
@@ -39,40 +47,48 @@ long srv_pipe_open(int p[2]) {
     return cap > 0 ? cap : 4096;
 }
 
-void srv_relay_close(conn_t *c) {
-    if (!c->relay_cap) return;
-    close(c->relay_rd);
-    close(c->relay_wr);
-    c->relay_cap = 0;
+static void relay_close(srv_relay_t *r) {
+    if (!r->cap) return;
+    close(r->rd);
+    close(r->wr);
+    r->cap = 0;
 }
 
-/* 0 with the relay open, -1 if there is none to be had (read directly).
+void srv_relay_free(srv_relay_t *r) {
+    if (!r) return;
+    relay_close(r);
+    free(r);
+}
+
+/* The relay, or NULL if there is none to be had (read directly).
  * Only a pipe gains from it: a socket's reader does not take turns with
  * its writer, and splicing from TCP let whole frames pile up in the
  * receive buffer before a read, so frames that should have been parked
  * under overload (spill.c) were copied instead. */
-static int relay_open(conn_t *c) {
-    if (c->relay_cap) return 0;
-    if (c->relay_off) return -1;
+static srv_relay_t *relay_open(srv_relay_t **rp, int fd) {
+    srv_relay_t *r = *rp;
+    if (r && r->cap) return r;
+    if (r && r->off) return NULL;
+    if (!r && !(r = *rp = calloc(1, sizeof *r))) return NULL;
     struct stat st;
     int p[2];
     long cap;
-    if (fstat(c->rfd, &st) || !S_ISFIFO(st.st_mode) || (cap = srv_pipe_open(p)) < 0) {
-        c->relay_off = 1;
-        return -1;
+    if (fstat(fd, &st) || !S_ISFIFO(st.st_mode) || (cap = srv_pipe_open(p)) < 0) {
+        r->off = 1;
+        return NULL;
     }
-    c->relay_rd = p[0];
-    c->relay_wr = p[1];
-    c->relay_cap = (size_t)cap;
-    return 0;
+    r->rd = p[0];
+    r->wr = p[1];
+    r->cap = (size_t)cap;
+    return r;
 }
 
 /* Copy out n bytes just spliced into the relay: they are all there, so
  * anything short of n is the relay failing. */
-static int relay_drain(conn_t *c, uint8_t *dst, size_t n) {
+static int relay_drain(srv_relay_t *rl, uint8_t *dst, size_t n) {
     size_t at = 0;
     while (at < n) {
-        ssize_t r = read(c->relay_rd, dst + at, n - at);
+        ssize_t r = read(rl->rd, dst + at, n - at);
         if (r > 0) {
             at += (size_t)r;
             continue;
@@ -83,39 +99,40 @@ static int relay_drain(conn_t *c, uint8_t *dst, size_t n) {
     return 0;
 }
 
-ssize_t srv_relay_read(server_t *s, conn_t *c, void *dst, size_t want) {
-    if (want < RELAY_MIN || relay_open(c)) return read(c->rfd, dst, want);
+ssize_t srv_relay_read(server_t *s, srv_relay_t **rp, int fd, void *dst, size_t want, int *broken) {
+    srv_relay_t *rl;
+    if (want < RELAY_MIN || !(rl = relay_open(rp, fd))) return read(fd, dst, want);
     /* as read(2), take what is there now and no more: callers take a short
-     * read for a connection just emptied (srv_buf_align, parking). Without
+     * read for a connection just emptied (osp_buf_align, parking). Without
      * the limit, splicing on while the host keeps writing would chase it
      * to the end of the frame. */
     int avail = 0;
-    if (ioctl(c->rfd, FIONREAD, &avail) == 0 && avail > 0 && (size_t)avail < want)
+    if (ioctl(fd, FIONREAD, &avail) == 0 && avail > 0 && (size_t)avail < want)
         want = (size_t)avail;
     uint8_t *d = dst;
     size_t got = 0;
     while (got < want) {
-        size_t n = want - got < c->relay_cap ? want - got : c->relay_cap;
-        ssize_t r = splice(c->rfd, NULL, c->relay_wr, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        size_t n = want - got < rl->cap ? want - got : rl->cap;
+        ssize_t r = splice(fd, NULL, rl->wr, NULL, n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (r > 0) {
-            if (relay_drain(c, d + got, (size_t)r)) {
+            if (relay_drain(rl, d + got, (size_t)r)) {
                 /* the bytes are out of the connection and not in the frame:
                  * the stream cannot go on */
-                c->fatal = 1;
+                *broken = 1;
                 errno = EIO;
                 return -1;
             }
             got += (size_t)r;
-            s->bytes_relayed += r;
+            srv_stat_add(s, SRV_ST_BYTES_RELAYED, r);
             if ((size_t)r < n || avail <= 0) break; /* emptied, or nothing was said to be there */
             continue;
         }
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && (errno == EINVAL || errno == ENOSYS) && got == 0) {
             /* a descriptor splice cannot take: read it directly from now on */
-            srv_relay_close(c);
-            c->relay_off = 1;
-            return read(c->rfd, dst, want);
+            relay_close(rl);
+            rl->off = 1;
+            return read(fd, dst, want);
         }
         if (got > 0) return (ssize_t)got; /* empty now (or closed): what came is the answer */
         return r; /* 0 at the end of the stream, -1 with errno (EAGAIN: nothing yet) */

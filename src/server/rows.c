@@ -4,7 +4,7 @@
  * Reading a 1920x1080 RGB frame whole means copying 6 MB out of the
  * connection into a buffer that no cache holds, then reading it all again
  * to resize it, on another thread, after the last byte is in. For a frame
- * that will probably run (srv_likely_shed says no), the I/O thread instead
+ * that will probably run (osp_sched_likely_shed says no), the I/O thread instead
  * reads the pixels up to a pipeful (1 MiB) at a time into one buffer that
  * stays in cache, and hands each batch of whole rows to the model's
  * row-by-row preparation (osp_prep_stream_*). The frame never exists whole
@@ -16,13 +16,13 @@
  * buffer, no hand-over to a preparing thread.
  *
  * What is not taken here is read whole as before: frames likely to be shed
- * before they run (srv_likely_shed; they may be parked, spill.c, and are
+ * before they run (osp_sched_likely_shed; they may be parked, spill.c, and are
  * then prepared the same way if they run, srv_rows_parked), formats
  * other than RGB and BGR, text models, window batching, anything that fails
  * a check (the whole frame then gets the usual error reply).
  *
  * Reads land at a 64-byte boundary where the connection's pipe was just
- * emptied, and contiguously otherwise, for the reason srv_buf_align gives.
+ * emptied, and contiguously otherwise, for the reason osp_buf_align gives.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +30,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server/internal.h"
+#include "sched/ctxpool.h"
+#include "sched/gate.h"
+#include "sched/sched.h"
+#include "server/conn.h"
+#include "server/dispatch.h"
+#include "server/ingest.h"
+#include "server/slots.h"
+#include "server/stats.h"
 
 /* Bytes one read may bring in: all a full pipe holds. The host's writer is
  * woken by each read that frees room in its full pipe; reading a pipeful
@@ -68,8 +75,8 @@ int srv_rows_active(const srv_rows_t *r) { return r && r->ctx; }
 
 static void rows_drop(server_t *s, srv_rows_t *r) {
     if (!r->ctx) return;
-    srv_ctx_put(s, r->ctx);
-    srv_release_model(s, r->model);
+    osp_ctxpool_put(s->ctxs, r->ctx);
+    srv_loaded_release(r->model);
     r->ctx = NULL;
     r->model = NULL;
 }
@@ -92,7 +99,7 @@ static void rows_consume(srv_rows_t *r) {
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         osp_prep_stream_rows(r->ps, r->ring + r->lo, r->row_bytes, n);
-        r->prep_ms += srv_ms_since(&t0);
+        r->prep_ms += osp_gate_ms_since(&t0);
         r->lo += (size_t)n * r->row_bytes;
         r->rows_left -= n;
     }
@@ -106,49 +113,49 @@ static void rows_consume(srv_rows_t *r) {
 
 static void rows_done(server_t *s, conn_t *c, srv_rows_t *r);
 
-int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_t frame_len) {
-    if (!c->handshaken || s->stopping || s->batch_mode != OSP_WIRE_BATCH_NONE || avail < 9 ||
+int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, size_t avail,
+                   size_t frame_len) {
+    if (!srv_conn_handshaken(c) || s->stopping || s->set.batch_mode != OSP_WIRE_BATCH_NONE || avail < 9 ||
         p[8] != OSP_WIRE_MSG_INFER_RAW)
         return 0;
     if (avail > frame_len) avail = frame_len;
     uint64_t deadline = 0;
     const uint8_t *body;
     size_t body_avail;
-    if (osp_wire_split_deadline(p[8], p + 9, avail - 9, c->version, &deadline, &body, &body_avail,
+    if (osp_wire_split_deadline(p[8], p + 9, avail - 9, srv_conn_version(c), &deadline, &body, &body_avail,
                                 NULL, 0) ||
         body_avail < 10)
         return 0;
     size_t head = (size_t)(body - p) + 10; /* bytes before the pixels */
-    if (deadline && (uint64_t)srv_epoch_ms() > deadline) return 0;
+    if (osp_gate_expired(deadline)) return 0;
     osp_wire_image_t img;
     if (osp_wire_image_check(body + 10, frame_len - head, osp_wire_rd32(body + 1),
                              osp_wire_rd32(body + 5), body[9], &img, NULL, 0) ||
         (img.fmt != OSP_WIRE_FMT_RGB && img.fmt != OSP_WIRE_FMT_BGR))
         return 0;
     int idx = body[0];
-    loaded_t *l = idx < s->nslots ? s->slots[idx] : NULL;
+    loaded_t *l = srv_slot(s, idx);
     size_t row_bytes = (size_t)img.width * 3, got = avail - head; /* pixels already read */
     int whole = avail == frame_len; /* all here: prepared from where it lies */
     if (!l || row_bytes > RING_CAP / 4 || (!whole && got > RING_CAP)) return 0;
-    if (srv_likely_shed(s, idx)) return 0; /* not worth preparing: it is read whole, or parked */
+    if (osp_sched_likely_shed(s->sched, idx)) return 0; /* not worth preparing: it is read whole, or parked */
 
-    srv_rows_t *r = c->rows;
+    srv_rows_t *r = *rp;
     if (!r) {
         if (!(r = calloc(1, sizeof *r))) return 0;
-        c->rows = r;
+        *rp = r;
     }
     if (!r->ps && !(r->ps = osp_prep_stream_new())) return 0;
     if (!whole && !r->ring && !(r->ring = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return 0;
-    osp_infer_ctx_t *ctx = srv_ctx_get(s);
+    osp_infer_ctx_t *ctx = osp_ctxpool_get(s->ctxs);
     if (!ctx) return 0;
     char err[256];
-    if (osp_model_prepare_rows_begin(l->m, ctx, r->ps, (int)img.width, (int)img.height,
-                                     (osp_pixfmt_t)img.fmt, err, sizeof err)) {
-        srv_ctx_put(s, ctx);
+    if (osp_model_prepare_rows_begin(srv_loaded_model(l), ctx, r->ps, (int)img.width,
+                                     (int)img.height, (osp_pixfmt_t)img.fmt, err, sizeof err)) {
+        osp_ctxpool_put(s->ctxs, ctx);
         return 0;
     }
-    l->refs++;
-    r->model = l;
+    r->model = srv_loaded_ref(l);
     r->ctx = ctx;
     r->idx = idx;
     r->req_id = osp_wire_rd32(p + 4);
@@ -160,12 +167,12 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
     r->rows_left = (int)img.height;
     r->prep_ms = 0;
     r->left = frame_len - avail;
-    s->frames_prepared_as_read++;
+    srv_stat_add(s, SRV_ST_PREPARED_AS_READ, 1);
     if (whole) {
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         osp_prep_stream_rows(r->ps, p + head, row_bytes, r->rows_left);
-        r->prep_ms = srv_ms_since(&t0);
+        r->prep_ms = osp_gate_ms_since(&t0);
         r->rows_left = 0;
         rows_done(s, c, r);
         return 1;
@@ -183,12 +190,12 @@ int srv_rows_begin(server_t *s, conn_t *c, const uint8_t *p, size_t avail, size_
 /* Every byte is in: finish the tensor and submit the frame. */
 static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     char err[256];
-    s->counters.infer_raw++;
+    srv_stat_add(s, SRV_ST_INFER_RAW, 1);
     if (osp_model_prepare_rows_end(r->ctx, r->ps, (int)r->w, (int)r->h, r->prep_ms, err,
                                    sizeof err)) {
         rows_drop(s, r);
-        s->counters.errors++;
-        srv_reply_frame(s, c, r->req_id, srv_body_infer_error, err);
+        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_reply_error(s, c, r->req_id, SRV_ERR_INFER, err);
         return;
     }
     osp_wire_request_t rq;
@@ -202,33 +209,31 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     rq.u.raw.img.fmt = r->fmt;
     rq.u.raw.img.channels = 3;
     rq.u.raw.img.len = (size_t)r->w * r->h * 3; /* pixels: none kept, the tensor is made */
-    job_t *j = srv_job_new(s, c, &rq, NULL, 0);
+    frame_job_t *j = srv_frame_job_new(s, c, &rq, NULL, 0);
     if (!j) {
         rows_drop(s, r);
-        srv_reply_frame(s, c, r->req_id, srv_body_error, "out of memory");
+        srv_reply_error(s, c, r->req_id, SRV_ERR_PLAIN, "out of memory");
         return;
     }
-    j->kind = JOB_INFER;
-    j->model_idx = r->idx;
-    j->model = r->model; /* the reference moves to the job */
+    j->r.model_idx = r->idx;
+    j->r.model = r->model; /* the reference moves to the job */
     j->ctx = r->ctx;
     j->prepared = 1;
     r->model = NULL;
     r->ctx = NULL;
-    srv_submit_frame(s, j);
+    srv_dispatch_submit(s, j);
 }
 
-int srv_rows_step(server_t *s, conn_t *c) {
-    srv_rows_t *r = c->rows;
+srv_in_t srv_rows_step(server_t *s, conn_t *c, srv_rows_t *r) {
     size_t room = RING_CAP + ALIGN - r->hi;
     size_t want = room < r->left ? room : r->left;
-    ssize_t got = srv_relay_read(s, c, r->ring + r->hi, want);
+    ssize_t got = srv_conn_read(s, c, r->ring + r->hi, want);
     if (got < 0) {
-        if (errno == EINTR) return ROWS_MORE;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return ROWS_WAIT;
-        return ROWS_EOF; /* what it holds goes with the connection (srv_rows_free) */
+        if (errno == EINTR) return SRV_IN_MORE;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return SRV_IN_WAIT;
+        return SRV_IN_EOF; /* what it holds goes with the connection (srv_rows_free) */
     }
-    if (got == 0) return ROWS_EOF;
+    if (got == 0) return SRV_IN_EOF;
     r->hi += (size_t)got;
     r->left -= (size_t)got;
     /* a read that emptied the pipe: what follows starts on a fresh page */
@@ -236,9 +241,9 @@ int srv_rows_step(server_t *s, conn_t *c) {
     rows_consume(r);
     if (r->left == 0) {
         rows_done(s, c, r);
-        return ROWS_DONE;
+        return SRV_IN_DONE;
     }
-    return (size_t)got < want ? ROWS_WAIT : ROWS_MORE;
+    return (size_t)got < want ? SRV_IN_WAIT : SRV_IN_MORE;
 }
 
 /* ---- a parked frame, on a prepare worker ------------------------------------- */
@@ -270,15 +275,16 @@ static size_t phase_of(size_t a, size_t b) { return (a % ALIGN + ALIGN - b % ALI
  * the pipes land so that the host's pages start on 64-byte boundaries of
  * the ring (srv_spill_mark), which keeps the kernel's copy at full speed.
  */
-int srv_rows_parked(srv_rows_t **rp, job_t *j, char *err, size_t errlen) {
-    const osp_wire_image_t *im = &j->rq.u.raw.img;
+int srv_rows_parked(srv_rows_t **rp, frame_job_t *j, char *err, size_t errlen) {
+    const osp_wire_image_t *im = &j->r.rq.u.raw.img;
     spill_t *sp = j->spill;
-    if (!sp || !j->frame || !j->model || (im->fmt != OSP_WIRE_FMT_RGB && im->fmt != OSP_WIRE_FMT_BGR))
+    uint8_t *frame = j->r.frame;
+    if (!sp || !frame || !j->r.model || (im->fmt != OSP_WIRE_FMT_RGB && im->fmt != OSP_WIRE_FMT_BGR))
         return 0;
     size_t row_bytes = (size_t)im->width * 3;
-    size_t pix = (size_t)(im->pixels - j->frame), pix_end = pix + im->len;
+    size_t pix = (size_t)(im->pixels - frame), pix_end = pix + im->len;
     size_t off = srv_spill_off(sp), end = off + srv_spill_len(sp);
-    if (row_bytes == 0 || row_bytes > RING_CAP / 4 || off < pix || end > j->frame_len)
+    if (row_bytes == 0 || row_bytes > RING_CAP / 4 || off < pix || end > j->r.frame_len)
         return 0; /* parking began inside the header, or a frame this ring cannot take */
     srv_rows_t *r = *rp;
     if (!r) {
@@ -287,7 +293,7 @@ int srv_rows_parked(srv_rows_t **rp, job_t *j, char *err, size_t errlen) {
     }
     if (!r->ps && !(r->ps = osp_prep_stream_new())) return 0;
     if (!r->ring && !(r->ring = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return 0;
-    if (osp_model_prepare_rows_begin(j->model->m, j->ctx, r->ps, (int)im->width, (int)im->height,
+    if (osp_model_prepare_rows_begin(srv_loaded_model(j->r.model), j->ctx, r->ps, (int)im->width, (int)im->height,
                                      (osp_pixfmt_t)im->fmt, err, errlen))
         return 0; /* the whole-frame path says what is wrong, if anything */
     r->row_bytes = row_bytes;
@@ -298,7 +304,7 @@ int srv_rows_parked(srv_rows_t **rp, job_t *j, char *err, size_t errlen) {
     srv_spill_lattice(sp, &lattice);
 
     r->phase = phase_of(off, lattice); /* where the first parked byte should land */
-    rows_feed(r, j->frame + pix, off - pix);
+    rows_feed(r, frame + pix, off - pix);
     size_t pos = off;
     while (pos < end && r->rows_left > 0) {
         size_t room = RING_CAP + ALIGN - r->hi, want = end - pos;
@@ -309,7 +315,7 @@ int srv_rows_parked(srv_rows_t **rp, job_t *j, char *err, size_t errlen) {
         r->phase = phase_of(pos, lattice);
         rows_consume(r);
     }
-    if (r->rows_left > 0 && pos == end && end < pix_end) rows_feed(r, j->frame + end, pix_end - end);
+    if (r->rows_left > 0 && pos == end && end < pix_end) rows_feed(r, frame + end, pix_end - end);
     if (r->rows_left > 0) {
         snprintf(err, errlen, "frame bytes lost in transit");
         return -1;

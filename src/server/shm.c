@@ -17,12 +17,39 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server/internal.h"
+#include <cjson/cJSON.h>
+
+#include "sched/bufpool.h"
+#include "server/cmds.h"
+#include "server/conn.h"
+#include "server/dispatch.h"
+#include "server/job.h"
+#include "server/shm.h"
+#include "server/stats.h"
 
 #define SHM_HEADER 26 /* [u8 model][u32 region][u64 offset][u32 w][u32 h][u8 fmt][u32 stride] */
 
+struct shm_region {
+    struct shm_region *next;
+    uint32_t id;
+    uint32_t owner;  /* the connection that registered it */
+    char name[256];
+    const uint8_t *base;
+    size_t size;
+    int refs;        /* 1 while registered + one per job */
+};
+
+struct srv_shm {
+    shm_region_t *head;
+    uint32_t next_id;
+};
+
+srv_shm_t *srv_shm_new(void) { return calloc(1, sizeof(srv_shm_t)); }
+
+int srv_shm_registered(const server_t *s) { return s->shm->head != NULL; }
+
 static shm_region_t *find(server_t *s, uint32_t id) {
-    for (shm_region_t *r = s->shm_head; r; r = r->next)
+    for (shm_region_t *r = s->shm->head; r; r = r->next)
         if (r->id == id) return r;
     return NULL;
 }
@@ -35,39 +62,46 @@ void srv_shm_release(server_t *s, shm_region_t *r) {
 }
 
 static void unlink_region(server_t *s, shm_region_t *r) {
-    shm_region_t **pp = &s->shm_head;
+    shm_region_t **pp = &s->shm->head;
     while (*pp && *pp != r) pp = &(*pp)->next;
     if (*pp) *pp = r->next;
     srv_shm_release(s, r); /* the registration's own reference */
 }
 
 void srv_shm_conn_closed(server_t *s, uint32_t conn_id) {
-    for (shm_region_t *r = s->shm_head, *n; r; r = n) {
+    for (shm_region_t *r = s->shm->head, *n; r; r = n) {
         n = r->next;
         if (r->owner == conn_id) unlink_region(s, r);
     }
 }
 
-void srv_shm_free_all(server_t *s) {
-    while (s->shm_head) unlink_region(s, s->shm_head);
+void srv_shm_free(srv_shm_t *sh) {
+    if (!sh) return;
+    while (sh->head) {
+        shm_region_t *r = sh->head;
+        sh->head = r->next;
+        munmap((void *)r->base, r->size);
+        free(r);
+    }
+    free(sh);
 }
 
 static void reply(server_t *s, conn_t *c, uint32_t req_id, const char *cmd, const char *error,
                   const shm_region_t *r) {
-    osp_jw_t w = {0};
-    size_t at = srv_cmd_begin(&w, cmd, -1, error ? "error" : "ok");
+    osp_jw_t *w = srv_reply_buf(s);
+    size_t at = srv_cmd_begin(w, cmd, -1, error ? "error" : "ok");
     if (error) {
-        osp_jw_key(&w, "error");
-        osp_jw_str(&w, error);
+        osp_jw_key(w, "error");
+        osp_jw_str(w, error);
     } else if (r) {
-        osp_jw_key(&w, "regionId");
-        osp_jw_uint(&w, r->id);
-        osp_jw_key(&w, "name");
-        osp_jw_str(&w, r->name);
-        osp_jw_key(&w, "size");
-        osp_jw_uint(&w, r->size);
+        osp_jw_key(w, "regionId");
+        osp_jw_uint(w, r->id);
+        osp_jw_key(w, "name");
+        osp_jw_str(w, r->name);
+        osp_jw_key(w, "size");
+        osp_jw_uint(w, r->size);
     }
-    srv_cmd_send(s, c->id, &w, at, req_id);
+    srv_cmd_send(s, srv_conn_id(c), w, at, req_id);
 }
 
 /* register_shm {"name": "/cam1"[, "size": bytes]} and unregister_shm
@@ -112,14 +146,14 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
             reply(s, c, req_id, name, err, NULL);
             return 1;
         }
-        r->id = ++s->next_shm_id;
-        r->owner = c->id;
+        r->id = ++s->shm->next_id;
+        r->owner = srv_conn_id(c);
         snprintf(r->name, sizeof r->name, "%s", nm->valuestring);
         r->base = base;
         r->size = size;
         r->refs = 1;
-        r->next = s->shm_head;
-        s->shm_head = r;
+        r->next = s->shm->head;
+        s->shm->head = r;
         fprintf(stderr, "ospreyd: shared memory %s registered as region %u (%zu bytes)\n", r->name, r->id, size);
         reply(s, c, req_id, name, NULL, r);
         return 1;
@@ -141,13 +175,8 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
 }
 
 static void shm_error(server_t *s, conn_t *c, uint32_t req_id, const char *msg) {
-    s->counters.errors++;
-    osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
-    osp_wire_json_error(&w, msg);
-    osp_wire_reply_end(&w, at, req_id);
-    srv_send(s, c, &w);
-    osp_jw_free(&w);
+    srv_stat_add(s, SRV_ST_ERRORS, 1);
+    srv_reply_error(s, c, req_id, SRV_ERR_PLAIN, msg);
 }
 
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len) {
@@ -155,12 +184,12 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     size_t n = f->payload_len;
     uint64_t deadline = 0;
     char err[256];
-    if (c->version >= 2) { /* sheddable: the deadline prefix comes first */
+    if (srv_conn_version(c) >= 2) { /* sheddable: the deadline prefix comes first */
         if (n < 8) {
             snprintf(err, sizeof err, "truncated deadline prefix on msg_type=%d (%zu bytes, need 8)",
                      OSP_MSG_INFER_SHM, n);
             shm_error(s, c, f->req_id, err);
-            srv_buf_put(s, frame);
+            osp_buf_put(s->bufs, frame);
             return;
         }
         deadline = osp_wire_rd64(p);
@@ -169,7 +198,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     }
     if (n < SHM_HEADER) {
         shm_error(s, c, f->req_id, "truncated infer_shm header");
-        srv_buf_put(s, frame);
+        osp_buf_put(s->bufs, frame);
         return;
     }
     uint8_t model_idx = p[0], fmt = p[21];
@@ -181,13 +210,13 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     if (!r) {
         snprintf(err, sizeof err, "shm region %u not registered", region);
         shm_error(s, c, f->req_id, err);
-        srv_buf_put(s, frame);
+        osp_buf_put(s->bufs, frame);
         return;
     }
     if (w == 0 || h == 0 || w > OSP_IMG_MAX_SIDE || h > OSP_IMG_MAX_SIDE) {
         snprintf(err, sizeof err, "infer_shm: bad frame size %ux%u", w, h);
         shm_error(s, c, f->req_id, err);
-        srv_buf_put(s, frame);
+        osp_buf_put(s->bufs, frame);
         return;
     }
     int ch = osp_pixfmt_channels(fmt);
@@ -201,7 +230,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     } else {
         snprintf(err, sizeof err, "infer_shm: unknown pixel format %u", fmt);
         shm_error(s, c, f->req_id, err);
-        srv_buf_put(s, frame);
+        osp_buf_put(s->bufs, frame);
         return;
     }
     if (need == 0 || offset > r->size || need > r->size - offset) {
@@ -209,21 +238,20 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
                  "infer_shm: frame at offset %" PRIu64 " (%zu bytes) is outside region %u (%zu bytes)",
                  offset, need, region, r->size);
         shm_error(s, c, f->req_id, err);
-        srv_buf_put(s, frame);
+        osp_buf_put(s->bufs, frame);
         return;
     }
     osp_wire_request_t rq = {.req_id = f->req_id, .msg_type = OSP_MSG_INFER_SHM, .deadline_ms = deadline};
-    job_t *j = srv_job_new(s, c, &rq, frame, len);
+    frame_job_t *j = srv_frame_job_new(s, c, &rq, frame, len);
     if (!j) {
-        srv_buf_put(s, frame);
+        osp_buf_put(s->bufs, frame);
         shm_error(s, c, f->req_id, "out of memory");
         return;
     }
-    j->kind = JOB_INFER;
-    j->model_idx = model_idx;
+    j->r.model_idx = model_idx;
     j->shm = r;
     r->refs++;
     j->shm_view = (osp_view_t){.data = r->base + offset, .width = (int)w, .height = (int)h,
                                .stride = (int)stride, .fmt = (osp_pixfmt_t)fmt};
-    srv_submit_frame(s, j);
+    srv_dispatch_submit(s, j);
 }

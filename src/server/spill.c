@@ -20,7 +20,7 @@
  * (srv_spill_mark): the host's pages start there and every 4096 bytes
  * before and after, and the reads out of the pipes land those starts on
  * 64-byte boundaries (the frame buffer is lined up the same way,
- * srv_buf_align), so the kernel's copy runs at full speed. Anything
+ * osp_buf_align), so the kernel's copy runs at full speed. Anything
  * unexpected (a connection that cannot splice, more pipes than allowed)
  * stops parking and the rest is read as usual.
  */
@@ -30,7 +30,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "server/internal.h"
+#include "server/ingest.h"
 
 struct spill {
     int rd[SPILL_MAX_PIPES], wr[SPILL_MAX_PIPES];

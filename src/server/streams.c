@@ -12,10 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/internal.h"
+#include <cjson/cJSON.h>
+
+#include "model/model.h"
+#include "server/cmds.h"
+#include "server/conn.h"
+#include "server/dispatch.h"
+#include "server/job.h"
+#include "server/loop.h"
+#include "server/stats.h"
+#include "server/streams.h"
 #include "stream/stream.h"
 
 #define STREAM_JOIN_MS 1000
+
+typedef struct srv_stream srv_stream_t;
 
 struct srv_stream {
     struct srv_stream *next;
@@ -26,7 +37,15 @@ struct srv_stream {
     int frame_len;
 };
 
+struct srv_streams {
+    srv_stream_t *head;
+    uint32_t next_id;
+};
+
+/* An open_stream in progress: loaded on a thread of its own, handed back
+ * as an event job. */
 typedef struct {
+    srv_job_t h;
     server_t *s;
     uint32_t conn_id, req_id;
     char path[1024];
@@ -50,29 +69,29 @@ static void stream_free(srv_stream_t *st) {
 
 static void reply_cmd(server_t *s, uint32_t conn_id, uint32_t req_id, const char *cmd,
                       const char *error, const srv_stream_t *st, const osp_stream_reading_t *r) {
-    osp_jw_t w = {0};
-    size_t at = srv_cmd_begin(&w, cmd, -1, error ? "error" : "ok");
+    osp_jw_t *w = srv_reply_buf(s);
+    size_t at = srv_cmd_begin(w, cmd, -1, error ? "error" : "ok");
     if (error) {
-        osp_jw_key(&w, "error");
-        osp_jw_str(&w, error);
+        osp_jw_key(w, "error");
+        osp_jw_str(w, error);
     }
     if (st) {
-        osp_jw_key(&w, "streamId");
-        osp_jw_uint(&w, st->id);
-        osp_jw_key(&w, "frameLen");
-        osp_jw_int(&w, st->frame_len);
-        osp_jw_key(&w, "channels");
-        osp_jw_int(&w, osp_stream_out_len(st->scorer));
+        osp_jw_key(w, "streamId");
+        osp_jw_uint(w, st->id);
+        osp_jw_key(w, "frameLen");
+        osp_jw_int(w, st->frame_len);
+        osp_jw_key(w, "channels");
+        osp_jw_int(w, osp_stream_out_len(st->scorer));
     }
     if (r) {
-        osp_jw_key(&w, "pushed");
-        osp_jw_int(&w, r->pushed);
-        osp_jw_key(&w, "windowsCompleted");
-        osp_jw_int(&w, r->windows_completed);
-        osp_jw_key(&w, "failures");
-        osp_jw_int(&w, r->failures);
+        osp_jw_key(w, "pushed");
+        osp_jw_int(w, r->pushed);
+        osp_jw_key(w, "windowsCompleted");
+        osp_jw_int(w, r->windows_completed);
+        osp_jw_key(w, "failures");
+        osp_jw_int(w, r->failures);
     }
-    srv_cmd_send(s, conn_id, &w, at, req_id);
+    srv_cmd_send(s, conn_id, w, at, req_id);
 }
 
 static void *open_main(void *arg) {
@@ -93,39 +112,30 @@ static void *open_main(void *arg) {
         }
     }
     stream_free(st);
-    job_t *j = calloc(1, sizeof *j);
-    if (!j) { /* nowhere to report: the host's open goes unanswered only if memory is gone */
-        stream_free(a->made);
-        free(a);
-        return NULL;
-    }
-    j->kind = JOB_STREAM_OPEN;
-    j->stream_open = a;
-    osp_mailbox_post(&a->s->done, &j->q);
+    srv_post(a->s, &a->h);
     return NULL;
 }
 
-void srv_stream_opened(server_t *s, job_t *j) {
-    open_arg_t *a = j->stream_open;
+static void stream_opened(server_t *s, srv_job_t *h) {
+    open_arg_t *a = (open_arg_t *)h;
     conn_t *c = srv_conn_find(s, a->conn_id);
-    s->jobs_inflight--;
-    if (c) c->inflight--;
+    srv_jobs_hold(s, -1);
+    if (c) srv_conn_inflight(c, -1);
     if (!a->made) {
         reply_cmd(s, a->conn_id, a->req_id, "open_stream", a->err, NULL, NULL);
     } else if (!c) {
         stream_free(a->made); /* the host is gone */
     } else {
         srv_stream_t *st = a->made;
-        st->id = ++s->next_stream_id;
+        st->id = ++s->streams->next_id;
         st->owner = a->conn_id;
-        st->next = s->streams;
-        s->streams = st;
+        st->next = s->streams->head;
+        s->streams->head = st;
         fprintf(stderr, "ospreyd: stream %u open on %s (%d values per frame)\n", st->id, a->path,
                 st->frame_len);
         reply_cmd(s, a->conn_id, a->req_id, "open_stream", NULL, st, NULL);
     }
     free(a);
-    free(j);
 }
 
 static const char *str_key(const cJSON *o, const char *k, const char *dflt) {
@@ -217,13 +227,13 @@ static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen)
 
 static srv_stream_t *find(server_t *s, const cJSON *id) {
     if (!cJSON_IsNumber(id)) return NULL;
-    for (srv_stream_t *st = s->streams; st; st = st->next)
+    for (srv_stream_t *st = s->streams->head; st; st = st->next)
         if ((double)st->id == id->valuedouble) return st;
     return NULL;
 }
 
 static void unlink_stream(server_t *s, srv_stream_t *st) {
-    srv_stream_t **pp = &s->streams;
+    srv_stream_t **pp = &s->streams->head;
     while (*pp && *pp != st) pp = &(*pp)->next;
     if (*pp) *pp = st->next;
 }
@@ -233,18 +243,20 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
     if (strcmp(name, "open_stream") == 0) {
         open_arg_t *a = calloc(1, sizeof *a);
         if (!a) {
-            reply_cmd(s, c->id, req_id, name, "out of memory", NULL, NULL);
+            reply_cmd(s, srv_conn_id(c), req_id, name, "out of memory", NULL, NULL);
             return 1;
         }
         const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cmd, "config");
         if (!cJSON_IsObject(cfg) || parse_open(a, cfg, err, sizeof err)) {
             if (!cJSON_IsObject(cfg)) snprintf(err, sizeof err, "open_stream needs a \"config\" object");
-            reply_cmd(s, c->id, req_id, name, err, NULL, NULL);
+            reply_cmd(s, srv_conn_id(c), req_id, name, err, NULL, NULL);
             free(a);
             return 1;
         }
+        a->h.kind = SRV_JOB_EVENT;
+        a->h.done = stream_opened;
         a->s = s;
-        a->conn_id = c->id;
+        a->conn_id = srv_conn_id(c);
         a->req_id = req_id;
         pthread_attr_t attr;
         pthread_t t;
@@ -253,25 +265,25 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
         int rc = pthread_create(&t, &attr, open_main, a);
         pthread_attr_destroy(&attr);
         if (rc) {
-            reply_cmd(s, c->id, req_id, name, "cannot start a thread", NULL, NULL);
+            reply_cmd(s, srv_conn_id(c), req_id, name, "cannot start a thread", NULL, NULL);
             free(a);
             return 1;
         }
-        s->jobs_inflight++;
-        c->inflight++;
+        srv_jobs_hold(s, 1);
+        srv_conn_inflight(c, 1);
         return 1;
     }
     if (strcmp(name, "close_stream") == 0) {
         srv_stream_t *st = find(s, cJSON_GetObjectItemCaseSensitive(cmd, "streamId"));
-        if (!st || st->owner != c->id) {
-            reply_cmd(s, c->id, req_id, name, "close_stream: no such \"streamId\" on this connection", NULL, NULL);
+        if (!st || st->owner != srv_conn_id(c)) {
+            reply_cmd(s, srv_conn_id(c), req_id, name, "close_stream: no such \"streamId\" on this connection", NULL, NULL);
             return 1;
         }
         unlink_stream(s, st);
         osp_stream_stop(st->scorer);
         osp_stream_reading_t r;
         osp_stream_latest(st->scorer, &r);
-        reply_cmd(s, c->id, req_id, name, NULL, NULL, &r);
+        reply_cmd(s, srv_conn_id(c), req_id, name, NULL, NULL, &r);
         stream_free(st);
         return 1;
     }
@@ -279,7 +291,7 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
 }
 
 void srv_streams_conn_closed(server_t *s, uint32_t conn_id) {
-    for (srv_stream_t *st = s->streams, *n; st; st = n) {
+    for (srv_stream_t *st = s->streams->head, *n; st; st = n) {
         n = st->next;
         if (st->owner == conn_id) {
             unlink_stream(s, st);
@@ -288,12 +300,18 @@ void srv_streams_conn_closed(server_t *s, uint32_t conn_id) {
     }
 }
 
-void srv_streams_free_all(server_t *s) {
-    while (s->streams) {
-        srv_stream_t *st = s->streams;
-        s->streams = st->next;
+srv_streams_t *srv_streams_new(void) { return calloc(1, sizeof(srv_streams_t)); }
+
+int srv_streams_open(const server_t *s) { return s->streams->head != NULL; }
+
+void srv_streams_free(srv_streams_t *sts) {
+    if (!sts) return;
+    while (sts->head) {
+        srv_stream_t *st = sts->head;
+        sts->head = st->next;
         stream_free(st);
     }
+    free(sts);
 }
 
 /* 0x07 stream_push: [u32 stream][frameLen float32, little-endian]. Answered
@@ -301,12 +319,12 @@ void srv_streams_free_all(server_t *s) {
  * ring and scored by its worker when it gets there. */
 void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     char err[256];
-    osp_jw_t w = {0};
-    size_t at = osp_wire_reply_begin(&w);
+    osp_jw_t *w = srv_reply_buf(s);
+    size_t at = osp_wire_reply_begin(w);
     srv_stream_t *st = NULL;
     if (f->payload_len >= 4) {
         uint32_t id = osp_wire_rd32(f->payload);
-        for (st = s->streams; st && !(st->id == id && st->owner == c->id); st = st->next) {}
+        for (st = s->streams->head; st && !(st->id == id && st->owner == srv_conn_id(c)); st = st->next) {}
         if (!st) snprintf(err, sizeof err, "stream %u is not open on this connection", id);
     } else {
         snprintf(err, sizeof err, "truncated stream_push header");
@@ -317,8 +335,8 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
         st = NULL;
     }
     if (!st) {
-        s->counters.errors++;
-        osp_wire_json_error(&w, err);
+        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        osp_wire_json_error(w, err);
     } else {
         float stack[4096], *frame = st->frame_len <= 4096 ? stack : malloc((size_t)st->frame_len * 4);
         int rc = -1;
@@ -329,22 +347,21 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
         }
         osp_stream_reading_t r;
         osp_stream_latest(st->scorer, &r);
-        osp_jw_obj_open(&w);
-        osp_jw_key(&w, "streamId"); osp_jw_uint(&w, st->id);
-        osp_jw_key(&w, "pushed"); osp_jw_int(&w, r.pushed);
-        osp_jw_key(&w, "accepted"); osp_jw_bool(&w, rc == 0);
-        osp_jw_key(&w, "warmingUp"); osp_jw_bool(&w, r.warming_up);
-        osp_jw_key(&w, "frame"); osp_jw_int(&w, r.frame_index);
-        osp_jw_key(&w, "ageFrames"); osp_jw_int(&w, r.warming_up ? 0 : r.age_frames);
-        osp_jw_key(&w, "scores");
-        osp_jw_arr_open(&w);
-        for (int i = 0; !r.warming_up && i < r.channels; i++) osp_jw_num(&w, r.scores[i], 6);
-        osp_jw_arr_close(&w);
-        osp_jw_key(&w, "windowsCompleted"); osp_jw_int(&w, r.windows_completed);
-        osp_jw_key(&w, "failures"); osp_jw_int(&w, r.failures);
-        osp_jw_obj_close(&w);
+        osp_jw_obj_open(w);
+        osp_jw_key(w, "streamId"); osp_jw_uint(w, st->id);
+        osp_jw_key(w, "pushed"); osp_jw_int(w, r.pushed);
+        osp_jw_key(w, "accepted"); osp_jw_bool(w, rc == 0);
+        osp_jw_key(w, "warmingUp"); osp_jw_bool(w, r.warming_up);
+        osp_jw_key(w, "frame"); osp_jw_int(w, r.frame_index);
+        osp_jw_key(w, "ageFrames"); osp_jw_int(w, r.warming_up ? 0 : r.age_frames);
+        osp_jw_key(w, "scores");
+        osp_jw_arr_open(w);
+        for (int i = 0; !r.warming_up && i < r.channels; i++) osp_jw_num(w, r.scores[i], 6);
+        osp_jw_arr_close(w);
+        osp_jw_key(w, "windowsCompleted"); osp_jw_int(w, r.windows_completed);
+        osp_jw_key(w, "failures"); osp_jw_int(w, r.failures);
+        osp_jw_obj_close(w);
     }
-    osp_wire_reply_end(&w, at, f->req_id);
-    srv_send(s, c, &w);
-    osp_jw_free(&w);
+    osp_wire_reply_end(w, at, f->req_id);
+    srv_send(s, c, w);
 }

@@ -1,0 +1,69 @@
+/*
+ * conn: a host's connection — the stdin/stdout pair of the drop-in mode,
+ * or one accepted socket. Reading follows one explicit state (conn.c): the
+ * staging buffer for headers and small frames, or one of the ingest modes
+ * of ingest.h for a large frame. Writing queues whole reply frames and
+ * writes what the peer takes without blocking. I/O thread only; the
+ * struct is private to conn.c.
+ */
+#ifndef OSP_CONN_H
+#define OSP_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "server/srv.h"
+#include "wire/jsonw.h"
+
+srv_conns_t *srv_conns_new(void);
+/* Frees every connection left (their replies unsent). */
+void srv_conns_free(server_t *s);
+
+/* A connection on rfd/wfd (the same descriptor for a socket), watched by
+ * the loop; stdio: the drop-in pair, never closed here. NULL when out of
+ * memory. */
+conn_t *srv_conn_new(server_t *s, int rfd, int wfd, int stdio);
+conn_t *srv_conn_find(server_t *s, uint32_t id);
+uint32_t srv_conn_id(const conn_t *c);
+int srv_conn_is_stdio(const conn_t *c);
+int srv_conn_handshaken(const conn_t *c);
+int srv_conn_version(const conn_t *c); /* the negotiated wire version (1 before the handshake) */
+void srv_conn_set_handshaken(conn_t *c, int version);
+/* Stop reading; the connection closes once its replies are out (stdio:
+ * the process exits 1). */
+void srv_conn_fatal(conn_t *c);
+/* Requests accepted on it and not yet answered. */
+void srv_conn_inflight(conn_t *c, int delta);
+/* Stop or resume reading while its handshake's models load. */
+void srv_conn_pause_loading(server_t *s, conn_t *c, int paused);
+
+/* Queue a reply frame (NULL c: the peer is gone, it is dropped). Takes the
+ * frame's bytes and leaves *frame empty but with room, ready for reuse. */
+void srv_send(server_t *s, conn_t *c, osp_jw_t *frame);
+/* A reply buffer of the I/O thread's, empty and with room: write one
+ * frame into it and srv_send it (which leaves it empty again). */
+osp_jw_t *srv_reply_buf(server_t *s);
+/* A copy of frame to every connection past its handshake (events). */
+void srv_broadcast(server_t *s, const osp_jw_t *frame);
+
+/* The loop's calls: an event on connection `id`, the end of a loop pass
+ * (retire finished connections: returns 1 and *exit_code when the stdio
+ * connection is finished, which ends the server), and shutdown (stop
+ * reading everything). */
+void srv_conn_event(server_t *s, uint32_t id, uint32_t events);
+int srv_conns_retire(server_t *s, int *exit_code);
+int srv_conns_empty(const server_t *s);
+void srv_conns_stop_reading(server_t *s);
+/* More input on its way: a frame partly read, or bytes waiting in a
+ * connection (a frame admitted now will soon have company). */
+int srv_input_waiting(server_t *s);
+
+/* For the ingest modes (ingest.h): a read from the connection (through its
+ * relay pipe for large reads from a pipe: relay.c), read(2)'s contract;
+ * its descriptor (to splice from); and whether it can be parked (a pipe or
+ * socket the kernel splices). */
+ssize_t srv_conn_read(server_t *s, conn_t *c, void *dst, size_t want);
+int srv_conn_fd(const conn_t *c);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * dispatch: what happens to a request frame once it is read, on the I/O
+ * thread. The handshake goes to hello.c, commands to commands.c, the
+ * extensions to shm.c and streams.c; frames and batches become jobs that
+ * pass the deadline gate and their model's admission (sched/) on their
+ * way to the worker pools (exec.c), and come back here to be answered and
+ * to free their run slot for the next. Replies that need no frame work
+ * (errors, drops) are written here too.
+ */
+#ifndef OSP_DISPATCH_H
+#define OSP_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/job.h"
+#include "server/srv.h"
+
+/* A whole request frame read from c: `frame` (from s->bufs) is taken;
+ * spill, if not NULL, holds the part of its pixels parked in pipes (taken
+ * too). */
+void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spill_t *spill);
+/* A frame job with its model_idx (and, if prepared as read, its model and
+ * context) set: through admission to the pools. */
+void srv_dispatch_submit(server_t *s, frame_job_t *j);
+/* Batch windows: milliseconds until the next is due (-1: none), and send
+ * the ones that are due. */
+int srv_dispatch_timer_ms(server_t *s);
+void srv_dispatch_flush_due(server_t *s);
+
+typedef enum {
+    SRV_ERR_PLAIN,   /* {"error": text} */
+    SRV_ERR_RESULTS, /* {"error": text, "results": []} */
+    SRV_ERR_INFER,   /* a failed inference record: {"error", "kind", "detections": [], "inferenceMs"} */
+} srv_err_t;
+/* One error reply for req_id on c. */
+void srv_reply_error(server_t *s, conn_t *c, uint32_t req_id, srv_err_t shape, const char *msg);
+/* The reply to a frame over the size cap (counted and logged; the caller
+ * closes the connection: the stream cannot be resynchronised). */
+void srv_reply_too_large(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id);
+
+#endif

@@ -1,0 +1,372 @@
+/*
+ * The startup config (cmds.h), on the I/O thread: the first frame of a
+ * connection, or the --config file of --listen. The first one also fixes
+ * the server's settings (srv_settings_t) and starts the worker pools.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "sched/gate.h"
+#include "sched/sched.h"
+#include "sched/window.h"
+#include "server/cmds.h"
+#include "server/conn.h"
+#include "server/exec.h"
+#include "server/job.h"
+#include "server/loop.h"
+#include "server/slots.h"
+
+int srv_model_cfg(server_t *s, const cJSON *config, osp_model_cfg_t *cfg, char *err, size_t errlen) {
+    if (osp_model_cfg_from_json(config, cfg, err, errlen)) return -1;
+    if (!cfg->device[0]) snprintf(cfg->device, sizeof cfg->device, "%s", s->set.device);
+    if (!cfg->intra_threads) cfg->intra_threads = s->set.intra_threads;
+    if (!cfg->lone_threads) cfg->lone_threads = s->set.lone_threads;
+    return 0;
+}
+
+/* An optional extension key of the startup config: a non-negative integer,
+ * or -1 when absent or unusable. */
+static int ext_int(const osp_wire_hello_t *h, const char *key) {
+    const cJSON *v = h && h->root ? cJSON_GetObjectItemCaseSensitive(h->root, key) : NULL;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 256) return -1;
+    return (int)v->valuedouble;
+}
+
+/* Thread economy. A frame runs on one predict worker; on a CPU several
+ * single-thread runs side by side beat one run spread over the cores (on 2
+ * cores, ssd-oidv4: 128 vs 92 frames/s), so osprey raises the host's
+ * `concurrency` to the core count for ONNX Runtime and gives each run the
+ * cores left over (1 here). `autoConcurrency: false` keeps the host's
+ * number; `intraOpThreads` sets the threads inside one run. A frame that
+ * runs alone (nothing else admitted for its model, nothing else running)
+ * would leave the other cores idle, so each model also gets a second
+ * session whose runs use every core (`loneFrameThreads`, 0 or 1 = off):
+ * one frame in flight is answered at the speed of the widest run. The test
+ * runtime is never raised: its tests count workers.
+ *
+ * The predict workers run a few steps nicer (`predictNice`, default 3, 0
+ * = off) than the threads that feed them: the reading thread and the
+ * prepare workers need a fraction of a core between runs, and should get
+ * it as soon as there is something to read rather than when a run's time
+ * slice ends. UltraFace 1920x1080 raw at K = 4 on 2 cores: 2-17 % more
+ * frames/s in each of 11 side-by-side pairs of runs. */
+static void choose_threads(srv_settings_t *s, const osp_wire_hello_t *h, int test_runtime) {
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1) ncpu = 1;
+    s->cores = (int)ncpu;
+    int asked = h && h->concurrency > 1 ? h->concurrency : 1;
+    const cJSON *ac = h && h->root ? cJSON_GetObjectItemCaseSensitive(h->root, "autoConcurrency") : NULL;
+    int auto_raise = !test_runtime && !cJSON_IsFalse(ac);
+    s->workers = asked;
+    snprintf(s->threads_source, sizeof s->threads_source, "config");
+    if (auto_raise && s->workers < ncpu) {
+        s->workers = (int)ncpu;
+        snprintf(s->threads_source, sizeof s->threads_source, "cores");
+    }
+    if (s->workers > 64) s->workers = 64;
+    int intra = ext_int(h, "intraOpThreads");
+    s->intra_threads = intra > 0 ? intra : (int)(ncpu / s->workers);
+    if (s->intra_threads < 1) s->intra_threads = 1;
+    int lone = ext_int(h, "loneFrameThreads");
+    s->lone_threads = test_runtime ? 0 : lone >= 0 ? lone : (int)ncpu;
+    if (s->lone_threads <= s->intra_threads) s->lone_threads = 0;
+    int nice = ext_int(h, "predictNice");
+    s->predict_nice = nice < 0 ? 3 : nice > 19 ? 19 : nice;
+}
+
+static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
+    srv_settings_t *s = &srv->set;
+    if (s->started) return 0;
+    choose_threads(s, h, h && h->runtime && strcmp(h->runtime, "test") == 0);
+    const char *rt = h && h->runtime ? h->runtime : "onnxruntime";
+    snprintf(s->runtime_name, sizeof s->runtime_name, "%s", rt);
+    snprintf(s->device, sizeof s->device, "%s", h && h->device ? h->device : "");
+    s->backend = osp_backend_find(strcmp(rt, "test") == 0 ? "test" : "onnxruntime");
+    if (strcmp(rt, "coreml") == 0 && !s->device[0]) snprintf(s->device, sizeof s->device, "coreml");
+    if (strcmp(rt, "test") != 0 && strcmp(rt, "onnxruntime") != 0 && strcmp(rt, "onnx") != 0 &&
+        strcmp(rt, "coreml") != 0)
+        fprintf(stderr, "ospreyd: runtime '%s' is not built in; serving with ONNX Runtime\n", rt);
+    s->load_bound_ms = h ? h->model_load_timeout_ms : 120000.0;
+    if (!(s->load_bound_ms > 0)) s->load_bound_ms = 120000.0;
+    if (s->load_bound_ms > 1e12) s->load_bound_ms = 1e12;
+    s->batch_mode = h ? (int)h->batch_mode : OSP_WIRE_BATCH_NONE;
+    s->window_ms = h ? h->window_ms : 0;
+    s->max_batch = h ? h->max_batch_size : 1;
+    s->started = 1;
+    if (!(srv->sched = osp_sched_new(OSP_MAX_SLOTS, s->workers, OSP_PENDING_MAX)) ||
+        (s->batch_mode == OSP_WIRE_BATCH_WINDOW &&
+         !(srv->window = osp_window_new(OSP_MAX_SLOTS, s->max_batch, s->window_ms)))) {
+        fprintf(stderr, "ospreyd: out of memory\n");
+        return -1;
+    }
+    if (!(srv->exec = srv_exec_new(srv))) {
+        fprintf(stderr, "ospreyd: cannot start worker threads\n");
+        return -1;
+    }
+    fprintf(stderr, "ospreyd: runtime %s on %d core(s): %d prepare + %d predict worker(s) (%s), "
+                    "%d intra-op thread(s) per run (%d for a frame that runs alone), predict workers "
+                    "nicer by %d, wire version up to %d\n",
+            s->backend->name, s->cores, s->workers, s->workers,
+            strcmp(s->threads_source, "cores") == 0 ? "raised to the core count" : "as configured",
+            s->intra_threads, s->lone_threads > 1 ? s->lone_threads : s->intra_threads,
+            s->predict_nice, OSP_WIRE_VERSION);
+    return 0;
+}
+
+/* Startup models load before the ready reply (nothing is served before it);
+ * one that fails leaves its slot empty. */
+static void handshake_models(server_t *s, const cJSON *models, int *loaded, int *total) {
+    *loaded = *total = 0;
+    const cJSON *mc;
+    int i = 0;
+    cJSON_ArrayForEach(mc, models) {
+        char err[600];
+        osp_model_cfg_t cfg;
+        (*total)++;
+        if (i >= OSP_MAX_SLOTS) {
+            fprintf(stderr, "ospreyd: model %d failed to load: too many models (at most %d)\n", i, OSP_MAX_SLOTS);
+            i++;
+            continue;
+        }
+        srv_slots_grow(s, i);
+        if (srv_slot(s, i) && cJSON_IsObject(mc)) {
+            /* a socket connection naming a model another already loaded shares it */
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(mc, "path");
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(mc, "model");
+            osp_model_cfg_t want;
+            if (srv_model_cfg(s, mc, &want, err, sizeof err) == 0 &&
+                strcmp(want.path, srv_loaded_path(srv_slot(s, i))) == 0 && (p || n)) {
+                (*loaded)++;
+                i++;
+                continue;
+            }
+        }
+        osp_model_t *m = NULL;
+        if (srv_model_cfg(s, mc, &cfg, err, sizeof err) == 0) {
+            fprintf(stderr, "ospreyd: loading model %d: %s\n", i, cfg.path);
+            if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0) {
+                loaded_t *l = srv_loaded_new(m, &cfg);
+                if (l) {
+                    srv_slot_install(s, i, l);
+                    (*loaded)++;
+                } else {
+                    osp_model_free(m);
+                }
+                i++;
+                continue;
+            }
+        }
+        fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i, err);
+        i++;
+    }
+}
+
+static void send_ready(server_t *s, conn_t *c, uint32_t req_id, int loaded, int total,
+                       int64_t startup_ms) {
+    fprintf(stderr, "ospreyd: ready, %d/%d model(s) in %" PRId64 " ms (wire version %d)\n", loaded,
+            total, startup_ms, srv_conn_version(c));
+    osp_jw_t *w = srv_reply_buf(s);
+    size_t at = osp_wire_reply_begin(w);
+    osp_wire_ready_t r = {.models = loaded, .total = total, .startup_ms = startup_ms,
+                          .runtime = s->set.runtime_name, .workers = s->set.workers,
+                          .protocol_version = OSP_WIRE_VERSION};
+    osp_wire_json_ready(w, &r);
+    osp_wire_reply_end(w, at, req_id);
+    srv_send(s, c, w);
+}
+
+/* Models a socket connection's handshake asked for that were not loaded:
+ * loaded on a thread so the I/O thread keeps serving everyone else, then
+ * handed back as an event job. */
+typedef struct {
+    srv_job_t h;
+    server_t *s;
+    uint32_t conn_id, req_id;
+    struct timespec t0;      /* when the handshake arrived */
+    int loaded, total;       /* the handshake's models: ready / named */
+    int n;                   /* to load */
+    int index[OSP_MAX_SLOTS];
+    osp_model_cfg_t *cfg;    /* n entries */
+    osp_model_t **m;         /* n entries: NULL where the load failed */
+    const osp_backend_t *backend;
+} hello_plan_t;
+
+static void plan_free(hello_plan_t *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) osp_model_free(p->m[i]);
+    free(p->cfg);
+    free(p->m);
+    free(p);
+}
+
+static void hello_done(server_t *s, srv_job_t *h) {
+    hello_plan_t *p = (hello_plan_t *)h;
+    conn_t *c = srv_conn_find(s, p->conn_id);
+    srv_jobs_hold(s, -1);
+    for (int i = 0; i < p->n; i++) {
+        int idx = p->index[i];
+        if (!p->m[i]) continue;
+        loaded_t *have = srv_slot(s, idx);
+        if (have) {
+            /* another connection filled it meanwhile */
+            if (strcmp(srv_loaded_path(have), p->cfg[i].path) == 0) p->loaded++;
+            continue;
+        }
+        loaded_t *l = srv_loaded_new(p->m[i], &p->cfg[i]);
+        if (!l) continue;
+        p->m[i] = NULL;
+        srv_slot_install(s, idx, l);
+        p->loaded++;
+    }
+    if (c) {
+        srv_conn_inflight(c, -1);
+        send_ready(s, c, p->req_id, p->loaded, p->total, (int64_t)llround(osp_gate_ms_since(&p->t0)));
+        srv_conn_pause_loading(s, c, 0);
+    }
+    plan_free(p);
+}
+
+static void *hello_main(void *arg) {
+    hello_plan_t *p = arg;
+    (void)pthread_setname_np(pthread_self(), "osp-hello");
+    for (int i = 0; i < p->n; i++) {
+        char err[600];
+        if (osp_model_open(&p->cfg[i], p->backend, &p->m[i], err, sizeof err))
+            fprintf(stderr, "ospreyd: model %d failed to load: %s\n", p->index[i], err);
+    }
+    srv_post(p->s, &p->h);
+    return NULL;
+}
+
+/* A socket connection's handshake: models already in their slots are shared;
+ * empty slots are filled on a thread (the I/O thread keeps serving the other
+ * connections) and the ready reply waits for them. A slot that holds a
+ * different model is left alone: another host is using it ("replace"
+ * changes it explicitly). */
+static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t req_id,
+                        const struct timespec *t0) {
+    hello_plan_t *p = calloc(1, sizeof *p);
+    int n = cJSON_GetArraySize(models);
+    if (!p || !(p->cfg = calloc((size_t)(n ? n : 1), sizeof *p->cfg)) ||
+        !(p->m = calloc((size_t)(n ? n : 1), sizeof *p->m))) {
+        plan_free(p);
+        return -1;
+    }
+    p->h.kind = SRV_JOB_EVENT;
+    p->h.done = hello_done;
+    p->s = s;
+    p->conn_id = srv_conn_id(c);
+    p->req_id = req_id;
+    p->t0 = *t0;
+    p->backend = s->set.backend;
+    const cJSON *mc;
+    int i = 0;
+    cJSON_ArrayForEach(mc, models) {
+        char err[600];
+        osp_model_cfg_t cfg;
+        p->total++;
+        loaded_t *have = srv_slot(s, i);
+        if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, mc, &cfg, err, sizeof err)) {
+            fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i, i >= OSP_MAX_SLOTS ? "too many models" : err);
+        } else if (have) {
+            if (strcmp(srv_loaded_path(have), cfg.path) == 0)
+                p->loaded++;
+            else
+                fprintf(stderr, "ospreyd: model %d: slot holds %s, not %s; left as it is (use replace)\n",
+                        i, srv_loaded_path(have), cfg.path);
+        } else {
+            p->index[p->n] = i;
+            p->cfg[p->n++] = cfg;
+        }
+        i++;
+    }
+    if (p->n == 0) {
+        send_ready(s, c, req_id, p->loaded, p->total, (int64_t)llround(osp_gate_ms_since(t0)));
+        plan_free(p);
+        return 0;
+    }
+    pthread_attr_t attr;
+    pthread_t t;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, hello_main, p);
+    pthread_attr_destroy(&attr);
+    if (rc) {
+        plan_free(p);
+        return -1;
+    }
+    srv_jobs_hold(s, 1); /* shutdown waits for it */
+    srv_conn_inflight(c, 1);
+    srv_conn_pause_loading(s, c, 1);
+    return 0;
+}
+
+void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
+    osp_wire_hello_t h;
+    char err[OSP_WIRE_ERRLEN + 64];
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (osp_wire_hello_parse(f->msg_type, f->payload, f->payload_len, OSP_WIRE_VERSION, &h, err,
+                             sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        srv_conn_fatal(c); /* stdio: the process exits 1; a socket: that connection closes */
+        return;
+    }
+    if (start_pools(s, &h)) {
+        osp_wire_hello_free(&h);
+        srv_conn_fatal(c);
+        return;
+    }
+    srv_conn_set_handshaken(c, h.wire_version);
+    if (!srv_conn_is_stdio(c)) {
+        if (hello_socket(s, c, h.models, f->req_id, &t0)) {
+            fprintf(stderr, "ospreyd: out of memory in a handshake\n");
+            srv_conn_fatal(c);
+        }
+        osp_wire_hello_free(&h);
+        return;
+    }
+    /* stdio: the models load before the ready reply, as the Python worker
+     * did; nothing else is being served yet */
+    int loaded = 0, total = 0;
+    handshake_models(s, h.models, &loaded, &total);
+    send_ready(s, c, f->req_id, loaded, total, (int64_t)llround(osp_gate_ms_since(&s->started)));
+    osp_wire_hello_free(&h);
+}
+
+int srv_hello_preload(server_t *s) {
+    if (!s->opts.config_path) return 0;
+    /* socket mode with a config file: the pools and the preloaded models */
+    FILE *f = fopen(s->opts.config_path, "rb");
+    if (!f) {
+        fprintf(stderr, "ospreyd: cannot read %s: %s\n", s->opts.config_path, strerror(errno));
+        return 2;
+    }
+    size_t cap = 1 << 20;
+    uint8_t *buf = malloc(cap);
+    size_t n = buf ? fread(buf, 1, cap, f) : 0;
+    fclose(f);
+    if (!buf) return 1;
+    osp_wire_hello_t h;
+    char err[OSP_WIRE_ERRLEN + 64];
+    if (osp_wire_hello_parse(OSP_WIRE_MSG_COMMAND, buf, n, OSP_WIRE_VERSION, &h, err, sizeof err)) {
+        fprintf(stderr, "ospreyd: %s: %s\n", s->opts.config_path, err);
+        free(buf);
+        return 2;
+    }
+    free(buf);
+    int rc = start_pools(s, &h);
+    int loaded = 0, total = 0;
+    if (!rc) handshake_models(s, h.models, &loaded, &total);
+    fprintf(stderr, "ospreyd: %d/%d model(s) preloaded from %s\n", loaded, total, s->opts.config_path);
+    osp_wire_hello_free(&h);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,112 @@
+/*
+ * job: what travels between the I/O thread and the worker pools. Every
+ * job starts with the same small header: the pool and mailbox link, what a
+ * predict worker does with it, and the callback that finishes it back on
+ * the I/O thread. Requests (frames and batches) add what a request
+ * carries; each other kind (a model load returning, a handshake's models,
+ * a stream opened) is a struct private to the file that makes it.
+ *
+ * A job is a message: whoever holds it owns it, and its fields are read
+ * and written only by its holder — the I/O thread until it is pushed to a
+ * pool, then that worker until it is posted back. Frame and batch jobs
+ * come from a pool (srv_jobs_t, I/O thread only) and keep their reply
+ * buffer between uses, so serving a frame allocates neither.
+ */
+#ifndef OSP_JOB_H
+#define OSP_JOB_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "model/model.h"
+#include "sched/cache.h"
+#include "sched/pool.h"
+#include "server/srv.h"
+#include "wire/frame.h"
+#include "wire/jsonw.h"
+
+typedef struct loaded loaded_t;
+typedef struct spill spill_t;
+typedef struct shm_region shm_region_t;
+
+typedef enum {
+    SRV_JOB_FRAME,  /* one frame: prepare (unless prepared as read), then predict */
+    SRV_JOB_BATCH,  /* an infer_batch: its items prepared and run by one predict worker */
+    SRV_JOB_WINDOW, /* a window flush: several frames run together */
+    SRV_JOB_EVENT,  /* anything else: only its done callback matters */
+} srv_job_kind_t;
+
+typedef struct srv_job {
+    osp_qnode_t q; /* pool and mailbox link: must stay first */
+    srv_job_kind_t kind;
+    /* on the I/O thread, when the job comes back through the mailbox */
+    void (*done)(server_t *s, struct srv_job *j);
+} srv_job_t;
+
+/* A request for one model: a frame or a batch. */
+typedef struct {
+    srv_job_t h;
+    server_t *srv;
+    uint32_t conn_id, req_id;
+    uint8_t msg_type;
+    uint64_t deadline_ms;
+    int model_idx;
+    loaded_t *model;       /* a reference, released by the I/O thread */
+    float confidence, nms_iou; /* the model's decode settings when it was dispatched */
+    int max_detections;
+    uint8_t *frame;        /* the request frame's bytes (from s->bufs), or NULL */
+    size_t frame_len;
+    osp_wire_request_t rq; /* points into frame */
+    int lone;              /* no other frame of its model admitted at dispatch */
+    int shed;              /* a worker answered it dropped (deadline) */
+    int failed;            /* a worker answered it with an error */
+    osp_jw_t out;          /* the reply frame, written by a worker */
+    struct timespec t0;
+} srv_req_t;
+
+typedef struct {
+    srv_req_t r;
+    osp_cframe_t *cached;  /* infer_cached: the frame, referenced */
+    shm_region_t *shm;     /* infer_shm: the region, referenced */
+    osp_view_t shm_view;   /* the frame inside it */
+    osp_infer_ctx_t *ctx;  /* from s->ctxs once prepared (or prepared as read) */
+    int prepared;          /* ctx holds the tensor */
+    int admitted;          /* holds a run slot of its model */
+    spill_t *spill;        /* part of the frame still parked in pipes (infer_raw) */
+} frame_job_t;
+
+typedef struct {
+    srv_req_t r;
+} batch_job_t;
+
+typedef struct {
+    srv_job_t h;
+    server_t *srv;
+    int model_idx;
+    int n;
+    frame_job_t *items[64]; /* OSP_WINDOW_MAX */
+} window_job_t;
+
+srv_jobs_t *srv_jobs_new(void);
+void srv_jobs_free(srv_jobs_t *p);
+
+/* A frame or batch job for request rq of connection c, holding `frame`
+ * (taken: returned to s->bufs when the job is freed); counted as in
+ * flight on c until srv_job_retire. NULL when out of memory (frame is then
+ * still the caller's). */
+frame_job_t *srv_frame_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
+                               uint8_t *frame, size_t len);
+batch_job_t *srv_batch_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
+                               uint8_t *frame, size_t len);
+window_job_t *srv_window_job_new(server_t *s, int model_idx);
+/* Send the job's reply (j->out) to its connection, if it is still there,
+ * end its time in flight, and give everything it holds back. */
+void srv_job_retire(server_t *s, srv_job_t *j);
+/* Give a window job back (its items are retired one by one). */
+void srv_window_job_free(server_t *s, window_job_t *w);
+/* Requests in flight in the whole server (jobs made and not retired, and
+ * events that hold the server open: srv_jobs_hold). */
+int srv_jobs_inflight(const server_t *s);
+void srv_jobs_hold(server_t *s, int delta);
+
+#endif

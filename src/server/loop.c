@@ -1,0 +1,217 @@
+/*
+ * The I/O thread's event loop (loop.h): epoll over stdin/stdout or
+ * sockets, the mailbox of finished work, signals and timers. Reads and
+ * writes are non-blocking, frame work runs in the pools, model loads on
+ * their own threads: the only wait is epoll_wait.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "sched/pool.h"
+#include "server/cmds.h"
+#include "server/conn.h"
+#include "server/dispatch.h"
+#include "server/loop.h"
+
+#define TAG_LISTEN 0xFFFFFFF0u
+#define TAG_MAILBOX 0xFFFFFFF1u
+#define TAG_SIGNAL 0xFFFFFFF2u
+
+struct srv_loop {
+    int epfd, sigfd, listen_fd;
+    osp_mailbox_t done;   /* finished jobs, from any thread */
+};
+
+srv_loop_t *srv_loop_new(void) {
+    srv_loop_t *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->sigfd = l->listen_fd = -1;
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (l->epfd < 0 || osp_mailbox_init(&l->done)) {
+        fprintf(stderr, "ospreyd: cannot set up the event loop: %s\n", strerror(errno));
+        if (l->epfd >= 0) close(l->epfd);
+        free(l);
+        return NULL;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = TAG_MAILBOX};
+    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->done.efd, &ev);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread started after */
+    signal(SIGPIPE, SIG_IGN);
+    l->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (l->sigfd >= 0) {
+        ev.data.u32 = TAG_SIGNAL;
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->sigfd, &ev);
+    }
+    return l;
+}
+
+void srv_loop_free(srv_loop_t *l) {
+    if (!l) return;
+    osp_mailbox_destroy(&l->done);
+    if (l->listen_fd >= 0) close(l->listen_fd);
+    if (l->sigfd >= 0) close(l->sigfd);
+    close(l->epfd);
+    free(l);
+}
+
+int srv_loop_add(server_t *s, int fd, uint32_t events, uint32_t tag) {
+    struct epoll_event ev = {.events = events, .data.u32 = tag};
+    return epoll_ctl(s->loop->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void srv_loop_mod(server_t *s, int fd, uint32_t events, uint32_t tag) {
+    struct epoll_event ev = {.events = events, .data.u32 = tag};
+    epoll_ctl(s->loop->epfd, EPOLL_CTL_MOD, fd, &ev);
+}
+
+void srv_loop_del(server_t *s, int fd) { epoll_ctl(s->loop->epfd, EPOLL_CTL_DEL, fd, NULL); }
+
+void srv_post(server_t *s, srv_job_t *j) { osp_mailbox_post(&s->loop->done, &j->q); }
+
+int srv_posted(server_t *s) { return osp_mailbox_waiting(&s->loop->done); }
+
+void srv_drain(server_t *s) {
+    osp_qnode_t *q = osp_mailbox_take(&s->loop->done);
+    while (q) {
+        osp_qnode_t *next = q->next;
+        srv_job_t *j = (srv_job_t *)q;
+        j->done(s, j);
+        q = next;
+    }
+}
+
+static void set_nonblock(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static int listen_on(const char *spec, char *err, size_t errlen) {
+    int fd = -1;
+    if (strncmp(spec, "unix:", 5) == 0) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        if (strlen(spec + 5) >= sizeof sa.sun_path) {
+            snprintf(err, errlen, "socket path too long: %s", spec + 5);
+            return -1;
+        }
+        strcpy(sa.sun_path, spec + 5);
+        unlink(sa.sun_path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) goto sys_fail;
+    } else if (strncmp(spec, "tcp:", 4) == 0) {
+        char host[256];
+        const char *colon = strrchr(spec + 4, ':');
+        if (!colon || (size_t)(colon - (spec + 4)) >= sizeof host) {
+            snprintf(err, errlen, "--listen tcp: needs HOST:PORT, got %s", spec);
+            return -1;
+        }
+        memcpy(host, spec + 4, (size_t)(colon - (spec + 4)));
+        host[colon - (spec + 4)] = '\0';
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+        int gr = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
+        if (gr != 0) {
+            snprintf(err, errlen, "cannot resolve %s: %s", spec, gai_strerror(gr));
+            return -1;
+        }
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+            freeaddrinfo(ai);
+            goto sys_fail;
+        }
+        freeaddrinfo(ai);
+    } else {
+        snprintf(err, errlen, "--listen takes unix:PATH or tcp:HOST:PORT, not '%s'", spec);
+        return -1;
+    }
+    if (listen(fd, 64) < 0) goto sys_fail;
+    set_nonblock(fd);
+    return fd;
+sys_fail:
+    snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+}
+
+int srv_loop_listen(server_t *s, const char *spec, char *err, size_t errlen) {
+    int fd = listen_on(spec, err, errlen);
+    if (fd < 0) return -1;
+    s->loop->listen_fd = fd;
+    srv_loop_add(s, fd, EPOLLIN, TAG_LISTEN);
+    return 0;
+}
+
+static void on_accept(server_t *s) {
+    for (;;) {
+        int fd = accept4(s->loop->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) return;
+        if (s->stopping || !srv_conn_new(s, fd, fd, 0)) close(fd);
+    }
+}
+
+static void start_stopping(server_t *s) {
+    if (s->stopping) return;
+    s->stopping = 1;
+    srv_loop_t *l = s->loop;
+    if (l->listen_fd >= 0) {
+        srv_loop_del(s, l->listen_fd);
+        close(l->listen_fd);
+        l->listen_fd = -1;
+    }
+    srv_conns_stop_reading(s);
+}
+
+/* The nearest timer: a model load's bound or a batch window's end. */
+static int next_timeout(server_t *s) {
+    int t = srv_cmds_timer_ms(s), wt = srv_dispatch_timer_ms(s);
+    if (wt >= 0 && (t < 0 || wt < t)) t = wt;
+    return t;
+}
+
+int srv_loop_run(server_t *s) {
+    struct epoll_event evs[64];
+    int exit_code = 0;
+    for (;;) {
+        /* retire finished connections; in stdio mode that is the end */
+        if (srv_conns_retire(s, &exit_code)) return exit_code;
+        if (s->stopping && srv_conns_empty(s) && srv_idle(s)) return exit_code;
+        int n = epoll_wait(s->loop->epfd, evs, 64, next_timeout(s));
+        if (n < 0 && errno != EINTR) {
+            fprintf(stderr, "ospreyd: epoll_wait: %s\n", strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < n; i++) {
+            uint32_t tag = evs[i].data.u32;
+            if (tag == TAG_MAILBOX) {
+                srv_drain(s);
+            } else if (tag == TAG_SIGNAL) {
+                struct signalfd_siginfo si;
+                while (read(s->loop->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+                    fprintf(stderr, "ospreyd: %s: finishing what is in flight, then exiting\n",
+                            strsignal((int)si.ssi_signo));
+                start_stopping(s);
+            } else if (tag == TAG_LISTEN) {
+                on_accept(s);
+            } else {
+                srv_conn_event(s, tag, evs[i].events);
+            }
+        }
+        srv_cmds_check_timers(s);
+        srv_dispatch_flush_due(s);
+    }
+}

@@ -1,0 +1,45 @@
+/*
+ * slots: the loaded models, by the index hosts name them with. A slot
+ * holds a reference to its model; every job that uses a model holds one
+ * more, so a replace or unload while frames run frees the old model only
+ * after the last of them. I/O thread only (the references too); workers
+ * read a job's model through srv_loaded_model, which does not change.
+ */
+#ifndef OSP_SLOTS_H
+#define OSP_SLOTS_H
+
+#include "model/model.h"
+#include "server/srv.h"
+
+typedef struct loaded loaded_t;
+
+srv_slots_t *srv_slots_new(void);
+/* Releases every slot's reference. */
+void srv_slots_free(srv_slots_t *sl);
+
+/* The model in slot idx, or NULL (empty, or out of range). */
+loaded_t *srv_slot(const server_t *s, int idx);
+/* Slots in use: one past the highest index ever named. */
+int srv_slots_count(const server_t *s);
+/* Make index count as named (a load started for it). */
+void srv_slots_grow(server_t *s, int index);
+/* Put l in slot index (taking its reference) and release what was there. */
+void srv_slot_install(server_t *s, int index, loaded_t *l);
+/* Empty slot index; 1 when it held a model. */
+int srv_slot_clear(server_t *s, int index);
+/* Models loaded now. */
+int srv_slots_loaded(const server_t *s);
+
+/* A model wrapped for a slot with one reference (the caller's); NULL when
+ * out of memory (m is then still the caller's). */
+loaded_t *srv_loaded_new(osp_model_t *m, const osp_model_cfg_t *cfg);
+loaded_t *srv_loaded_ref(loaded_t *l);
+void srv_loaded_release(loaded_t *l); /* NULL is ignored */
+osp_model_t *srv_loaded_model(const loaded_t *l);
+const char *srv_loaded_path(const loaded_t *l);          /* as configured */
+const char *srv_loaded_postprocessor(const loaded_t *l);
+/* The decode settings a frame snapshots when it is dispatched. */
+void srv_loaded_params(const loaded_t *l, float *confidence, float *nms_iou, int *max_detections);
+void srv_loaded_set_params(loaded_t *l, float confidence, float nms_iou, int max_detections);
+
+#endif

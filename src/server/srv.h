@@ -1,0 +1,78 @@
+/*
+ * The server as its files share it: one handle per part, each part's
+ * struct private to the file that owns it (its header says which), plus
+ * the settings the first handshake fixes. Nothing here is a field another
+ * file may change except through its owner's functions.
+ */
+#ifndef OSP_SRV_H
+#define OSP_SRV_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "runtime/runtime.h"
+#include "server/server.h"
+
+#define OSP_MAX_SLOTS 256   /* model_idx is a u8 */
+#define OSP_PENDING_MAX 2   /* waiting frames per model beyond the running ones */
+#define SRV_PIPE_BYTES (1u << 20) /* what the server asks of its stdin, stdout and own pipes */
+
+typedef struct server server_t;
+typedef struct conn conn_t;               /* conn.h */
+typedef struct srv_conns srv_conns_t;     /* conn.h */
+typedef struct srv_loop srv_loop_t;       /* loop.h */
+typedef struct srv_slots srv_slots_t;     /* slots.h */
+typedef struct srv_exec srv_exec_t;       /* exec.h */
+typedef struct srv_jobs srv_jobs_t;       /* job.h */
+typedef struct srv_cmds srv_cmds_t;       /* cmds.h */
+typedef struct srv_stats srv_stats_t;     /* stats.h */
+typedef struct srv_shm srv_shm_t;         /* shm.h */
+typedef struct srv_streams srv_streams_t; /* streams.h */
+struct osp_sched;
+struct osp_window;
+struct osp_cache;
+struct osp_bufpool;
+struct osp_ctxpool;
+struct osp_loader;
+
+/* Written once, when the worker pools start (the first handshake, or the
+ * startup config of --listen --config: hello.c); read-only after. */
+typedef struct {
+    int started;             /* the pools run */
+    int cores;
+    int workers;             /* prepare workers = predict workers = run slots per model */
+    int intra_threads;       /* threads inside one run */
+    int lone_threads;        /* threads of a lone frame's run (the wider session); 0 = none */
+    int predict_nice;        /* predict workers run this much nicer than the rest */
+    char threads_source[16]; /* "config" or "cores" */
+    const osp_backend_t *backend;
+    char runtime_name[64];
+    char device[32];
+    double load_bound_ms;
+    int batch_mode;          /* osp_wire_batch_mode_t */
+    int window_ms, max_batch;
+} srv_settings_t;
+
+struct server {
+    osp_server_opts_t opts;
+    srv_settings_t set;
+    int stopping;                /* SIGTERM/SIGINT or the end of stdin: no new work */
+    struct timespec started;
+    srv_loop_t *loop;
+    srv_conns_t *conns;
+    srv_slots_t *slots;
+    srv_exec_t *exec;
+    srv_jobs_t *jobs;
+    srv_cmds_t *cmds;
+    srv_stats_t *stats;
+    srv_shm_t *shm;
+    srv_streams_t *streams;
+    struct osp_sched *sched;     /* admission (sched/sched.h) */
+    struct osp_window *window;   /* window batching (sched/window.h) once started, or NULL */
+    struct osp_loader *loader;   /* bounded model loads (model/loader.h) */
+    struct osp_cache *cache;     /* frames and tensors (sched/cache.h) */
+    struct osp_bufpool *bufs;    /* frame buffers, I/O thread only (sched/bufpool.h) */
+    struct osp_ctxpool *ctxs;    /* inference contexts (sched/ctxpool.h) */
+};
+
+#endif

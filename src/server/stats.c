@@ -1,0 +1,208 @@
+/* The server's counters and the mem_stats record; see stats.h. */
+#include "server/stats.h"
+
+#include <inttypes.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "model/loader.h"
+#include "sched/cache.h"
+#include "sched/gate.h"
+#include "sched/sched.h"
+#include "server/slots.h"
+
+struct srv_stats {
+    _Atomic int64_t v[SRV_ST_COUNT];
+};
+
+srv_stats_t *srv_stats_new(void) { return calloc(1, sizeof(srv_stats_t)); }
+void srv_stats_free(srv_stats_t *st) { free(st); }
+
+void srv_stat_add(server_t *s, srv_stat_t which, int64_t n) {
+    atomic_fetch_add_explicit(&s->stats->v[which], n, memory_order_relaxed);
+}
+
+int64_t srv_stat_get(const server_t *s, srv_stat_t which) {
+    return atomic_load_explicit(&s->stats->v[which], memory_order_relaxed);
+}
+
+void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t n) {
+    int64_t before = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_DEADLINE], n, memory_order_relaxed);
+    int64_t total = before + n;
+    if (before == 0 || total / 500 != before / 500)
+        fprintf(stderr, "ospreyd: shed %" PRId64 " request(s) past their deadline so far (model %d, %" PRId64 " ms late)\n",
+                total, idx, osp_gate_epoch_ms() - (int64_t)deadline_ms);
+}
+
+void srv_stat_shed_queue(server_t *s, int idx) {
+    int64_t total = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_QUEUE_FULL], 1, memory_order_relaxed) + 1;
+    if (total == 1 || total % 500 == 0)
+        fprintf(stderr, "ospreyd: shed %" PRId64 " queued frame(s) under overload so far (model %d: drop-oldest)\n",
+                total, idx);
+}
+
+static int malloc_arenas(void) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return -1;
+    int rc = malloc_info(0, f);
+    fclose(f);
+    int n = 0;
+    if (rc == 0 && buf)
+        for (const char *p = buf; (p = strstr(p, "<heap nr=")); p++) n++;
+    free(buf);
+    return rc == 0 ? n : -1;
+}
+
+static void put_memory(osp_jw_t *w) {
+    osp_jw_key(w, "memory");
+    osp_jw_obj_open(w);
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        osp_jw_key(w, "maxRssKb");
+        osp_jw_int(w, ru.ru_maxrss);
+    }
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        static const struct { const char *label, *key; } fields[] = {
+            {"VmRSS:", "rssKb"}, {"VmSize:", "vmKb"}, {"VmHWM:", "hwmKb"}, {"VmSwap:", "swapKb"}};
+        int64_t vals[4] = {-1, -1, -1, -1}, threads = -1;
+        char line[256];
+        while (fgets(line, sizeof line, f)) {
+            for (int i = 0; i < 4; i++)
+                if (strncmp(line, fields[i].label, strlen(fields[i].label)) == 0)
+                    vals[i] = strtoll(line + strlen(fields[i].label), NULL, 10);
+            if (strncmp(line, "Threads:", 8) == 0) threads = strtoll(line + 8, NULL, 10);
+        }
+        fclose(f);
+        for (int i = 0; i < 4; i++)
+            if (vals[i] >= 0) {
+                osp_jw_key(w, fields[i].key);
+                osp_jw_int(w, vals[i]);
+            }
+        if (threads >= 0) {
+            osp_jw_key(w, "threads");
+            osp_jw_int(w, threads);
+        }
+    }
+    osp_jw_obj_close(w);
+    int arenas = malloc_arenas();
+    osp_jw_key(w, "mallocArenas");
+    if (arenas >= 0) osp_jw_int(w, arenas); else osp_jw_null(w);
+}
+
+static void put_counters(const server_t *s, osp_jw_t *w) {
+#define K(name, which) osp_jw_key(w, name); osp_jw_int(w, srv_stat_get(s, which))
+    osp_jw_key(w, "counters");
+    osp_jw_obj_open(w);
+    K("inferJpeg", SRV_ST_INFER_JPEG);
+    K("inferRaw", SRV_ST_INFER_RAW);
+    K("inferBatch", SRV_ST_INFER_BATCH);
+    K("inferCached", SRV_ST_INFER_CACHED);
+    K("commands", SRV_ST_COMMANDS);
+    K("framesCached", SRV_ST_FRAMES_CACHED);
+    K("shedDeadlineExpired", SRV_ST_SHED_DEADLINE);
+    osp_jw_key(w, "totalInference");
+    osp_jw_int(w, srv_stat_get(s, SRV_ST_INFER_JPEG) + srv_stat_get(s, SRV_ST_INFER_RAW) +
+                      srv_stat_get(s, SRV_ST_INFER_BATCH) + srv_stat_get(s, SRV_ST_INFER_CACHED));
+    K("shedQueueFull", SRV_ST_SHED_QUEUE_FULL);
+    K("errors", SRV_ST_ERRORS);
+    K("inferShm", SRV_ST_INFER_SHM);
+    K("framesParked", SRV_ST_FRAMES_PARKED);
+    K("framesPreparedAsRead", SRV_ST_PREPARED_AS_READ);
+    K("bytesRelayed", SRV_ST_BYTES_RELAYED);
+    osp_jw_obj_close(w);
+#undef K
+}
+
+static void put_load_info(osp_jw_t *w, const osp_load_info_t *in, int poisoned, double bound_ms) {
+    osp_jw_obj_open(w);
+    osp_jw_key(w, "index"); osp_jw_int(w, in->index);
+    osp_jw_key(w, "modelId"); osp_jw_str(w, in->model_id);
+    if (poisoned) {
+        osp_jw_key(w, "boundMs"); osp_jw_int(w, (int64_t)llround(bound_ms));
+        osp_jw_key(w, "at"); osp_jw_int(w, in->at_ms);
+    } else {
+        osp_jw_key(w, "elapsedMs"); osp_jw_int(w, (int64_t)llround(in->elapsed_ms));
+    }
+    osp_jw_obj_close(w);
+}
+
+static void put_model_load(const server_t *s, osp_jw_t *w) {
+    osp_load_info_t in;
+    double bound = s->loader ? osp_loader_bound_ms(s->loader) : s->set.load_bound_ms;
+    osp_jw_key(w, "modelLoad");
+    osp_jw_obj_open(w);
+    osp_jw_key(w, "inFlight");
+    if (s->loader && osp_loader_in_flight(s->loader, &in))
+        put_load_info(w, &in, 0, bound);
+    else
+        osp_jw_null(w);
+    osp_jw_key(w, "poisonedBy");
+    if (s->loader && osp_loader_poisoned(s->loader, &in))
+        put_load_info(w, &in, 1, bound);
+    else
+        osp_jw_null(w);
+    osp_loader_counts_t c = {0};
+    if (s->loader) osp_loader_counts(s->loader, &c);
+    osp_jw_key(w, "boundMs"); osp_jw_int(w, (int64_t)llround(bound));
+    osp_jw_key(w, "completed"); osp_jw_int(w, c.completed);
+    osp_jw_key(w, "failed"); osp_jw_int(w, c.failed);
+    osp_jw_key(w, "timedOut"); osp_jw_int(w, c.timed_out);
+    osp_jw_key(w, "finishedLate"); osp_jw_int(w, c.finished_late);
+    osp_jw_obj_close(w);
+}
+
+void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
+    osp_jw_obj_open(w);
+    osp_jw_key(w, "cmd"); osp_jw_str(w, "mem_stats");
+    osp_jw_key(w, "status"); osp_jw_str(w, "ok");
+    put_memory(w);
+    put_counters(s, w);
+    int n = srv_slots_count(s);
+    osp_jw_key(w, "backpressure");
+    osp_jw_obj_open(w);
+    for (int i = 0; i < n; i++) {
+        int running, pending;
+        osp_sched_depth(s->sched, i, &running, &pending);
+        if (!srv_slot(s, i) && running == 0 && pending == 0) continue;
+        char key[16];
+        snprintf(key, sizeof key, "%d", i);
+        osp_jw_key(w, key);
+        osp_jw_obj_open(w);
+        osp_jw_key(w, "running"); osp_jw_int(w, running);
+        osp_jw_key(w, "pending"); osp_jw_int(w, pending);
+        osp_jw_obj_close(w);
+    }
+    osp_jw_obj_close(w);
+    osp_cache_stats_t cs;
+    osp_cache_stats(s->cache, &cs);
+    osp_jw_key(w, "modelsLoaded"); osp_jw_int(w, srv_slots_loaded(s));
+    osp_jw_key(w, "frameCacheEntries"); osp_jw_int(w, cs.frames);
+    osp_jw_key(w, "preprocessCacheEntries"); osp_jw_int(w, cs.tensors_frame);
+    osp_jw_key(w, "benchPreprocessCacheEntries"); osp_jw_int(w, cs.tensors_bench);
+    osp_jw_key(w, "uptimeSec"); osp_jw_int(w, (int64_t)llround(osp_gate_ms_since(&s->started)) / 1000);
+    const srv_settings_t *t = &s->set;
+    osp_jw_key(w, "threading");
+    osp_jw_obj_open(w);
+    osp_jw_key(w, "cores"); osp_jw_int(w, t->cores);
+    osp_jw_key(w, "prepareWorkers"); osp_jw_int(w, t->workers);
+    osp_jw_key(w, "predictWorkers"); osp_jw_int(w, t->workers);
+    osp_jw_key(w, "intraOpThreads"); osp_jw_int(w, t->intra_threads);
+    osp_jw_key(w, "loneFrameThreads"); osp_jw_int(w, t->lone_threads > 1 ? t->lone_threads : t->intra_threads);
+    long lone_runs = 0;
+    for (int i = 0; i < n; i++)
+        if (srv_slot(s, i)) lone_runs += atomic_load(&srv_loaded_model(srv_slot(s, i))->lone_runs);
+    osp_jw_key(w, "loneRuns"); osp_jw_int(w, lone_runs);
+    osp_jw_key(w, "predictNice"); osp_jw_int(w, t->predict_nice);
+    osp_jw_key(w, "source"); osp_jw_str(w, t->threads_source);
+    osp_jw_obj_close(w);
+    put_model_load(s, w);
+    osp_jw_obj_close(w);
+}

@@ -1,0 +1,47 @@
+/*
+ * stats: every counter the server keeps, and the mem_stats record that
+ * reports them with the state of the other parts (memory, admission,
+ * caches, threads, model loads). Counters are atomics added with relaxed
+ * order, so any thread may count or read them without a lock (the frame
+ * path takes none); mem_stats is written on the I/O thread.
+ */
+#ifndef OSP_STATS_H
+#define OSP_STATS_H
+
+#include <stdint.h>
+
+#include "server/srv.h"
+#include "wire/jsonw.h"
+
+typedef enum {
+    SRV_ST_INFER_JPEG,
+    SRV_ST_INFER_RAW,
+    SRV_ST_INFER_BATCH,
+    SRV_ST_INFER_CACHED,
+    SRV_ST_INFER_SHM,
+    SRV_ST_COMMANDS,
+    SRV_ST_FRAMES_CACHED,
+    SRV_ST_SHED_DEADLINE,   /* requests (batch items) answered dropped past their deadline */
+    SRV_ST_SHED_QUEUE_FULL, /* frames pushed out of a full queue */
+    SRV_ST_ERRORS,
+    SRV_ST_FRAMES_PARKED,   /* large raw frames whose pixels went through spill pipes */
+    SRV_ST_BYTES_RELAYED,   /* bytes read through relay pipes */
+    SRV_ST_PREPARED_AS_READ, /* large raw frames prepared row by row as they were read */
+    SRV_ST_COUNT
+} srv_stat_t;
+
+srv_stats_t *srv_stats_new(void);
+void srv_stats_free(srv_stats_t *st);
+void srv_stat_add(server_t *s, srv_stat_t which, int64_t n);
+int64_t srv_stat_get(const server_t *s, srv_stat_t which);
+
+/* A deadline shed of n requests of model idx, deadline_ms past: counted,
+ * and logged sampled (the first, then every 500th, with the total). */
+void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t n);
+/* A queue-full shed of one frame of model idx: counted and logged sampled. */
+void srv_stat_shed_queue(server_t *s, int idx);
+
+/* The mem_stats record ({"cmd": "mem_stats", "status": "ok", ...}) into w. */
+void srv_write_mem_stats(server_t *s, osp_jw_t *w);
+
+#endif
