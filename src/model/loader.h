@@ -66,7 +66,7 @@ int osp_loader_timer_ms(const osp_loader_t *ld);
 int osp_loader_expire(osp_loader_t *ld, osp_load_info_t *info);
 
 typedef enum {
-    OSP_LOAD_IN_TIME = 0, /* the load in flight, back within its bound: install or report */
+    OSP_LOAD_IN_TIME = 0, /* the load in flight, back before osp_loader_expire found its bound passed */
     OSP_LOAD_LATE = 1,    /* the abandoned load returned: the loader is free again */
     OSP_LOAD_STALE = 2,   /* nothing to do */
 } osp_load_outcome_t;

@@ -67,7 +67,9 @@ uint8_t *osp_buf_get(osp_bufpool_t *p, size_t need) {
         p->bufs[best] = p->bufs[p->n - 1];
         p->caps[best] = p->caps[p->n - 1];
         p->n--;
-        return b;
+        /* a buffer osp_buf_align moved comes back to the aligned start */
+        uint8_t *base = buf_base(b);
+        return buf_place(base, buf_hdr(b).cap, shift_for(base, 0));
     }
     uint8_t *base;
     if (need > SIZE_MAX - BUF_HDR - BUF_SLACK || !(base = malloc(need + BUF_HDR + BUF_SLACK)))

@@ -123,6 +123,25 @@ static void test_align_moves_content(void **s) {
     osp_bufpool_free(p);
 }
 
+/* A buffer that osp_buf_align moved, put back and taken again, must start
+ * on a 64-byte boundary like any buffer osp_buf_get returns. */
+static void test_reused_after_align_is_aligned(void **s) {
+    (void)s;
+    osp_bufpool_t *p = osp_bufpool_new(2);
+    assert_non_null(p);
+    uint8_t *b = osp_buf_get(p, 4096);
+    assert_non_null(b);
+    b = osp_buf_align(b, 0, 1); /* byte 1 aligned: the start is not */
+    assert_false(ALIGNED(b));
+    osp_buf_put(p, b);
+    uint8_t *again = osp_buf_get(p, 4096);
+    assert_non_null(again);
+    assert_true(ALIGNED(again));
+    memset(again, 0, 4096);
+    osp_buf_put(p, again);
+    osp_bufpool_free(p);
+}
+
 static void test_absurd_sizes(void **s) {
     (void)s;
     osp_bufpool_t *p = osp_bufpool_new(2);
@@ -141,6 +160,7 @@ int main(void) {
         cmocka_unit_test(test_reuse_smallest_that_fits),
         cmocka_unit_test(test_keep_limit_prefers_large),
         cmocka_unit_test(test_align_moves_content),
+        cmocka_unit_test(test_reused_after_align_is_aligned),
         cmocka_unit_test(test_absurd_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
