@@ -285,18 +285,13 @@ int osp_wire_request_parse(const osp_wire_frame_t *f, int version, osp_wire_requ
                            char *err, size_t errlen);
 
 /*
- * A command payload read as Python's json.loads reads it: UTF-8 (encoded
- * surrogates passed), strict JSON plus NaN/Infinity/-Infinity, duplicate
- * keys collapsed like a dict (the last value, in the first one's place).
- * The tree is built here, not by cJSON_Parse (which writes process-wide
- * state on every call). *out is the caller's (cJSON_Delete). Text Python
- * rejects gets Python's message and position, e.g. "Expecting value: line
- * 1 column 1 (char 0)" or "'utf-8' codec can't decode byte 0xff in position
- * 6: invalid start byte", to be sent as {"cmd": "unknown", "status":
- * "error", "error": text}. Known gaps: a payload whose first two bytes hold
- * a NUL was UTF-16/32 to Python; a \u0000 ends a cJSON string. A JSON
- * value that is not an object is refused ("command must be a JSON object";
- * the seed crashed on it). Returns 0, OSP_WIRE_EINVAL or OSP_WIRE_ENOMEM.
+ * A command payload read as Python's json.loads reads it (osp_pyjson_parse,
+ * pyjson.h: its messages and positions, NaN/Infinity, duplicate keys
+ * collapsed like a dict). *out is the caller's (cJSON_Delete). Text Python
+ * rejects gets Python's message, to be sent as {"cmd": "unknown",
+ * "status": "error", "error": text}. A JSON value that is not an object is
+ * refused ("command must be a JSON object"; the seed crashed on it).
+ * Returns 0, OSP_WIRE_EINVAL or OSP_WIRE_ENOMEM.
  */
 int osp_wire_command_parse(const uint8_t *json, size_t len, struct cJSON **out, char *err,
                            size_t errlen);
