@@ -21,11 +21,16 @@ uint64_t osp_wire_rd64(const uint8_t *p) {
     return (uint64_t)osp_wire_rd32(p) | (uint64_t)osp_wire_rd32(p + 4) << 32;
 }
 
-static void wr32(uint8_t *p, uint32_t v) {
+void osp_wire_wr32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);
     p[2] = (uint8_t)(v >> 16);
     p[3] = (uint8_t)(v >> 24);
+}
+
+void osp_wire_wr64(uint8_t *p, uint64_t v) {
+    osp_wire_wr32(p, (uint32_t)v);
+    osp_wire_wr32(p + 4, (uint32_t)(v >> 32));
 }
 
 /* ---- framing ------------------------------------------------------------------- */
@@ -372,10 +377,18 @@ int osp_wire_sheddable(uint8_t t) {
 int osp_wire_split_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int version,
                             uint64_t *deadline_ms, const uint8_t **rest, size_t *rest_len,
                             char *err, size_t errlen) {
+    if (!osp_wire_sheddable(msg_type)) version = 1;
+    return osp_wire_strip_deadline(msg_type, p, n, version, deadline_ms, rest, rest_len, err,
+                                   errlen);
+}
+
+int osp_wire_strip_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int version,
+                            uint64_t *deadline_ms, const uint8_t **rest, size_t *rest_len,
+                            char *err, size_t errlen) {
     *deadline_ms = 0;
     *rest = p;
     *rest_len = n;
-    if (version < 2 || !osp_wire_sheddable(msg_type)) return 0;
+    if (version < 2) return 0;
     if (n < OSP_WIRE_DEADLINE_LEN)
         return seterr(err, errlen, OSP_WIRE_EINVAL,
                       "truncated deadline prefix on msg_type=%u (%zu bytes, need %d)", msg_type, n,
@@ -518,8 +531,8 @@ size_t osp_wire_reply_begin(osp_jw_t *w) {
 
 int osp_wire_reply_header(uint8_t out[8], uint32_t req_id, size_t json_len) {
     if (json_len > UINT32_MAX - 4) return OSP_WIRE_ETOOBIG;
-    wr32(out, (uint32_t)json_len + 4);
-    wr32(out + 4, req_id);
+    osp_wire_wr32(out, (uint32_t)json_len + 4);
+    osp_wire_wr32(out + 4, req_id);
     return 0;
 }
 

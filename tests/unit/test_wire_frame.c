@@ -613,6 +613,41 @@ static void test_deadline_truncated(void **s) {
     assert_true(rq.deadline_ms == 0);
 }
 
+/* An extension type the seed did not know (infer_shm) strips the prefix
+ * at v2 whatever osp_wire_sheddable says, with the same text when short. */
+static void test_deadline_strip_extension(void **s) {
+    (void)s;
+    uint8_t p[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    uint64_t dl = 7;
+    const uint8_t *rest;
+    size_t n;
+    char err[OSP_WIRE_ERRLEN];
+    assert_int_equal(osp_wire_strip_deadline(OSP_WIRE_MSG_INFER_SHM, p, sizeof p, 2, &dl, &rest,
+                                             &n, err, sizeof err),
+                     0);
+    assert_true(dl == 0x0807060504030201ull);
+    assert_ptr_equal(rest, p + 8);
+    assert_int_equal(n, 4);
+    assert_int_equal(osp_wire_strip_deadline(OSP_WIRE_MSG_INFER_SHM, p, sizeof p, 1, &dl, &rest,
+                                             &n, err, sizeof err),
+                     0);
+    assert_true(dl == 0);
+    assert_ptr_equal(rest, p);
+    assert_int_equal(n, sizeof p);
+    assert_int_equal(osp_wire_strip_deadline(OSP_WIRE_MSG_INFER_SHM, p, 7, 2, &dl, &rest, &n, err,
+                                             sizeof err),
+                     OSP_WIRE_EINVAL);
+    assert_string_equal(err, "truncated deadline prefix on msg_type=6 (7 bytes, need 8)");
+    /* the writers are the readers' inverse */
+    uint8_t b[8];
+    osp_wire_wr32(b, 0xa1b2c3d4u);
+    assert_memory_equal(b, "\xd4\xc3\xb2\xa1", 4);
+    assert_true(osp_wire_rd32(b) == 0xa1b2c3d4u);
+    osp_wire_wr64(b, 0x0102030405060708ull);
+    assert_memory_equal(b, "\x08\x07\x06\x05\x04\x03\x02\x01", 8);
+    assert_true(osp_wire_rd64(b) == 0x0102030405060708ull);
+}
+
 /* ---- payloads ------------------------------------------------------------------------- */
 
 static void test_payload_errors(void **s) {
@@ -1058,6 +1093,7 @@ int main(void) {
         cmocka_unit_test(test_hello_errors),
         cmocka_unit_test(test_deadline_per_type),
         cmocka_unit_test(test_deadline_truncated),
+        cmocka_unit_test(test_deadline_strip_extension),
         cmocka_unit_test(test_payload_errors),
         cmocka_unit_test(test_infer_raw),
         cmocka_unit_test(test_cache_frame),
