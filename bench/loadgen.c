@@ -60,13 +60,13 @@
 
 #include "bench_util.h"
 #include "image/image.h"
+#include "wire/encode.h"
 
 #define WHO "loadgen"
 #define MAX_RUNS 15
 #define REC_CAP (1u << 20) /* requests per run, at most */
 #define MAX_THREADS 256
 #define MAX_LIST 8         /* --batch / --inflight lists */
-#define MSG_INFER_SHM 0x06 /* osprey extension: a frame in a registered shm region */
 
 /* ---- options --------------------------------------------------------------- */
 
@@ -129,22 +129,6 @@ static uint64_t epoch_ms(void) {
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static void put_u32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    p[2] = (uint8_t)(v >> 16);
-    p[3] = (uint8_t)(v >> 24);
-}
-
-static void put_u64(uint8_t *p, uint64_t v) {
-    put_u32(p, (uint32_t)v);
-    put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
-static uint32_t get_u32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* ---- the server process ---------------------------------------------------- */
 
 typedef struct {
@@ -162,7 +146,7 @@ typedef struct {
     long events, unexpected;
     uint32_t next_id;
     /* the request: header fields and the shared payload */
-    uint8_t msg_type;
+    uint8_t msg_type;   /* OSP_WIRE_MSG_* */
     uint32_t fw, fh;
     int batch;          /* infer_batch: items per request */
     uint32_t batch_tag; /* infer_batch: frame_id */
@@ -275,6 +259,15 @@ static int write_fd(srv_t *s, int fd, struct iovec *iov, int cnt) {
 
 static int write_all(srv_t *s, struct iovec *iov, int cnt) { return write_fd(s, s->wfd, iov, cnt); }
 
+/* A command frame (0x00): its header, then the JSON. */
+static int send_command(srv_t *s, uint32_t req_id, const char *json, size_t n) {
+    uint8_t hdr[OSP_WIRE_HEAD_MAX];
+    osp_wire_req_t r = {.req_id = req_id, .version = s->version};
+    size_t hl = osp_wire_encode_command(hdr, sizeof hdr, &r, NULL, n);
+    struct iovec iov[2] = {{hdr, hl}, {(void *)json, n}};
+    return hl ? write_all(s, iov, 2) : -1;
+}
+
 /* The value after "key": in a JSON text, or NULL. Good enough for the flat
  * reply records of the protocol. */
 static const char *json_val(const char *body, const char *key) {
@@ -306,7 +299,7 @@ static void *reader_main(void *arg) {
     char *body = malloc(cap);
     for (;;) {
         if (read_full(s->rfd, hdr, 8)) break;
-        uint32_t total = get_u32(hdr), id = get_u32(hdr + 4);
+        uint32_t total = osp_wire_rd32(hdr), id = osp_wire_rd32(hdr + 4);
         if (total < 4 || total > (64u << 20)) {
             fprintf(stderr, "%s: bad reply length %u\n", WHO, total);
             break;
@@ -362,16 +355,11 @@ static int handshake(srv_t *s, const opts_t *o) {
                      "\"protocolVersion\":2%s}",
                      o->concurrency, o->model_json ? o->model_json : byname, bm);
     if (n < 0 || (size_t)n >= sizeof cfg) return -1;
-    uint8_t hdr[9];
-    put_u32(hdr, (uint32_t)(5 + n));
-    put_u32(hdr + 4, 0);
-    hdr[8] = 0;
-    struct iovec iov[2] = {{hdr, 9}, {cfg, (size_t)n}};
-    if (write_all(s, iov, 2)) return -1;
+    if (send_command(s, 0, cfg, (size_t)n)) return -1;
     uint8_t rh[8];
     struct pollfd p = {.fd = s->rfd, .events = POLLIN};
     if (poll(&p, 1, 180000) <= 0 || read_full(s->rfd, rh, 8)) return -1;
-    uint32_t total = get_u32(rh);
+    uint32_t total = osp_wire_rd32(rh);
     if (total < 4 || total > 1 << 20) return -1;
     char *body = calloc(1, total - 3);
     if (!body || read_full(s->rfd, (uint8_t *)body, total - 4)) {
@@ -394,18 +382,12 @@ static int handshake(srv_t *s, const opts_t *o) {
 /* A command (0x00) answered before the reader thread starts; its reply in
  * body (NUL-terminated, cut to cap). 0, or -1 when the server is gone. */
 static int command_sync(srv_t *s, const char *json, char *body, size_t cap) {
-    size_t n = strlen(json);
-    uint8_t hdr[9];
-    put_u32(hdr, (uint32_t)(5 + n));
-    put_u32(hdr + 4, 0xFFFFFFF0u);
-    hdr[8] = 0;
-    struct iovec iov[2] = {{hdr, 9}, {(void *)json, n}};
-    if (write_all(s, iov, 2)) return -1;
+    if (send_command(s, 0xFFFFFFF0u, json, strlen(json))) return -1;
     for (;;) { /* skip unsolicited events */
         uint8_t rh[8];
         struct pollfd p = {.fd = s->rfd, .events = POLLIN};
         if (poll(&p, 1, 30000) <= 0 || read_full(s->rfd, rh, 8)) return -1;
-        uint32_t total = get_u32(rh), id = get_u32(rh + 4);
+        uint32_t total = osp_wire_rd32(rh), id = osp_wire_rd32(rh + 4);
         if (total < 4 || total > 1 << 20) return -1;
         char *b = malloc(total - 3);
         if (!b || read_full(s->rfd, (uint8_t *)b, total - 4)) {
@@ -475,45 +457,38 @@ static int shm_register(srv_t *s, size_t bytes) {
     return 0;
 }
 
-/* Send one inference request (blocking in the sense of write_all). The
- * record is marked sent and counted in flight before the first byte goes. */
-static uint32_t begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) { /* hdr: 64 bytes */
+/* Send one inference request (blocking in the sense of write_all): its
+ * header into hdr (OSP_WIRE_HEAD_MAX bytes), the shared payload to follow.
+ * The record is marked sent and counted in flight before the first byte
+ * goes. */
+static uint32_t begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) {
     pthread_mutex_lock(&s->mu);
     uint32_t id = s->next_id++;
     recs[id].state = ST_SENT;
     recs[id].t_send = mono_ns();
     s->inflight++;
     pthread_mutex_unlock(&s->mu);
-    size_t h = 9;
-    if (s->version >= 2) {
-        uint64_t dl = s->deadline_ms > 0 ? epoch_ms() + (uint64_t)s->deadline_ms : 0;
-        put_u64(hdr + h, dl);
-        h += 8;
+    osp_wire_req_t r = {.req_id = id, .version = s->version};
+    if (s->version >= 2 && s->deadline_ms > 0) r.deadline_ms = epoch_ms() + (uint64_t)s->deadline_ms;
+    const size_t cap = OSP_WIRE_HEAD_MAX;
+    const uint8_t model = 0, rgb = OSP_WIRE_FMT_RGB;
+    switch (s->msg_type) {
+    case OSP_WIRE_MSG_INFER_RAW:
+        *hlen = osp_wire_encode_raw(hdr, cap, &r, model, s->fw, s->fh, rgb, NULL, s->payload_len);
+        break;
+    case OSP_WIRE_MSG_INFER_BATCH: /* the items are the payload */
+        *hlen = osp_wire_encode_batch(hdr, cap, &r, model, (uint8_t)s->batch, s->batch_tag, NULL,
+                                      s->payload_len);
+        break;
+    case OSP_WIRE_MSG_INFER_SHM: { /* the frame at the region's start; no payload */
+        osp_wire_shm_t m = {.model_idx = model, .region = s->region, .width = s->fw,
+                            .height = s->fh, .fmt = rgb, .stride = s->fw * 3};
+        *hlen = osp_wire_encode_shm(hdr, cap, &r, &m);
+        break;
     }
-    hdr[h++] = 0; /* model_idx */
-    if (s->msg_type == 0x02) {
-        put_u32(hdr + h, s->fw);
-        put_u32(hdr + h + 4, s->fh);
-        hdr[h + 8] = 0; /* RGB */
-        h += 9;
-    } else if (s->msg_type == 0x03) { /* [u8 count][u32 frame_id], the items are the payload */
-        hdr[h] = (uint8_t)s->batch;
-        put_u32(hdr + h + 1, s->batch_tag);
-        h += 5;
-    } else if (s->msg_type == MSG_INFER_SHM) {
-        /* [u32 region][u64 offset][u32 w][u32 h][u8 fmt][u32 stride]; no payload */
-        put_u32(hdr + h, s->region);
-        put_u64(hdr + h + 4, 0);
-        put_u32(hdr + h + 12, s->fw);
-        put_u32(hdr + h + 16, s->fh);
-        hdr[h + 20] = 0; /* RGB */
-        put_u32(hdr + h + 21, s->fw * 3);
-        h += 25;
+    default:
+        *hlen = osp_wire_encode_jpeg(hdr, cap, &r, model, NULL, s->payload_len);
     }
-    put_u32(hdr, (uint32_t)(h - 4 + s->payload_len));
-    put_u32(hdr + 4, id);
-    hdr[8] = s->msg_type;
-    *hlen = h;
     return id;
 }
 
@@ -546,16 +521,11 @@ static const char *const sc_keys[SC_N] = {"framesPreparedAsRead", "framesParked"
 
 static int server_counters(srv_t *s, long out[SC_N]) {
     static const char json[] = "{\"cmd\":\"mem_stats\"}";
-    uint8_t hdr[9];
-    put_u32(hdr, (uint32_t)(5 + sizeof json - 1));
-    put_u32(hdr + 4, STATS_ID);
-    hdr[8] = 0;
     pthread_mutex_lock(&s->mu);
     free(s->stats);
     s->stats = NULL;
     pthread_mutex_unlock(&s->mu);
-    struct iovec iov[2] = {{hdr, 9}, {(void *)json, sizeof json - 1}};
-    if (write_all(s, iov, 2)) return -1;
+    if (send_command(s, STATS_ID, json, sizeof json - 1)) return -1;
     int64_t until = mono_ns() + 5000000000LL;
     struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
     pthread_mutex_lock(&s->mu);
@@ -705,7 +675,7 @@ static void phase_closed(srv_t *s, int k, double seconds, phase_t *ph) {
     ph->t0 = mono_ns();
     int64_t end = ph->t0 + (int64_t)(seconds * 1e9);
     ph->first = s->next_id;
-    uint8_t hdr[64];
+    uint8_t hdr[OSP_WIRE_HEAD_MAX];
     while (s->next_id < REC_CAP - 1) {
         if (!wait_inflight_below(s, k, end)) break;
         if (mono_ns() >= end) break;
@@ -727,7 +697,7 @@ static void phase_open(srv_t *s, double rate, double seconds, double grace_s, ph
     ph->first = s->next_id;
     ph->t0 = mono_ns();
     int64_t hard_end = ph->t0 + (int64_t)((seconds + grace_s) * 1e9);
-    uint8_t hdr[64];
+    uint8_t hdr[OSP_WIRE_HEAD_MAX];
     struct iovec iov[2];
     int cnt = 0, active = 0, failed = 0;
     long i = 0, started = 0;
@@ -852,14 +822,9 @@ static int make_batch_items(const opts_t *o, frame_t *f, int n) {
     free(f->items);
     f->items = malloc(one * (size_t)n);
     if (!f->items) return -1;
-    for (int i = 0; i < n; i++) {
-        uint8_t *p = f->items + one * (size_t)i;
-        put_u32(p, (uint32_t)o->w);
-        put_u32(p + 4, (uint32_t)o->h);
-        p[8] = 0; /* RGB */
-        put_u32(p + 9, (uint32_t)px);
-        memcpy(p + 13, f->rgb, px);
-    }
+    for (int i = 0; i < n; i++)
+        osp_wire_encode_item(f->items + one * (size_t)i, one, (uint32_t)o->w, (uint32_t)o->h,
+                             OSP_WIRE_FMT_RGB, f->rgb, (uint32_t)px);
     f->items_len = one * (size_t)n;
     f->nitems = n;
     return 0;
@@ -1158,7 +1123,7 @@ static void phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double
     }
     int n = 0, nr = 0, np = 0, bad = 0;
     for (int i = 0; i < 3; i++) bu_run_ms(WHO, rm, &in); /* warm-up */
-    uint8_t hdr[64];
+    uint8_t hdr[OSP_WIRE_HEAD_MAX];
     int64_t end = mono_ns() + (int64_t)(seconds * 1e9);
     while (n < CAP && mono_ns() < end && !bad) {
         size_t hl;
@@ -1243,19 +1208,19 @@ static int do_run(const opts_t *o, const char *server, const frame_t *f, const o
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s.cv, &ca);
-    s.msg_type = o->jpeg ? 0x01 : 0x02;
+    s.msg_type = o->jpeg ? OSP_WIRE_MSG_INFER_JPEG : OSP_WIRE_MSG_INFER_RAW;
     s.fw = (uint32_t)o->w;
     s.fh = (uint32_t)o->h;
     s.payload = o->jpeg ? f->jpg : f->rgb;
     s.payload_len = o->jpeg ? f->jpg_len : (size_t)o->w * o->h * 3;
     if (o->batch > 0) {
-        s.msg_type = 0x03;
+        s.msg_type = OSP_WIRE_MSG_INFER_BATCH;
         s.batch = o->batch;
         s.batch_tag = o->batch_tag;
         s.payload = f->items;
         s.payload_len = f->items_len;
     } else if (o->shm) {
-        s.msg_type = MSG_INFER_SHM;
+        s.msg_type = OSP_WIRE_MSG_INFER_SHM;
         s.payload = NULL;
         s.payload_len = 0;
     }
