@@ -110,7 +110,7 @@ bench: build assets
 	@$(PY) -c "import sys, pathlib; sys.path.insert(0, 'tests/e2e'); \
 	    from test_segment import frame_diff_model; frame_diff_model(pathlib.Path('$(BUILD)/framediff.onnx'))"
 	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)" 3 $(BUILD)/framediff.onnx
-	@echo "ospreyd end to end (bench/loadgen.c), each on a fresh ospreyd over pipes; f/s counts frames,"
+	@echo "ospreyd end to end (bench/loadgen/), each on a fresh ospreyd over pipes; f/s counts frames,"
 	@echo "latency is per request, ratio = f/s / the limit (the raw ONNX Runtime run loop, best of 1 session x"
 	@echo "N threads and N sessions x 1 thread, at the same batch size, measured in the same command);"
 	@echo "K = requests in flight (4 = the admission capacity: 2 workers + 2 pending). Noisy shared machine:"
