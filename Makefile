@@ -29,7 +29,7 @@ help:
 	@echo "make demo     set up, fetch the default model and media, detect people in vtest.avi"
 	@echo "make check    set up and run every test (SANITIZE=address for ASan+UBSan)"
 	@echo "make check-tsan  the threaded parts (unit tests, ospreyd end to end) under TSan"
-	@echo "make fuzz     the wire fuzz target for FUZZ_SECONDS (default 60)"
+	@echo "make fuzz     the wire and JSON fuzz targets, FUZZ_SECONDS each (default 60)"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
 	@echo "make clean    remove build output"
@@ -63,20 +63,31 @@ ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory fuzz
 endif
 
-# libFuzzer (clang) over the wire codec: every parser a peer reaches.
-FUZZ_BIN := $(BUILD)/fuzz/fuzz_wire
-$(FUZZ_BIN): tests/fuzz/fuzz_wire.c src/wire/*.c src/wire/*.h
+# libFuzzer (clang) over the wire codec: every parser a peer reaches. One
+# binary per target, each run for FUZZ_SECONDS on its committed seeds
+# (tests/fuzz/corpus/<target>/) and what earlier runs found ($(BUILD)/fuzz/corpus-<target>).
+FUZZ_TARGETS := wire json
+FUZZ_WHAT_wire := the wire codec (frames, payloads, peeks, encoders, replies)
+FUZZ_WHAT_json := the startup config and command JSON
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c src/wire/*.c src/wire/*.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    -Isrc tests/fuzz/fuzz_wire.c src/wire/*.c -lcjson -lm -o $@
+	    -Isrc $< src/wire/*.c -lcjson -lm -o $@
 
-fuzz: deps $(FUZZ_BIN)
-	@mkdir -p $(BUILD)/fuzz/corpus
-	@echo "fuzz_wire: $(FUZZ_SECONDS) s of libFuzzer over the wire codec"
-	@$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/ \
-	    $(BUILD)/fuzz/corpus tests/fuzz/corpus/wire > $(BUILD)/fuzz/log 2>&1; rc=$$?; \
-	    tail -n 14 $(BUILD)/fuzz/log; \
-	    if [ $$rc -ne 0 ]; then echo "fuzz_wire: FINDING (exit $$rc), see $(BUILD)/fuzz/log and the crash-* file"; fi; exit $$rc
+fuzz: deps $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+	@status=0; for t in $(FUZZ_TARGETS); do \
+	    case $$t in wire) what="$(FUZZ_WHAT_wire)";; json) what="$(FUZZ_WHAT_json)";; esac; \
+	    mkdir -p $(BUILD)/fuzz/corpus-$$t; \
+	    echo "fuzz_$$t: $(FUZZ_SECONDS) s of libFuzzer over $$what"; \
+	    $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
+	        > $(BUILD)/fuzz/$$t.log 2>&1; rc=$$?; \
+	    tail -n 14 $(BUILD)/fuzz/$$t.log; \
+	    if [ $$rc -ne 0 ]; then \
+	        echo "fuzz_$$t: FINDING (exit $$rc), see $(BUILD)/fuzz/$$t.log and the $(BUILD)/fuzz/$$t-crash-* file"; \
+	        status=$$rc; \
+	    fi; \
+	done; exit $$status
 
 # The threaded parts under ThreadSanitizer: unit tests and ospreyd end to end.
 check-tsan: assets
@@ -99,7 +110,7 @@ bench: build assets
 	@$(PY) -c "import sys, pathlib; sys.path.insert(0, 'tests/e2e'); \
 	    from test_segment import frame_diff_model; frame_diff_model(pathlib.Path('$(BUILD)/framediff.onnx'))"
 	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)" 3 $(BUILD)/framediff.onnx
-	@echo "ospreyd end to end (bench/loadgen.c), each on a fresh ospreyd over pipes; f/s counts frames,"
+	@echo "ospreyd end to end (bench/loadgen/), each on a fresh ospreyd over pipes; f/s counts frames,"
 	@echo "latency is per request, ratio = f/s / the limit (the raw ONNX Runtime run loop, best of 1 session x"
 	@echo "N threads and N sessions x 1 thread, at the same batch size, measured in the same command);"
 	@echo "K = requests in flight (4 = the admission capacity: 2 workers + 2 pending). Noisy shared machine:"

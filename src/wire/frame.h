@@ -37,6 +37,9 @@ enum {
     OSP_WIRE_MSG_INFER_BATCH = 0x03,
     OSP_WIRE_MSG_CACHE_FRAME = 0x04,
     OSP_WIRE_MSG_INFER_CACHED = 0x05,
+    /* osprey's extensions (peek.h reads them; the seed answered "unknown") */
+    OSP_WIRE_MSG_INFER_SHM = 0x06,   /* a frame in a registered shared-memory region */
+    OSP_WIRE_MSG_STREAM_PUSH = 0x07, /* one frame of features into an open stream */
 };
 
 /* Raw pixel formats; the values are the wire's (and image.h's osp_pixfmt_t). */
@@ -175,6 +178,8 @@ int osp_wire_negotiate(const struct cJSON *declared, int worker_version);
 /* The little-endian integers every wire layout uses. */
 uint32_t osp_wire_rd32(const uint8_t *p);
 uint64_t osp_wire_rd64(const uint8_t *p);
+void osp_wire_wr32(uint8_t *p, uint32_t v);
+void osp_wire_wr64(uint8_t *p, uint64_t v);
 
 /* Whether the type carries a deadline prefix at version >= 2. */
 int osp_wire_sheddable(uint8_t msg_type);
@@ -185,6 +190,13 @@ int osp_wire_sheddable(uint8_t msg_type);
  * deadline 0. Error "truncated deadline prefix on msg_type=T (N bytes, need 8)".
  */
 int osp_wire_split_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int version,
+                            uint64_t *deadline_ms, const uint8_t **rest, size_t *rest_len,
+                            char *err, size_t errlen);
+/* The same for a type osp_wire_sheddable does not know (an extension that
+ * carries the prefix at version >= 2, e.g. infer_shm): at version >= 2 the
+ * prefix is stripped whatever msg_type is; msg_type only names it in the
+ * error text. */
+int osp_wire_strip_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int version,
                             uint64_t *deadline_ms, const uint8_t **rest, size_t *rest_len,
                             char *err, size_t errlen);
 
@@ -285,18 +297,13 @@ int osp_wire_request_parse(const osp_wire_frame_t *f, int version, osp_wire_requ
                            char *err, size_t errlen);
 
 /*
- * A command payload read as Python's json.loads reads it: UTF-8 (encoded
- * surrogates passed), strict JSON plus NaN/Infinity/-Infinity, duplicate
- * keys collapsed like a dict (the last value, in the first one's place).
- * The tree is built here, not by cJSON_Parse (which writes process-wide
- * state on every call). *out is the caller's (cJSON_Delete). Text Python
- * rejects gets Python's message and position, e.g. "Expecting value: line
- * 1 column 1 (char 0)" or "'utf-8' codec can't decode byte 0xff in position
- * 6: invalid start byte", to be sent as {"cmd": "unknown", "status":
- * "error", "error": text}. Known gaps: a payload whose first two bytes hold
- * a NUL was UTF-16/32 to Python; a \u0000 ends a cJSON string. A JSON
- * value that is not an object is refused ("command must be a JSON object";
- * the seed crashed on it). Returns 0, OSP_WIRE_EINVAL or OSP_WIRE_ENOMEM.
+ * A command payload read as Python's json.loads reads it (osp_pyjson_parse,
+ * pyjson.h: its messages and positions, NaN/Infinity, duplicate keys
+ * collapsed like a dict). *out is the caller's (cJSON_Delete). Text Python
+ * rejects gets Python's message, to be sent as {"cmd": "unknown",
+ * "status": "error", "error": text}. A JSON value that is not an object is
+ * refused ("command must be a JSON object"; the seed crashed on it).
+ * Returns 0, OSP_WIRE_EINVAL or OSP_WIRE_ENOMEM.
  */
 int osp_wire_command_parse(const uint8_t *json, size_t len, struct cJSON **out, char *err,
                            size_t errlen);

@@ -1,8 +1,12 @@
 /*
- * libFuzzer target for src/wire/frame.c: the frame reader fed in arbitrary
- * splits (checked against one whole-buffer scan), every payload parser and
- * the batch iterator at versions 1 and 2, the handshake and command JSON
- * parsers, and the reply encoders (whose output must parse back as JSON).
+ * libFuzzer target for src/wire/ (frame.c, peek.c, encode.c): the frame
+ * reader fed in arbitrary splits (checked against one whole-buffer scan),
+ * every payload parser and the batch iterator at versions 1 and 2, the
+ * infer_raw peek at every prefix length (as a server has a frame after a
+ * partial read), the infer_shm and stream_push parsers, the request
+ * encoders (what the parsers read must encode back to the same bytes), the
+ * handshake and command JSON parsers, and the reply encoders (whose output
+ * must parse back as JSON). fuzz_json.c drives the JSON reader harder.
  * Deterministic: every choice comes from the input. See README.md.
  *
  * Input: [u8 ctl][u8 ctl2][stream bytes]
@@ -16,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire/encode.h"
 #include "wire/frame.h"
+#include "wire/peek.h"
 
 #define MAX_FRAMES 2048
 
@@ -145,6 +151,140 @@ static void parse_payload(const ref_t *r, const uint8_t *stream, int version, os
     free(p);
 }
 
+/* The infer_raw peek over the first `avail` bytes of the frame, given in
+ * a copy of exactly that size. */
+static int peek_prefix(const uint8_t *fr, size_t avail, size_t len, int version,
+                       osp_wire_raw_head_t *h, size_t *need, char *err) {
+    uint8_t *p = dup(fr, avail);
+    err[0] = '\0';
+    int rc = osp_wire_raw_peek(p, avail, len, version, h, need, err, OSP_WIRE_ERRLEN);
+    if (rc == 1) CHECK(h->pixel_off <= avail && h->img.pixels == p + h->pixel_off);
+    free(p);
+    return rc;
+}
+
+/* The peek agrees with the whole-frame parser, and every shorter prefix
+ * either asks for more bytes (never past the header) or already gives the
+ * whole frame's answer. What it read encodes back to the frame's header. */
+static void check_peek(const ref_t *r, const uint8_t *stream, int version) {
+    const uint8_t *fr = stream + r->off;
+    size_t len = r->len;
+    osp_wire_frame_t f = {.total_len = osp_wire_rd32(fr), .req_id = r->req_id,
+                          .msg_type = r->type, .payload = fr + 9, .payload_len = len - 9,
+                          .frame_len = len};
+    osp_wire_request_t rq;
+    osp_wire_raw_head_t whole, h;
+    char perr[OSP_WIRE_ERRLEN], err[OSP_WIRE_ERRLEN];
+    size_t need;
+    int prc = osp_wire_request_parse(&f, version, &rq, perr, sizeof perr);
+    int wrc = peek_prefix(fr, len, len, version, &whole, &need, err);
+    if (r->type != OSP_WIRE_MSG_INFER_RAW) {
+        CHECK(wrc == OSP_WIRE_EINVAL && strncmp(err, "not an infer_raw frame", 22) == 0);
+        return;
+    }
+    CHECK(wrc == (prc == 0 ? 1 : OSP_WIRE_EINVAL));
+    if (wrc == 1) {
+        CHECK(whole.req_id == rq.req_id && whole.deadline_ms == rq.deadline_ms);
+        CHECK(whole.model_idx == rq.u.raw.model_idx && whole.img.len == rq.u.raw.img.len);
+        CHECK(whole.img.width == rq.u.raw.img.width && whole.img.fmt == rq.u.raw.img.fmt);
+        CHECK(rq.u.raw.img.pixels == fr + whole.pixel_off);
+        uint8_t enc[OSP_WIRE_HEAD_MAX];
+        osp_wire_req_t er = {.req_id = whole.req_id, .version = version,
+                             .deadline_ms = whole.deadline_ms};
+        size_t n = osp_wire_encode_raw(enc, sizeof enc, &er, whole.model_idx, whole.img.width,
+                                       whole.img.height, whole.img.fmt, NULL,
+                                       len - whole.pixel_off);
+        CHECK(n == whole.pixel_off && memcmp(enc, fr, n) == 0);
+    } else {
+        CHECK(strcmp(err, perr) == 0);
+    }
+    /* Every prefix. Up to 40 bytes each in a copy of exactly that size (the
+     * header is at most 27: an overread shows); past that, one copy of the
+     * whole frame serves, as the answer must no longer change. */
+    uint8_t *all = dup(fr, len);
+    for (size_t avail = 0; avail <= len; avail++) {
+        int rc;
+        if (avail <= 40) {
+            rc = peek_prefix(fr, avail, len, version, &h, &need, err);
+        } else {
+            err[0] = '\0';
+            rc = osp_wire_raw_peek(all, avail, len, version, &h, &need, err, sizeof err);
+        }
+        if (rc == 0) {
+            CHECK(need >= 1 && avail + need <= 27);
+            continue;
+        }
+        CHECK(rc == wrc);
+        if (rc == 1)
+            CHECK(h.pixel_off == whole.pixel_off && h.img.len == whole.img.len &&
+                  h.model_idx == whole.model_idx && h.deadline_ms == whole.deadline_ms);
+        else
+            CHECK(strcmp(err, perr) == 0);
+    }
+    free(all);
+}
+
+/* An encoded frame and the frame it was read from: the same req_id and
+ * payload bytes (the type may differ: every payload is read as each
+ * extension; a total_len below 5 reads as 5). */
+static int same_body(const uint8_t *enc, const uint8_t *fr, size_t n) {
+    return memcmp(enc + 4, fr + 4, 4) == 0 && memcmp(enc + 9, fr + 9, n - 9) == 0;
+}
+
+/* Any payload read as infer_shm (checked against a region size taken from
+ * the input) and as stream_push; what parses encodes back to the same
+ * bytes. */
+static void check_extensions(const ref_t *r, const uint8_t *stream, int version,
+                             uint64_t region_seed) {
+    const uint8_t *fr = stream + r->off;
+    size_t plen = r->len - 9;
+    uint8_t *p = dup(fr + 9, plen);
+    char err[OSP_WIRE_ERRLEN] = "";
+    osp_wire_shm_t m;
+    int rc = osp_wire_shm_parse(p, plen, version, &m, err, sizeof err);
+    CHECK(rc == 0 || (rc == OSP_WIRE_EINVAL && err[0]));
+    if (rc == 0) {
+        size_t prefix = version >= 2 ? 8 : 0;
+        uint8_t enc[OSP_WIRE_HEAD_MAX];
+        osp_wire_req_t er = {.req_id = r->req_id, .version = version,
+                             .deadline_ms = m.deadline_ms};
+        size_t n = osp_wire_encode_shm(enc, sizeof enc, &er, &m);
+        CHECK(n == 9 + prefix + OSP_WIRE_SHM_HEADER);
+        CHECK(same_body(enc, fr, n));
+        uint32_t stride = m.stride;
+        size_t region = (size_t)(region_seed % 3 == 0 ? region_seed : region_seed >> 20);
+        rc = osp_wire_shm_check(&m, region, 16384, err, sizeof err);
+        CHECK(rc == 0 || (rc == OSP_WIRE_EINVAL && err[0]));
+        if (rc == 0) {
+            uint64_t row = (uint64_t)m.width * (m.fmt <= OSP_WIRE_FMT_BGR ? 3 : 1);
+            CHECK(m.width >= 1 && m.width <= 16384 && m.height >= 1 && m.height <= 16384);
+            CHECK(m.fmt <= OSP_WIRE_FMT_I420 && m.stride >= m.width && m.stride >= row / 3);
+            CHECK(stride == 0 || m.stride == stride);
+            CHECK(m.len > 0 && m.offset <= region && m.len <= region - m.offset);
+            CHECK(m.len >= (uint64_t)m.stride * (m.height - 1) + row ||
+                  m.fmt >= OSP_WIRE_FMT_NV12);
+        }
+    }
+    osp_wire_push_t sp;
+    rc = osp_wire_push_parse(p, plen, &sp, err, sizeof err);
+    CHECK(rc == (plen >= 4 ? 0 : OSP_WIRE_EINVAL));
+    if (rc == 0) {
+        CHECK(inside(sp.features, sp.len, p, plen) && sp.len == plen - 4);
+        CHECK(osp_wire_push_check(&sp, (int)(sp.len / 4), err, sizeof err) ==
+              (sp.len % 4 ? OSP_WIRE_EINVAL : 0));
+        CHECK(osp_wire_push_check(&sp, (int)(sp.len / 4) + 1, err, sizeof err) ==
+              OSP_WIRE_EINVAL);
+        uint8_t *enc = malloc(r->len);
+        CHECK(enc);
+        osp_wire_req_t er = {.req_id = r->req_id, .version = version};
+        CHECK(osp_wire_encode_push(enc, r->len, &er, sp.stream_id, sp.features, sp.len) ==
+              r->len);
+        CHECK(same_body(enc, fr, r->len));
+        free(enc);
+    }
+    free(p);
+}
+
 static void parse_hello(const uint8_t *data, size_t n, uint8_t type, osp_jw_t *w) {
     uint8_t *p = dup(data, n);
     osp_wire_hello_t h;
@@ -265,6 +405,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         osp_jw_reset(&w);
         parse_payload(&ref[i], s, 1, &w);
         parse_payload(&ref[i], s, 2, &w);
+        for (int version = 1; version <= 2; version++) {
+            check_peek(&ref[i], s, version);
+            check_extensions(&ref[i], s, version, (uint64_t)ctl2 << 56 | ref[i].len * 977u);
+        }
         if (i == 0) parse_hello(s + ref[i].off + 9, ref[i].len - 9, ref[i].type, &w);
     }
     /* peer bytes as reply text (an error naming what it got): still JSON */
