@@ -34,6 +34,7 @@
 #include "server/slots.h"
 #include "server/stats.h"
 #include "wire/frame.h"
+#include "wire/peek.h"
 
 #define BIG_REALIGN_MAX (2u << 20) /* bytes of a large frame worth moving to realign it */
 #define PARK_MIN (512u << 10)      /* bytes left in a frame worth parking */
@@ -62,10 +63,9 @@ static void maybe_park(server_t *s, conn_t *c, srv_big_t *b) {
     if (!srv_conn_handshaken(c) || s->stopping || s->set.batch_mode != OSP_WIRE_BATCH_NONE ||
         b->len - b->got < PARK_MIN || b->len > PARK_MAX)
         return;
-    if (b->buf[8] != OSP_WIRE_MSG_INFER_RAW) return;
-    size_t at = 9 + (srv_conn_version(c) >= 2 ? 8 : 0); /* RAWPEEK: the model index, after any deadline prefix */
-    if (b->got <= at) return;
-    int idx = b->buf[at];
+    osp_wire_raw_head_t hd;
+    if (osp_wire_raw_peek(b->buf, b->got, b->len, srv_conn_version(c), &hd, NULL, NULL, 0) != 1) return;
+    int idx = hd.model_idx;
     if (!srv_slot(s, idx) || !osp_sched_likely_shed(s->sched, idx)) return;
     if (!(b->spill = srv_spill_new(b->got))) return;
     srv_stat_add(s, SRV_ST_FRAMES_PARKED, 1);

@@ -273,9 +273,9 @@ void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spil
     }
     if (!srv_conn_handshaken(c)) {
         srv_on_hello(s, c, &f);
-    } else if (f.msg_type == OSP_MSG_STREAM_PUSH && srv_streams_open(s)) {
+    } else if (f.msg_type == OSP_WIRE_MSG_STREAM_PUSH && srv_streams_open(s)) {
         srv_on_stream_push(s, c, &f);
-    } else if (f.msg_type == OSP_MSG_INFER_SHM && srv_shm_registered(s)) {
+    } else if (f.msg_type == OSP_WIRE_MSG_INFER_SHM && srv_shm_registered(s)) {
         srv_stat_add(s, SRV_ST_INFER_SHM, 1);
         srv_on_infer_shm(s, c, &f, frame, len); /* takes frame */
         frame = NULL;

@@ -160,7 +160,7 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         }
         break;
     }
-    case OSP_MSG_INFER_SHM:
+    case OSP_WIRE_MSG_INFER_SHM:
         rc = osp_model_prepare(m, j->ctx, &j->shm_view, 0, 0, err, sizeof err);
         break;
     case OSP_WIRE_MSG_INFER_CACHED: {

@@ -38,6 +38,7 @@
 #include "server/ingest.h"
 #include "server/slots.h"
 #include "server/stats.h"
+#include "wire/peek.h"
 
 /* Bytes one read may bring in: all a full pipe holds. The host's writer is
  * woken by each read that frees room in its full pipe; reading a pipeful
@@ -115,25 +116,16 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r);
 
 int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, size_t avail,
                    size_t frame_len) {
-    if (!srv_conn_handshaken(c) || s->stopping || s->set.batch_mode != OSP_WIRE_BATCH_NONE || avail < 9 ||
-        p[8] != OSP_WIRE_MSG_INFER_RAW)
-        return 0;
+    if (!srv_conn_handshaken(c) || s->stopping || s->set.batch_mode != OSP_WIRE_BATCH_NONE) return 0;
+    osp_wire_raw_head_t hd;
+    if (osp_wire_raw_peek(p, avail, frame_len, srv_conn_version(c), &hd, NULL, NULL, 0) != 1) return 0;
     if (avail > frame_len) avail = frame_len;
-    uint64_t deadline = 0;
-    const uint8_t *body;
-    size_t body_avail;
-    if (osp_wire_split_deadline(p[8], p + 9, avail - 9, srv_conn_version(c), &deadline, &body, &body_avail,
-                                NULL, 0) ||
-        body_avail < 10)
-        return 0;
-    size_t head = (size_t)(body - p) + 10; /* bytes before the pixels */
+    size_t head = hd.pixel_off; /* bytes before the pixels */
+    uint64_t deadline = hd.deadline_ms;
     if (osp_gate_expired(deadline)) return 0;
-    osp_wire_image_t img;
-    if (osp_wire_image_check(body + 10, frame_len - head, osp_wire_rd32(body + 1),
-                             osp_wire_rd32(body + 5), body[9], &img, NULL, 0) ||
-        (img.fmt != OSP_WIRE_FMT_RGB && img.fmt != OSP_WIRE_FMT_BGR))
-        return 0;
-    int idx = body[0];
+    osp_wire_image_t img = hd.img;
+    if (img.fmt != OSP_WIRE_FMT_RGB && img.fmt != OSP_WIRE_FMT_BGR) return 0;
+    int idx = hd.model_idx;
     loaded_t *l = srv_slot(s, idx);
     size_t row_bytes = (size_t)img.width * 3, got = avail - head; /* pixels already read */
     int whole = avail == frame_len; /* all here: prepared from where it lies */
@@ -158,7 +150,7 @@ int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, si
     r->model = srv_loaded_ref(l);
     r->ctx = ctx;
     r->idx = idx;
-    r->req_id = osp_wire_rd32(p + 4);
+    r->req_id = hd.req_id;
     r->deadline_ms = deadline;
     r->w = img.width;
     r->h = img.height;

@@ -26,8 +26,8 @@
 #include "server/job.h"
 #include "server/shm.h"
 #include "server/stats.h"
+#include "wire/peek.h"
 
-#define SHM_HEADER 26 /* [u8 model][u32 region][u64 offset][u32 w][u32 h][u8 fmt][u32 stride] */
 
 struct shm_region {
     struct shm_region *next;
@@ -180,78 +180,36 @@ static void shm_error(server_t *s, conn_t *c, uint32_t req_id, const char *msg) 
 }
 
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len) {
-    const uint8_t *p = f->payload;
-    size_t n = f->payload_len;
-    uint64_t deadline = 0;
     char err[256];
-    if (srv_conn_version(c) >= 2) { /* sheddable: the deadline prefix comes first */
-        if (n < 8) {
-            snprintf(err, sizeof err, "truncated deadline prefix on msg_type=%d (%zu bytes, need 8)",
-                     OSP_MSG_INFER_SHM, n);
-            shm_error(s, c, f->req_id, err);
-            osp_buf_put(s->bufs, frame);
-            return;
-        }
-        deadline = osp_wire_rd64(p);
-        p += 8;
-        n -= 8;
-    }
-    if (n < SHM_HEADER) {
-        shm_error(s, c, f->req_id, "truncated infer_shm header");
+    osp_wire_shm_t m;
+    if (osp_wire_shm_parse(f->payload, f->payload_len, srv_conn_version(c), &m, err, sizeof err)) {
+        shm_error(s, c, f->req_id, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
-    uint8_t model_idx = p[0], fmt = p[21];
-    uint32_t region = osp_wire_rd32(p + 1), w = osp_wire_rd32(p + 13), h = osp_wire_rd32(p + 17),
-             stride = osp_wire_rd32(p + 22);
-    uint64_t offset = osp_wire_rd64(p + 5);
-    shm_region_t *r = find(s, region);
-    size_t need;
+    shm_region_t *r = find(s, m.region);
     if (!r) {
-        snprintf(err, sizeof err, "shm region %u not registered", region);
+        snprintf(err, sizeof err, "shm region %u not registered", m.region);
         shm_error(s, c, f->req_id, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
-    if (w == 0 || h == 0 || w > OSP_IMG_MAX_SIDE || h > OSP_IMG_MAX_SIDE) {
-        snprintf(err, sizeof err, "infer_shm: bad frame size %ux%u", w, h);
+    if (osp_wire_shm_check(&m, r->size, OSP_IMG_MAX_SIDE, err, sizeof err)) {
         shm_error(s, c, f->req_id, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
-    int ch = osp_pixfmt_channels(fmt);
-    if (fmt == OSP_PIX_NV12 || fmt == OSP_PIX_I420) {
-        if (stride == 0) stride = w;
-        need = osp_yuv420_bytes((int)w, (int)h) + (size_t)(stride - (stride >= w ? w : stride)) * h * 2;
-        if (stride < w) need = 0;
-    } else if (ch) {
-        if (stride == 0) stride = w * (uint32_t)ch;
-        need = stride < w * (uint32_t)ch ? 0 : (size_t)stride * (h - 1) + (size_t)w * (size_t)ch;
-    } else {
-        snprintf(err, sizeof err, "infer_shm: unknown pixel format %u", fmt);
-        shm_error(s, c, f->req_id, err);
-        osp_buf_put(s->bufs, frame);
-        return;
-    }
-    if (need == 0 || offset > r->size || need > r->size - offset) {
-        snprintf(err, sizeof err,
-                 "infer_shm: frame at offset %" PRIu64 " (%zu bytes) is outside region %u (%zu bytes)",
-                 offset, need, region, r->size);
-        shm_error(s, c, f->req_id, err);
-        osp_buf_put(s->bufs, frame);
-        return;
-    }
-    osp_wire_request_t rq = {.req_id = f->req_id, .msg_type = OSP_MSG_INFER_SHM, .deadline_ms = deadline};
+    osp_wire_request_t rq = {.req_id = f->req_id, .msg_type = OSP_WIRE_MSG_INFER_SHM, .deadline_ms = m.deadline_ms};
     frame_job_t *j = srv_frame_job_new(s, c, &rq, frame, len);
     if (!j) {
         osp_buf_put(s->bufs, frame);
         shm_error(s, c, f->req_id, "out of memory");
         return;
     }
-    j->r.model_idx = model_idx;
+    j->r.model_idx = m.model_idx;
     j->shm = r;
     r->refs++;
-    j->shm_view = (osp_view_t){.data = r->base + offset, .width = (int)w, .height = (int)h,
-                               .stride = (int)stride, .fmt = (osp_pixfmt_t)fmt};
+    j->shm_view = (osp_view_t){.data = r->base + m.offset, .width = (int)m.width, .height = (int)m.height,
+                               .stride = (int)m.stride, .fmt = (osp_pixfmt_t)m.fmt};
     srv_dispatch_submit(s, j);
 }

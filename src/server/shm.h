@@ -15,8 +15,6 @@
 #include "server/srv.h"
 #include "wire/frame.h"
 
-#define OSP_MSG_INFER_SHM 0x06 /* extension: a frame in a registered shared-memory region */
-
 struct cJSON;
 typedef struct shm_region shm_region_t;
 

@@ -23,6 +23,7 @@
 #include "server/stats.h"
 #include "server/streams.h"
 #include "stream/stream.h"
+#include "wire/peek.h"
 
 #define STREAM_JOIN_MS 1000
 
@@ -322,18 +323,12 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = osp_wire_reply_begin(w);
     srv_stream_t *st = NULL;
-    if (f->payload_len >= 4) {
-        uint32_t id = osp_wire_rd32(f->payload);
-        for (st = s->streams->head; st && !(st->id == id && st->owner == srv_conn_id(c)); st = st->next) {}
-        if (!st) snprintf(err, sizeof err, "stream %u is not open on this connection", id);
-    } else {
-        snprintf(err, sizeof err, "truncated stream_push header");
+    osp_wire_push_t sp;
+    if (osp_wire_push_parse(f->payload, f->payload_len, &sp, err, sizeof err) == 0) {
+        for (st = s->streams->head; st && !(st->id == sp.stream_id && st->owner == srv_conn_id(c)); st = st->next) {}
+        if (!st) snprintf(err, sizeof err, "stream %u is not open on this connection", sp.stream_id);
     }
-    if (st && f->payload_len - 4 != (size_t)st->frame_len * 4) {
-        snprintf(err, sizeof err, "stream_push: stream %u takes %d float32 values per frame, got %zu bytes",
-                 st->id, st->frame_len, f->payload_len - 4);
-        st = NULL;
-    }
+    if (st && osp_wire_push_check(&sp, st->frame_len, err, sizeof err)) st = NULL;
     if (!st) {
         srv_stat_add(s, SRV_ST_ERRORS, 1);
         osp_wire_json_error(w, err);
@@ -341,7 +336,7 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
         float stack[4096], *frame = st->frame_len <= 4096 ? stack : malloc((size_t)st->frame_len * 4);
         int rc = -1;
         if (frame) {
-            memcpy(frame, f->payload + 4, (size_t)st->frame_len * 4); /* aligned copy */
+            memcpy(frame, sp.features, (size_t)st->frame_len * 4); /* aligned copy */
             rc = osp_stream_push(st->scorer, frame);
             if (frame != stack) free(frame);
         }

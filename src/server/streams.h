@@ -12,8 +12,6 @@
 #include "server/srv.h"
 #include "wire/frame.h"
 
-#define OSP_MSG_STREAM_PUSH 0x07 /* extension: one frame of features into an open stream */
-
 struct cJSON;
 
 srv_streams_t *srv_streams_new(void);
