@@ -32,6 +32,11 @@ int osp_pool_threads(const osp_pool_t *p);
 /* Let the workers finish what is queued, join them, free the pool. */
 void osp_pool_free(osp_pool_t *p);
 
+/* Run fn(arg) on a detached thread of its own (a load that may be
+ * abandoned, never joined). 0, or -1 when no thread could be started (fn
+ * does not run; arg is still the caller's). */
+int osp_thread_detached(void *(*fn)(void *), void *arg);
+
 /* A many-producer, one-consumer hand-off to an event loop. */
 typedef struct {
     pthread_mutex_t mu; /* guards head/tail */

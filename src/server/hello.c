@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "sched/gate.h"
+#include "sched/pool.h"
 #include "sched/sched.h"
 #include "sched/window.h"
 #include "server/cmds.h"
@@ -293,13 +294,7 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         plan_free(p);
         return 0;
     }
-    pthread_attr_t attr;
-    pthread_t t;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, hello_main, p);
-    pthread_attr_destroy(&attr);
-    if (rc) {
+    if (osp_thread_detached(hello_main, p)) {
         plan_free(p);
         return -1;
     }

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "model/model.h"
+#include "sched/pool.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
@@ -259,13 +260,7 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
         a->s = s;
         a->conn_id = srv_conn_id(c);
         a->req_id = req_id;
-        pthread_attr_t attr;
-        pthread_t t;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&t, &attr, open_main, a);
-        pthread_attr_destroy(&attr);
-        if (rc) {
+        if (osp_thread_detached(open_main, a)) {
             reply_cmd(s, srv_conn_id(c), req_id, name, "cannot start a thread", NULL, NULL);
             free(a);
             return 1;

@@ -17,27 +17,7 @@
 
 #include "runtime/runtime.h"
 
-static char g_dir[] = "/tmp/osp_tb_XXXXXX";
-
-static int setup_dir(void **s) {
-    (void)s;
-    return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int remove_dir(void **s) {
-    (void)s;
-    DIR *d = opendir(g_dir);
-    if (!d) return -1;
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-    closedir(d);
-    return rmdir(g_dir);
-}
+#include "tmpdir.h"
 
 /* g_dir/<name> into path (256 bytes). */
 static void in_dir(char *path, const char *name) {
