@@ -198,12 +198,17 @@ int osp_cache_get_tensor(osp_cache_t *c, osp_tcache_kind_t kind, uint32_t id, ui
     return hit;
 }
 
-void osp_cache_put_tensor(osp_cache_t *c, osp_tcache_kind_t kind, uint32_t id, uint32_t key,
-                          const void *src, size_t bytes, const osp_tmeta_t *meta) {
+static void put_tensor(osp_cache_t *c, const osp_cframe_t *f, osp_tcache_kind_t kind, uint32_t id,
+                       uint32_t key, const void *src, size_t bytes, const osp_tmeta_t *meta) {
     void *copy = malloc(bytes ? bytes : 1);
     if (!copy) return; /* a cache is an optimisation: skip it */
     memcpy(copy, src, bytes);
     pthread_mutex_lock(&c->mu);
+    if (f && !f->linked) { /* evicted, dropped or replaced while it was prepared */
+        pthread_mutex_unlock(&c->mu);
+        free(copy);
+        return;
+    }
     for (int i = 0; i < c->ntens; i++)
         if (c->tens[i].kind == kind && c->tens[i].id == id && c->tens[i].key == key) {
             drop_tensor(c, i);
@@ -220,6 +225,16 @@ void osp_cache_put_tensor(osp_cache_t *c, osp_tcache_kind_t kind, uint32_t id, u
                                      .bytes = bytes, .meta = *meta, .age = ++c->clock};
     c->bytes += bytes;
     pthread_mutex_unlock(&c->mu);
+}
+
+void osp_cache_put_tensor(osp_cache_t *c, osp_tcache_kind_t kind, uint32_t id, uint32_t key,
+                          const void *src, size_t bytes, const osp_tmeta_t *meta) {
+    put_tensor(c, NULL, kind, id, key, src, bytes, meta);
+}
+
+void osp_cache_put_frame_tensor(osp_cache_t *c, const osp_cframe_t *f, uint32_t key,
+                                const void *src, size_t bytes, const osp_tmeta_t *meta) {
+    put_tensor(c, f, OSP_TCACHE_FRAME, f->id, key, src, bytes, meta);
 }
 
 void osp_cache_stats(osp_cache_t *c, osp_cache_stats_t *s) {

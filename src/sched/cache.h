@@ -50,6 +50,11 @@ int osp_cache_get_tensor(osp_cache_t *c, osp_tcache_kind_t kind, uint32_t id, ui
 void osp_cache_put_tensor(osp_cache_t *c, osp_tcache_kind_t kind, uint32_t id, uint32_t key,
                           const void *src, size_t bytes, const osp_tmeta_t *meta);
 
+/* The tensor a worker made from the referenced frame f, stored only while f
+ * is still the frame cached under its id. */
+void osp_cache_put_frame_tensor(osp_cache_t *c, const osp_cframe_t *f, uint32_t key,
+                                const void *src, size_t bytes, const osp_tmeta_t *meta);
+
 typedef struct {
     int frames, tensors_frame, tensors_bench;
     int64_t bench_hits, bench_misses;

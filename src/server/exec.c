@@ -76,8 +76,8 @@ static osp_view_t view_of(const osp_wire_image_t *im) {
 /* Preprocess one view for the request's model, through the tensor cache
  * when the frame is tagged. */
 static int prepare_view(const srv_req_t *r, osp_infer_ctx_t *ctx, const osp_view_t *v,
-                        osp_tcache_kind_t kind, uint32_t tag, uint32_t key, char *err,
-                        size_t errlen) {
+                        osp_tcache_kind_t kind, uint32_t tag, uint32_t key,
+                        const osp_cframe_t *cf, char *err, size_t errlen) {
     osp_model_t *m = srv_loaded_model(r->model);
     osp_cache_t *cache = r->srv->cache;
     if (tag && osp_model_ensure_tensor(m, ctx) == 0) {
@@ -96,7 +96,11 @@ static int prepare_view(const srv_req_t *r, osp_infer_ctx_t *ctx, const osp_view
     if (osp_model_prepare(m, ctx, v, 0, 0, err, errlen)) return -1;
     if (tag) {
         osp_tmeta_t meta = {ctx->geom, ctx->frame_w, ctx->frame_h, ctx->view_w, ctx->view_h};
-        osp_cache_put_tensor(cache, kind, tag, key, ctx->tensor, osp_prep_tensor_bytes(&m->prep), &meta);
+        size_t bytes = osp_prep_tensor_bytes(&m->prep);
+        if (cf) /* stored only while cf is still the frame cached under its id */
+            osp_cache_put_frame_tensor(cache, cf, key, ctx->tensor, bytes, &meta);
+        else
+            osp_cache_put_tensor(cache, kind, tag, key, ctx->tensor, bytes, &meta);
     }
     return 0;
 }
@@ -165,8 +169,8 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         break;
     case OSP_WIRE_MSG_INFER_CACHED: {
         osp_view_t v = osp_image_view(&j->cached->img);
-        rc = prepare_view(r, j->ctx, &v, OSP_TCACHE_FRAME, j->cached->id, (uint32_t)r->model_idx, err,
-                          sizeof err);
+        rc = prepare_view(r, j->ctx, &v, OSP_TCACHE_FRAME, j->cached->id, (uint32_t)r->model_idx,
+                          j->cached, err, sizeof err);
         break;
     }
     default:
@@ -290,7 +294,7 @@ static void predict_batch(batch_job_t *b, wstate_t *ws) {
             osp_view_t v = view_of(&im);
             set_params(r, &ws->ctx[i]);
             ws->ctx[i].lone = r->lone;
-            if (prepare_view(r, &ws->ctx[i], &v, OSP_TCACHE_BENCH, tag, key, item_err[i],
+            if (prepare_view(r, &ws->ctx[i], &v, OSP_TCACHE_BENCH, tag, key, NULL, item_err[i],
                              sizeof item_err[i]))
                 continue;
             ok[i] = 1;

@@ -449,6 +449,51 @@ static void test_threads(void **st) {
     osp_cache_free(c);
 }
 
+/* A worker's tensor made from a frame that was replaced, or evicted and
+ * cached again, while it was being prepared is not stored: the next
+ * infer_cached of that id would be answered from the old pixels. */
+static void put_held_tensor(osp_cache_t *c, const osp_cframe_t *f, uint8_t fill) {
+    uint8_t buf[16];
+    memset(buf, fill, sizeof buf);
+    osp_tmeta_t m = meta_of(fill);
+    osp_cache_put_frame_tensor(c, f, 0, buf, sizeof buf, &m);
+}
+
+static void test_tensor_of_replaced_frame_not_served(void **st) {
+    (void)st;
+    osp_cache_t *c = osp_cache_new(4, 8, 0);
+    put_frame(c, 1, 4, 4, 0xAA);
+    osp_cframe_t *held = osp_cache_get_frame(c, 1); /* the worker's job */
+    put_frame(c, 1, 4, 4, 0xBB);                    /* the host re-caches id 1 */
+    put_held_tensor(c, held, 0xAA);                 /* made from the old pixels */
+    osp_cache_release_frame(c, held);
+    uint8_t fill = 0;
+    if (has_tensor(c, OSP_TCACHE_FRAME, 1, 0, 16, &fill))
+        fail_msg("frame 1 is now 0xBB but its cached tensor was made from 0x%02X", fill);
+    /* the frame still cached gets its tensor stored as before */
+    held = osp_cache_get_frame(c, 1);
+    put_held_tensor(c, held, 0xBB);
+    osp_cache_release_frame(c, held);
+    assert_true(has_tensor(c, OSP_TCACHE_FRAME, 1, 0, 16, &fill));
+    assert_int_equal(fill, 0xBB);
+    osp_cache_free(c);
+}
+
+static void test_tensor_of_evicted_frame_not_served(void **st) {
+    (void)st;
+    osp_cache_t *c = osp_cache_new(1, 8, 0);
+    put_frame(c, 1, 4, 4, 0xAA);
+    osp_cframe_t *held = osp_cache_get_frame(c, 1);
+    put_frame(c, 2, 4, 4, 0x22); /* evicts frame 1 */
+    put_held_tensor(c, held, 0xAA);
+    osp_cache_release_frame(c, held);
+    put_frame(c, 1, 4, 4, 0xBB); /* cached again */
+    uint8_t fill = 0;
+    if (has_tensor(c, OSP_TCACHE_FRAME, 1, 0, 16, &fill))
+        fail_msg("frame 1 is now 0xBB but its cached tensor was made from 0x%02X", fill);
+    osp_cache_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_frame_is_a_tight_copy),
@@ -463,6 +508,8 @@ int main(void) {
         cmocka_unit_test(test_bench_counters),
         cmocka_unit_test(test_degenerate_bounds),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_tensor_of_replaced_frame_not_served),
+        cmocka_unit_test(test_tensor_of_evicted_frame_not_served),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
