@@ -299,6 +299,12 @@ static int ort_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out,
     for (int i = 0; i < m->n_outputs; i++) {
         if (!out[i].data) continue;
         size_t need = osp_dims_count(out[i].dims, out[i].rank) * osp_dtype_size(out[i].dtype);
+        if (need == 0 || out[i].bytes < need) { /* the runtime would write past it */
+            snprintf(err, errlen, "output %s: %zu bytes given, %zu needed", m->outputs[i].name,
+                     out[i].bytes, need);
+            rc = OSP_RT_EINVAL;
+            goto done;
+        }
         st = g_api->CreateTensorWithDataAsOrtValue(om->meminfo, out[i].data, need, out[i].dims,
                                                    (size_t)out[i].rank, to_onnx(out[i].dtype),
                                                    &vout[i]);

@@ -228,6 +228,16 @@ static void test_run_into_caller_buffers(void **s) {
     osp_rt_release_outputs(m, mixed);
     assert_ptr_equal(mixed[0].data, sc);
     assert_null(mixed[1].data);
+    /* a caller buffer smaller than the output is refused, not written past */
+    static float guard[ANCHORS * 2];
+    for (size_t i = 0; i < ANCHORS * 2; i++) guard[i] = -7.f;
+    osp_tensor_t small[2] = {
+        {.dtype = OSP_DT_F32, .rank = 3, .dims = {1, ANCHORS, 2}, .data = guard, .bytes = 100},
+        {0}};
+    assert_int_equal(osp_rt_run(m, &in, small, err, sizeof err), OSP_RT_EINVAL);
+    assert_non_null(strstr(err, "100 bytes given"));
+    for (size_t i = 0; i < ANCHORS * 2; i++) assert_true(guard[i] == -7.f);
+    assert_null(small[1].data);
     osp_rt_release_outputs(m, own);
     free(x);
     osp_rt_model_free(m);
