@@ -41,12 +41,17 @@ int main(int argc, char **argv) {
     double seconds = 4;
     int runs = 3;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--model") == 0 && i + 1 < argc) model = argv[++i];
-        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = atof(argv[++i]);
-        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
-        else if (argv[i][0] != '-') setenv("OSPREY_CACHE", argv[i], 1);
+        if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+            model = argv[++i];
+        else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            seconds = atof(argv[++i]);
+        else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (argv[i][0] != '-')
+            setenv("OSPREY_CACHE", argv[i], 1);
         else {
-            fprintf(stderr, "usage: bench_detect [CACHE_DIR] [--model NAME] [--seconds S] [--runs R]\n");
+            fprintf(stderr,
+                    "usage: bench_detect [CACHE_DIR] [--model NAME] [--seconds S] [--runs R]\n");
             return 2;
         }
     }

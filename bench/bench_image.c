@@ -28,15 +28,13 @@
 #define H 1080
 #define MAX_REPS 101
 
-static double now_ms(void)
-{
+static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
@@ -49,8 +47,7 @@ typedef void (*step_fn)(void *ctx);
  * on one side of the ratio only. Two untimed warm-ups of each first, which
  * also grow every reusable buffer to its final size. */
 static void measure(step_fn raw, void *raw_ctx, step_fn osp, void *osp_ctx, int reps,
-                    double *raw_ms, double *osp_ms)
-{
+                    double *raw_ms, double *osp_ms) {
     double tr[MAX_REPS], to[MAX_REPS];
     for (int i = 0; i < 2; i++) {
         raw(raw_ctx);
@@ -87,8 +84,7 @@ static struct {
     int fails;
 } B;
 
-static void make_frame(void)
-{
+static void make_frame(void) {
     uint32_t lcg = 12345;
     for (int y = 0; y < H; y++) {
         for (int x = 0; x < W; x++) {
@@ -99,66 +95,53 @@ static void make_frame(void)
             int v[3] = {x * 200 / W + box + noise, y * 200 / H + (int)wave + noise,
                         128 + (int)wave - box + noise};
             uint8_t *d = B.rgb + ((size_t)y * W + x) * 3;
-            for (int c = 0; c < 3; c++)
-                d[c] = (uint8_t)(v[c] < 0 ? 0 : v[c] > 255 ? 255 : v[c]);
+            for (int c = 0; c < 3; c++) d[c] = (uint8_t)(v[c] < 0 ? 0 : v[c] > 255 ? 255 : v[c]);
         }
     }
 }
 
-static void raw_decode(void *full)
-{
+static void raw_decode(void *full) {
     int d = full ? 1 : 2;
     if (tjDecompress2(B.tj, B.jpg, B.jpg_len, B.raw_out, W / d, 0, H / d, TJPF_RGB, 0) != 0)
         B.fails++;
 }
 
-static void osp_decode(void *want)
-{
+static void osp_decode(void *want) {
     int side = want ? *(int *)want : 0;
     int ow, oh;
     char err[256];
-    if (osp_image_decode(B.dec, B.jpg, B.jpg_len, side, side, &B.img, &ow, &oh, err,
-                         sizeof(err)) != OSP_IMG_OK)
+    if (osp_image_decode(B.dec, B.jpg, B.jpg_len, side, side, &B.img, &ow, &oh, err, sizeof(err)) !=
+        OSP_IMG_OK)
         B.fails++;
 }
 
-static void raw_rgbscale(void *side)
-{
+static void raw_rgbscale(void *side) {
     int s = *(int *)side, dh = s == 640 ? 360 : s;
-    if (RGBScale(B.rgb, W * 3, W, H, B.raw_out, s * 3, s, dh, kFilterBilinear) != 0)
-        B.fails++;
+    if (RGBScale(B.rgb, W * 3, W, H, B.raw_out, s * 3, s, dh, kFilterBilinear) != 0) B.fails++;
 }
 
-static void raw_argbscale(void *side)
-{
+static void raw_argbscale(void *side) {
     int s = *(int *)side, dh = s == 640 ? 360 : s;
-    if (ARGBScale(B.argb, W * 4, W, H, B.raw_out, s * 4, s, dh, kFilterBilinear) != 0)
-        B.fails++;
+    if (ARGBScale(B.argb, W * 4, W, H, B.raw_out, s * 4, s, dh, kFilterBilinear) != 0) B.fails++;
 }
 
-static void osp_prep(void *p)
-{
+static void osp_prep(void *p) {
     osp_view_t v = {B.rgb, W, H, W * 3, OSP_PIX_RGB};
-    if (osp_prep_run(&v, p, B.tensor, &B.scratch, NULL, NULL, 0) != OSP_IMG_OK)
-        B.fails++;
+    if (osp_prep_run(&v, p, B.tensor, &B.scratch, NULL, NULL, 0) != OSP_IMG_OK) B.fails++;
 }
 
 /* The JPEG path a 300x300 model sees: scaled decode, then fit and pack. */
-static void osp_jpeg_pipeline(void *p)
-{
+static void osp_jpeg_pipeline(void *p) {
     osp_decode(&((osp_prep_t *)p)->width);
     osp_view_t v = osp_image_view(&B.img);
-    if (osp_prep_run(&v, p, B.tensor, &B.scratch, NULL, NULL, 0) != OSP_IMG_OK)
-        B.fails++;
+    if (osp_prep_run(&v, p, B.tensor, &B.scratch, NULL, NULL, 0) != OSP_IMG_OK) B.fails++;
 }
 
-static void row(const char *what, const char *raw_name, double raw, double osp)
-{
+static void row(const char *what, const char *raw_name, double raw, double osp) {
     printf("%-44s %-26s %8.3f %8.3f %7.2f\n", what, raw_name, raw, osp, osp / raw);
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 15;
     if (reps < 1 || reps > MAX_REPS) {
         fprintf(stderr, "usage: bench_image [repetitions 1..%d]\n", MAX_REPS);
@@ -176,30 +159,37 @@ int main(int argc, char **argv)
     }
     make_frame();
     RAWToARGB(B.rgb, W * 3, B.argb, W * 4, W, H);
-    if (tjCompress2(enc, B.rgb, W, W * 3, H, TJPF_RGB, &B.jpg, &B.jpg_len, TJSAMP_420, 90, 0) !=
-        0) {
+    if (tjCompress2(enc, B.rgb, W, W * 3, H, TJPF_RGB, &B.jpg, &B.jpg_len, TJSAMP_420, 90, 0) != 0) {
         fprintf(stderr, "bench_image: encode failed: %s\n", tjGetErrorStr2(enc));
         return 1;
     }
     tjDestroy(enc);
 
-    B.p300 = (osp_prep_t){.width = 300, .height = 300, .channels = 3, .fit = OSP_FIT_RESIZE,
-                          .layout = OSP_LAYOUT_NHWC, .elem = OSP_ELEM_F32, .pad_value = 114};
-    B.p640 = (osp_prep_t){.width = 640, .height = 640, .channels = 3, .fit = OSP_FIT_LETTERBOX,
-                          .layout = OSP_LAYOUT_NCHW, .elem = OSP_ELEM_F32, .pad_value = 114};
+    B.p300 = (osp_prep_t){.width = 300,
+                          .height = 300,
+                          .channels = 3,
+                          .fit = OSP_FIT_RESIZE,
+                          .layout = OSP_LAYOUT_NHWC,
+                          .elem = OSP_ELEM_F32,
+                          .pad_value = 114};
+    B.p640 = (osp_prep_t){.width = 640,
+                          .height = 640,
+                          .channels = 3,
+                          .fit = OSP_FIT_LETTERBOX,
+                          .layout = OSP_LAYOUT_NCHW,
+                          .elem = OSP_ELEM_F32,
+                          .pad_value = 114};
     osp_norm_named("none", B.p300.mean, B.p300.std);
     osp_norm_named("none", B.p640.mean, B.p640.std);
     B.tensor = malloc(osp_prep_tensor_bytes(&B.p640));
-    if (!B.tensor)
-        return 1;
+    if (!B.tensor) return 1;
 
     int s300 = 300, s640 = 640, full = 1;
     double raw, osp;
     printf("bench_image: 1920x1080 RGB frame, JPEG q90 4:2:0 of %lu bytes; "
            "median of %d runs, ms\n\n",
            B.jpg_len, reps);
-    printf("%-44s %-26s %8s %8s %7s\n", "osprey step", "raw reference", "raw", "osprey",
-           "ratio");
+    printf("%-44s %-26s %8s %8s %7s\n", "osprey step", "raw reference", "raw", "osprey", "ratio");
     measure(raw_decode, &full, osp_decode, NULL, reps, &raw, &osp);
     row("osp_image_decode, full size", "tjDecompress2 1920x1080", raw, osp);
     measure(raw_decode, NULL, osp_decode, &s300, reps, &raw, &osp);

@@ -77,7 +77,8 @@ static void yolo_v8(case_t *c, int transposed) {
             int i = base + j;
             float v[5] = {cx + frand() * 6, cy + frand() * 6, 60 + frand() * 6, 90 + frand() * 6,
                           0.3f + 0.6f * frand()};
-            for (int q = 0; q < 4; q++) d[transposed ? (size_t)i * k + q : (size_t)q * n + i] = v[q];
+            for (int q = 0; q < 4; q++)
+                d[transposed ? (size_t)i * k + q : (size_t)q * n + i] = v[q];
             d[transposed ? (size_t)i * k + 4 + cls : (size_t)(4 + cls) * n + i] = v[4];
         }
     }
@@ -91,7 +92,8 @@ static void yolo_v5(case_t *c) {
     float *d = background((size_t)n * k, 0.05f);
     for (int i = 0; i < n; i++) {
         float *r = d + (size_t)i * k;
-        r[0] = frand() * 640, r[1] = frand() * 640, r[2] = 10 + frand() * 100, r[3] = 10 + frand() * 100;
+        r[0] = frand() * 640, r[1] = frand() * 640, r[2] = 10 + frand() * 100,
+        r[3] = 10 + frand() * 100;
     }
     for (int o = 0; o < OBJECTS; o++) {
         int base = (int)(frand() * (float)(n - CLUSTER)), cls = (int)(frand() * 80);
@@ -213,9 +215,16 @@ static double model_run_ms(const char *name, double seconds) {
 
 static void bench(case_t *c, double seconds) {
     const osp_decoder_t *dec = osp_decoder_find(c->decoder);
-    osp_dparams_t p = {.in_w = c->in, .in_h = c->in, .in_c = 3, .confidence = 0.25f,
-                       .nms_iou = 0.45f, .max_detections = 100, .scale_x = 1, .scale_y = 1,
-                       .frame_w = c->in, .frame_h = c->in};
+    osp_dparams_t p = {.in_w = c->in,
+                       .in_h = c->in,
+                       .in_c = 3,
+                       .confidence = 0.25f,
+                       .nms_iou = 0.45f,
+                       .max_detections = 100,
+                       .scale_x = 1,
+                       .scale_y = 1,
+                       .frame_w = c->in,
+                       .frame_h = c->in};
     void *st = NULL;
     char err[256];
     if (!dec || dec->setup(c->d, c->n_out, &p, &st, err, sizeof err)) {

@@ -82,8 +82,11 @@ static double raw_model_rate(const char *model_path) {
     }
     static float in[2 * 64 * 64 * 3];
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) in[i] = (float)(i % 251) / 251.0f;
-    osp_tensor_t tin = {.dtype = OSP_DT_F32, .rank = 2, .dims = {1, 2 * 64 * 64 * 3},
-                        .data = in, .bytes = sizeof in};
+    osp_tensor_t tin = {.dtype = OSP_DT_F32,
+                        .rank = 2,
+                        .dims = {1, 2 * 64 * 64 * 3},
+                        .data = in,
+                        .bytes = sizeof in};
     osp_tensor_t out[4];
     long n = 0;
     double t0 = now_s(), t = 0;
@@ -125,8 +128,10 @@ static double segment_once(const char *path, double uniform, const char *scorer,
 int main(int argc, char **argv) {
     char cache[900], path[1024];
     const char *c = argc > 1 && argv[1][0] ? argv[1] : getenv("OSPREY_CACHE");
-    if (c && c[0]) snprintf(cache, sizeof cache, "%s", c);
-    else snprintf(cache, sizeof cache, "%s/.cache/osprey", getenv("HOME") ? getenv("HOME") : ".");
+    if (c && c[0])
+        snprintf(cache, sizeof cache, "%s", c);
+    else
+        snprintf(cache, sizeof cache, "%s/.cache/osprey", getenv("HOME") ? getenv("HOME") : ".");
     snprintf(path, sizeof path, "%s/media/vtest.avi", cache);
     int rounds = argc > 2 ? atoi(argv[2]) : 3;
     if (rounds < 1 || rounds > 50) rounds = 3;

@@ -159,7 +159,8 @@ static void bench_oww(const char *cache, double seconds) {
     const osp_stream_fn_t *fns[3] = {&fmel, &inner[1], &inner[2]};
     for (int i = 0; i < 3; i++)
         if (osp_stream_new(&cfg[i], fns[i], &st[i], err, sizeof err) != 0) goto fail;
-    if (osp_stream_chain(st[0], st[1], err, sizeof err) || osp_stream_chain(st[1], st[2], err, sizeof err))
+    if (osp_stream_chain(st[0], st[1], err, sizeof err) ||
+        osp_stream_chain(st[1], st[2], err, sizeof err))
         goto fail;
     osp_stream_set_sink(st[2], oww_kw_sink, NULL);
     for (int i = 2; i >= 0; i--)
@@ -215,9 +216,13 @@ int main(int argc, char **argv) {
     const char *what = "synthetic 1 ms scoring function (no silero_vad_v5.onnx in the cache)";
     osp_rt_opts_t ro = {.intra_threads = 1, .device = "cpu"};
     if (osp_backend_onnxruntime.load(path, &ro, &m, err, sizeof err) == 0) {
-        osp_stream_ort_spec_t spec = {.input = "input", .output = "output", .n_state = 1,
-                                      .state_in = {"state"}, .state_out = {"stateN"},
-                                      .int_input = "sr", .int_value = 16000};
+        osp_stream_ort_spec_t spec = {.input = "input",
+                                      .output = "output",
+                                      .n_state = 1,
+                                      .state_in = {"state"},
+                                      .state_out = {"stateN"},
+                                      .int_input = "sr",
+                                      .int_value = 16000};
         if (osp_stream_ort_new(m, &spec, &bind, err, sizeof err) != 0) {
             fprintf(stderr, "bench_stream: %s\n", err);
             return 1;
@@ -307,7 +312,8 @@ int main(int argc, char **argv) {
     printf("raw model:         %8.0f runs/s (%.3f ms a run), mean of %d rounds\n",
            raw_sum / ROUNDS, 1000.0 * ROUNDS / raw_sum, ROUNDS);
     printf("streamed windows:  %8.0f windows/s; median ratio to raw %.3f (target >= 0.95); "
-           "failures %lld\n", win_sum / ROUNDS, ratios[ROUNDS / 2], failures);
+           "failures %lld\n",
+           win_sum / ROUNDS, ratios[ROUNDS / 2], failures);
     printf("worker:            in the model %.1f%% of the time; model rate while streaming "
            "%.0f runs/s (%.3f of raw)\n",
            100.0 * busy_sum / ROUNDS, in_model_sum / ROUNDS, in_model_sum / raw_sum);

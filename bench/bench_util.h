@@ -152,8 +152,8 @@ static inline osp_model_t *bu_open_model(const char *who, const char *name, int 
  * during the loops; *median_ms (may be NULL): the median time of one run of
  * the first session. */
 static inline double bu_raw_fps_batch_ms(const char *who, const char *name, int sessions,
-                                         int threads, double seconds, const void *input,
-                                         int batch, double *cpu_per_frame, double *median_ms) {
+                                         int threads, double seconds, const void *input, int batch,
+                                         double *cpu_per_frame, double *median_ms) {
     osp_model_t *ms[8];
     bu_loop_t loops[8];
     pthread_t th[8];
@@ -197,9 +197,8 @@ static inline double bu_raw_fps_batch(const char *who, const char *name, int ses
 }
 
 /* The same, one frame per run. */
-static inline double bu_raw_fps_input(const char *who, const char *name, int sessions,
-                                      int threads, double seconds, const void *input,
-                                      double *cpu_per_frame) {
+static inline double bu_raw_fps_input(const char *who, const char *name, int sessions, int threads,
+                                      double seconds, const void *input, double *cpu_per_frame) {
     return bu_raw_fps_batch(who, name, sessions, threads, seconds, input, 1, cpu_per_frame);
 }
 

@@ -76,7 +76,8 @@ int main(int argc, char **argv) {
           "CreateTensor");
     const char *in_names[1] = {in_name};
     const OrtValue *in_vals[1] = {in_val};
-    check(ort->Run(sess, NULL, in_names, in_vals, 1, (const char *const *)out_names, n_out, outs), "Run");
+    check(ort->Run(sess, NULL, in_names, in_vals, 1, (const char *const *)out_names, n_out, outs),
+          "Run");
 
     for (size_t i = 0; i < n_out; i++) {
         OrtTensorTypeAndShapeInfo *info;

@@ -48,9 +48,11 @@ int lg_shm_create(const uint8_t *frame, size_t bytes) {
         return -1;
     }
     void *p = MAP_FAILED;
-    if (ftruncate(fd, (off_t)bytes) == 0) p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ftruncate(fd, (off_t)bytes) == 0)
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
-        fprintf(stderr, "%s: shared memory %s (%zu bytes): %s\n", WHO, g_shm_name, bytes, strerror(errno));
+        fprintf(stderr, "%s: shared memory %s (%zu bytes): %s\n", WHO, g_shm_name, bytes,
+                strerror(errno));
         close(fd);
         lg_shm_cleanup();
         return -1;
@@ -116,8 +118,8 @@ int lg_make_frame(const opts_t *o, frame_t *f) {
 /* register_shm on this server; sets s->region. */
 int lg_shm_register(srv_t *s, size_t bytes) {
     char cmd[200], body[1024];
-    snprintf(cmd, sizeof cmd, "{\"cmd\":\"register_shm\",\"name\":\"%s\",\"size\":%zu}", g_shm_name,
-             bytes);
+    snprintf(cmd, sizeof cmd, "{\"cmd\":\"register_shm\",\"name\":\"%s\",\"size\":%zu}",
+             g_shm_name, bytes);
     if (lg_command_sync(s, cmd, body, sizeof body)) return -1;
     const char *st = lg_json_val(body, "status"), *id = lg_json_val(body, "regionId");
     if (!st || strncmp(st, "\"ok\"", 4) != 0 || !id) {

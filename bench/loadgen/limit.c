@@ -64,8 +64,10 @@ static void pack(const uint8_t *rgb, const osp_prep_t *p, const osp_geom_t *g, v
             for (int c = 0; c < C; c++) {
                 size_t at = p->layout == OSP_LAYOUT_NHWC ? ((size_t)y * W + x) * C + c
                                                          : (size_t)c * W * H + (size_t)y * W + x;
-                if (p->elem == OSP_ELEM_U8) ((uint8_t *)dst)[at] = px[c];
-                else ((float *)dst)[at] = (float)px[c] * sc[c] + bi[c];
+                if (p->elem == OSP_ELEM_U8)
+                    ((uint8_t *)dst)[at] = px[c];
+                else
+                    ((float *)dst)[at] = (float)px[c] * sc[c] + bi[c];
             }
         }
     }
@@ -240,7 +242,7 @@ out:
  * bytes through a pipe alone (sink_t), then another raw run, so that it
  * meets the cache as a request does (the run evicts the frame). */
 void lg_phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double seconds,
-                         double *lat_ms, double *raw_ms, double *pipe_ms) {
+                     double *lat_ms, double *raw_ms, double *pipe_ms) {
     *lat_ms = *raw_ms = *pipe_ms = 0;
     bu_no_spin = 1;
     osp_model_t *rm = bu_open_model(WHO, o->model, bu_cores());
@@ -281,11 +283,14 @@ void lg_phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double sec
             !lg_wait_inflight_below(s, 1, mono_ns() + (int64_t)(o->grace_s * 1e9)))
             break;
         pthread_mutex_lock(&s->mu);
-        if (lg_recs[id].state == ST_SERVED) lat[n++] = (double)(lg_recs[id].t_reply - lg_recs[id].t_send) / 1e6;
+        if (lg_recs[id].state == ST_SERVED)
+            lat[n++] = (double)(lg_recs[id].t_reply - lg_recs[id].t_send) / 1e6;
         pthread_mutex_unlock(&s->mu);
         double ms = bu_run_ms(WHO, rm, &in);
-        if (ms < 0) bad = 1;
-        else raw[nr++] = ms;
+        if (ms < 0)
+            bad = 1;
+        else
+            raw[nr++] = ms;
         if (sinking && sink.len == 0) { /* the first request told its size */
             sink.len = hl + s->payload_len;
             if (pthread_create(&sink_th, NULL, sink_main, &sink)) sinking = 0;
@@ -294,8 +299,10 @@ void lg_phase_paired(srv_t *s, const opts_t *o, const osp_model_t *m, double sec
             struct iovec piov[2] = {{hdr, hl}, {(void *)s->payload, s->payload_len}};
             char c;
             int64_t t0 = mono_ns();
-            if (lg_write_fd(s, pp[1], piov, 2) || read(ack[0], &c, 1) != 1) bad = 1;
-            else pip[np++] = (double)(mono_ns() - t0) / 1e6;
+            if (lg_write_fd(s, pp[1], piov, 2) || read(ack[0], &c, 1) != 1)
+                bad = 1;
+            else
+                pip[np++] = (double)(mono_ns() - t0) / 1e6;
             if (bu_run_ms(WHO, rm, &in) < 0) bad = 1; /* the cache as a request meets it */
         }
     }

@@ -107,7 +107,8 @@ static void *sampler_main(void *arg) {
             if (r > sm->rss_max) sm->rss_max = r;
             next += 1000000000;
         }
-        if (sm->rss_mark < 0 && now - sm->t0 >= (int64_t)(sm->mark_s * 1e9)) sm->rss_mark = rss_kb(sm->pid);
+        if (sm->rss_mark < 0 && now - sm->t0 >= (int64_t)(sm->mark_s * 1e9))
+            sm->rss_mark = rss_kb(sm->pid);
         struct timespec d = {0, 50000000};
         nanosleep(&d, NULL);
     }
@@ -243,8 +244,7 @@ static void phase_stats(srv_t *s, const phase_t *ph, pstats_t *st) {
     free(lat);
 }
 
-int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_model_t *m,
-                  run_t *R) {
+int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_model_t *m, run_t *R) {
     memset(R, 0, sizeof *R);
     memset(lg_recs, 0, sizeof(rec_t) * REC_CAP);
     srv_t s = {.logfd = -1, .wfd = -1, .rfd = -1, .next_id = 1};
@@ -305,8 +305,10 @@ int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_m
     lg_wait_inflight_below(&s, 1, mono_ns() + (int64_t)(o->grace_s * 1e9));
     static limit_t last; /* --inflight lists: one limit per batch size */
     if (o->limit) {
-        if (o->limit_reuse) R->lim = last;
-        else lg_measure_limit(o, f, m, &R->lim);
+        if (o->limit_reuse)
+            R->lim = last;
+        else
+            lg_measure_limit(o, f, m, &R->lim);
         last = R->lim;
     }
     if (o->open) {
@@ -344,8 +346,10 @@ int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_m
     pthread_t smt;
     pthread_create(&smt, NULL, sampler_main, sm);
     double cli0 = bu_cpu_s();
-    if (o->open) phase_open(&s, R->rate, o->seconds, o->grace_s, &ph);
-    else phase_closed(&s, k, o->seconds, &ph);
+    if (o->open)
+        phase_open(&s, R->rate, o->seconds, o->grace_s, &ph);
+    else
+        phase_closed(&s, k, o->seconds, &ph);
     double cli1 = bu_cpu_s();
     int n1 = thread_cpu(s.pid, t1, MAX_THREADS);
     R->rss_end = rss_kb(s.pid); /* at the end of the load, before the drain */
@@ -357,7 +361,8 @@ int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_m
     R->rss_drained = rss_kb(s.pid);
     long sc1[SC_N];
     sc_ok = sc_ok && lg_server_counters(&s, sc1) == 0;
-    for (int i = 0; i < SC_N; i++) R->counters[i] = sc_ok && sc0[i] >= 0 && sc1[i] >= 0 ? sc1[i] - sc0[i] : -1;
+    for (int i = 0; i < SC_N; i++)
+        R->counters[i] = sc_ok && sc0[i] >= 0 && sc1[i] >= 0 ? sc1[i] - sc0[i] : -1;
     R->rss_mark = sm->rss_mark >= 0 ? sm->rss_mark : R->rss_end;
     R->rss_max = sm->rss_max > R->rss_end ? sm->rss_max : R->rss_end;
     R->nsamples = sm->nsamples;
@@ -395,7 +400,9 @@ int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_m
         total += t1[i].ticks - before;
         R->threads_n++;
     }
-    R->srv_cpu_frame = R->main.served ? ticks_s(total) / (double)(R->main.served * (o->batch > 0 ? o->batch : 1)) : 0;
+    R->srv_cpu_frame = R->main.served
+                           ? ticks_s(total) / (double)(R->main.served * (o->batch > 0 ? o->batch : 1))
+                           : 0;
     R->srv_cpu_util = wall > 0 ? ticks_s(total) / wall : 0;
     R->cli_cpu_util = wall > 0 ? (cli1 - cli0) / wall : 0;
 

@@ -20,24 +20,24 @@
 #define MAX_RUNS 15
 #define REC_CAP (1u << 20) /* requests per run, at most */
 #define MAX_THREADS 256
-#define MAX_LIST 8         /* --batch / --inflight lists */
+#define MAX_LIST 8 /* --batch / --inflight lists */
 
 typedef struct { /* the command line */
     const char *model;
     int jpeg;
-    int shm;           /* --frame shm: infer_shm from a registered POSIX shm region */
-    int batch;         /* infer_batch of this many frames; 0: one frame per request */
-    int batches[MAX_LIST], nbatches;  /* --batch list: one measurement each */
-    int ks[MAX_LIST], nks;            /* --inflight list: one measurement each */
-    uint32_t batch_tag;               /* infer_batch frame_id (0: prepare every item) */
-    int brief;         /* one line per measurement */
-    int limit_only;    /* the limit alone, no server */
-    int limit_reuse;   /* take the limit measured for the previous K (same batch) */
-    int w, h;          /* 0: the model input */
+    int shm;   /* --frame shm: infer_shm from a registered POSIX shm region */
+    int batch; /* infer_batch of this many frames; 0: one frame per request */
+    int batches[MAX_LIST], nbatches; /* --batch list: one measurement each */
+    int ks[MAX_LIST], nks;           /* --inflight list: one measurement each */
+    uint32_t batch_tag;              /* infer_batch frame_id (0: prepare every item) */
+    int brief;                       /* one line per measurement */
+    int limit_only;                  /* the limit alone, no server */
+    int limit_reuse;                 /* take the limit measured for the previous K (same batch) */
+    int w, h;                        /* 0: the model input */
     int open;
-    int inflight;      /* closed loop K; 0: admission capacity */
-    double rate;       /* open loop frames/s */
-    double rate_x;     /* open loop: this many times the closed-loop capacity */
+    int inflight;  /* closed loop K; 0: admission capacity */
+    double rate;   /* open loop frames/s */
+    double rate_x; /* open loop: this many times the closed-loop capacity */
     double seconds;
     int concurrency;
     int runs;
@@ -45,13 +45,13 @@ typedef struct { /* the command line */
     int limit;
     double limit_seconds;
     double warmup_s;
-    double lat_s;      /* open loop: the K=1 phase */
-    double cal_s;      /* open loop Fx: the capacity phase */
+    double lat_s; /* open loop: the K=1 phase */
+    double cal_s; /* open loop Fx: the capacity phase */
     double grace_s;
     double deadline_ms; /* relative deadline put on each request; 0: none */
     int quality;
-    int threads;       /* print per-thread CPU of the server */
-    int plain_write;   /* writev the payload instead of vmsplice */
+    int threads;     /* print per-thread CPU of the server */
+    int plain_write; /* writev the payload instead of vmsplice */
     const char *image;
     const char *server;
     const char *label;
@@ -90,16 +90,16 @@ typedef struct {
     long events, unexpected;
     uint32_t next_id;
     /* the request: header fields and the shared payload */
-    uint8_t msg_type;   /* OSP_WIRE_MSG_* */
+    uint8_t msg_type; /* OSP_WIRE_MSG_* */
     uint32_t fw, fh;
     int batch;          /* infer_batch: items per request */
     uint32_t batch_tag; /* infer_batch: frame_id */
     uint32_t region;    /* infer_shm: the registered region */
     const uint8_t *payload;
     size_t payload_len;
-    int vmsplice;       /* hand the payload's pages to the pipe (see lg_push) */
+    int vmsplice; /* hand the payload's pages to the pipe (see lg_push) */
     double deadline_ms;
-    char *stats;        /* the latest mem_stats reply (lg_server_counters), under mu */
+    char *stats; /* the latest mem_stats reply (lg_server_counters), under mu */
 } srv_t; /* one ospreyd child: fields shared by the sending and the reading thread are under mu */
 
 /* The server's own counters of how it handled frames (mem_stats). */
@@ -111,60 +111,60 @@ typedef struct { /* one server thread's CPU, from /proc */
     long ticks;
 } tcpu_t;
 
-typedef struct { /* one load phase: which requests, when */
-    int64_t t0, t_stop;      /* sending window */
-    uint32_t first, last;    /* ids [first, last) */
-    long not_sent;           /* open loop: scheduled, never started (overrun) */
+typedef struct {          /* one load phase: which requests, when */
+    int64_t t0, t_stop;   /* sending window */
+    uint32_t first, last; /* ids [first, last) */
+    long not_sent;        /* open loop: scheduled, never started (overrun) */
     double late_p99_ms, late_max_ms;
-    long late_n;             /* frames started > 1 ms after their slot */
+    long late_n; /* frames started > 1 ms after their slot */
     int drained;
 } phase_t;
 
-typedef struct { /* what came of a phase's requests */
-    double fps;             /* served replies within the sending window / window */
-    double p50, p99, pmax;  /* ms, served frames */
+typedef struct {           /* what came of a phase's requests */
+    double fps;            /* served replies within the sending window / window */
+    double p50, p99, pmax; /* ms, served frames */
     long sent, served, qfull, deadline, drop_other, errors, pending;
 } pstats_t;
 
-typedef struct { /* the frame every request carries; main's */
-    uint8_t *rgb;           /* the frame, RGB, w x h */
+typedef struct {  /* the frame every request carries; main's */
+    uint8_t *rgb; /* the frame, RGB, w x h */
     unsigned char *jpg;
     unsigned long jpg_len;
-    uint8_t *items;         /* infer_batch: the items after the header, for `nitems` frames */
+    uint8_t *items; /* infer_batch: the items after the header, for `nitems` frames */
     size_t items_len;
     int nitems;
 } frame_t;
 
-typedef struct { /* the limits, as one measurement found them */
-    double one, many, limit;    /* raw fps: 1 x N threads, N x 1 thread, best */
-    double one_ms;              /* median time of one run of the 1 x N-thread session */
-    double cpu_frame;           /* CPU s per frame of the best configuration */
+typedef struct {                       /* the limits, as one measurement found them */
+    double one, many, limit;           /* raw fps: 1 x N threads, N x 1 thread, best */
+    double one_ms;                     /* median time of one run of the 1 x N-thread session */
+    double cpu_frame;                  /* CPU s per frame of the best configuration */
     double t_decode, t_resize, t_pack; /* ms, each alone, thread CPU */
-    double eff_cores;           /* CPU the raw run got: limit x cpu_frame */
-    double pipe_cpu_ms;         /* cpu_frame + the steps that apply, ms */
-    double pipeline;            /* cores / (cpu_frame + steps), capped at limit */
+    double eff_cores;                  /* CPU the raw run got: limit x cpu_frame */
+    double pipe_cpu_ms;                /* cpu_frame + the steps that apply, ms */
+    double pipeline;                   /* cores / (cpu_frame + steps), capped at limit */
     int pipeline_applies;
-    int batch;                  /* frames stacked per raw run (1 when the model does not batch) */
+    int batch; /* frames stacked per raw run (1 when the model does not batch) */
 } limit_t;
 
 typedef struct { /* one run's figures */
     pstats_t main;
-    double lat1_p50, lat1_p99;  /* K=1 phase (open loop) */
-    double pair_lat, pair_raw;  /* K=1 paired phase (closed loop, --limit): medians, ms */
-    double pair_pipe;           /* the same bytes through a pipe alone (lg_phase_paired), ms */
-    double capacity;            /* closed-loop K=cap phase (open loop Fx): the mean of before and after */
+    double lat1_p50, lat1_p99; /* K=1 phase (open loop) */
+    double pair_lat, pair_raw; /* K=1 paired phase (closed loop, --limit): medians, ms */
+    double pair_pipe;          /* the same bytes through a pipe alone (lg_phase_paired), ms */
+    double capacity; /* closed-loop K=cap phase (open loop Fx): the mean of before and after */
     double cap_before, cap_after;
     double rate;
     phase_t ph;
     long rss_mark, rss_end, rss_max; /* KiB: after 5 s, at the end of the load, peak (1/s samples) */
     long rss_drained;                /* after every reply came back */
     long lost, late_answers, unexpected, events;
-    double srv_cpu_frame;       /* server CPU s per served frame, main phase */
-    double srv_cpu_util;        /* server CPU s per wall s, main phase */
-    double cli_cpu_util;        /* loadgen CPU s per wall s, main phase */
+    double srv_cpu_frame; /* server CPU s per served frame, main phase */
+    double srv_cpu_util;  /* server CPU s per wall s, main phase */
+    double cli_cpu_util;  /* loadgen CPU s per wall s, main phase */
     int threads_n;
     tcpu_t tdelta[MAX_THREADS];
-    long counters[SC_N];        /* --threads: the server's counters over the main phase (-1: none) */
+    long counters[SC_N]; /* --threads: the server's counters over the main phase (-1: none) */
     limit_t lim;
     int exit_status, killed;
     double startup_ms;
@@ -217,8 +217,7 @@ int lg_shm_register(srv_t *s, size_t bytes);
 
 /* ---- one run ----------------------------------------------------------------- */
 
-int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_model_t *m,
-              run_t *R);
+int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_model_t *m, run_t *R);
 
 /* ---- the limits --------------------------------------------------------------- */
 

@@ -72,7 +72,8 @@ static char *explicit_model_json(const osp_model_cfg_t *c) {
         if (err < best) best = err, norm = norms[i];
     }
     if (best > 0.01)
-        fprintf(stderr, "%s: note: no protocol normalisation matches %s's mean/std; sending '%s' (the nearest)\n",
+        fprintf(stderr,
+                "%s: note: no protocol normalisation matches %s's mean/std; sending '%s' (the nearest)\n",
                 WHO, c->name, norm);
     char path[2100] = "", esc[2 * sizeof path];
     if (c->path[0] != '/' && getcwd(path, 1024)) strcat(path, "/");
@@ -90,9 +91,10 @@ static char *explicit_model_json(const osp_model_cfg_t *c) {
              "\"inputChannels\":%d,\"preprocessMode\":\"%s\",\"inputNormalization\":\"%s\","
              "\"mean\":[%.6g,%.6g,%.6g],\"std\":[%.6g,%.6g,%.6g],\"confidence\":%.6g,"
              "\"nmsIouThreshold\":%.6g,\"maxDetections\":%d}",
-             esc, c->postprocessor, c->width > c->height ? c->width : c->height, c->width, c->height,
-             c->channels, c->fit == OSP_FIT_RESIZE ? "resize" : "letterbox", norm, c->mean[0], c->mean[1],
-             c->mean[2], c->std[0], c->std[1], c->std[2], c->confidence, c->nms_iou, c->max_detections);
+             esc, c->postprocessor, c->width > c->height ? c->width : c->height, c->width,
+             c->height, c->channels, c->fit == OSP_FIT_RESIZE ? "resize" : "letterbox", norm,
+             c->mean[0], c->mean[1], c->mean[2], c->std[0], c->std[1], c->std[2], c->confidence,
+             c->nms_iou, c->max_detections);
     return out;
 }
 
@@ -166,70 +168,108 @@ static int parse_list(const char *s, int *v, int lo, int hi) {
         if (e == s || x < lo || x > hi || n == MAX_LIST) return -1;
         v[n++] = (int)x;
         s = e;
-        if (*s == ',') s++;
-        else if (*s) return -1;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
     }
     return n ? n : -1;
 }
 
 int main(int argc, char **argv) {
-    opts_t o = {.model = "ssd-oidv4", .seconds = 10, .concurrency = 2, .runs = 3,
-                .limit_seconds = 3, .warmup_s = 1, .lat_s = 3, .cal_s = 5, .grace_s = 5,
+    opts_t o = {.model = "ssd-oidv4",
+                .seconds = 10,
+                .concurrency = 2,
+                .runs = 3,
+                .limit_seconds = 3,
+                .warmup_s = 1,
+                .lat_s = 3,
+                .cal_s = 5,
+                .grace_s = 5,
                 .quality = 90};
     int quiet = 0; /* the model loads' own lines kept off stderr */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define ARG(name) (strcmp(a, name) == 0 && v && (i++, 1))
-        if (ARG("--model")) o.model = v;
+        if (ARG("--model"))
+            o.model = v;
         else if (ARG("--frame")) {
             o.jpeg = o.shm = 0;
-            if (strcmp(v, "jpeg") == 0) o.jpeg = 1;
-            else if (strcmp(v, "shm") == 0) o.shm = 1;
-            else if (strcmp(v, "raw") != 0) goto bad;
+            if (strcmp(v, "jpeg") == 0)
+                o.jpeg = 1;
+            else if (strcmp(v, "shm") == 0)
+                o.shm = 1;
+            else if (strcmp(v, "raw") != 0)
+                goto bad;
         } else if (ARG("--batch")) {
             if ((o.nbatches = parse_list(v, o.batches, 1, 255)) < 0) goto bad;
         } else if (ARG("--batch-frame-id")) {
             o.batch_tag = (uint32_t)strtoul(v, NULL, 10);
         } else if (ARG("--size")) {
             if (parse_size(v, &o.w, &o.h)) goto bad;
-        } else if (ARG("--image")) o.image = v;
-        else if (ARG("--quality")) o.quality = atoi(v);
+        } else if (ARG("--image"))
+            o.image = v;
+        else if (ARG("--quality"))
+            o.quality = atoi(v);
         else if (ARG("--mode")) {
-            if (strcmp(v, "open") == 0) o.open = 1;
-            else if (strcmp(v, "closed") == 0) o.open = 0;
-            else goto bad;
+            if (strcmp(v, "open") == 0)
+                o.open = 1;
+            else if (strcmp(v, "closed") == 0)
+                o.open = 0;
+            else
+                goto bad;
         } else if (ARG("--inflight")) {
             if ((o.nks = parse_list(v, o.ks, 0, 4096)) < 0) goto bad;
         } else if (ARG("--rate")) {
             size_t l = strlen(v);
-            if (l && (v[l - 1] == 'x' || v[l - 1] == 'X')) o.rate_x = atof(v);
-            else o.rate = atof(v);
+            if (l && (v[l - 1] == 'x' || v[l - 1] == 'X'))
+                o.rate_x = atof(v);
+            else
+                o.rate = atof(v);
             if (o.rate <= 0 && o.rate_x <= 0) goto bad;
-        } else if (ARG("--seconds")) o.seconds = atof(v);
-        else if (ARG("--concurrency")) o.concurrency = atoi(v);
-        else if (ARG("--runs")) o.runs = atoi(v);
-        else if (ARG("--limit-seconds")) o.limit_seconds = atof(v);
-        else if (ARG("--warmup")) o.warmup_s = atof(v);
-        else if (ARG("--latency-seconds")) o.lat_s = atof(v);
-        else if (ARG("--capacity-seconds")) o.cal_s = atof(v);
-        else if (ARG("--deadline-ms")) o.deadline_ms = atof(v);
-        else if (ARG("--grace")) o.grace_s = atof(v);
-        else if (ARG("--server")) o.server = v;
-        else if (ARG("--label")) o.label = v;
-        else if (strcmp(a, "--limit") == 0) o.limit = 1;
-        else if (strcmp(a, "--limit-only") == 0) o.limit_only = o.limit = quiet = 1;
-        else if (strcmp(a, "--brief") == 0) o.brief = quiet = 1;
+        } else if (ARG("--seconds"))
+            o.seconds = atof(v);
+        else if (ARG("--concurrency"))
+            o.concurrency = atoi(v);
+        else if (ARG("--runs"))
+            o.runs = atoi(v);
+        else if (ARG("--limit-seconds"))
+            o.limit_seconds = atof(v);
+        else if (ARG("--warmup"))
+            o.warmup_s = atof(v);
+        else if (ARG("--latency-seconds"))
+            o.lat_s = atof(v);
+        else if (ARG("--capacity-seconds"))
+            o.cal_s = atof(v);
+        else if (ARG("--deadline-ms"))
+            o.deadline_ms = atof(v);
+        else if (ARG("--grace"))
+            o.grace_s = atof(v);
+        else if (ARG("--server"))
+            o.server = v;
+        else if (ARG("--label"))
+            o.label = v;
+        else if (strcmp(a, "--limit") == 0)
+            o.limit = 1;
+        else if (strcmp(a, "--limit-only") == 0)
+            o.limit_only = o.limit = quiet = 1;
+        else if (strcmp(a, "--brief") == 0)
+            o.brief = quiet = 1;
         else if (strcmp(a, "--brief-header") == 0) {
-            printf("  %-40s %-8s %7s %7s %7s %7s %5s\n", "measurement (--brief)", "shape", "f/s", "p50 ms",
-                   "p99 ms", "limit", "ratio");
+            printf("  %-40s %-8s %7s %7s %7s %7s %5s\n", "measurement (--brief)", "shape", "f/s",
+                   "p50 ms", "p99 ms", "limit", "ratio");
             return 0;
-        }
-        else if (strcmp(a, "--json") == 0) o.json = 1;
-        else if (strcmp(a, "--threads") == 0) o.threads = 1;
-        else if (strcmp(a, "--plain-write") == 0) o.plain_write = 1;
-        else if (strcmp(a, "--explicit-config") == 0) o.model_json = "";
-        else if (strcmp(a, "--print-config") == 0) o.model_json = "print", quiet = 1;
+        } else if (strcmp(a, "--json") == 0)
+            o.json = 1;
+        else if (strcmp(a, "--threads") == 0)
+            o.threads = 1;
+        else if (strcmp(a, "--plain-write") == 0)
+            o.plain_write = 1;
+        else if (strcmp(a, "--explicit-config") == 0)
+            o.model_json = "";
+        else if (strcmp(a, "--print-config") == 0)
+            o.model_json = "print", quiet = 1;
         else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             usage(stdout);
             return 0;
@@ -242,10 +282,9 @@ int main(int argc, char **argv) {
 #undef ARG
     }
     if (o.runs < 1 || o.runs > MAX_RUNS || o.seconds <= 0 || o.seconds > 600 ||
-        o.concurrency < 1 || o.concurrency > 64 ||
-        o.quality < 1 || o.quality > 100 || o.grace_s < 0.1 || o.grace_s > 120 ||
-        o.limit_seconds <= 0 || o.lat_s <= 0 || o.cal_s <= 0 || o.warmup_s < 0 ||
-        o.rate > 100000 || o.rate_x > 100) {
+        o.concurrency < 1 || o.concurrency > 64 || o.quality < 1 || o.quality > 100 ||
+        o.grace_s < 0.1 || o.grace_s > 120 || o.limit_seconds <= 0 || o.lat_s <= 0 ||
+        o.cal_s <= 0 || o.warmup_s < 0 || o.rate > 100000 || o.rate_x > 100) {
         fprintf(stderr, "%s: an option is out of range\n", WHO);
         return 2;
     }
@@ -284,7 +323,7 @@ int main(int argc, char **argv) {
     run_t *runs = calloc((size_t)o.runs, sizeof *runs);
     if (!lg_recs || !runs) return 1;
     if (!o.nbatches) o.batches[o.nbatches++] = 0; /* single-frame requests */
-    if (!o.nks) o.ks[o.nks++] = 0;               /* the admission capacity */
+    if (!o.nks) o.ks[o.nks++] = 0;                /* the admission capacity */
     int rc = 0;
     if (o.limit_only) {
         for (int b = 0; b < o.nbatches; b++) {
@@ -309,7 +348,8 @@ int main(int argc, char **argv) {
                 o.limit_reuse = q > 0;
                 lg_cur_b = b;
                 lg_cur_q = q;
-                if (o.batch > 0 && f.nitems != o.batch && lg_make_batch_items(&o, &f, o.batch)) return 1;
+                if (o.batch > 0 && f.nitems != o.batch && lg_make_batch_items(&o, &f, o.batch))
+                    return 1;
                 int r1 = lg_measure_config(&o, server, &f, m, runs, &lg_fps_at[b][q], &lg_lim_fps[b]);
                 if (r1 > rc) rc = r1;
             }

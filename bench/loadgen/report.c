@@ -65,7 +65,8 @@ GETTER(g_cap, r->capacity)
 GETTER(g_capb, r->cap_before)
 GETTER(g_capa, r->cap_after)
 GETTER(g_rate, r->rate)
-GETTER(g_sentrate, r->ph.t_stop > r->ph.t0 ? (double)r->main.sent / ((double)(r->ph.t_stop - r->ph.t0) / 1e9) : 0)
+GETTER(g_sentrate,
+       r->ph.t_stop > r->ph.t0 ? (double)r->main.sent / ((double)(r->ph.t_stop - r->ph.t0) / 1e9) : 0)
 GETTER(g_good, r->capacity > 0 ? r->main.fps / r->capacity : 0)
 GETTER(g_p99x, r->lat1_p50 > 0 ? r->main.p99 / r->lat1_p50 : 0)
 GETTER(g_latep99, r->ph.late_p99_ms)
@@ -105,9 +106,14 @@ void lg_loadavg(char *buf, size_t n) {
 static const char *config_name(const opts_t *o) {
     static char b[128];
     if (o->label && o->batch <= 0) return o->label;
-    int n = snprintf(b, sizeof b, "%s%s%s %s %dx%d", o->label ? o->label : "", o->label ? ": " : "",
-                     o->model, o->jpeg ? "jpeg" : o->shm ? "shm" : "raw", o->w, o->h);
-    if (o->batch > 0 && n > 0 && (size_t)n < sizeof b) snprintf(b + n, sizeof b - (size_t)n, " batch %d", o->batch);
+    int n = snprintf(b, sizeof b, "%s%s%s %s %dx%d", o->label ? o->label : "",
+                     o->label ? ": " : "", o->model,
+                     o->jpeg  ? "jpeg"
+                     : o->shm ? "shm"
+                              : "raw",
+                     o->w, o->h);
+    if (o->batch > 0 && n > 0 && (size_t)n < sizeof b)
+        snprintf(b + n, sizeof b - (size_t)n, " batch %d", o->batch);
     return b;
 }
 
@@ -147,14 +153,14 @@ void lg_batch_gain(const opts_t *o, const osp_model_t *m) {
     /* the same in CPU per frame, which a neighbour's load does not move much */
     if (lg_lim_cpu[b1] > 0 && lg_lim_cpu[bn] > 0) {
         double rawc = lg_lim_cpu[b1] / lg_lim_cpu[bn];
-        printf("  batch %d vs 1, CPU per frame: raw loop %.2f -> %.2f ms (x%.2f)", o->batches[bn], lg_lim_cpu[b1],
-               lg_lim_cpu[bn], rawc);
+        printf("  batch %d vs 1, CPU per frame: raw loop %.2f -> %.2f ms (x%.2f)", o->batches[bn],
+               lg_lim_cpu[b1], lg_lim_cpu[bn], rawc);
         if (!o->limit_only)
             for (int q = 0; q < o->nks; q++)
                 if (srv_cpu_at[b1][q] > 0 && srv_cpu_at[bn][q] > 0) {
                     double g = srv_cpu_at[b1][q] / srv_cpu_at[bn][q];
-                    printf("; ospreyd K=%d %.2f -> %.2f ms (x%.2f, %.2f of the raw gain)", o->ks[q],
-                           srv_cpu_at[b1][q], srv_cpu_at[bn][q], g, g / rawc);
+                    printf("; ospreyd K=%d %.2f -> %.2f ms (x%.2f, %.2f of the raw gain)",
+                           o->ks[q], srv_cpu_at[b1][q], srv_cpu_at[bn][q], g, g / rawc);
                 }
         printf("\n");
     }
@@ -169,8 +175,8 @@ void lg_batch_gain(const opts_t *o, const osp_model_t *m) {
 /* One configuration (batch size, K): o->runs runs, each on a fresh server;
  * the report. *fps_out, *lim_out: the medians, for the batch-gain summary.
  * 0, 1 when every run failed, 3 when a request was lost. */
-int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, const osp_model_t *m,
-                          run_t *runs, double *fps_out, double *lim_out) {
+int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp,
+                      const osp_model_t *m, run_t *runs, double *fps_out, double *lim_out) {
     opts_t o = *op;
     const frame_t f = *fp;
     char la0[64], la1[64];
@@ -178,8 +184,10 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
     int cap = o.concurrency + 2, k = o.inflight > 0 ? o.inflight : cap; /* cap: until a server reports */
     char shape[96];
     if (o.open) {
-        if (o.rate_x > 0) snprintf(shape, sizeof shape, "open loop at %gx closed-loop capacity", o.rate_x);
-        else snprintf(shape, sizeof shape, "open loop at %g frames/s", o.rate);
+        if (o.rate_x > 0)
+            snprintf(shape, sizeof shape, "open loop at %gx closed-loop capacity", o.rate_x);
+        else
+            snprintf(shape, sizeof shape, "open loop at %g frames/s", o.rate);
     } else {
         snprintf(shape, sizeof shape, "closed loop K=%d", k);
     }
@@ -189,7 +197,8 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
     }
     const char *fmt_name = o.jpeg ? "JPEG" : o.shm ? "raw RGB via shm" : "raw RGB";
     if (!o.brief)
-        fprintf(stderr, "%s: %s %s %dx%d (%zu bytes/frame), %s, concurrency %d, %d run(s) x %g s; load average %s\n",
+        fprintf(stderr,
+                "%s: %s %s %dx%d (%zu bytes/frame), %s, concurrency %d, %d run(s) x %g s; load average %s\n",
                 WHO, o.model, fmt_name, o.w, o.h, o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3,
                 shape, o.concurrency, o.runs, o.seconds, la0);
     int ok = 0;
@@ -205,9 +214,11 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
                 "errors %ld, lost %ld, rss %ld->%ld KiB",
                 r + 1, R->main.fps, R->main.p50, R->main.p99, R->main.sent, R->main.qfull,
                 R->main.deadline, R->main.errors, R->lost, R->rss_mark, R->rss_end);
-        if (o.limit) fprintf(stderr, ", limit %.1f (1x%d %.1f, %dx1 %.1f)", R->lim.limit, bu_cores(),
-                             R->lim.one, bu_cores(), R->lim.many);
-        if (o.limit && R->lim.pipeline_applies) fprintf(stderr, ", pipeline limit %.1f", R->lim.pipeline);
+        if (o.limit)
+            fprintf(stderr, ", limit %.1f (1x%d %.1f, %dx1 %.1f)", R->lim.limit, bu_cores(),
+                    R->lim.one, bu_cores(), R->lim.many);
+        if (o.limit && R->lim.pipeline_applies)
+            fprintf(stderr, ", pipeline limit %.1f", R->lim.pipeline);
         if (o.open) fprintf(stderr, ", K=1 p50 %.1f ms", R->lat1_p50);
         if (o.rate_x > 0) fprintf(stderr, ", capacity %.1f, rate %.1f", R->capacity, R->rate);
         fprintf(stderr, "\n");
@@ -219,7 +230,8 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
                     fprintf(stderr, "    %7d %-16s %7.2f\n", R->tdelta[i].tid, R->tdelta[i].comm,
                             ticks_s(R->tdelta[i].ticks));
             fprintf(stderr, "  server counters over the measured phase (mem_stats):");
-            for (int i = 0; i < SC_N; i++) fprintf(stderr, " %s %ld", lg_sc_keys[i], R->counters[i]);
+            for (int i = 0; i < SC_N; i++)
+                fprintf(stderr, " %s %ld", lg_sc_keys[i], R->counters[i]);
             fprintf(stderr, "\n");
             fprintf(stderr, "  RSS samples (KiB, 1/s):");
             for (int i = 0; i < R->nsamples; i++) fprintf(stderr, " %ld", R->samples[i]);
@@ -230,8 +242,10 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
     if (ok && o.inflight <= 0 && runs[0].workers > o.concurrency) {
         cap = runs[0].workers + 2;
         k = cap;
-        if (!o.open && o.batch > 0) snprintf(shape, sizeof shape, "closed loop K=%d, infer_batch of %d", k, o.batch);
-        else if (!o.open) snprintf(shape, sizeof shape, "closed loop K=%d", k);
+        if (!o.open && o.batch > 0)
+            snprintf(shape, sizeof shape, "closed loop K=%d, infer_batch of %d", k, o.batch);
+        else if (!o.open)
+            snprintf(shape, sizeof shape, "closed loop K=%d", k);
     }
     if (!ok) {
         if (o.brief) printf("  %-40s FAILED (every run)\n", config_name(&o));
@@ -250,13 +264,16 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
     agg_t fps = agg(runs, ok, g_fps), p50 = agg(runs, ok, g_p50), p99 = agg(runs, ok, g_p99);
     agg_t qf = agg(runs, ok, g_qfull), dl = agg(runs, ok, g_deadline), er = agg(runs, ok, g_errors);
     agg_t dro = agg(runs, ok, g_dropo), sent = agg(runs, ok, g_sent), pmax = agg(runs, ok, g_pmax);
-    agg_t rss5 = agg(runs, ok, g_rss5), rsse = agg(runs, ok, g_rssend), drift = agg(runs, ok, g_drift);
+    agg_t rss5 = agg(runs, ok, g_rss5), rsse = agg(runs, ok, g_rssend),
+          drift = agg(runs, ok, g_drift);
     agg_t lim = agg(runs, ok, g_lim), one = agg(runs, ok, g_one), many = agg(runs, ok, g_many);
-    agg_t pipe = agg(runs, ok, g_pipe), ratio = agg(runs, ok, g_ratio), pratio = agg(runs, ok, g_pratio);
+    agg_t pipe = agg(runs, ok, g_pipe), ratio = agg(runs, ok, g_ratio),
+          pratio = agg(runs, ok, g_pratio);
     agg_t cpuf = agg(runs, ok, g_cpuf), tdec = agg(runs, ok, g_tdec), tres = agg(runs, ok, g_tres);
     agg_t sentrate = agg(runs, ok, g_sentrate);
     agg_t pipecpu = agg(runs, ok, g_pipecpu), cpueff = agg(runs, ok, g_cpueff);
-    agg_t effc = agg(runs, ok, g_effc), rssdr = agg(runs, ok, g_rssdr), rssmax = agg(runs, ok, g_rssmax);
+    agg_t effc = agg(runs, ok, g_effc), rssdr = agg(runs, ok, g_rssdr),
+          rssmax = agg(runs, ok, g_rssmax);
     agg_t tpack = agg(runs, ok, g_tpack), lat1 = agg(runs, ok, g_lat1), capa = agg(runs, ok, g_cap);
     agg_t rate = agg(runs, ok, g_rate), good = agg(runs, ok, g_good), p99x = agg(runs, ok, g_p99x);
     agg_t latep99 = agg(runs, ok, g_latep99), latemax = agg(runs, ok, g_latemax);
@@ -275,7 +292,8 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
     if (o.brief) {
         char lim_s[48] = "", pipe_s[224] = "", bad[160] = "";
         if (o.limit) snprintf(lim_s, sizeof lim_s, "%7.1f %5.2f", lim.med, ratio.med);
-        if (pipe_applies) snprintf(pipe_s, sizeof pipe_s, " (pipeline %.1f: %.2f)", pipe.med, pratio.med);
+        if (pipe_applies)
+            snprintf(pipe_s, sizeof pipe_s, " (pipeline %.1f: %.2f)", pipe.med, pratio.med);
         if (o.limit) { /* CPU: raw (+ the steps) per frame / the server's per frame */
             size_t l = strlen(pipe_s);
             snprintf(pipe_s + l, sizeof pipe_s - l, " cpu %.2f", cpueff.med);
@@ -291,20 +309,20 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
                 snprintf(pipe_s + l, sizeof pipe_s - l, ")");
         }
         if (qf.med || dl.med || er.med || dro.med || lost || abnormal)
-            snprintf(bad, sizeof bad, "  qfull %.0f deadline %.0f errors %.0f other %.0f LOST %ld%s", qf.med,
-                     dl.med, er.med, dro.med, lost, abnormal ? " ABNORMAL EXIT" : "");
+            snprintf(bad, sizeof bad, "  qfull %.0f deadline %.0f errors %.0f other %.0f LOST %ld%s",
+                     qf.med, dl.med, er.med, dro.med, lost, abnormal ? " ABNORMAL EXIT" : "");
         if (o.open) {
             char sh[48];
             snprintf(sh, sizeof sh, "open %.0f/s", rate.med);
             printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s  cap %.1f (%.1f before, %.1f after), goodput/cap %.2f, "
                    "K=1 p50 %.1f, p99/K=1 %.2f, RSS drift %+.2f%%%s  load %s\n",
-                   config_name(&o), sh, fps.med, p50.med, p99.med, lim_s, pipe_s, capa.med, capb.med,
-                   capa2.med, good.med, lat1.med, p99x.med, drift.med, bad, la1);
+                   config_name(&o), sh, fps.med, p50.med, p99.med, lim_s, pipe_s, capa.med,
+                   capb.med, capa2.med, good.med, lat1.med, p99x.med, drift.med, bad, la1);
         } else {
             char sh[32];
             snprintf(sh, sizeof sh, "K=%d", k);
-            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s%s  load %s\n", config_name(&o), sh, fps.med,
-                   p50.med, p99.med, lim_s, pipe_s, bad, la1);
+            printf("  %-40s %-8s %7.1f %7.1f %7.1f %-13s%s%s  load %s\n", config_name(&o), sh,
+                   fps.med, p50.med, p99.med, lim_s, pipe_s, bad, la1);
         }
         fflush(stdout);
         return lost ? 3 : 0;
@@ -319,19 +337,24 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
                "\"errors\":%.0f,\"lost\":%ld,\"lateAnswers\":%ld,\"unexpectedReplies\":%ld,\"abnormalExits\":%d,"
                "\"rssAfter5sKb\":%.0f,\"rssEndKb\":%.0f,\"rssDriftPct\":%.2f,\"rssPeakKb\":%.0f,\"rssDrainedKb\":%.0f,"
                "\"serverCpuMsPerFrame\":%.2f,\"serverCpuUtil\":%.2f,\"clientCpuUtil\":%.2f",
-               o.label ? o.label : "", o.model, o.jpeg ? "jpeg" : o.shm ? "shm" : "raw", o.w, o.h,
-               o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3, o.open ? "open" : "closed",
-               o.open ? 0 : k, rate.med, o.rate_x, o.seconds, o.concurrency, runs[0].workers, n, ok,
-               la0, la1, fps.med, fps.lo, fps.hi, p50.med, p99.med, pmax.med, sent.med, qf.med,
-               dl.med, dro.med, er.med, lost, late_ans, unexpected, abnormal, rss5.med, rsse.med,
-               drift.med, rssmax.med, rssdr.med, srvcpu.med, srvutil.med, cliutil.med);
+               o.label ? o.label : "", o.model,
+               o.jpeg  ? "jpeg"
+               : o.shm ? "shm"
+                       : "raw",
+               o.w, o.h, o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3,
+               o.open ? "open" : "closed", o.open ? 0 : k, rate.med, o.rate_x, o.seconds,
+               o.concurrency, runs[0].workers, n, ok, la0, la1, fps.med, fps.lo, fps.hi, p50.med,
+               p99.med, pmax.med, sent.med, qf.med, dl.med, dro.med, er.med, lost, late_ans,
+               unexpected, abnormal, rss5.med, rsse.med, drift.med, rssmax.med, rssdr.med,
+               srvcpu.med, srvutil.med, cliutil.med);
         if (o.limit)
             printf(",\"limitFps\":%.2f,\"limit1xN\":%.2f,\"limitNx1\":%.2f,\"rawCpuMsPerFrame\":%.3f,"
                    "\"rawCores\":%.2f,\"ratioToLimit\":%.3f,\"rawPlusStepsCpuMs\":%.3f,\"cpuEfficiency\":%.3f",
-                   lim.med, one.med, many.med, cpuf.med, effc.med, ratio.med, pipecpu.med, cpueff.med);
+                   lim.med, one.med, many.med, cpuf.med, effc.med, ratio.med, pipecpu.med,
+                   cpueff.med);
         if (o.limit && !o.open && k == 1 && o.batch <= 1)
-            printf(",\"pairedOverRawMs\":%.3f,\"pairedRawMs\":%.3f,\"pipeAloneMs\":%.3f", over1p.med,
-                   pairraw.med, pairpipe.med);
+            printf(",\"pairedOverRawMs\":%.3f,\"pairedRawMs\":%.3f,\"pipeAloneMs\":%.3f",
+                   over1p.med, pairraw.med, pairpipe.med);
         if (pipe_applies)
             printf(",\"pipelineLimitFps\":%.2f,\"decodeMs\":%.3f,\"resizeMs\":%.3f,\"packMs\":%.3f,"
                    "\"ratioToPipelineLimit\":%.3f",
@@ -348,8 +371,8 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
 
     printf("loadgen: %s%s%s, %s %dx%d (%zu bytes/frame), %s, concurrency %d (%d workers),\n"
            "  %d run(s) x %g s, medians; %d cores, load average %s at start, %s at end\n",
-           o.label ? o.label : "", o.label ? ": " : "", o.model, fmt_name,
-           o.w, o.h, o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3, shape, o.concurrency,
+           o.label ? o.label : "", o.label ? ": " : "", o.model, fmt_name, o.w, o.h,
+           o.jpeg ? (size_t)f.jpg_len : (size_t)o.w * o.h * 3, shape, o.concurrency,
            runs[0].workers, ok, o.seconds, n, la0, la1);
     if (o.open) {
         line("single-frame latency, K=1 p50 (ms)", lat1, "%.1f", 1);
@@ -362,9 +385,12 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
         line("achieved send rate (frames/s)", sentrate, "%.1f", 1);
     }
     line(o.open ? "goodput, served frames/s" : "served frames/s", fps, "%.1f", 1);
-    line(o.batch > 0 ? "latency p50, served requests (ms)" : "latency p50, served (ms)", p50, "%.1f", 1);
-    line(o.batch > 0 ? "latency p99, served requests (ms)" : "latency p99, served (ms)", p99, "%.1f", 1);
-    line(o.batch > 0 ? "latency max, served requests (ms)" : "latency max, served (ms)", pmax, "%.1f", 1);
+    line(o.batch > 0 ? "latency p50, served requests (ms)" : "latency p50, served (ms)", p50,
+         "%.1f", 1);
+    line(o.batch > 0 ? "latency p99, served requests (ms)" : "latency p99, served (ms)", p99,
+         "%.1f", 1);
+    line(o.batch > 0 ? "latency max, served requests (ms)" : "latency max, served (ms)", pmax,
+         "%.1f", 1);
     line(o.batch > 0 ? "sent (requests)" : "sent", sent, "%.0f", 1);
     line("dropped, queue-full", qf, "%.0f", 1);
     line("dropped, deadline-expired", dl, "%.0f", 1);
@@ -375,10 +401,14 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp, c
         line("send lateness p99 (ms)", latep99, "%.1f", 1);
         line("send lateness max (ms)", latemax, "%.1f", 1);
     }
-    line("server RSS after 5 s (MiB)", (agg_t){rss5.med / 1024, rss5.lo / 1024, rss5.hi / 1024}, "%.1f", 1);
-    line("server RSS at the end of the load (MiB)", (agg_t){rsse.med / 1024, rsse.lo / 1024, rsse.hi / 1024}, "%.1f", 1);
-    line("server RSS peak, 1/s samples (MiB)", (agg_t){rssmax.med / 1024, rssmax.lo / 1024, rssmax.hi / 1024}, "%.1f", 1);
-    line("server RSS after the drain (MiB)", (agg_t){rssdr.med / 1024, rssdr.lo / 1024, rssdr.hi / 1024}, "%.1f", 1);
+    line("server RSS after 5 s (MiB)", (agg_t){rss5.med / 1024, rss5.lo / 1024, rss5.hi / 1024},
+         "%.1f", 1);
+    line("server RSS at the end of the load (MiB)",
+         (agg_t){rsse.med / 1024, rsse.lo / 1024, rsse.hi / 1024}, "%.1f", 1);
+    line("server RSS peak, 1/s samples (MiB)",
+         (agg_t){rssmax.med / 1024, rssmax.lo / 1024, rssmax.hi / 1024}, "%.1f", 1);
+    line("server RSS after the drain (MiB)",
+         (agg_t){rssdr.med / 1024, rssdr.lo / 1024, rssdr.hi / 1024}, "%.1f", 1);
     line("RSS drift end vs 5 s (%)", drift, "%+.2f", 0);
     line("server CPU per served frame (ms)", srvcpu, "%.2f", 1);
     line("server CPU use (cores)", srvutil, "%.2f", 1);

@@ -74,9 +74,12 @@ static int read_full(int fd, uint8_t *buf, size_t n) {
     size_t got = 0;
     while (got < n) {
         ssize_t r = read(fd, buf + got, n - got);
-        if (r > 0) got += (size_t)r;
-        else if (r < 0 && errno == EINTR) continue;
-        else return -1;
+        if (r > 0)
+            got += (size_t)r;
+        else if (r < 0 && errno == EINTR)
+            continue;
+        else
+            return -1;
     }
     return 0;
 }
@@ -107,7 +110,8 @@ int lg_write_fd(srv_t *s, int fd, struct iovec *iov, int cnt) {
         if (w < 0) {
             if (errno == EINTR) continue;
             if (errno != EAGAIN || s->eof || mono_ns() > give_up) {
-                if (errno == EAGAIN) fprintf(stderr, "%s: the pipe's reader stopped reading\n", WHO);
+                if (errno == EAGAIN)
+                    fprintf(stderr, "%s: the pipe's reader stopped reading\n", WHO);
                 return -1;
             }
             struct pollfd p = {.fd = fd, .events = POLLOUT};
@@ -204,7 +208,8 @@ void *lg_reader_main(void *arg) {
         pthread_mutex_unlock(&s->mu);
         if (st == ST_ERROR) {
             static _Atomic int shown;
-            if (atomic_fetch_add(&shown, 1) < 3) fprintf(stderr, "%s: error reply: %.300s\n", WHO, body);
+            if (atomic_fetch_add(&shown, 1) < 3)
+                fprintf(stderr, "%s: error reply: %.300s\n", WHO, body);
         }
     }
     free(body);
@@ -284,7 +289,8 @@ uint32_t lg_begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) {
     s->inflight++;
     pthread_mutex_unlock(&s->mu);
     osp_wire_req_t r = {.req_id = id, .version = s->version};
-    if (s->version >= 2 && s->deadline_ms > 0) r.deadline_ms = epoch_ms() + (uint64_t)s->deadline_ms;
+    if (s->version >= 2 && s->deadline_ms > 0)
+        r.deadline_ms = epoch_ms() + (uint64_t)s->deadline_ms;
     const size_t cap = OSP_WIRE_HEAD_MAX;
     const uint8_t model = 0, rgb = OSP_WIRE_FMT_RGB;
     switch (s->msg_type) {
@@ -296,13 +302,16 @@ uint32_t lg_begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) {
                                       s->payload_len);
         break;
     case OSP_WIRE_MSG_INFER_SHM: { /* the frame at the region's start; no payload */
-        osp_wire_shm_t m = {.model_idx = model, .region = s->region, .width = s->fw,
-                            .height = s->fh, .fmt = rgb, .stride = s->fw * 3};
+        osp_wire_shm_t m = {.model_idx = model,
+                            .region = s->region,
+                            .width = s->fw,
+                            .height = s->fh,
+                            .fmt = rgb,
+                            .stride = s->fw * 3};
         *hlen = osp_wire_encode_shm(hdr, cap, &r, &m);
         break;
     }
-    default:
-        *hlen = osp_wire_encode_jpeg(hdr, cap, &r, model, NULL, s->payload_len);
+    default: *hlen = osp_wire_encode_jpeg(hdr, cap, &r, model, NULL, s->payload_len);
     }
     return id;
 }
@@ -328,8 +337,8 @@ int lg_wait_inflight_below(srv_t *s, long k, int64_t until_ns) {
     return rc;
 }
 
-const char *const lg_sc_keys[SC_N] = {"framesPreparedAsRead", "framesParked",
-                                      "shedQueueFull", "bytesRelayed", "loneRuns"};
+const char *const lg_sc_keys[SC_N] = {"framesPreparedAsRead", "framesParked", "shedQueueFull",
+                                      "bytesRelayed", "loneRuns"};
 
 int lg_server_counters(srv_t *s, long out[SC_N]) {
     static const char json[] = "{\"cmd\":\"mem_stats\"}";

@@ -114,10 +114,11 @@ static void put_face(osp_jw_t *w, const char *key, const osp_det_t *d) {
 int osp_cmd_compare(int argc, char **argv) {
     const char *det_name = "ultraface", *emb_name = "face-embed";
     float margin = 0.2f;
-    static const struct option longopts[] = {
-        {"detector", required_argument, NULL, 'D'}, {"embedder", required_argument, NULL, 'E'},
-        {"margin", required_argument, NULL, 'M'},   {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"detector", required_argument, NULL, 'D'},
+                                             {"embedder", required_argument, NULL, 'E'},
+                                             {"margin", required_argument, NULL, 'M'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "M:h", longopts, NULL)) != -1) {
@@ -129,16 +130,15 @@ int osp_cmd_compare(int argc, char **argv) {
             errno = 0;
             double m = strtod(optarg, &end);
             if (errno || end == optarg || *end || !(m >= 0 && m <= 2)) {
-                fprintf(stderr, "osprey compare: --margin must be a number from 0 to 2, not '%s'\n", optarg);
+                fprintf(stderr, "osprey compare: --margin must be a number from 0 to 2, not '%s'\n",
+                        optarg);
                 return 2;
             }
             margin = (float)m;
             break;
         }
         case 'h': usage(stdout); return 0;
-        default:
-            fprintf(stderr, "osprey compare: see 'osprey compare --help'\n");
-            return 2;
+        default: fprintf(stderr, "osprey compare: see 'osprey compare --help'\n"); return 2;
         }
     }
     if (argc - optind != 2) {

@@ -47,9 +47,9 @@ typedef struct {
     long frames;
     long per_label[MAX_LABELS];
     long other;
-    int best_count;   /* people (or detections) in the best frame so far */
+    int best_count; /* people (or detections) in the best frame so far */
     long best_frame;
-    osp_image_t best; /* copy of that frame */
+    osp_image_t best;       /* copy of that frame */
     float best_sx, best_sy; /* kept pixels per original pixel (a scaled decode) */
     osp_det_t *best_dets;
     int best_n, best_cap;
@@ -178,8 +178,7 @@ static void write_snapshot(const opts_t *o, const char *input, tally_t *t, const
                 t->best_count, person_class(m) >= 0 ? "people" : "detections", path);
 }
 
-static void print_summary(const char *input, const tally_t *t, const osp_model_t *m,
-                          double secs) {
+static void print_summary(const char *input, const tally_t *t, const osp_model_t *m, double secs) {
     fprintf(stderr, "%s: %ld frame%s in %.2f s (%.1f frames/s)", base_name(input), t->frames,
             t->frames == 1 ? "" : "s", secs, secs > 0 ? (double)t->frames / secs : 0.0);
     /* labels by count, most first */
@@ -316,7 +315,7 @@ typedef struct {
     int nslots;
     long read_seq, take_seq;
     int reader_done, stop;
-    long total;          /* slots the reader filled in all, once reader_done */
+    long total; /* slots the reader filled in all, once reader_done */
     char read_err[512];
 } pipe_t;
 
@@ -555,14 +554,17 @@ int osp_cmd_detect(int argc, char **argv) {
     opts_t o = {.model = "ssd-oidv4", .threshold = -1, .every = 1};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.workers = ncpu > 0 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
-    static const struct option longopts[] = {
-        {"model", required_argument, NULL, 'm'},   {"threshold", required_argument, NULL, 't'},
-        {"every", required_argument, NULL, 'e'},   {"out", required_argument, NULL, 'o'},
-        {"workers", required_argument, NULL, 'j'}, {"quiet", no_argument, NULL, 'q'},
-        {"no-json", no_argument, NULL, 'J'},       {"help", no_argument, NULL, 'h'},
-        {"postprocessor", required_argument, NULL, 'P'},
-        {"config", required_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"model", required_argument, NULL, 'm'},
+                                             {"threshold", required_argument, NULL, 't'},
+                                             {"every", required_argument, NULL, 'e'},
+                                             {"out", required_argument, NULL, 'o'},
+                                             {"workers", required_argument, NULL, 'j'},
+                                             {"quiet", no_argument, NULL, 'q'},
+                                             {"no-json", no_argument, NULL, 'J'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {"postprocessor", required_argument, NULL, 'P'},
+                                             {"config", required_argument, NULL, 'C'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, NULL)) != -1) {
@@ -573,7 +575,8 @@ int osp_cmd_detect(int argc, char **argv) {
             errno = 0;
             double t = strtod(optarg, &end);
             if (errno || end == optarg || *end || !(t >= 0 && t <= 1)) {
-                fprintf(stderr, "osprey detect: --threshold must be a number from 0 to 1, not '%s'\n", optarg);
+                fprintf(stderr, "osprey detect: --threshold must be a number from 0 to 1, not '%s'\n",
+                        optarg);
                 return 2;
             }
             o.threshold = (float)t;
@@ -581,7 +584,8 @@ int osp_cmd_detect(int argc, char **argv) {
         }
         case 'e':
             if (parse_int(optarg, 1, 1000000, &o.every)) {
-                fprintf(stderr, "osprey detect: --every must be a whole number >= 1, not '%s'\n", optarg);
+                fprintf(stderr, "osprey detect: --every must be a whole number >= 1, not '%s'\n",
+                        optarg);
                 return 2;
             }
             break;
@@ -597,13 +601,12 @@ int osp_cmd_detect(int argc, char **argv) {
         case 'P': o.postprocessor = optarg; break;
         case 'C': o.config = optarg; break;
         case 'h': usage(stdout); return 0;
-        default:
-            fprintf(stderr, "osprey detect: see 'osprey detect --help'\n");
-            return 2;
+        default: fprintf(stderr, "osprey detect: see 'osprey detect --help'\n"); return 2;
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "osprey detect: no input given (images or videos); see 'osprey detect --help'\n");
+        fprintf(stderr,
+                "osprey detect: no input given (images or videos); see 'osprey detect --help'\n");
         return 2;
     }
     /* every input must exist before any work starts */
@@ -638,7 +641,8 @@ int osp_cmd_detect(int argc, char **argv) {
     struct stat st;
     if (stat(cfg.path, &st) != 0) {
         if (osp_catalog_find(o.model))
-            fprintf(stderr, "osprey detect: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh\n",
+            fprintf(stderr,
+                    "osprey detect: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh\n",
                     o.model, cfg.path);
         else
             fprintf(stderr, "osprey detect: cannot open model %s: %s\n", cfg.path, strerror(errno));

@@ -18,11 +18,11 @@
 #include "stream/stream.h"
 
 #define RATE 16000
-#define CHUNK 512            /* samples per model call at 16 kHz (32 ms) */
-#define MIN_SILENCE_MS 250   /* a pause this long ends a segment */
-#define MIN_SPEECH_MS 250    /* shorter segments are dropped */
-#define PAD_MS 30            /* added on each side of a segment */
-#define LIVE_BACKLOG 32      /* frames (1 s) the live worker may lag before skipping */
+#define CHUNK 512          /* samples per model call at 16 kHz (32 ms) */
+#define MIN_SILENCE_MS 250 /* a pause this long ends a segment */
+#define MIN_SPEECH_MS 250  /* shorter segments are dropped */
+#define PAD_MS 30          /* added on each side of a segment */
+#define LIVE_BACKLOG 32    /* frames (1 s) the live worker may lag before skipping */
 
 static void usage(FILE *out) {
     fputs("usage: osprey listen INPUT.wav [--model silero-vad|FILE.onnx] [--threshold T] [--live]\n"
@@ -103,7 +103,9 @@ int osp_cmd_listen(int argc, char **argv) {
                 char *end;
                 threshold = strtof(v, &end);
                 if (*v == '\0' || *end != '\0' || !(threshold > 0.0f && threshold < 1.0f)) {
-                    fprintf(stderr, "osprey listen: --threshold must be a number between 0 and 1, not '%s'\n", v);
+                    fprintf(stderr,
+                            "osprey listen: --threshold must be a number between 0 and 1, not '%s'\n",
+                            v);
                     return 2;
                 }
             }
@@ -130,7 +132,8 @@ int osp_cmd_listen(int argc, char **argv) {
     } else if (strchr(model_arg, '/') || strstr(model_arg, ".onnx")) {
         snprintf(path, sizeof path, "%s", model_arg);
     } else {
-        fprintf(stderr, "osprey listen: unknown model '%s' (silero-vad, or a .onnx file)\n", model_arg);
+        fprintf(stderr, "osprey listen: unknown model '%s' (silero-vad, or a .onnx file)\n",
+                model_arg);
         return 2;
     }
 
@@ -158,7 +161,9 @@ int osp_cmd_listen(int argc, char **argv) {
         goto done;
     }
     /* v5 carries one state tensor; the v4 export carries h and c */
-    osp_stream_ort_spec_t spec = {.input = "input", .output = "output", .int_input = "sr",
+    osp_stream_ort_spec_t spec = {.input = "input",
+                                  .output = "output",
+                                  .int_input = "sr",
                                   .int_value = RATE};
     int v4 = 0;
     for (int i = 0; i < m->n_inputs; i++)
@@ -220,8 +225,8 @@ int osp_cmd_listen(int argc, char **argv) {
     osp_vad_segment_t seg;
     if (osp_vad_seg_finish(&l.seg, &seg)) print_segment(&l, &seg);
     if (r.failures > 0) {
-        fprintf(stderr, "osprey listen: %lld of %zu chunks failed to score\n", (long long)r.failures,
-                chunks);
+        fprintf(stderr, "osprey listen: %lld of %zu chunks failed to score\n",
+                (long long)r.failures, chunks);
         goto done;
     }
     fprintf(stderr, "osprey listen: %zu chunks of %d samples (%.2f s at %d Hz%s), %lld scored%s\n",

@@ -27,8 +27,8 @@ int osp_cmd_models(int argc, char **argv) {
         }
     }
     if (!json)
-        printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", "NAME", "PRESENT", "FILE", "INPUT", "POST",
-               "BATCH", "DESCRIPTION");
+        printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", "NAME", "PRESENT", "FILE", "INPUT",
+               "POST", "BATCH", "DESCRIPTION");
     for (int i = 0; i < osp_catalog_count(); i++) {
         const osp_catalog_entry_t *e = osp_catalog_at(i);
         char path[1024], shape[64];
@@ -42,19 +42,26 @@ int osp_cmd_models(int argc, char **argv) {
         if (json) {
             osp_jw_t w = {0};
             osp_jw_obj_open(&w);
-            osp_jw_key(&w, "name"); osp_jw_str(&w, e->name);
-            osp_jw_key(&w, "file"); osp_jw_str(&w, e->file);
-            osp_jw_key(&w, "path"); osp_jw_str(&w, path);
-            osp_jw_key(&w, "input"); osp_jw_str(&w, shape);
-            osp_jw_key(&w, "postprocessor"); osp_jw_str(&w, e->postprocessor);
-            osp_jw_key(&w, "present"); osp_jw_bool(&w, present);
-            osp_jw_key(&w, "batches"); osp_jw_bool(&w, e->batches);
+            osp_jw_key(&w, "name");
+            osp_jw_str(&w, e->name);
+            osp_jw_key(&w, "file");
+            osp_jw_str(&w, e->file);
+            osp_jw_key(&w, "path");
+            osp_jw_str(&w, path);
+            osp_jw_key(&w, "input");
+            osp_jw_str(&w, shape);
+            osp_jw_key(&w, "postprocessor");
+            osp_jw_str(&w, e->postprocessor);
+            osp_jw_key(&w, "present");
+            osp_jw_bool(&w, present);
+            osp_jw_key(&w, "batches");
+            osp_jw_bool(&w, e->batches);
             osp_jw_obj_close(&w);
             printf("%s\n", w.buf);
             osp_jw_free(&w);
         } else
-            printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", e->name, present ? "yes" : "no", e->file,
-                   shape, e->postprocessor, e->batches ? "yes" : "no", e->description);
+            printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", e->name, present ? "yes" : "no",
+                   e->file, shape, e->postprocessor, e->batches ? "yes" : "no", e->description);
     }
     return 0;
 }

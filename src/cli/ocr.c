@@ -56,7 +56,8 @@ int osp_cli_open_model(const char *cmd, const char *name, float threshold, osp_m
     struct stat st;
     if (stat(cfg.path, &st) != 0) {
         if (osp_catalog_find(name))
-            fprintf(stderr, "osprey %s: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh\n",
+            fprintf(stderr,
+                    "osprey %s: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh\n",
                     cmd, name, cfg.path);
         else
             fprintf(stderr, "osprey %s: cannot open model %s: %s\n", cmd, cfg.path, strerror(errno));
@@ -245,8 +246,8 @@ static int ocr_image(ocr_t *o, const char *input) {
         lines++;
     }
     const char *b = strrchr(input, '/');
-    fprintf(stderr, "%s: %d text box%s, %d line%s read\n", b ? b + 1 : input, n, n == 1 ? "" : "es",
-            lines, lines == 1 ? "" : "s");
+    fprintf(stderr, "%s: %d text box%s, %d line%s read\n", b ? b + 1 : input, n,
+            n == 1 ? "" : "es", lines, lines == 1 ? "" : "s");
     return status;
 }
 
@@ -254,11 +255,13 @@ int osp_cmd_ocr(int argc, char **argv) {
     const char *det_name = "ocr-det", *rec_name = "ocr-rec";
     float threshold = -1, min_score = 0;
     int words = 0;
-    static const struct option longopts[] = {
-        {"det", required_argument, NULL, 'D'},       {"rec", required_argument, NULL, 'R'},
-        {"threshold", required_argument, NULL, 't'}, {"min-score", required_argument, NULL, 's'},
-        {"words", no_argument, NULL, 'W'},           {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"det", required_argument, NULL, 'D'},
+                                             {"rec", required_argument, NULL, 'R'},
+                                             {"threshold", required_argument, NULL, 't'},
+                                             {"min-score", required_argument, NULL, 's'},
+                                             {"words", no_argument, NULL, 'W'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:s:h", longopts, NULL)) != -1) {
@@ -273,9 +276,7 @@ int osp_cmd_ocr(int argc, char **argv) {
             if (osp_cli_parse_unit("ocr", "--min-score", optarg, &min_score)) return 2;
             break;
         case 'h': usage(stdout); return 0;
-        default:
-            fprintf(stderr, "osprey ocr: see 'osprey ocr --help'\n");
-            return 2;
+        default: fprintf(stderr, "osprey ocr: see 'osprey ocr --help'\n"); return 2;
         }
     }
     if (optind >= argc) {

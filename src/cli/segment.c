@@ -17,53 +17,52 @@
 #include "segment/sink.h"
 
 static void usage(FILE *out) {
-    fputs(
-        "usage: osprey segment INPUT [--uniform SECONDS] [--max-length S] [--live]\n"
-        "           [--vlm URL --vlm-model NAME [--prompt TEXT] [--prompt-file F]]\n"
-        "           [--procedure actions.json] [--camera NAME]\n"
-        "\n"
-        "Cuts a video into events and prints one JSON line per chunk, in order:\n"
-        "chunk_idx, start_time, end_time, cv_boundary_score, frame_number, response,\n"
-        "checker_result, cv_execute_time, vlm_execute_time, the pipeline_*_timestamp\n"
-        "fields and sensor_id. With --procedure, a final summary line has chunk_idx -1.\n"
-        "Rules and fields: docs/segment.md.\n"
-        "\n"
-        "Chunking (default: event mode with the built-in 'scene' boundary scorer):\n"
-        "  --threshold T       boundary score that triggers a cut (default 0.8)\n"
-        "  --min-length S      no cut closer than S seconds to a chunk's start (default 1)\n"
-        "  --max-length S      cut at S seconds when no event comes (default 10)\n"
-        "  --delay-frames N    anti-jitter window after a trigger (default 8)\n"
-        "  --uniform SECONDS   a chunk every SECONDS instead (no scoring)\n"
-        "  --scorer FILE.onnx  score frames with this model instead of 'scene': it gets\n"
-        "                      --scorer-window frames (default 2) of --scorer-size\n"
-        "                      (default 64) square RGB floats in [0,1], oldest first, and\n"
-        "                      returns the newest frame's boundary score (docs/segment.md)\n"
-        "Source:\n"
-        "  --live              replay the file at its real rate as a live source: a full\n"
-        "                      frame queue drops its oldest frame instead of waiting\n"
-        "  --speed X           live replay rate (default 1 = real time)\n"
-        "  --camera NAME       sensor_id of the records (default: the file's stem; an\n"
-        "                      rtsp:// INPUT is live and its path's stem is the sensor_id)\n"
-        "Describe (OpenAI-compatible chat completions; skipped without --vlm):\n"
-        "  --vlm URL           http://host:port[/v1[/chat/completions]]\n"
-        "  --vlm-model NAME    model name sent in each request\n"
-        "  --prompt TEXT       the prompt (wins over --prompt-file)\n"
-        "  --prompt-file F     the prompt, from a file\n"
-        "  --system-prompt T   (default \"Answer the questions.\")\n"
-        "  --max-tokens N      (default 256)     --temperature T (default 0)\n"
-        "  --vlm-fps R         frames sent per second of chunk (default 1; max 16 frames)\n"
-        "  --vlm-concurrency N requests in flight (default 4)\n"
-        "  --no-warmup         skip the 3-frame warm-up request\n"
-        "Sinks (besides stdout; never stall the stages: a bounded queue, oldest dropped):\n"
-        "  --mqtt mqtt://HOST[:PORT]/TOPIC   publish each record (QoS 1), retried\n"
-        "  --kafka BROKERS/TOPIC             publish each record to Kafka (librdkafka)\n"
-        "Check:\n"
-        "  --procedure F       ordered steps (JSON, see docs/segment.md)\n"
-        "\n"
-        "SIGINT/SIGTERM stop the source (the last chunk ends there) and abort VLM\n"
-        "requests in flight.\n"
-        "Exit status: 0 done, 1 failure while working, 2 bad usage or input.\n",
-        out);
+    fputs("usage: osprey segment INPUT [--uniform SECONDS] [--max-length S] [--live]\n"
+          "           [--vlm URL --vlm-model NAME [--prompt TEXT] [--prompt-file F]]\n"
+          "           [--procedure actions.json] [--camera NAME]\n"
+          "\n"
+          "Cuts a video into events and prints one JSON line per chunk, in order:\n"
+          "chunk_idx, start_time, end_time, cv_boundary_score, frame_number, response,\n"
+          "checker_result, cv_execute_time, vlm_execute_time, the pipeline_*_timestamp\n"
+          "fields and sensor_id. With --procedure, a final summary line has chunk_idx -1.\n"
+          "Rules and fields: docs/segment.md.\n"
+          "\n"
+          "Chunking (default: event mode with the built-in 'scene' boundary scorer):\n"
+          "  --threshold T       boundary score that triggers a cut (default 0.8)\n"
+          "  --min-length S      no cut closer than S seconds to a chunk's start (default 1)\n"
+          "  --max-length S      cut at S seconds when no event comes (default 10)\n"
+          "  --delay-frames N    anti-jitter window after a trigger (default 8)\n"
+          "  --uniform SECONDS   a chunk every SECONDS instead (no scoring)\n"
+          "  --scorer FILE.onnx  score frames with this model instead of 'scene': it gets\n"
+          "                      --scorer-window frames (default 2) of --scorer-size\n"
+          "                      (default 64) square RGB floats in [0,1], oldest first, and\n"
+          "                      returns the newest frame's boundary score (docs/segment.md)\n"
+          "Source:\n"
+          "  --live              replay the file at its real rate as a live source: a full\n"
+          "                      frame queue drops its oldest frame instead of waiting\n"
+          "  --speed X           live replay rate (default 1 = real time)\n"
+          "  --camera NAME       sensor_id of the records (default: the file's stem; an\n"
+          "                      rtsp:// INPUT is live and its path's stem is the sensor_id)\n"
+          "Describe (OpenAI-compatible chat completions; skipped without --vlm):\n"
+          "  --vlm URL           http://host:port[/v1[/chat/completions]]\n"
+          "  --vlm-model NAME    model name sent in each request\n"
+          "  --prompt TEXT       the prompt (wins over --prompt-file)\n"
+          "  --prompt-file F     the prompt, from a file\n"
+          "  --system-prompt T   (default \"Answer the questions.\")\n"
+          "  --max-tokens N      (default 256)     --temperature T (default 0)\n"
+          "  --vlm-fps R         frames sent per second of chunk (default 1; max 16 frames)\n"
+          "  --vlm-concurrency N requests in flight (default 4)\n"
+          "  --no-warmup         skip the 3-frame warm-up request\n"
+          "Sinks (besides stdout; never stall the stages: a bounded queue, oldest dropped):\n"
+          "  --mqtt mqtt://HOST[:PORT]/TOPIC   publish each record (QoS 1), retried\n"
+          "  --kafka BROKERS/TOPIC             publish each record to Kafka (librdkafka)\n"
+          "Check:\n"
+          "  --procedure F       ordered steps (JSON, see docs/segment.md)\n"
+          "\n"
+          "SIGINT/SIGTERM stop the source (the last chunk ends there) and abort VLM\n"
+          "requests in flight.\n"
+          "Exit status: 0 done, 1 failure while working, 2 bad usage or input.\n",
+          out);
 }
 
 static atomic_bool g_stop;
@@ -236,8 +235,10 @@ int osp_cmd_segment(int argc, char **argv) {
     snprintf(stem, sizeof stem, "%s", base);
     char *dot = strrchr(stem, '.');
     if (dot && dot != stem) *dot = 0;
-    if (rtsp && strchr(strstr(input, "://") + 3, '/') && stem[0]) o.sensor_id = stem;
-    else o.sensor_id = camera ? camera : stem;
+    if (rtsp && strchr(strstr(input, "://") + 3, '/') && stem[0])
+        o.sensor_id = stem;
+    else
+        o.sensor_id = camera ? camera : stem;
     o.input = input;
 
     int status = 2;
@@ -250,8 +251,10 @@ int osp_cmd_segment(int argc, char **argv) {
         goto out;
     }
     /* The prompt given with the request wins over the file. */
-    if (prompt && prompt[0]) o.prompt = prompt;
-    else if (file_prompt && file_prompt[0]) o.prompt = file_prompt;
+    if (prompt && prompt[0])
+        o.prompt = prompt;
+    else if (file_prompt && file_prompt[0])
+        o.prompt = file_prompt;
     if (procedure && osp_proc_load(procedure, NULL, &proc, err, sizeof err)) {
         fprintf(stderr, "osprey segment: --procedure %s: %s\n", procedure, err);
         goto out;

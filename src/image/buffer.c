@@ -9,69 +9,55 @@
 
 #include "image/internal.h"
 
-void osp_image_seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
+void osp_image_seterr(char *err, size_t errlen, const char *fmt, ...) {
+    if (!err || errlen == 0) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
 }
 
-int osp_image_grow(osp_image_t *img, size_t bytes)
-{
-    if (bytes <= img->cap)
-        return OSP_IMG_OK;
+int osp_image_grow(osp_image_t *img, size_t bytes) {
+    if (bytes <= img->cap) return OSP_IMG_OK;
     /* free + malloc rather than realloc: the old pixels are dead, and
      * realloc would copy them. */
     uint8_t *p = malloc(bytes);
-    if (!p)
-        return OSP_IMG_ENOMEM;
+    if (!p) return OSP_IMG_ENOMEM;
     free(img->data);
     img->data = p;
     img->cap = bytes;
     return OSP_IMG_OK;
 }
 
-void osp_image_free(osp_image_t *img)
-{
-    if (!img)
-        return;
+void osp_image_free(osp_image_t *img) {
+    if (!img) return;
     free(img->data);
     img->data = NULL;
     img->cap = 0;
     img->width = img->height = img->stride = 0;
 }
 
-osp_view_t osp_image_view(const osp_image_t *img)
-{
+osp_view_t osp_image_view(const osp_image_t *img) {
     osp_view_t v = {img->data, img->width, img->height, img->stride, img->fmt};
     return v;
 }
 
-int osp_pixfmt_channels(int fmt)
-{
+int osp_pixfmt_channels(int fmt) {
     switch (fmt) {
     case OSP_PIX_RGB:
-    case OSP_PIX_BGR:
-        return 3;
-    case OSP_PIX_GRAY:
-        return 1;
-    default:
-        return 0;
+    case OSP_PIX_BGR: return 3;
+    case OSP_PIX_GRAY: return 1;
+    default: return 0;
     }
 }
 
-int osp_image_reserve(osp_image_t *img, int width, int height, osp_pixfmt_t fmt)
-{
+int osp_image_reserve(osp_image_t *img, int width, int height, osp_pixfmt_t fmt) {
     int ch = osp_pixfmt_channels(fmt);
     if (!img || ch == 0 || width <= 0 || height <= 0 || width > OSP_IMG_MAX_SIDE ||
         height > OSP_IMG_MAX_SIDE)
         return OSP_IMG_EINVAL;
     int rc = osp_image_grow(img, (size_t)width * ch * (size_t)height);
-    if (rc != OSP_IMG_OK)
-        return rc;
+    if (rc != OSP_IMG_OK) return rc;
     img->width = width;
     img->height = height;
     img->stride = width * ch;
@@ -79,9 +65,8 @@ int osp_image_reserve(osp_image_t *img, int width, int height, osp_pixfmt_t fmt)
     return OSP_IMG_OK;
 }
 
-int osp_view_wrap(const uint8_t *data, size_t len, int width, int height, int fmt,
-                  osp_view_t *out, char *err, size_t errlen)
-{
+int osp_view_wrap(const uint8_t *data, size_t len, int width, int height, int fmt, osp_view_t *out,
+                  char *err, size_t errlen) {
     int ch = osp_pixfmt_channels(fmt);
     if (ch == 0) {
         osp_image_seterr(err, errlen, "unknown pixel format %d", fmt);

@@ -21,11 +21,9 @@
 /* TurboJPEG takes lengths as unsigned long. */
 _Static_assert(sizeof(size_t) <= sizeof(unsigned long), "size_t wider than unsigned long");
 
-osp_decoder_t *osp_decoder_new(void)
-{
+osp_decoder_t *osp_decoder_new(void) {
     osp_decoder_t *dec = calloc(1, sizeof(*dec));
-    if (!dec)
-        return NULL;
+    if (!dec) return NULL;
     dec->dj = tjInitDecompress();
     if (!dec->dj) {
         free(dec);
@@ -34,21 +32,15 @@ osp_decoder_t *osp_decoder_new(void)
     return dec;
 }
 
-void osp_decoder_free(osp_decoder_t *dec)
-{
-    if (!dec)
-        return;
-    if (dec->dj)
-        tjDestroy(dec->dj);
-    if (dec->cj)
-        tjDestroy(dec->cj);
+void osp_decoder_free(osp_decoder_t *dec) {
+    if (!dec) return;
+    if (dec->dj) tjDestroy(dec->dj);
+    if (dec->cj) tjDestroy(dec->cj);
     free(dec);
 }
 
-int osp_jpeg_scale_denom(int w, int h, int want_w, int want_h)
-{
-    if (want_w <= 0 || want_h <= 0 || w <= 0 || h <= 0)
-        return 1;
+int osp_jpeg_scale_denom(int w, int h, int want_w, int want_h) {
+    if (want_w <= 0 || want_h <= 0 || w <= 0 || h <= 0) return 1;
     static const int denoms[] = {8, 4, 2};
     for (size_t i = 0; i < sizeof(denoms) / sizeof(denoms[0]); i++) {
         int d = denoms[i];
@@ -60,14 +52,12 @@ int osp_jpeg_scale_denom(int w, int h, int want_w, int want_h)
 
 /* The 1/d factor as libjpeg-turbo knows it; d = 1 when this build cannot
  * scale by 1/d (every build since 1.2 can, but the list is the authority). */
-static tjscalingfactor jpeg_factor(int d)
-{
+static tjscalingfactor jpeg_factor(int d) {
     tjscalingfactor one = {1, 1};
     int n = 0;
     tjscalingfactor *sf = tjGetScalingFactors(&n);
     for (int i = 0; sf && i < n; i++)
-        if (sf[i].num == 1 && sf[i].denom == d)
-            return sf[i];
+        if (sf[i].num == 1 && sf[i].denom == d) return sf[i];
     return one;
 }
 
@@ -76,18 +66,15 @@ static tjscalingfactor jpeg_factor(int d)
  * decompressor, and the next, valid, JPEG then fails too ("Bogus Huffman
  * table definition", found by test_jpeg_corrupt). A fresh handle costs an
  * allocation, on the error path only. */
-static int jpeg_fail(osp_decoder_t *dec, char *err, size_t errlen)
-{
+static int jpeg_fail(osp_decoder_t *dec, char *err, size_t errlen) {
     osp_image_seterr(err, errlen, "jpeg decode failed: %s", tjGetErrorStr2(dec->dj));
     tjDestroy(dec->dj);
     dec->dj = tjInitDecompress(); /* NULL is retried by the next decode */
     return OSP_IMG_EDECODE;
 }
 
-static int decode_jpeg(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w,
-                       int want_h, osp_image_t *out, int *orig_w, int *orig_h, char *err,
-                       size_t errlen)
-{
+static int decode_jpeg(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w, int want_h,
+                       osp_image_t *out, int *orig_w, int *orig_h, char *err, size_t errlen) {
     if (!dec->dj && !(dec->dj = tjInitDecompress())) {
         osp_image_seterr(err, errlen, "jpeg decode failed: no decompressor (out of memory)");
         return OSP_IMG_ENOMEM;
@@ -116,10 +103,8 @@ static int decode_jpeg(osp_decoder_t *dec, const uint8_t *buf, size_t len, int w
         out->width = out->height = 0;
         return jpeg_fail(dec, err, errlen);
     }
-    if (orig_w)
-        *orig_w = w;
-    if (orig_h)
-        *orig_h = h;
+    if (orig_w) *orig_w = w;
+    if (orig_h) *orig_h = h;
     return OSP_IMG_OK;
 }
 
@@ -135,8 +120,7 @@ typedef struct {
     char msg[160]; /* libpng's reason */
 } png_job_t;
 
-static void png_on_error(png_structp png, png_const_charp msg)
-{
+static void png_on_error(png_structp png, png_const_charp msg) {
     png_job_t *job = png_get_error_ptr(png);
     snprintf(job->msg, sizeof(job->msg), "%s", msg ? msg : "unknown error");
     png_longjmp(png, 1);
@@ -144,14 +128,12 @@ static void png_on_error(png_structp png, png_const_charp msg)
 
 /* Warnings (bad gamma chunks, unknown ancillary chunks) do not stop the
  * decode, and stderr is no place for per-frame noise. */
-static void png_on_warning(png_structp png, png_const_charp msg)
-{
+static void png_on_warning(png_structp png, png_const_charp msg) {
     (void)png;
     (void)msg;
 }
 
-static void png_on_read(png_structp png, png_bytep dst, size_t n)
-{
+static void png_on_read(png_structp png, png_bytep dst, size_t n) {
     png_job_t *job = png_get_io_ptr(png);
     if (n > job->len - job->pos)
         png_error(png, "truncated data (read past the end of the buffer)");
@@ -162,10 +144,8 @@ static void png_on_read(png_structp png, png_bytep dst, size_t n)
 /* Everything between setjmp and the last libpng call. It allocates nothing
  * itself: the only memory it touches is job->out, which its owner keeps
  * either way, so a longjmp out of libpng cannot leak. */
-static int png_read_body(png_structp png, png_infop info, png_job_t *job)
-{
-    if (setjmp(png_jmpbuf(png)))
-        return job->rc ? job->rc : OSP_IMG_EDECODE;
+static int png_read_body(png_structp png, png_infop info, png_job_t *job) {
+    if (setjmp(png_jmpbuf(png))) return job->rc ? job->rc : OSP_IMG_EDECODE;
 
     png_set_user_limits(png, OSP_IMG_MAX_SIDE, OSP_IMG_MAX_SIDE);
     png_read_info(png, info);
@@ -178,16 +158,11 @@ static int png_read_body(png_structp png, png_infop info, png_job_t *job)
      * bit depths expand, 16-bit rounds down to 8 (scale, not strip, so that
      * 0xFFFF stays 255 and rounding is fair), gray replicates, alpha is
      * dropped (the colour under it is kept, as OpenCV's imread does). */
-    if (ctype == PNG_COLOR_TYPE_PALETTE)
-        png_set_palette_to_rgb(png);
-    if ((ctype & PNG_COLOR_MASK_COLOR) == 0 && depth < 8)
-        png_set_expand_gray_1_2_4_to_8(png);
-    if (depth == 16)
-        png_set_scale_16(png);
-    if ((ctype & PNG_COLOR_MASK_COLOR) == 0)
-        png_set_gray_to_rgb(png);
-    if (ctype & PNG_COLOR_MASK_ALPHA)
-        png_set_strip_alpha(png);
+    if (ctype == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+    if ((ctype & PNG_COLOR_MASK_COLOR) == 0 && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+    if (depth == 16) png_set_scale_16(png);
+    if ((ctype & PNG_COLOR_MASK_COLOR) == 0) png_set_gray_to_rgb(png);
+    if (ctype & PNG_COLOR_MASK_ALPHA) png_set_strip_alpha(png);
     int passes = png_set_interlace_handling(png);
     png_read_update_info(png, info);
 
@@ -195,8 +170,7 @@ static int png_read_body(png_structp png, png_infop info, png_job_t *job)
         png_get_rowbytes(png, info) != (size_t)w * 3)
         png_error(png, "unsupported pixel layout after conversion");
     job->rc = osp_image_reserve(job->out, (int)w, (int)h, OSP_PIX_RGB);
-    if (job->rc != OSP_IMG_OK)
-        png_error(png, "out of memory");
+    if (job->rc != OSP_IMG_OK) png_error(png, "out of memory");
     job->rc = 0;
 
     /* Row by row into the caller's buffer (libpng merges the interlace
@@ -207,12 +181,11 @@ static int png_read_body(png_structp png, png_infop info, png_job_t *job)
     return OSP_IMG_OK;
 }
 
-static int decode_png(const uint8_t *buf, size_t len, osp_image_t *out, int *orig_w,
-                      int *orig_h, char *err, size_t errlen)
-{
+static int decode_png(const uint8_t *buf, size_t len, osp_image_t *out, int *orig_w, int *orig_h,
+                      char *err, size_t errlen) {
     png_job_t job = {.buf = buf, .len = len, .out = out};
-    png_structp png =
-        png_create_read_struct(PNG_LIBPNG_VER_STRING, &job, png_on_error, png_on_warning);
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &job, png_on_error,
+                                             png_on_warning);
     if (!png) {
         osp_image_seterr(err, errlen, "png decode failed: out of memory");
         return OSP_IMG_ENOMEM;
@@ -231,19 +204,15 @@ static int decode_png(const uint8_t *buf, size_t len, osp_image_t *out, int *ori
         osp_image_seterr(err, errlen, "png decode failed: %s", job.msg);
         return rc;
     }
-    if (orig_w)
-        *orig_w = out->width;
-    if (orig_h)
-        *orig_h = out->height;
+    if (orig_w) *orig_w = out->width;
+    if (orig_h) *orig_h = out->height;
     return OSP_IMG_OK;
 }
 
 /* ---- entry points ---------------------------------------------------------- */
 
-int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w,
-                     int want_h, osp_image_t *out, int *orig_w, int *orig_h, char *err,
-                     size_t errlen)
-{
+int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w, int want_h,
+                     osp_image_t *out, int *orig_w, int *orig_h, char *err, size_t errlen) {
     static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (!dec || !out || (!buf && len)) {
         osp_image_seterr(err, errlen, "bad arguments");
@@ -257,9 +226,7 @@ int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int wan
     return OSP_IMG_EDECODE;
 }
 
-int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char *err,
-                   size_t errlen)
-{
+int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char *err, size_t errlen) {
     if (!dec || !path || !out) {
         osp_image_seterr(err, errlen, "bad arguments");
         return OSP_IMG_EINVAL;
@@ -272,8 +239,7 @@ int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char 
         return OSP_IMG_EIO;
     }
     long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
         osp_image_seterr(err, errlen, "cannot read %s", path);
         goto done;

@@ -118,21 +118,15 @@ static const uint8_t font[95][FONT_H] = {
 
 /* Scale the 5x9 font so a label stays readable on a big frame: 1x up to
  * 539 rows, 2x for 720p, 3x for 1080p. */
-static int font_scale(const osp_image_t *img)
-{
-    return 1 + img->height / 540;
-}
+static int font_scale(const osp_image_t *img) { return 1 + img->height / 540; }
 
-static int image_ok(const osp_image_t *img)
-{
+static int image_ok(const osp_image_t *img) {
     int ch = img ? osp_pixfmt_channels(img->fmt) : 0;
-    return ch != 0 && img->data && img->width > 0 && img->height > 0 &&
-           img->stride >= img->width * ch;
+    return ch != 0 && img->data && img->width > 0 && img->height > 0 && img->stride >= img->width * ch;
 }
 
 /* The colour as the image's bytes: swapped for BGR, BT.601 luma for GRAY. */
-static void colour_bytes(const osp_image_t *img, const uint8_t rgb[3], uint8_t out[3])
-{
+static void colour_bytes(const osp_image_t *img, const uint8_t rgb[3], uint8_t out[3]) {
     if (img->fmt == OSP_PIX_BGR) {
         out[0] = rgb[2];
         out[1] = rgb[1];
@@ -147,18 +141,12 @@ static void colour_bytes(const osp_image_t *img, const uint8_t rgb[3], uint8_t o
 /* Fill [x0, x1) x [y0, y1), clipped. 64-bit corners: callers add
  * thicknesses and text widths to coordinates that may be near INT_MAX. */
 static void fill(osp_image_t *img, int64_t x0, int64_t y0, int64_t x1, int64_t y1,
-                 const uint8_t px[3])
-{
-    if (x0 < 0)
-        x0 = 0;
-    if (y0 < 0)
-        y0 = 0;
-    if (x1 > img->width)
-        x1 = img->width;
-    if (y1 > img->height)
-        y1 = img->height;
-    if (x0 >= x1 || y0 >= y1)
-        return;
+                 const uint8_t px[3]) {
+    if (x0 < 0) x0 = 0;
+    if (y0 < 0) y0 = 0;
+    if (x1 > img->width) x1 = img->width;
+    if (y1 > img->height) y1 = img->height;
+    if (x0 >= x1 || y0 >= y1) return;
     int ch = osp_pixfmt_channels(img->fmt);
     for (int64_t y = y0; y < y1; y++) {
         uint8_t *d = img->data + (size_t)y * (size_t)img->stride + (size_t)x0 * (size_t)ch;
@@ -175,10 +163,8 @@ static void fill(osp_image_t *img, int64_t x0, int64_t y0, int64_t x1, int64_t y
 }
 
 void osp_draw_rect(osp_image_t *img, int x1, int y1, int x2, int y2, int thickness,
-                   const uint8_t rgb[3])
-{
-    if (!image_ok(img) || !rgb)
-        return;
+                   const uint8_t rgb[3]) {
+    if (!image_ok(img) || !rgb) return;
     if (x1 > x2) {
         int t = x1;
         x1 = x2;
@@ -199,26 +185,20 @@ void osp_draw_rect(osp_image_t *img, int x1, int y1, int x2, int y2, int thickne
     fill(img, r - t, top, r, bot, px);
 }
 
-void osp_draw_label_size(const osp_image_t *img, const char *text, int *w, int *h)
-{
+void osp_draw_label_size(const osp_image_t *img, const char *text, int *w, int *h) {
     int s = img && img->height > 0 ? font_scale(img) : 1;
     size_t n = text ? strlen(text) : 0;
     /* Labels are a class name and a score; anything longer than this is
      * off any sane image and is not worth the overflow arithmetic. */
-    if (n > 1000)
-        n = 1000;
+    if (n > 1000) n = 1000;
     int tw = n ? (int)n * FONT_ADVANCE - (FONT_ADVANCE - FONT_W) : 0;
-    if (w)
-        *w = (tw + 2 * LABEL_MARGIN) * s;
-    if (h)
-        *h = (FONT_H + 2 * LABEL_MARGIN) * s;
+    if (w) *w = (tw + 2 * LABEL_MARGIN) * s;
+    if (h) *h = (FONT_H + 2 * LABEL_MARGIN) * s;
 }
 
 void osp_draw_label(osp_image_t *img, int x, int y, const char *text, const uint8_t fg[3],
-                    const uint8_t bg[3])
-{
-    if (!image_ok(img) || !text || !fg)
-        return;
+                    const uint8_t bg[3]) {
+    if (!image_ok(img) || !text || !fg) return;
     int s = font_scale(img), bw = 0, bh = 0;
     osp_draw_label_size(img, text, &bw, &bh);
     uint8_t fpx[3], bpx[3];
@@ -229,16 +209,13 @@ void osp_draw_label(osp_image_t *img, int x, int y, const char *text, const uint
     }
     int64_t gx = (int64_t)x + LABEL_MARGIN * s, gy = (int64_t)y + LABEL_MARGIN * s;
     for (size_t i = 0; text[i] && i < 1000; i++, gx += FONT_ADVANCE * s) {
-        if (gx >= img->width)
-            break;
+        if (gx >= img->width) break;
         unsigned char c = (unsigned char)text[i];
-        if (c < 32 || c > 126)
-            c = '?';
+        if (c < 32 || c > 126) c = '?';
         const uint8_t *glyph = font[c - 32];
         for (int r = 0; r < FONT_H; r++)
             for (int col = 0; col < FONT_W; col++)
                 if (glyph[r] & (0x10 >> col))
-                    fill(img, gx + col * s, gy + r * s, gx + (col + 1) * s, gy + (r + 1) * s,
-                         fpx);
+                    fill(img, gx + col * s, gy + r * s, gx + (col + 1) * s, gy + (r + 1) * s, fpx);
     }
 }

@@ -8,11 +8,9 @@
 
 #include "image/image.h"
 
-void osp_geom_compute(int w, int h, int tw, int th, osp_fit_t fit, osp_geom_t *g)
-{
+void osp_geom_compute(int w, int h, int tw, int th, osp_fit_t fit, osp_geom_t *g) {
     memset(g, 0, sizeof(*g));
-    if (w <= 0 || h <= 0 || tw <= 0 || th <= 0)
-        return;
+    if (w <= 0 || h <= 0 || tw <= 0 || th <= 0) return;
     if (fit == OSP_FIT_RESIZE) {
         g->scale_x = (float)tw / (float)w;
         g->scale_y = (float)th / (float)h;
@@ -33,10 +31,8 @@ void osp_geom_compute(int w, int h, int tw, int th, osp_fit_t fit, osp_geom_t *g
         cw = (int64_t)w * th / h;
     }
     /* A 1 x 5000 sliver still keeps one column rather than vanishing. */
-    if (cw < 1)
-        cw = 1;
-    if (ch < 1)
-        ch = 1;
+    if (cw < 1) cw = 1;
+    if (ch < 1) ch = 1;
     g->scale_x = g->scale_y = scale;
     g->content_w = (int)cw;
     g->content_h = (int)ch;

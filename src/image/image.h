@@ -19,7 +19,7 @@ enum {
     OSP_IMG_EINVAL = -1,  /* bad arguments or sizes */
     OSP_IMG_EDECODE = -2, /* the bytes are not a decodable image */
     OSP_IMG_ENOMEM = -3,
-    OSP_IMG_EIO = -4,     /* a file could not be read or written */
+    OSP_IMG_EIO = -4, /* a file could not be read or written */
 };
 
 /* Pixel formats of frames as they arrive on the wire (values are the wire's).
@@ -68,8 +68,8 @@ size_t osp_yuv420_bytes(int w, int h);
 int osp_yuv_to_rgb(const osp_view_t *src, osp_image_t *dst, char *err, size_t errlen);
 /* Wrap raw wire pixels as a view after checking len == w*h*channels without
  * overflow; on mismatch writes the reason to err and returns OSP_IMG_EINVAL. */
-int osp_view_wrap(const uint8_t *data, size_t len, int width, int height, int fmt,
-                  osp_view_t *out, char *err, size_t errlen);
+int osp_view_wrap(const uint8_t *data, size_t len, int width, int height, int fmt, osp_view_t *out,
+                  char *err, size_t errlen);
 
 /* ---- decoding ---------------------------------------------------------- */
 
@@ -87,12 +87,10 @@ int osp_jpeg_scale_denom(int w, int h, int want_w, int want_h);
 /* Decode JPEG or PNG bytes (sniffed by magic) to RGB in `out`. JPEGs use the
  * scaled decode above; orig_w/orig_h receive the image's full size (which
  * differs from out->width/height after a scaled decode). */
-int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w,
-                     int want_h, osp_image_t *out, int *orig_w, int *orig_h, char *err,
-                     size_t errlen);
+int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w, int want_h,
+                     osp_image_t *out, int *orig_w, int *orig_h, char *err, size_t errlen);
 /* Read a whole file and decode it as above (full size: no scaling). */
-int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char *err,
-                   size_t errlen);
+int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char *err, size_t errlen);
 
 /* Encoders for snapshots: JPEG (quality 1..100) or PNG by file extension. */
 int osp_image_save(osp_decoder_t *dec, const osp_view_t *src, const char *path, char *err,
@@ -165,9 +163,8 @@ int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
 typedef struct osp_prep_stream osp_prep_stream_t;
 osp_prep_stream_t *osp_prep_stream_new(void);
 void osp_prep_stream_free(osp_prep_stream_t *st);
-int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
-                          const osp_prep_t *p, void *dst, osp_prep_scratch_t *scratch,
-                          char *err, size_t errlen);
+int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt, const osp_prep_t *p,
+                          void *dst, osp_prep_scratch_t *scratch, char *err, size_t errlen);
 /* The next n rows of the frame, stride bytes apart. */
 void osp_prep_stream_rows(osp_prep_stream_t *st, const uint8_t *rows, size_t stride, int n);
 /* Every row handed over: finish the tensor; an error if rows are missing. */

@@ -37,8 +37,7 @@
 #define LUMA_G 0.587f
 #define LUMA_B 0.114f
 
-int osp_norm_named(const char *name, float mean[3], float std[3])
-{
+int osp_norm_named(const char *name, float mean[3], float std[3]) {
     static const struct {
         const char *name;
         float mean[3], std[3];
@@ -50,8 +49,7 @@ int osp_norm_named(const char *name, float mean[3], float std[3])
          {0.229f * 255, 0.224f * 255, 0.225f * 255}},
         {"scrfd", {127.5f, 127.5f, 127.5f}, {128, 128, 128}},
     };
-    if (!name || !*name)
-        name = "none";
+    if (!name || !*name) name = "none";
     for (size_t i = 0; i < sizeof(norms) / sizeof(norms[0]); i++) {
         if (strcmp(name, norms[i].name) == 0) {
             memcpy(mean, norms[i].mean, sizeof(norms[i].mean));
@@ -62,17 +60,14 @@ int osp_norm_named(const char *name, float mean[3], float std[3])
     return OSP_IMG_EINVAL;
 }
 
-void osp_prep_scratch_free(osp_prep_scratch_t *s)
-{
-    if (!s)
-        return;
+void osp_prep_scratch_free(osp_prep_scratch_t *s) {
+    if (!s) return;
     osp_image_free(&s->resized);
     osp_image_free(&s->cols);
     osp_image_free(&s->row);
 }
 
-static int prep_valid(const osp_prep_t *p)
-{
+static int prep_valid(const osp_prep_t *p) {
     if (!p || p->width <= 0 || p->height <= 0 || p->width > OSP_IMG_MAX_SIDE ||
         p->height > OSP_IMG_MAX_SIDE || (p->channels != 1 && p->channels != 3) ||
         (p->fit != OSP_FIT_LETTERBOX && p->fit != OSP_FIT_RESIZE) ||
@@ -81,15 +76,12 @@ static int prep_valid(const osp_prep_t *p)
         return 0;
     if (p->elem == OSP_ELEM_F32)
         for (int c = 0; c < p->channels; c++)
-            if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f)
-                return 0;
+            if (!isfinite(p->mean[c]) || !isfinite(p->std[c]) || p->std[c] == 0.0f) return 0;
     return 1;
 }
 
-size_t osp_prep_tensor_bytes(const osp_prep_t *p)
-{
-    if (!prep_valid(p))
-        return 0;
+size_t osp_prep_tensor_bytes(const osp_prep_t *p) {
+    if (!prep_valid(p)) return 0;
     return (size_t)p->width * (size_t)p->height * (size_t)p->channels *
            (p->elem == OSP_ELEM_F32 ? sizeof(float) : 1);
 }
@@ -125,8 +117,7 @@ typedef struct {
 
 static void planes_to_f32_nhwc(float *restrict d, const uint8_t *restrict r,
                                const uint8_t *restrict g, const uint8_t *restrict b, int n,
-                               const float a[3], const float o[3])
-{
+                               const float a[3], const float o[3]) {
     const float a0 = a[0], a1 = a[1], a2 = a[2], o0 = o[0], o1 = o[1], o2 = o[2];
     int i = 0;
     for (; i + BLOCK <= n; i += BLOCK)
@@ -148,47 +139,38 @@ static void planes_to_f32_nhwc(float *restrict d, const uint8_t *restrict r,
  * vectoriser makes full-width loads and stores of it; blocks of 8 gave
  * two-float stores, and R, G, B planes packed into NHWC stayed scalar
  * (0.24 ms of a 0.8 ms 1080p -> 300x300 preparation on this machine). */
-static void u8_to_f32(float *restrict d, const uint8_t *restrict s, int n,
-                      const float *restrict a, const float *restrict o)
-{
+static void u8_to_f32(float *restrict d, const uint8_t *restrict s, int n, const float *restrict a,
+                      const float *restrict o) {
     int i = 0;
     for (; i + PACK_PERIOD <= n; i += PACK_PERIOD)
-        for (int j = 0; j < PACK_PERIOD; j++)
-            d[i + j] = (float)s[i + j] * a[j] + o[j];
+        for (int j = 0; j < PACK_PERIOD; j++) d[i + j] = (float)s[i + j] * a[j] + o[j];
     int j = 0; /* the rest, under PACK_PERIOD: eights, then ones */
     for (; i + 8 <= n; i += 8, j += 8)
-        for (int k = 0; k < 8; k++)
-            d[i + k] = (float)s[i + k] * a[j + k] + o[j + k];
-    for (; i < n; i++, j++)
-        d[i] = (float)s[i] * a[j] + o[j];
+        for (int k = 0; k < 8; k++) d[i + k] = (float)s[i + k] * a[j + k] + o[j + k];
+    for (; i < n; i++, j++) d[i] = (float)s[i] * a[j] + o[j];
 }
 
-static void rgb_to_luma_f32(float *restrict d, const uint8_t *restrict r,
-                            const uint8_t *restrict g, const uint8_t *restrict b, int n,
-                            const float w[3], float o)
-{
+static void rgb_to_luma_f32(float *restrict d, const uint8_t *restrict r, const uint8_t *restrict g,
+                            const uint8_t *restrict b, int n, const float w[3], float o) {
     const float wr = w[0], wg = w[1], wb = w[2];
     int i = 0;
     for (; i + BLOCK <= n; i += BLOCK)
         for (int j = 0; j < BLOCK; j++)
             d[i + j] = (float)r[i + j] * wr + (float)g[i + j] * wg + (float)b[i + j] * wb + o;
-    for (; i < n; i++)
-        d[i] = (float)r[i] * wr + (float)g[i] * wg + (float)b[i] * wb + o;
+    for (; i < n; i++) d[i] = (float)r[i] * wr + (float)g[i] * wg + (float)b[i] * wb + o;
 }
 
 /* The same weights in 8.8 fixed point (77 + 150 + 29 = 256). */
 static void rgb_to_luma_u8(uint8_t *restrict d, const uint8_t *restrict r,
-                           const uint8_t *restrict g, const uint8_t *restrict b, int n)
-{
+                           const uint8_t *restrict g, const uint8_t *restrict b, int n) {
     for (int i = 0; i < n; i++)
         d[i] = (uint8_t)((77u * r[i] + 150u * g[i] + 29u * b[i] + 128u) >> 8);
 }
 
 /* Pack content row y from its R, G, B rows (all three the same row for a
  * gray frame). */
-static void pack_row(const pack_t *k, int y, const uint8_t *r, const uint8_t *g,
-                     const uint8_t *b, int n)
-{
+static void pack_row(const pack_t *k, int y, const uint8_t *r, const uint8_t *g, const uint8_t *b,
+                     int n) {
     size_t plane = (size_t)k->tw * (size_t)k->th;
     size_t at = (size_t)(k->g.pad_y + y) * (size_t)k->tw + (size_t)k->g.pad_x;
     if (k->elem == OSP_ELEM_F32) {
@@ -215,10 +197,8 @@ static void pack_row(const pack_t *k, int y, const uint8_t *r, const uint8_t *g,
 
 /* Fill `bytes` at d with copies of a pattern (one pixel's worth of pad),
  * doubling with memcpy so that wide pad bands fill at memcpy speed. */
-static void fill_pattern(uint8_t *d, size_t bytes, const void *pat, size_t pat_bytes)
-{
-    if (bytes == 0)
-        return;
+static void fill_pattern(uint8_t *d, size_t bytes, const void *pat, size_t pat_bytes) {
+    if (bytes == 0) return;
     size_t done = pat_bytes < bytes ? pat_bytes : bytes;
     memcpy(d, pat, done);
     while (done < bytes) {
@@ -231,11 +211,9 @@ static void fill_pattern(uint8_t *d, size_t bytes, const void *pat, size_t pat_b
 /* Pad around the content: top and bottom bands, then left and right of
  * every content row. Letterboxing pads one axis only, so one of the two
  * is empty. */
-static void pack_pad(const pack_t *k)
-{
+static void pack_pad(const pack_t *k) {
     const osp_geom_t *g = &k->g;
-    if (g->content_w == k->tw && g->content_h == k->th)
-        return;
+    if (g->content_w == k->tw && g->content_h == k->th) return;
     size_t es = k->elem == OSP_ELEM_F32 ? sizeof(float) : 1;
     int planes = k->layout == OSP_LAYOUT_NCHW ? k->ch : 1;
     size_t px = (size_t)(k->layout == OSP_LAYOUT_NCHW ? 1 : k->ch) * es; /* bytes a pixel */
@@ -248,8 +226,7 @@ static void pack_pad(const pack_t *k)
                                                   : (const void *)u8pad;
         fill_pattern(base, (size_t)g->pad_y * row, pat, px);
         fill_pattern(base + (size_t)bottom * row, (size_t)(k->th - bottom) * row, pat, px);
-        if (g->pad_x == 0 && right == k->tw)
-            continue;
+        if (g->pad_x == 0 && right == k->tw) continue;
         for (int y = g->pad_y; y < bottom; y++) {
             uint8_t *r = base + (size_t)y * row;
             fill_pattern(r, (size_t)g->pad_x * px, pat, px);
@@ -258,8 +235,7 @@ static void pack_pad(const pack_t *k)
     }
 }
 
-static void pack_setup(pack_t *k, const osp_prep_t *p, const osp_geom_t *g, void *dst)
-{
+static void pack_setup(pack_t *k, const osp_prep_t *p, const osp_geom_t *g, void *dst) {
     memset(k, 0, sizeof(*k));
     k->dst = dst;
     k->tw = p->width;
@@ -269,8 +245,7 @@ static void pack_setup(pack_t *k, const osp_prep_t *p, const osp_geom_t *g, void
     k->elem = p->elem;
     k->g = *g;
     k->pad_u8 = p->pad_value;
-    if (p->elem != OSP_ELEM_F32)
-        return;
+    if (p->elem != OSP_ELEM_F32) return;
     for (int c = 0; c < p->channels; c++) {
         k->a[c] = 1.0f / p->std[c];
         k->b[c] = -p->mean[c] / p->std[c];
@@ -293,8 +268,7 @@ static void pack_setup(pack_t *k, const osp_prep_t *p, const osp_geom_t *g, void
 
 /* Planar images in an osp_image_t: `n` planes of width x height, stride
  * width, one after the other. */
-static int planes_reserve(osp_image_t *img, int w, int h, int n)
-{
+static int planes_reserve(osp_image_t *img, int w, int h, int n) {
     int rc = osp_image_grow(img, (size_t)w * (size_t)h * (size_t)n);
     if (rc == OSP_IMG_OK) {
         img->width = w;
@@ -307,8 +281,7 @@ static int planes_reserve(osp_image_t *img, int w, int h, int n)
 /* Split interleaved rows into R, G, B planes. libyuv's SplitRGBPlane takes
  * the bytes in memory order, so BGR just swaps the R and B destinations. */
 static void split_rows(const uint8_t *src, int stride, osp_pixfmt_t fmt, uint8_t *r, uint8_t *g,
-                       uint8_t *b, int dst_stride, int w, int h)
-{
+                       uint8_t *b, int dst_stride, int w, int h) {
     if (fmt == OSP_PIX_BGR)
         SplitRGBPlane(src, stride, b, dst_stride, g, dst_stride, r, dst_stride, w, h);
     else
@@ -318,8 +291,7 @@ static void split_rows(const uint8_t *src, int stride, osp_pixfmt_t fmt, uint8_t
 /* Source row and blend weight (0..255, libyuv's 1/256 units) for content row
  * y: centre-aligned, sy = (y + 0.5) * h / ch - 0.5, clamped to the frame.
  * The same mapping across, with w and cw, gives the columns (cols_fill). */
-static void vmap(int y, int h, int ch, int *y0, int *frac)
-{
+static void vmap(int y, int h, int ch, int *y0, int *frac) {
     int64_t num = (int64_t)(2 * y + 1) * h - ch; /* sy * 2ch */
     int64_t s256 = num <= 0 ? 0 : (num * 256 + ch) / (2 * (int64_t)ch);
     *y0 = (int)(s256 >> 8);
@@ -333,11 +305,8 @@ static void vmap(int y, int h, int ch, int *y0, int *frac)
 /* Content row y of the vertical pass from its source rows a (y0) and b
  * (y0 + 1, used only when f > 0): a itself, or the two blended into
  * `blend` (n bytes). */
-static const uint8_t *vertical_row(const uint8_t *a, const uint8_t *b, int f, int n,
-                                   uint8_t *blend)
-{
-    if (f == 0)
-        return a;
+static const uint8_t *vertical_row(const uint8_t *a, const uint8_t *b, int f, int n, uint8_t *blend) {
+    if (f == 0) return a;
     InterpolatePlane(a, 0, b, 0, blend, n, n, 1, f);
     return blend;
 }
@@ -375,15 +344,10 @@ struct osp_prep_stream {
                           (allocated only when rows come in pieces) */
 };
 
-osp_prep_stream_t *osp_prep_stream_new(void)
-{
-    return calloc(1, sizeof(osp_prep_stream_t));
-}
+osp_prep_stream_t *osp_prep_stream_new(void) { return calloc(1, sizeof(osp_prep_stream_t)); }
 
-void osp_prep_stream_free(osp_prep_stream_t *st)
-{
-    if (!st)
-        return;
+void osp_prep_stream_free(osp_prep_stream_t *st) {
+    if (!st) return;
     osp_image_free(&st->carry);
     free(st);
 }
@@ -393,8 +357,7 @@ static int stream_row_bytes(const osp_prep_stream_t *st) { return st->w * 3; }
 /* The table for w -> cw: vmap's mapping, across. A whole-factor shrink
  * needs no case of its own: an odd factor lands on pixel centres (f = 0)
  * and an even one half-way between two (f = 128, their rounded mean). */
-static void cols_fill(col_t *c, int w, int cw)
-{
+static void cols_fill(col_t *c, int w, int cw) {
     for (int x = 0; x < cw; x++) {
         int x0, f;
         vmap(x, w, cw, &x0, &f);
@@ -411,8 +374,7 @@ static void cols_fill(col_t *c, int w, int cw)
 /* One interleaved row of w pixels resampled across through the table into
  * an interleaved row of n pixels, (p * (256 - f) + q * f + 128) >> 8 a
  * byte. dst has room for one byte more than the n pixels. */
-static void across_linear(const uint8_t *src, int w, uint8_t *dst, int n, const col_t *c)
-{
+static void across_linear(const uint8_t *src, int w, uint8_t *dst, int n, const col_t *c) {
     int x = 0;
 #if defined(__SSE2__)
     /* A pixel a step: eight bytes from x0 widened to 16 bits, multiplied by
@@ -437,8 +399,7 @@ static void across_linear(const uint8_t *src, int w, uint8_t *dst, int n, const 
         const uint8_t *p = src + c[x].a;
         const uint8_t *q = c[x].f ? p + 3 : p;
         const int f = c[x].f, e = 256 - f;
-        for (int j = 0; j < 3; j++)
-            dst[3 * x + j] = (uint8_t)((p[j] * e + q[j] * f + 128) >> 8);
+        for (int j = 0; j < 3; j++) dst[3 * x + j] = (uint8_t)((p[j] * e + q[j] * f + 128) >> 8);
     }
 }
 
@@ -447,8 +408,7 @@ static void across_linear(const uint8_t *src, int w, uint8_t *dst, int n, const 
  * then as much again for it split into planes or with R and B swapped. */
 #define ACROSS_SPARE 16
 static size_t colour_scratch_bytes(int cw) { return (size_t)cw * 6 + ACROSS_SPARE; }
-static uint8_t *work_row(const osp_prep_scratch_t *s, int cw)
-{
+static uint8_t *work_row(const osp_prep_scratch_t *s, int cw) {
     return s->resized.data + (size_t)cw * 3 + ACROSS_SPARE;
 }
 
@@ -456,8 +416,7 @@ static uint8_t *work_row(const osp_prep_scratch_t *s, int cw)
  * BGR; tensors are RGB). NHWC takes the row as it is, or with R and B
  * swapped; NCHW and gray tensors go through planes. */
 static void pack_rgb_row(const pack_t *k, osp_prep_scratch_t *s, int y, const uint8_t *row,
-                         osp_pixfmt_t fmt, int n)
-{
+                         osp_pixfmt_t fmt, int n) {
     size_t plane_size = (size_t)k->tw * (size_t)k->th;
     size_t at = (size_t)(k->g.pad_y + y) * (size_t)k->tw + (size_t)k->g.pad_x;
     uint8_t *work = work_row(s, n);
@@ -477,8 +436,8 @@ static void pack_rgb_row(const pack_t *k, osp_prep_scratch_t *s, int y, const ui
         return;
     }
     if (k->ch == 3 && k->elem == OSP_ELEM_U8) {
-        split_rows(row, 0, fmt, k->dst + at, k->dst + at + plane_size, k->dst + at + 2 * plane_size,
-                   0, n, 1);
+        split_rows(row, 0, fmt, k->dst + at, k->dst + at + plane_size,
+                   k->dst + at + 2 * plane_size, 0, n, 1);
         return;
     }
     uint8_t *r = work, *g = work + n, *b = work + 2 * (size_t)n;
@@ -486,12 +445,10 @@ static void pack_rgb_row(const pack_t *k, osp_prep_scratch_t *s, int y, const ui
     pack_row(k, y, r, g, b, n);
 }
 
-int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
-                          const osp_prep_t *p, void *dst, osp_prep_scratch_t *scratch,
-                          char *err, size_t errlen)
-{
-    if ((fmt != OSP_PIX_RGB && fmt != OSP_PIX_BGR) || w <= 0 || h <= 0 ||
-        w > OSP_IMG_MAX_SIDE || h > OSP_IMG_MAX_SIDE) {
+int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt, const osp_prep_t *p,
+                          void *dst, osp_prep_scratch_t *scratch, char *err, size_t errlen) {
+    if ((fmt != OSP_PIX_RGB && fmt != OSP_PIX_BGR) || w <= 0 || h <= 0 || w > OSP_IMG_MAX_SIDE ||
+        h > OSP_IMG_MAX_SIDE) {
         osp_image_seterr(err, errlen, "bad source frame");
         return OSP_IMG_EINVAL;
     }
@@ -513,8 +470,7 @@ int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
     if (rc == OSP_IMG_OK && w != st->cw &&
         (rc = osp_image_grow(&scratch->cols, (size_t)st->cw * sizeof(col_t))) == OSP_IMG_OK)
         cols_fill((col_t *)(void *)scratch->cols.data, w, st->cw);
-    if (rc == OSP_IMG_OK)
-        rc = osp_image_grow(&scratch->row, (size_t)w * 3);
+    if (rc == OSP_IMG_OK) rc = osp_image_grow(&scratch->row, (size_t)w * 3);
     st->nomem = 0;
     if (rc != OSP_IMG_OK) {
         osp_image_seterr(err, errlen, "out of memory preparing %dx%d", w, h);
@@ -524,8 +480,7 @@ int osp_prep_stream_begin(osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
 }
 
 /* Content row y, made from its vertically resampled source row and packed. */
-static void stream_emit(osp_prep_stream_t *st, int y, const uint8_t *row)
-{
+static void stream_emit(osp_prep_stream_t *st, int y, const uint8_t *row) {
     osp_prep_scratch_t *s = st->s;
     if (st->w != st->cw) {
         uint8_t *out = s->resized.data;
@@ -535,16 +490,13 @@ static void stream_emit(osp_prep_stream_t *st, int y, const uint8_t *row)
     pack_rgb_row(&st->k, s, y, row, st->fmt, st->cw);
 }
 
-void osp_prep_stream_rows(osp_prep_stream_t *st, const uint8_t *rows, size_t stride, int n)
-{
-    if (n <= 0 || st->nomem)
-        return;
+void osp_prep_stream_rows(osp_prep_stream_t *st, const uint8_t *rows, size_t stride, int n) {
+    if (n <= 0 || st->nomem) return;
     const int r0 = st->seen, r1 = st->seen + n, bytes = stream_row_bytes(st);
     while (st->next < st->ch) {
         int y0, f;
         vmap(st->next, st->h, st->ch, &y0, &f);
-        if (y0 + (f ? 1 : 0) >= r1)
-            break;
+        if (y0 + (f ? 1 : 0) >= r1) break;
         /* rows before r0 were all used by earlier calls except the last one,
          * kept in carry: y0 >= r0 - 1 here, and y0 + 1 >= r0 */
         const uint8_t *a = y0 >= r0 ? rows + (size_t)(y0 - r0) * stride : st->carry.data;
@@ -565,8 +517,7 @@ void osp_prep_stream_rows(osp_prep_stream_t *st, const uint8_t *rows, size_t str
     }
 }
 
-int osp_prep_stream_end(osp_prep_stream_t *st, osp_geom_t *geom, char *err, size_t errlen)
-{
+int osp_prep_stream_end(osp_prep_stream_t *st, osp_geom_t *geom, char *err, size_t errlen) {
     if (st->nomem) {
         osp_image_seterr(err, errlen, "out of memory preparing %dx%d", st->w, st->h);
         return OSP_IMG_ENOMEM;
@@ -576,14 +527,12 @@ int osp_prep_stream_end(osp_prep_stream_t *st, osp_geom_t *geom, char *err, size
         return OSP_IMG_EINVAL;
     }
     pack_pad(&st->k);
-    if (geom)
-        *geom = st->k.g;
+    if (geom) *geom = st->k.g;
     return OSP_IMG_OK;
 }
 
 int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
-                 osp_prep_scratch_t *scratch, osp_geom_t *geom, char *err, size_t errlen)
-{
+                 osp_prep_scratch_t *scratch, osp_geom_t *geom, char *err, size_t errlen) {
     int bpp = src ? osp_pixfmt_channels(src->fmt) : 0;
     if (!src || !src->data || bpp == 0 || src->width <= 0 || src->height <= 0 ||
         src->width > OSP_IMG_MAX_SIDE || src->height > OSP_IMG_MAX_SIDE ||
@@ -625,15 +574,13 @@ int osp_prep_run(const osp_view_t *src, const osp_prep_t *p, void *dst,
             osp_image_seterr(err, errlen, "out of memory preparing %dx%d", w, h);
             return OSP_IMG_ENOMEM;
         }
-        ScalePlane(src->data, src->stride, w, h, scratch->resized.data, cw, cw, ch,
-                   kFilterBilinear);
+        ScalePlane(src->data, src->stride, w, h, scratch->resized.data, cw, cw, ch, kFilterBilinear);
         for (int y = 0; y < ch; y++) {
             const uint8_t *row = scratch->resized.data + (size_t)y * cw;
             pack_row(&k, y, row, row, row, cw);
         }
     }
     pack_pad(&k);
-    if (geom)
-        *geom = g;
+    if (geom) *geom = g;
     return OSP_IMG_OK;
 }

@@ -20,12 +20,12 @@
 
 /* How a text line goes into the recognizer's float32 tensor. */
 typedef struct {
-    int height;        /* the model's input height */
-    int min_w, max_w;  /* tensor width bounds; min_w == max_w: a fixed width */
-    int channels;      /* 1: luminance, 3: RGB */
-    int nhwc;          /* layout; 0 = NCHW */
-    int bicubic;       /* resampling: bicubic (a = -0.75) or bilinear */
-    int pad_edge;      /* pad by repeating the last column, else with 0 */
+    int height;            /* the model's input height */
+    int min_w, max_w;      /* tensor width bounds; min_w == max_w: a fixed width */
+    int channels;          /* 1: luminance, 3: RGB */
+    int nhwc;              /* layout; 0 = NCHW */
+    int bicubic;           /* resampling: bicubic (a = -0.75) or bilinear */
+    int pad_edge;          /* pad by repeating the last column, else with 0 */
     float mean[3], std[3]; /* value = (px - mean) / std */
 } osp_text_prep_t;
 

@@ -15,9 +15,7 @@ static inline void px_rgb(const osp_view_t *v, int x, int y, float out[3]) {
         p += (size_t)x * 3;
         out[0] = p[2], out[1] = p[1], out[2] = p[0];
         break;
-    default:
-        p += (size_t)x * 3;
-        out[0] = p[0], out[1] = p[1], out[2] = p[2];
+    default: p += (size_t)x * 3; out[0] = p[0], out[1] = p[1], out[2] = p[2];
     }
 }
 
@@ -50,9 +48,12 @@ static int taps_of(float pos, int n, int bicubic, taps_t *t) {
     }
     const float a = -0.75f;
     float x;
-    x = 1 + f; t->w[0] = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
-    x = f;     t->w[1] = ((a + 2) * x - (a + 3)) * x * x + 1;
-    x = 1 - f; t->w[2] = ((a + 2) * x - (a + 3)) * x * x + 1;
+    x = 1 + f;
+    t->w[0] = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    x = f;
+    t->w[1] = ((a + 2) * x - (a + 3)) * x * x + 1;
+    x = 1 - f;
+    t->w[2] = ((a + 2) * x - (a + 3)) * x * x + 1;
     t->w[3] = 1 - t->w[0] - t->w[1] - t->w[2];
     t->i0 = i - 1;
     return 4;
@@ -80,7 +81,8 @@ int osp_image_resize(const osp_view_t *src, int w, int h, int bicubic, osp_image
                     acc[0] += wt * p[0], acc[1] += wt * p[1], acc[2] += wt * p[2];
                 }
             }
-            out[3 * x] = to_u8(acc[0]), out[3 * x + 1] = to_u8(acc[1]), out[3 * x + 2] = to_u8(acc[2]);
+            out[3 * x] = to_u8(acc[0]), out[3 * x + 1] = to_u8(acc[1]),
+                    out[3 * x + 2] = to_u8(acc[2]);
         }
     }
     return OSP_IMG_OK;
@@ -88,7 +90,8 @@ int osp_image_resize(const osp_view_t *src, int w, int h, int bicubic, osp_image
 
 static int tp_ok(const osp_text_prep_t *tp) {
     if (!tp || tp->height < 1 || tp->height > OSP_IMG_MAX_SIDE || tp->min_w < 1 ||
-        tp->max_w < tp->min_w || tp->max_w > OSP_IMG_MAX_SIDE || (tp->channels != 1 && tp->channels != 3))
+        tp->max_w < tp->min_w || tp->max_w > OSP_IMG_MAX_SIDE ||
+        (tp->channels != 1 && tp->channels != 3))
         return 0;
     for (int c = 0; c < 3; c++)
         if (!(tp->std[c] != 0) || !isfinite(tp->std[c]) || !isfinite(tp->mean[c])) return 0;
@@ -150,8 +153,7 @@ int osp_text_pack(const osp_view_t *src, const osp_text_prep_t *tp, float *dst, 
                 for (int c = 0; c < 3; c++) v[c] = ((float)p[c] - m[c]) * inv[c];
             }
             for (int c = 0; c < nc; c++) {
-                size_t at = tp->nhwc ? ((size_t)y * tw + x) * nc + c
-                                     : ((size_t)c * h + y) * tw + x;
+                size_t at = tp->nhwc ? ((size_t)y * tw + x) * nc + c : ((size_t)c * h + y) * tw + x;
                 dst[at] = v[c];
             }
         }
@@ -230,7 +232,8 @@ int osp_image_rot90(const osp_view_t *src, osp_image_t *dst) {
         for (int x = 0; x < dst->width; x++) {
             float p[3];
             px_rgb(src, src->width - 1 - y, x, p);
-            out[3 * x] = (uint8_t)p[0], out[3 * x + 1] = (uint8_t)p[1], out[3 * x + 2] = (uint8_t)p[2];
+            out[3 * x] = (uint8_t)p[0], out[3 * x + 1] = (uint8_t)p[1],
+                    out[3 * x + 2] = (uint8_t)p[2];
         }
     }
     return OSP_IMG_OK;

@@ -26,8 +26,7 @@ static void known_models(char *buf, size_t n) {
         len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", osp_catalog_at(i)->name);
 }
 
-int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err,
-                               size_t errlen) {
+int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err, size_t errlen) {
     const osp_catalog_entry_t *e = osp_catalog_find(name);
     if (!e) {
         char names[256];
@@ -62,9 +61,9 @@ static void stem_of(const char *path, char *out, size_t n) {
     out[len] = '\0';
 }
 
-int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *err,
-                          size_t errlen) {
-    if (osp_catalog_find(name_or_path)) return osp_model_cfg_from_catalog(name_or_path, cfg, err, errlen);
+int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *err, size_t errlen) {
+    if (osp_catalog_find(name_or_path))
+        return osp_model_cfg_from_catalog(name_or_path, cfg, err, errlen);
     if (!strchr(name_or_path, '/') && !strchr(name_or_path, '.'))
         return osp_model_cfg_from_catalog(name_or_path, cfg, err, errlen); /* names the catalog */
     osp_model_cfg_defaults(cfg);
@@ -77,12 +76,11 @@ int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *
     return OSP_MODEL_OK;
 }
 
-static int get_num(const cJSON *obj, const char *key, double lo, double hi, double *out,
-                   char *err, size_t errlen) {
+static int get_num(const cJSON *obj, const char *key, double lo, double hi, double *out, char *err,
+                   size_t errlen) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
-        v->valuedouble > hi) {
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo || v->valuedouble > hi) {
         snprintf(err, errlen, "model config: %s must be a number in [%g, %g]", key, lo, hi);
         return -1;
     }
@@ -90,8 +88,7 @@ static int get_num(const cJSON *obj, const char *key, double lo, double hi, doub
     return 1;
 }
 
-static int get_str(const cJSON *obj, const char *key, char *out, size_t n, char *err,
-                   size_t errlen) {
+static int get_str(const cJSON *obj, const char *key, char *out, size_t n, char *err, size_t errlen) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v)) return 0;
     if (!cJSON_IsString(v) || strlen(v->valuestring) >= n) {
@@ -132,7 +129,8 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
     osp_model_cfg_defaults(cfg);
     if ((r = get_str(obj, "model", tmp, 64, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r && osp_model_cfg_from_catalog(tmp, cfg, err, errlen)) return OSP_MODEL_EINVAL;
-    if ((r = get_str(obj, "path", tmp, sizeof cfg->path, err, errlen)) < 0) return OSP_MODEL_EINVAL;
+    if ((r = get_str(obj, "path", tmp, sizeof cfg->path, err, errlen)) < 0)
+        return OSP_MODEL_EINVAL;
     if (r) {
         snprintf(cfg->path, sizeof cfg->path, "%s", tmp);
         if (!cfg->name[0]) stem_of(tmp, cfg->name, sizeof cfg->name);
@@ -162,16 +160,22 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
     }
     if ((r = get_str(obj, "preprocessMode", tmp, 32, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) {
-        if (strcmp(tmp, "letterbox") == 0) cfg->fit = OSP_FIT_LETTERBOX;
-        else if (strcmp(tmp, "resize") == 0) cfg->fit = OSP_FIT_RESIZE;
+        if (strcmp(tmp, "letterbox") == 0)
+            cfg->fit = OSP_FIT_LETTERBOX;
+        else if (strcmp(tmp, "resize") == 0)
+            cfg->fit = OSP_FIT_RESIZE;
         else {
-            snprintf(err, errlen, "model config: preprocessMode must be letterbox or resize, not '%s'", tmp);
+            snprintf(err, errlen,
+                     "model config: preprocessMode must be letterbox or resize, not '%s'", tmp);
             return OSP_MODEL_EINVAL;
         }
     }
-    if ((r = get_str(obj, "inputNormalization", tmp, 32, err, errlen)) < 0) return OSP_MODEL_EINVAL;
+    if ((r = get_str(obj, "inputNormalization", tmp, 32, err, errlen)) < 0)
+        return OSP_MODEL_EINVAL;
     if (r && osp_norm_named(tmp, cfg->mean, cfg->std) != 0) {
-        snprintf(err, errlen, "model config: inputNormalization must be none, zero-one, imagenet or scrfd, not '%s'", tmp);
+        snprintf(err, errlen,
+                 "model config: inputNormalization must be none, zero-one, imagenet or scrfd, not '%s'",
+                 tmp);
         return OSP_MODEL_EINVAL;
     }
     if (get_triple(obj, "mean", cfg->mean, err, errlen) < 0 ||
@@ -186,12 +190,14 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
     if (r) cfg->confidence = (float)d;
     if ((r = get_num(obj, "nmsIouThreshold", 0, 1, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) cfg->nms_iou = (float)d;
-    if ((r = get_num(obj, "maxDetections", 1, 100000, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
+    if ((r = get_num(obj, "maxDetections", 1, 100000, &d, err, errlen)) < 0)
+        return OSP_MODEL_EINVAL;
     if (r) cfg->max_detections = (int)d;
     if ((r = get_str(obj, "embeddingEncoding", tmp, 32, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) {
         if (strcmp(tmp, "base64") != 0 && strcmp(tmp, "json") != 0) {
-            snprintf(err, errlen, "model config: embeddingEncoding must be json or base64, not '%s'", tmp);
+            snprintf(err, errlen,
+                     "model config: embeddingEncoding must be json or base64, not '%s'", tmp);
             return OSP_MODEL_EINVAL;
         }
         cfg->embedding_b64 = strcmp(tmp, "base64") == 0;
@@ -203,7 +209,9 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
         for (int i = 0; i < 4; i++)
             if (strcmp(tmp, levels[i]) == 0) found = i == 0 ? -1 : i;
         if (found == -2) {
-            snprintf(err, errlen, "model config: graphOptimization must be none, basic, extended or all, not '%s'", tmp);
+            snprintf(err, errlen,
+                     "model config: graphOptimization must be none, basic, extended or all, not '%s'",
+                     tmp);
             return OSP_MODEL_EINVAL;
         }
         cfg->graph_opt = found;

@@ -28,7 +28,7 @@ struct osp_loader {
     int busy;            /* a load is in flight within its bound */
     osp_load_info_t cur; /* the load in flight */
     struct timespec started;
-    int poisoned;        /* an abandoned load still runs */
+    int poisoned; /* an abandoned load still runs */
     int poison_seq;
     osp_load_info_t poison;
     struct timespec poison_started;
@@ -111,7 +111,10 @@ int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_bac
     if (ld->busy || ld->poisoned) return -1;
     load_arg_t *a = malloc(sizeof *a);
     if (!a) return -1;
-    *a = (load_arg_t){.cfg = *cfg, .backend = backend, .seq = ld->seq + 1, .post = ld->post,
+    *a = (load_arg_t){.cfg = *cfg,
+                      .backend = backend,
+                      .seq = ld->seq + 1,
+                      .post = ld->post,
                       .post_arg = ld->post_arg};
     pthread_attr_t attr;
     pthread_attr_init(&attr);

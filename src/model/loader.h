@@ -23,8 +23,8 @@
 typedef struct osp_loader osp_loader_t;
 
 typedef struct {
-    int seq;             /* which load this is */
-    osp_model_t *model;  /* NULL when it failed */
+    int seq;            /* which load this is */
+    osp_model_t *model; /* NULL when it failed */
     int rc;
     char err[512];
     double load_ms;
@@ -45,8 +45,8 @@ int osp_loader_busy(const osp_loader_t *ld);
 typedef struct {
     int index;
     char model_id[128];
-    double elapsed_ms;   /* since the load started */
-    int64_t at_ms;       /* poisoned: epoch ms when the bound passed */
+    double elapsed_ms; /* since the load started */
+    int64_t at_ms;     /* poisoned: epoch ms when the bound passed */
 } osp_load_info_t;
 
 /* 1 and *info when an abandoned load still runs (no load may start). */
@@ -67,8 +67,8 @@ int osp_loader_expire(osp_loader_t *ld, osp_load_info_t *info);
 
 typedef enum {
     OSP_LOAD_IN_TIME = 0, /* the load in flight, back before osp_loader_expire found its bound passed */
-    OSP_LOAD_LATE = 1,    /* the abandoned load returned: the loader is free again */
-    OSP_LOAD_STALE = 2,   /* nothing to do */
+    OSP_LOAD_LATE = 1,  /* the abandoned load returned: the loader is free again */
+    OSP_LOAD_STALE = 2, /* nothing to do */
 } osp_load_outcome_t;
 /* Classify a result the loader posted, and count it; *info says which
  * load it was (for OSP_LOAD_IN_TIME and OSP_LOAD_LATE; elapsed since it

@@ -148,7 +148,8 @@ static int setup_decoder(osp_model_t *m, char *err, size_t errlen) {
 static int setup_prep(osp_model_t *m, char *err, size_t errlen) {
     const osp_tensor_desc_t *in = &m->rt->inputs[0];
     if (m->rt->n_inputs < 1 || in->rank != 4) {
-        snprintf(err, errlen, "model input %s has rank %d; an image model needs [N,C,H,W] or [N,H,W,C]",
+        snprintf(err, errlen,
+                 "model input %s has rank %d; an image model needs [N,C,H,W] or [N,H,W,C]",
                  m->rt->n_inputs ? in->name : "(none)", m->rt->n_inputs ? in->rank : 0);
         return OSP_MODEL_EINVAL;
     }
@@ -172,7 +173,8 @@ static int setup_prep(osp_model_t *m, char *err, size_t errlen) {
     }
     p->channels = mc > 0 ? (int)mc : m->cfg.channels;
     if (p->channels != 1 && p->channels != 3) {
-        snprintf(err, errlen, "model input %s has %d channels; osprey feeds 1 or 3", in->name, p->channels);
+        snprintf(err, errlen, "model input %s has %d channels; osprey feeds 1 or 3", in->name,
+                 p->channels);
         return OSP_MODEL_EINVAL;
     }
     p->fit = m->cfg.fit;
@@ -207,8 +209,10 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
         rc = OSP_MODEL_EINVAL;
         goto fail;
     }
-    osp_rt_opts_t opts = {.intra_threads = cfg->intra_threads, .device = cfg->device,
-                          .graph_opt = cfg->graph_opt, .no_spin = cfg->no_spin};
+    osp_rt_opts_t opts = {.intra_threads = cfg->intra_threads,
+                          .device = cfg->device,
+                          .graph_opt = cfg->graph_opt,
+                          .no_spin = cfg->no_spin};
     if (!backend) backend = &osp_backend_onnxruntime;
     if (backend->load(cfg->path, &opts, &m->rt, err, errlen)) {
         rc = OSP_MODEL_ELOAD;
@@ -241,9 +245,8 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
     const char *builtin = cfg->builtin_labels ? cfg->builtin_labels
                                               : osp_post_default_labels(cfg->postprocessor);
     if ((rc = load_labels(m, lp, builtin, err, errlen))) goto fail;
-    fprintf(stderr, "osprey: model %s loaded on %s (input %dx%d %s %s)\n", cfg->name,
-            m->rt->provider, m->prep.width, m->prep.height,
-            m->prep.layout == OSP_LAYOUT_NHWC ? "NHWC" : "NCHW",
+    fprintf(stderr, "osprey: model %s loaded on %s (input %dx%d %s %s)\n", cfg->name, m->rt->provider,
+            m->prep.width, m->prep.height, m->prep.layout == OSP_LAYOUT_NHWC ? "NHWC" : "NCHW",
             m->prep.elem == OSP_ELEM_U8 ? "uint8" : "float32");
     *out = m;
     return OSP_MODEL_OK;
@@ -328,9 +331,8 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
     return OSP_MODEL_OK;
 }
 
-int osp_model_prepare_rows_begin(const osp_model_t *m, osp_infer_ctx_t *ctx,
-                                 osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
-                                 char *err, size_t errlen) {
+int osp_model_prepare_rows_begin(const osp_model_t *m, osp_infer_ctx_t *ctx, osp_prep_stream_t *st,
+                                 int w, int h, osp_pixfmt_t fmt, char *err, size_t errlen) {
     osp_text_prep_t tp;
     if (text_prep(m, &tp) || (fmt != OSP_PIX_RGB && fmt != OSP_PIX_BGR)) {
         snprintf(err, errlen, "frame not prepared row by row for this model");
@@ -402,7 +404,9 @@ int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, c
     memset(res, 0, sizeof *res);
     double t0 = now_ms();
     const osp_tensor_desc_t *d = &m->rt->inputs[0];
-    osp_tensor_t in = {.dtype = d->dtype, .rank = 4, .data = ctx->tensor,
+    osp_tensor_t in = {.dtype = d->dtype,
+                       .rank = 4,
+                       .data = ctx->tensor,
                        .bytes = osp_prep_tensor_bytes(&m->prep)};
     int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
     in.dims[0] = 1;
@@ -440,14 +444,12 @@ void osp_batch_buf_free(osp_batch_buf_t *b) {
     b->cap = 0;
 }
 
-int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
-                            osp_result_t *res, int *rcs, osp_batch_buf_t *buf, char *err,
-                            size_t errlen) {
+int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n, osp_result_t *res,
+                            int *rcs, osp_batch_buf_t *buf, char *err, size_t errlen) {
     if (n <= 0) return 0;
     if (!m->batch_dynamic || n == 1) {
         /* a static batch of 1: the per-item path */
-        for (int i = 0; i < n; i++)
-            rcs[i] = osp_model_predict(m, ctx[i], &res[i], err, errlen);
+        for (int i = 0; i < n; i++) rcs[i] = osp_model_predict(m, ctx[i], &res[i], err, errlen);
         return 0;
     }
     for (int i = 0; i < n; i++) memset(&res[i], 0, sizeof res[i]);
@@ -462,7 +464,8 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
         buf->data = d;
         buf->cap = need;
     }
-    for (int i = 0; i < n; i++) memcpy((uint8_t *)buf->data + one * (size_t)i, ctx[i]->tensor, one);
+    for (int i = 0; i < n; i++)
+        memcpy((uint8_t *)buf->data + one * (size_t)i, ctx[i]->tensor, one);
     const osp_tensor_desc_t *d = &m->rt->inputs[0];
     osp_tensor_t in = {.dtype = d->dtype, .rank = 4, .data = buf->data, .bytes = need};
     int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;

@@ -19,19 +19,19 @@ struct cJSON;
 
 enum {
     OSP_MODEL_OK = 0,
-    OSP_MODEL_EINVAL = -1,  /* a bad configuration */
-    OSP_MODEL_ELOAD = -2,   /* the runtime could not load it */
-    OSP_MODEL_ERUN = -3,    /* a frame failed */
+    OSP_MODEL_EINVAL = -1, /* a bad configuration */
+    OSP_MODEL_ELOAD = -2,  /* the runtime could not load it */
+    OSP_MODEL_ERUN = -3,   /* a frame failed */
     OSP_MODEL_ENOMEM = -4,
 };
 
 
 /* A model's configuration. Strings are owned (fixed buffers). */
 typedef struct {
-    char name[64];          /* catalog name, or the file's stem */
+    char name[64]; /* catalog name, or the file's stem */
     char path[1024];
     char postprocessor[32];
-    char labels_path[1024]; /* "" = <path without extension>.labels if present */
+    char labels_path[1024];     /* "" = <path without extension>.labels if present */
     const char *builtin_labels; /* static, '\n'-separated; used when no labels file */
     char device[32];
     int width, height, channels; /* 0 = take from the model */
@@ -40,27 +40,27 @@ typedef struct {
     float confidence;
     float nms_iou;
     int max_detections;
-    int intra_threads;       /* 0 = runtime default */
-    int no_spin;             /* the runtime's helper threads sleep between runs */
-    int lone_threads;        /* >1: a second session with this many threads for frames that
+    int intra_threads; /* 0 = runtime default */
+    int no_spin;       /* the runtime's helper threads sleep between runs */
+    int lone_threads;  /* >1: a second session with this many threads for frames that
                               * run alone (osp_infer_ctx_t.lone); ONNX Runtime only */
-    int embedding_b64;       /* "embeddingEncoding": "base64": pack vectors (extension) */
-    int graph_opt;           /* runtime graph optimisation: 0 default (all), -1 none, 1, 2, 3 */
+    int embedding_b64; /* "embeddingEncoding": "base64": pack vectors (extension) */
+    int graph_opt;     /* runtime graph optimisation: 0 default (all), -1 none, 1, 2, 3 */
 } osp_model_cfg_t;
 
 /* ---- catalog --------------------------------------------------------------- */
 
 typedef struct {
     const char *name;
-    const char *file;          /* under <cache>/models */
+    const char *file; /* under <cache>/models */
     const char *postprocessor;
     int width, height, channels;
-    const char *layout;        /* "NHWC" or "NCHW", for display */
+    const char *layout; /* "NHWC" or "NCHW", for display */
     osp_fit_t fit;
     float mean[3], std[3];
     float confidence, nms_iou;
-    const char *labels;        /* built-in labels, '\n'-separated; NULL: a .labels file */
-    int batches;               /* the model file has a dynamic batch axis */
+    const char *labels; /* built-in labels, '\n'-separated; NULL: a .labels file */
+    int batches;        /* the model file has a dynamic batch axis */
     const char *description;
 } osp_catalog_entry_t;
 
@@ -79,32 +79,29 @@ void osp_catalog_path(const osp_catalog_entry_t *e, char *buf, size_t n);
 void osp_model_cfg_defaults(osp_model_cfg_t *cfg);
 /* From a catalog name. OSP_MODEL_EINVAL with a message naming the known
  * models when the name is unknown. */
-int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err,
-                               size_t errlen);
+int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err, size_t errlen);
 /* "NAME" from the catalog, or a path to a model file (postprocessor then
  * defaults to yolo, as the protocol's, unless given later). */
-int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *err,
-                          size_t errlen);
+int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *err, size_t errlen);
 /* From a JSON model config of the protocol (§6): "model" (catalog name,
  * extension) then path, postprocessor, inputSize, inputWidth, inputHeight,
  * inputChannels, preprocessMode, inputNormalization, mean/std (extension),
  * confidence, nmsIouThreshold, maxDetections, device, labels. */
-int osp_model_cfg_from_json(const struct cJSON *obj, osp_model_cfg_t *cfg, char *err,
-                            size_t errlen);
+int osp_model_cfg_from_json(const struct cJSON *obj, osp_model_cfg_t *cfg, char *err, size_t errlen);
 
 /* ---- loaded model ------------------------------------------------------------ */
 
 typedef struct osp_model {
     osp_model_cfg_t cfg;
     osp_rt_model_t *rt;
-    osp_rt_model_t *rt_lone;   /* the wider session for lone frames, or NULL */
-    _Atomic int running;       /* runs in progress on either session */
-    _Atomic long lone_runs;    /* runs on rt_lone so far */
-    const osp_decoder_t *dec;  /* the postprocessor */
-    void *dec_state;           /* its set-up (anchors, output roles); shared, read-only */
+    osp_rt_model_t *rt_lone;  /* the wider session for lone frames, or NULL */
+    _Atomic int running;      /* runs in progress on either session */
+    _Atomic long lone_runs;   /* runs on rt_lone so far */
+    const osp_decoder_t *dec; /* the postprocessor */
+    void *dec_state;          /* its set-up (anchors, output roles); shared, read-only */
     osp_prep_t prep;
-    int batch_dynamic;        /* input 0 has a dynamic batch axis */
-    char **labels;            /* owned; n_labels entries */
+    int batch_dynamic; /* input 0 has a dynamic batch axis */
+    char **labels;     /* owned; n_labels entries */
     int n_labels;
 } osp_model_t;
 
@@ -120,14 +117,14 @@ const char *osp_model_label(const osp_model_t *m, int cls);
  * free with osp_infer_ctx_free. */
 typedef struct {
     osp_prep_scratch_t scratch;
-    osp_image_t rgb;          /* a 4:2:0 frame converted to RGB */
+    osp_image_t rgb; /* a 4:2:0 frame converted to RGB */
     void *tensor;
     size_t tensor_cap;
     osp_geom_t geom;
-    int frame_w, frame_h;     /* the original frame */
-    int view_w, view_h;       /* the pixels prepared (smaller after a scaled JPEG decode) */
-    osp_dres_t rec;           /* the decoded result of the last predict */
-    double prep_ms;           /* time the last prepare took */
+    int frame_w, frame_h; /* the original frame */
+    int view_w, view_h;   /* the pixels prepared (smaller after a scaled JPEG decode) */
+    osp_dres_t rec;       /* the decoded result of the last predict */
+    double prep_ms;       /* time the last prepare took */
     /* decode settings for this frame instead of the model's (params_set):
      * a server snapshots them per request so a reconfigure never races a
      * running decode */
@@ -142,10 +139,10 @@ void osp_infer_ctx_free(osp_infer_ctx_t *c);
 
 typedef struct {
     osp_rec_kind_t kind;
-    const osp_dres_t *rec;   /* everything decoded; points into the ctx */
-    const osp_det_t *dets;   /* in original-frame pixels; points into the ctx */
+    const osp_dres_t *rec; /* everything decoded; points into the ctx */
+    const osp_det_t *dets; /* in original-frame pixels; points into the ctx */
     int n_dets;
-    const float *vec;        /* embedding, L2-normalised; points into the ctx */
+    const float *vec; /* embedding, L2-normalised; points into the ctx */
     int vec_dim;
     double preprocess_ms, predict_ms;
     int frame_w, frame_h;
@@ -160,9 +157,8 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
  * osp_prep_stream_rows, then end with the time the rows took. Begin fails
  * (OSP_MODEL_EINVAL) for models that need the whole frame (text
  * recognizers) and other formats: prepare those with osp_model_prepare. */
-int osp_model_prepare_rows_begin(const osp_model_t *m, osp_infer_ctx_t *ctx,
-                                 osp_prep_stream_t *st, int w, int h, osp_pixfmt_t fmt,
-                                 char *err, size_t errlen);
+int osp_model_prepare_rows_begin(const osp_model_t *m, osp_infer_ctx_t *ctx, osp_prep_stream_t *st,
+                                 int w, int h, osp_pixfmt_t fmt, char *err, size_t errlen);
 int osp_model_prepare_rows_end(osp_infer_ctx_t *ctx, osp_prep_stream_t *st, int w, int h,
                                double prep_ms, char *err, size_t errlen);
 /* Make sure ctx has room for one input tensor of m (for callers that fill it
@@ -189,9 +185,8 @@ void osp_batch_buf_free(osp_batch_buf_t *b);
  * each. rcs[i] is each frame's outcome (its error text, if any, is the last
  * written to err); the return value is nonzero only when the shared run
  * itself failed (then no rcs are set). */
-int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n,
-                            osp_result_t *res, int *rcs, osp_batch_buf_t *buf, char *err,
-                            size_t errlen);
+int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n, osp_result_t *res,
+                            int *rcs, osp_batch_buf_t *buf, char *err, size_t errlen);
 
 /* Write the protocol's result record fields (kind, detections or embedding,
  * inferenceMs, preprocessMs, predictMs, batchSize, frameSize) into the JSON

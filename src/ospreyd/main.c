@@ -33,12 +33,11 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     osp_server_opts_t o = {.stdio_in = 0, .stdio_out = 1};
-    static const struct option longopts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"config", required_argument, NULL, 'c'},
-        {"max-frame", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option longopts[] = {{"listen", required_argument, NULL, 'l'},
+                                             {"config", required_argument, NULL, 'c'},
+                                             {"max-frame", required_argument, NULL, 'm'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
@@ -49,7 +48,9 @@ int main(int argc, char **argv) {
             errno = 0;
             unsigned long long v = strtoull(optarg, &end, 10);
             if (errno || end == optarg || *end || v < 16 || v > 0xFFFFFFFFull) {
-                fprintf(stderr, "ospreyd: --max-frame must be a byte count from 16 to 4294967295, not '%s'\n", optarg);
+                fprintf(stderr,
+                        "ospreyd: --max-frame must be a byte count from 16 to 4294967295, not '%s'\n",
+                        optarg);
                 return 2;
             }
             o.max_frame = (uint32_t)v;
@@ -64,7 +65,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (o.config_path && !o.listen) {
-        fprintf(stderr, "ospreyd: --config goes with --listen (on stdin the first frame is the config)\n");
+        fprintf(stderr,
+                "ospreyd: --config goes with --listen (on stdin the first frame is the config)\n");
         return 2;
     }
     return osp_server_run(&o);

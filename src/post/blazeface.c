@@ -26,7 +26,8 @@ int osp_blazeface_anchors(int input_size, osp_anchor_t *out, int cap) {
                     if (n < cap)
                         out[n] = (osp_anchor_t){.y = ((float)y + 0.5f) / (float)grid,
                                                 .x = ((float)x + 0.5f) / (float)grid,
-                                                .h = 1.f, .w = 1.f};
+                                                .h = 1.f,
+                                                .w = 1.f};
     }
     return n;
 }
@@ -50,8 +51,12 @@ int osp_post_blazeface(const float *scores, const float *regs, int n, int reg_le
         float w = r[2] / s * anchors[i].w, h = r[3] / s * anchors[i].h;
         if (found < cap) {
             osp_det_t *d = &out[found];
-            *d = (osp_det_t){.x1 = xc - w / 2, .y1 = yc - h / 2, .x2 = xc + w / 2,
-                             .y2 = yc + h / 2, .score = score, .cls = 0};
+            *d = (osp_det_t){.x1 = xc - w / 2,
+                             .y1 = yc - h / 2,
+                             .x2 = xc + w / 2,
+                             .y2 = yc + h / 2,
+                             .score = score,
+                             .cls = 0};
             /* eyes, nose, mouth, ears: (x, y) pairs after the box */
             int nk = (reg_len - 4) / 2;
             d->n_kp = nk < OSP_MAX_KP ? nk : OSP_MAX_KP;
@@ -83,19 +88,27 @@ static int bf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     int sc[2] = {-1, -1}, rg[2] = {-1, -1}, ns = 0, nr = 0;
     for (int i = 0; i < n; i++) {
         if (outs[i].rank != 3 || outs[i].dtype != OSP_PDT_F32) continue;
-        if (outs[i].dims[2] == 1 && ns < 2) sc[ns++] = i;
-        else if (outs[i].dims[2] >= 4 && nr < 2) rg[nr++] = i;
+        if (outs[i].dims[2] == 1 && ns < 2)
+            sc[ns++] = i;
+        else if (outs[i].dims[2] >= 4 && nr < 2)
+            rg[nr++] = i;
     }
     int na = osp_blazeface_anchors(p->in_w, NULL, 0);
     if (ns != 2 || nr != 2 || outs[sc[0]].dims[1] + outs[sc[1]].dims[1] != na) {
-        snprintf(err, errlen, "postprocessor blazeface needs two scores [1,n,1] and two regressor [1,n,16] outputs over %d anchors", na);
+        snprintf(err, errlen,
+                 "postprocessor blazeface needs two scores [1,n,1] and two regressor [1,n,16] outputs over %d anchors",
+                 na);
         return -1;
     }
     if (outs[sc[0]].dims[1] < outs[sc[1]].dims[1]) {
-        int t = sc[0]; sc[0] = sc[1]; sc[1] = t;
+        int t = sc[0];
+        sc[0] = sc[1];
+        sc[1] = t;
     }
     if (outs[rg[0]].dims[1] != outs[sc[0]].dims[1]) {
-        int t = rg[0]; rg[0] = rg[1]; rg[1] = t;
+        int t = rg[0];
+        rg[0] = rg[1];
+        rg[1] = t;
     }
     bf_state_t *st = calloc(1, sizeof *st);
     if (!st || !(st->anchors = malloc((size_t)na * sizeof *st->anchors))) {
@@ -103,8 +116,10 @@ static int bf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    st->sc[0] = sc[0]; st->sc[1] = sc[1];
-    st->rg[0] = rg[0]; st->rg[1] = rg[1];
+    st->sc[0] = sc[0];
+    st->sc[1] = sc[1];
+    st->rg[0] = rg[0];
+    st->rg[1] = rg[1];
     st->n = osp_blazeface_anchors(p->in_w, st->anchors, na);
     *state = st;
     return 0;
@@ -125,9 +140,8 @@ static int bf_decode(const void *state, const osp_pout_t *outs, int n, const osp
         int a = osp_post_blazeface(s0->data, r0->data, n0, (int)r0->dims[2], st->anchors, p->in_w,
                                    p->confidence, res->dets, res->det_cap);
         int room = a < res->det_cap ? res->det_cap - a : 0;
-        int b = osp_post_blazeface(s1->data, r1->data, n1, (int)r1->dims[2], st->anchors + n0,
-                                   p->in_w, p->confidence, res->dets + (a < res->det_cap ? a : 0),
-                                   room);
+        int b = osp_post_blazeface(s1->data, r1->data, n1, (int)r1->dims[2], st->anchors + n0, p->in_w,
+                                   p->confidence, res->dets + (a < res->det_cap ? a : 0), room);
         if (a + b <= res->det_cap) {
             res->n_dets = a + b;
             break;

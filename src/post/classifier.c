@@ -35,8 +35,8 @@ static int cls_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, voi
         return -1;
     }
     if (p->option && *p->option && strcmp(p->option, "sigmoid") && strcmp(p->option, "softmax")) {
-        snprintf(err, errlen, "postprocessor classifier: unknown activation '%s' (softmax or sigmoid)",
-                 p->option);
+        snprintf(err, errlen,
+                 "postprocessor classifier: unknown activation '%s' (softmax or sigmoid)", p->option);
         return -1;
     }
     return 0;
@@ -66,8 +66,10 @@ static int cls_decode(const void *state, const osp_pout_t *outs, int n, const os
     (void)n;
     size_t count = 1;
     for (int i = 0; i < outs[0].rank; i++) {
-        if (outs[0].dims[i] < 0 || count > OSP_CLS_MAX) count = OSP_CLS_MAX + 1;
-        else count *= (size_t)outs[0].dims[i];
+        if (outs[0].dims[i] < 0 || count > OSP_CLS_MAX)
+            count = OSP_CLS_MAX + 1;
+        else
+            count *= (size_t)outs[0].dims[i];
     }
     if (count > OSP_CLS_MAX) {
         snprintf(err, errlen, "classifier output has too many values");
@@ -102,9 +104,12 @@ static int cls_decode(const void *state, const osp_pout_t *outs, int n, const os
     for (size_t i = 0; i < count; i++) {
         if (!isfinite(v[i])) continue;
         float s;
-        if (act == ACT_SIGMOID) s = (float)(1.0 / (1.0 + exp(-(double)v[i])));
-        else if (as_is) s = v[i];
-        else s = (float)(exp((double)v[i] - mx) / z);
+        if (act == ACT_SIGMOID)
+            s = (float)(1.0 / (1.0 + exp(-(double)v[i])));
+        else if (as_is)
+            s = v[i];
+        else
+            s = (float)(exp((double)v[i] - mx) / z);
         if (!(s >= p->confidence)) continue;
         top_insert(res->classes, &res->n_classes, k, (int)i, s);
     }

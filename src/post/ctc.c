@@ -23,7 +23,7 @@
 typedef struct {
     char **sym; /* the alphabet: UTF-8 strings of classes 1..n */
     int n;
-    int out;    /* which output is the sequence */
+    int out; /* which output is the sequence */
 } ctc_state_t;
 
 static void ctc_free(void *state) {
@@ -37,8 +37,10 @@ static void ctc_free(void *state) {
 static int load_alphabet(ctc_state_t *s, const char *path, char *err, size_t errlen) {
     FILE *f = path && *path ? fopen(path, "r") : NULL;
     if (!f) {
-        snprintf(err, errlen, "postprocessor ctc needs an alphabet: one symbol a line in the labels file (%s: %s)",
-                 path && *path ? path : "none given", path && *path ? strerror(errno) : "set \"labels\"");
+        snprintf(err, errlen,
+                 "postprocessor ctc needs an alphabet: one symbol a line in the labels file (%s: %s)",
+                 path && *path ? path : "none given",
+                 path && *path ? strerror(errno) : "set \"labels\"");
         return -1;
     }
     char line[256];
@@ -139,8 +141,8 @@ static int ctc_decode(const void *state, const osp_pout_t *outs, int n, const os
         return -1;
     }
     if (t < 0 || c < 1 || t > (1 << 20) || (c != s->n + 1 && c != s->n + 2)) {
-        snprintf(err, errlen, "ctc: output [%lld,%lld] does not fit an alphabet of %d", (long long)t,
-                 (long long)c, s->n);
+        snprintf(err, errlen, "ctc: output [%lld,%lld] does not fit an alphabet of %d",
+                 (long long)t, (long long)c, s->n);
         return -1;
     }
     res->kind = OSP_REC_TEXT;

@@ -32,14 +32,16 @@ static int db_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     (void)state;
     if (n < 1 || outs[0].dtype != OSP_PDT_F32 || (outs[0].rank != 4 && outs[0].rank != 3) ||
         (outs[0].rank == 4 && outs[0].dims[1] != 1 && outs[0].dims[1] > 0)) {
-        snprintf(err, errlen, "postprocessor dbnet needs a float32 probability map [1,1,H,W] or [1,H,W]");
+        snprintf(err, errlen,
+                 "postprocessor dbnet needs a float32 probability map [1,1,H,W] or [1,H,W]");
         return -1;
     }
     return 0;
 }
 
 static double cross(const float o[2], const float a[2], const float b[2]) {
-    return ((double)a[0] - o[0]) * ((double)b[1] - o[1]) - ((double)a[1] - o[1]) * ((double)b[0] - o[0]);
+    return ((double)a[0] - o[0]) * ((double)b[1] - o[1]) -
+           ((double)a[1] - o[1]) * ((double)b[0] - o[0]);
 }
 
 static int cmp_pt(const void *a, const void *b) {

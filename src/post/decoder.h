@@ -17,7 +17,13 @@
 #define OSP_POUT_MAX_DIMS 8
 
 /* Element types a decoder may be handed (the runtime's, narrowed). */
-typedef enum { OSP_PDT_F32 = 0, OSP_PDT_I64 = 1, OSP_PDT_I32 = 2, OSP_PDT_U8 = 3, OSP_PDT_OTHER = 9 } osp_pdtype_t;
+typedef enum {
+    OSP_PDT_F32 = 0,
+    OSP_PDT_I64 = 1,
+    OSP_PDT_I32 = 2,
+    OSP_PDT_U8 = 3,
+    OSP_PDT_OTHER = 9
+} osp_pdtype_t;
 
 /* An output as declared by the model (at load time; dims < 0 are dynamic). */
 typedef struct {
@@ -67,11 +73,11 @@ typedef struct {
     osp_rec_kind_t kind;
     osp_det_t *dets;
     int n_dets, det_cap;
-    float *vec;          /* embedding */
+    float *vec; /* embedding */
     int vec_dim, vec_cap;
     osp_class_t *classes;
     int n_classes, class_cap;
-    char *text;          /* OCR: UTF-8 */
+    char *text; /* OCR: UTF-8 */
     size_t text_len, text_cap;
     float text_score;
 } osp_dres_t;

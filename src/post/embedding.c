@@ -33,7 +33,8 @@ static int emb_decode(const void *state, const osp_pout_t *outs, int n, const os
     (void)n;
     (void)p;
     size_t count = 1;
-    for (int i = 0; i < outs[0].rank; i++) count *= outs[0].dims[i] > 0 ? (size_t)outs[0].dims[i] : 1;
+    for (int i = 0; i < outs[0].rank; i++)
+        count *= outs[0].dims[i] > 0 ? (size_t)outs[0].dims[i] : 1;
     if (count == 0 || count > (1u << 20) || osp_dres_reserve_vec(res, (int)count)) {
         snprintf(err, errlen, "embedding output has %zu values", count);
         return -1;

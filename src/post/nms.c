@@ -12,52 +12,41 @@
 #include <math.h>
 
 /* NaN scores sort last, so the order stays a strict weak order. */
-static inline float sort_key(const osp_det_t *d)
-{
-    return isnan(d->score) ? -INFINITY : d->score;
-}
+static inline float sort_key(const osp_det_t *d) { return isnan(d->score) ? -INFINITY : d->score; }
 
 /* a sorts strictly before b */
-static inline int before(const osp_det_t *a, const osp_det_t *b)
-{
+static inline int before(const osp_det_t *a, const osp_det_t *b) {
     return sort_key(a) > sort_key(b);
 }
 
-static inline void swap_det(osp_det_t *a, osp_det_t *b)
-{
+static inline void swap_det(osp_det_t *a, osp_det_t *b) {
     osp_det_t t = *a;
     *a = *b;
     *b = t;
 }
 
-static void reverse(osp_det_t *d, int a, int b)
-{
-    for (b--; a < b; a++, b--)
-        swap_det(&d[a], &d[b]);
+static void reverse(osp_det_t *d, int a, int b) {
+    for (b--; a < b; a++, b--) swap_det(&d[a], &d[b]);
 }
 
 /* [a,m) [m,b) -> [m,b) [a,m) */
-static void rotate(osp_det_t *d, int a, int m, int b)
-{
+static void rotate(osp_det_t *d, int a, int m, int b) {
     reverse(d, a, m);
     reverse(d, m, b);
     reverse(d, a, b);
 }
 
-static void insertion_sort(osp_det_t *d, int a, int b)
-{
+static void insertion_sort(osp_det_t *d, int a, int b) {
     for (int i = a + 1; i < b; i++) {
         osp_det_t v = d[i];
         int j = i;
-        for (; j > a && before(&v, &d[j - 1]); j--)
-            d[j] = d[j - 1];
+        for (; j > a && before(&v, &d[j - 1]); j--) d[j] = d[j - 1];
         d[j] = v;
     }
 }
 
 /* First index in [a,b) whose element does not sort before v. */
-static int lower_bound(const osp_det_t *d, int a, int b, const osp_det_t *v)
-{
+static int lower_bound(const osp_det_t *d, int a, int b, const osp_det_t *v) {
     while (a < b) {
         int h = a + (b - a) / 2;
         if (before(&d[h], v))
@@ -69,8 +58,7 @@ static int lower_bound(const osp_det_t *d, int a, int b, const osp_det_t *v)
 }
 
 /* First index in [a,b) whose element v sorts before. */
-static int upper_bound(const osp_det_t *d, int a, int b, const osp_det_t *v)
-{
+static int upper_bound(const osp_det_t *d, int a, int b, const osp_det_t *v) {
     while (a < b) {
         int h = a + (b - a) / 2;
         if (before(v, &d[h]))
@@ -85,14 +73,11 @@ static int upper_bound(const osp_det_t *d, int a, int b, const osp_det_t *v)
  * staying ahead of those of the right. Split the longer run in half, find
  * where its middle goes in the other, rotate, recurse: each half is at most
  * 3/4 of the whole, so the depth stays logarithmic. */
-static void merge(osp_det_t *d, int a, int m, int b)
-{
+static void merge(osp_det_t *d, int a, int m, int b) {
     int n1 = m - a, n2 = b - m;
-    if (n1 == 0 || n2 == 0)
-        return;
+    if (n1 == 0 || n2 == 0) return;
     if (n1 + n2 == 2) {
-        if (before(&d[m], &d[a]))
-            swap_det(&d[a], &d[m]);
+        if (before(&d[m], &d[a])) swap_det(&d[a], &d[m]);
         return;
     }
     int c1, c2;
@@ -120,47 +105,36 @@ typedef struct {
     int index;
 } key_t_;
 
-static inline int key_before(const key_t_ *a, const key_t_ *b)
-{
+static inline int key_before(const key_t_ *a, const key_t_ *b) {
     return a->score > b->score || (a->score == b->score && a->index < b->index);
 }
 
-static void key_sort(key_t_ *k, key_t_ *tmp, int n)
-{
+static void key_sort(key_t_ *k, key_t_ *tmp, int n) {
     for (int i = 1; i < n; i++) { /* runs of 16 by insertion */
-        if (i % 16 == 0)
-            continue;
+        if (i % 16 == 0) continue;
         key_t_ v = k[i];
         int j = i;
-        for (; j % 16 && key_before(&v, &k[j - 1]); j--)
-            k[j] = k[j - 1];
+        for (; j % 16 && key_before(&v, &k[j - 1]); j--) k[j] = k[j - 1];
         k[j] = v;
     }
     for (int w = 16; w < n; w *= 2) { /* bottom-up merges */
         for (int a = 0; a < n; a += 2 * w) {
             int m = a + w < n ? a + w : n, b = a + 2 * w < n ? a + 2 * w : n, i = a, j = m, o = a;
-            while (i < m && j < b)
-                tmp[o++] = key_before(&k[j], &k[i]) ? k[j++] : k[i++];
-            while (i < m)
-                tmp[o++] = k[i++];
-            while (j < b)
-                tmp[o++] = k[j++];
+            while (i < m && j < b) tmp[o++] = key_before(&k[j], &k[i]) ? k[j++] : k[i++];
+            while (i < m) tmp[o++] = k[i++];
+            while (j < b) tmp[o++] = k[j++];
         }
-        for (int i = 0; i < n; i++)
-            k[i] = tmp[i];
+        for (int i = 0; i < n; i++) k[i] = tmp[i];
     }
 }
 
-static void sort_by_keys(osp_det_t *d, int n)
-{
+static void sort_by_keys(osp_det_t *d, int n) {
     key_t_ keys[KEYS_MAX], tmp[KEYS_MAX];
-    for (int i = 0; i < n; i++)
-        keys[i] = (key_t_){sort_key(&d[i]), i};
+    for (int i = 0; i < n; i++) keys[i] = (key_t_){sort_key(&d[i]), i};
     key_sort(keys, tmp, n);
     /* position i receives record keys[i].index; walk each cycle once */
     for (int i = 0; i < n; i++) {
-        if (keys[i].index < 0 || keys[i].index == i)
-            continue;
+        if (keys[i].index < 0 || keys[i].index == i) continue;
         osp_det_t hold = d[i];
         int at = i;
         for (;;) {
@@ -176,8 +150,7 @@ static void sort_by_keys(osp_det_t *d, int n)
     }
 }
 
-static void stable_sort(osp_det_t *d, int a, int b)
-{
+static void stable_sort(osp_det_t *d, int a, int b) {
     if (a == 0 && b > 16 && b <= KEYS_MAX) {
         sort_by_keys(d, b);
         return;
@@ -189,21 +162,15 @@ static void stable_sort(osp_det_t *d, int a, int b)
     int m = a + (b - a) / 2;
     stable_sort(d, a, m);
     stable_sort(d, m, b);
-    if (before(&d[m], &d[m - 1]))
-        merge(d, a, m, b);
+    if (before(&d[m], &d[m - 1])) merge(d, a, m, b);
 }
 
-static inline float pos(float v)
-{
-    return v > 0.0f ? v : 0.0f;
-}
+static inline float pos(float v) { return v > 0.0f ? v : 0.0f; }
 
-float osp_iou(const osp_det_t *a, const osp_det_t *b)
-{
+float osp_iou(const osp_det_t *a, const osp_det_t *b) {
     float area_a = pos(a->x2 - a->x1) * pos(a->y2 - a->y1);
     float area_b = pos(b->x2 - b->x1) * pos(b->y2 - b->y1);
-    if (!(area_a > 0.0f) || !(area_b > 0.0f))
-        return 0.0f;
+    if (!(area_a > 0.0f) || !(area_b > 0.0f)) return 0.0f;
     /* plain compares, not fminf/fmaxf (library calls without -ffast-math):
      * NaN cannot reach here, the areas above were positive */
     float ix1 = a->x1 > b->x1 ? a->x1 : b->x1, ix2 = a->x2 < b->x2 ? a->x2 : b->x2;
@@ -214,48 +181,39 @@ float osp_iou(const osp_det_t *a, const osp_det_t *b)
     float uni = area_a + area_b - inter;
     /* Infinite boxes (an exp() overflow in a decoder) give inf/inf: call
      * that no overlap rather than let NaN through. */
-    if (!(uni > 0.0f) || !isfinite(uni))
-        return 0.0f;
+    if (!(uni > 0.0f) || !isfinite(uni)) return 0.0f;
     return inter / uni;
 }
 
-int osp_nms(osp_det_t *dets, int n, float iou_thresh, int per_class, int max_keep)
-{
-    if (!dets || n <= 0)
-        return 0;
+int osp_nms(osp_det_t *dets, int n, float iou_thresh, int per_class, int max_keep) {
+    if (!dets || n <= 0) return 0;
     stable_sort(dets, 0, n);
     int k = 0;
     for (int i = 0; i < n; i++) {
-        if (max_keep > 0 && k >= max_keep)
-            break;
+        if (max_keep > 0 && k >= max_keep) break;
         int keep = 1;
         for (int j = 0; j < k; j++) {
-            if (per_class && dets[j].cls != dets[i].cls)
-                continue;
+            if (per_class && dets[j].cls != dets[i].cls) continue;
             if (osp_iou(&dets[j], &dets[i]) > iou_thresh) {
                 keep = 0;
                 break;
             }
         }
         /* k <= i: slot k holds i itself or a box already suppressed. */
-        if (keep)
-            dets[k++] = dets[i];
+        if (keep) dets[k++] = dets[i];
     }
     return k;
 }
 
-static inline float clampf(float v, float hi)
-{
+static inline float clampf(float v, float hi) {
     return fminf(fmaxf(v, 0.0f), hi); /* NaN becomes 0 */
 }
 
 /* A non-positive (or NaN) scale is a caller bug with no meaningful mapping;
  * the boxes are left as they are rather than filled with inf. */
-void osp_boxes_to_frame(osp_det_t *dets, int n, int in_w, int in_h, float scale_x,
-                        float scale_y, float pad_x, float pad_y, int frame_w, int frame_h)
-{
-    if (!dets || n <= 0 || !(scale_x > 0.0f) || !(scale_y > 0.0f))
-        return;
+void osp_boxes_to_frame(osp_det_t *dets, int n, int in_w, int in_h, float scale_x, float scale_y,
+                        float pad_x, float pad_y, int frame_w, int frame_h) {
+    if (!dets || n <= 0 || !(scale_x > 0.0f) || !(scale_y > 0.0f)) return;
     const float fw = frame_w > 0 ? (float)frame_w : 0.0f;
     const float fh = frame_h > 0 ? (float)frame_h : 0.0f;
     const float iw = (float)in_w, ih = (float)in_h;

@@ -30,11 +30,12 @@ typedef struct {
 
 /* The "ssd_anchor_generator" of the TF object-detection API. */
 typedef struct {
-    int num_layers;         /* 6 */
-    int feature_maps[8];    /* 19,10,5,3,2,1 for a 300x300 MobileNetV2 SSD */
-    float min_scale, max_scale;          /* 0.2, 0.95 */
-    float aspect_ratios[8]; int num_aspect_ratios; /* 1,2,0.5,3,1/3 */
-    int reduce_boxes_in_lowest_layer;    /* 1 */
+    int num_layers;             /* 6 */
+    int feature_maps[8];        /* 19,10,5,3,2,1 for a 300x300 MobileNetV2 SSD */
+    float min_scale, max_scale; /* 0.2, 0.95 */
+    float aspect_ratios[8];
+    int num_aspect_ratios;                 /* 1,2,0.5,3,1/3 */
+    int reduce_boxes_in_lowest_layer;      /* 1 */
     float interpolated_scale_aspect_ratio; /* 1.0; 0 disables the extra anchor */
 } osp_ssd_anchor_cfg_t;
 
@@ -90,7 +91,7 @@ int osp_nms(osp_det_t *dets, int n, float iou_thresh, int per_class, int max_kee
  * input px = norm * (in_w, in_h); frame px = (input px - pad) / scale;
  * then clamped to [0, frame_w] x [0, frame_h]. Boxes that end up empty
  * keep zero size (the caller may drop them). */
-void osp_boxes_to_frame(osp_det_t *dets, int n, int in_w, int in_h, float scale_x,
-                        float scale_y, float pad_x, float pad_y, int frame_w, int frame_h);
+void osp_boxes_to_frame(osp_det_t *dets, int n, int in_w, int in_h, float scale_x, float scale_y,
+                        float pad_x, float pad_y, int frame_w, int frame_h);
 
 #endif

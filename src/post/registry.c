@@ -20,18 +20,9 @@ extern const osp_decoder_t osp_decoder_scrfd;
 
 /* One line per family; a new family adds its file and its line here. */
 static const osp_decoder_t *const REGISTRY[] = {
-    &osp_decoder_ssd,
-    &osp_decoder_ultraface,
-    &osp_decoder_blazeface,
-    &osp_decoder_embedding,
-    &osp_decoder_ctc,
-    &osp_decoder_dbnet,
-    &osp_decoder_classifier,
-    &osp_decoder_yolo,
-    &osp_decoder_yolox,
-    &osp_decoder_yolonas,
-    &osp_decoder_ssd_nms,
-    &osp_decoder_scrfd,
+    &osp_decoder_ssd,   &osp_decoder_ultraface, &osp_decoder_blazeface,  &osp_decoder_embedding,
+    &osp_decoder_ctc,   &osp_decoder_dbnet,     &osp_decoder_classifier, &osp_decoder_yolo,
+    &osp_decoder_yolox, &osp_decoder_yolonas,   &osp_decoder_ssd_nms,    &osp_decoder_scrfd,
 };
 
 const osp_decoder_t *osp_decoder_find(const char *name) {
@@ -66,8 +57,12 @@ static int grow(void **p, int *cap, int want, size_t elem) {
     return 0;
 }
 
-int osp_dres_reserve_dets(osp_dres_t *r, int n) { return grow((void **)&r->dets, &r->det_cap, n, sizeof *r->dets); }
-int osp_dres_reserve_vec(osp_dres_t *r, int n) { return grow((void **)&r->vec, &r->vec_cap, n, sizeof *r->vec); }
+int osp_dres_reserve_dets(osp_dres_t *r, int n) {
+    return grow((void **)&r->dets, &r->det_cap, n, sizeof *r->dets);
+}
+int osp_dres_reserve_vec(osp_dres_t *r, int n) {
+    return grow((void **)&r->vec, &r->vec_cap, n, sizeof *r->vec);
+}
 int osp_dres_reserve_classes(osp_dres_t *r, int n) {
     return grow((void **)&r->classes, &r->class_cap, n, sizeof *r->classes);
 }

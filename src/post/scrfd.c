@@ -52,7 +52,10 @@ static int sf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
         if (outs[i].dtype != OSP_PDT_F32 || rows <= 0) continue;
         for (int k = 0; k < 3; k++) {
             if (rows != grid(p->in_w, p->in_h, STRIDES[k]) * st.per_cell) continue;
-            int *slot = last == 1 ? &st.score[k] : last == 4 ? &st.box[k] : last == 10 ? &st.kps[k] : NULL;
+            int *slot = last == 1    ? &st.score[k]
+                        : last == 4  ? &st.box[k]
+                        : last == 10 ? &st.kps[k]
+                                     : NULL;
             if (slot && *slot < 0) *slot = i;
             break;
         }
@@ -60,9 +63,11 @@ static int sf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     int nkps = (st.kps[0] >= 0) + (st.kps[1] >= 0) + (st.kps[2] >= 0);
     for (int k = 0; k < 3; k++) {
         if (st.score[k] < 0 || st.box[k] < 0 || (nkps && nkps != 3)) {
-            snprintf(err, errlen, "postprocessor scrfd needs scores [A,1], boxes [A,4] (and "
-                                  "landmarks [A,10]) for strides 8, 16, 32 at %dx%d; stride %d "
-                                  "is missing", p->in_w, p->in_h, STRIDES[k]);
+            snprintf(err, errlen,
+                     "postprocessor scrfd needs scores [A,1], boxes [A,4] (and "
+                     "landmarks [A,10]) for strides 8, 16, 32 at %dx%d; stride %d "
+                     "is missing",
+                     p->in_w, p->in_h, STRIDES[k]);
             return -1;
         }
     }
@@ -97,9 +102,12 @@ static int sf_decode(const void *state, const osp_pout_t *outs, int n, const osp
             int64_t cell = i / st->per_cell;
             float cx = (float)(cell % gw * s), cy = (float)(cell / gw * s);
             const float *b = bx + i * 4;
-            osp_det_t d = {.x1 = (cx - b[0] * (float)s) * inv_w, .y1 = (cy - b[1] * (float)s) * inv_h,
-                           .x2 = (cx + b[2] * (float)s) * inv_w, .y2 = (cy + b[3] * (float)s) * inv_h,
-                           .score = score, .cls = 0};
+            osp_det_t d = {.x1 = (cx - b[0] * (float)s) * inv_w,
+                           .y1 = (cy - b[1] * (float)s) * inv_h,
+                           .x2 = (cx + b[2] * (float)s) * inv_w,
+                           .y2 = (cy + b[3] * (float)s) * inv_h,
+                           .score = score,
+                           .cls = 0};
             if (!isfinite(d.x1) || !isfinite(d.y1) || !isfinite(d.x2) || !isfinite(d.y2)) continue;
             if (kp) {
                 d.n_kp = 5;

@@ -15,8 +15,7 @@
 #include <limits.h>
 #include <math.h>
 
-void osp_ssd_anchor_cfg_default(osp_ssd_anchor_cfg_t *cfg)
-{
+void osp_ssd_anchor_cfg_default(osp_ssd_anchor_cfg_t *cfg) {
     static const int fm[] = {19, 10, 5, 3, 2, 1};
     /* The model's order (MediaPipe's objectron oid_v4 graph lists 1, 2, 0.5,
      * 3, 0.3333), not create_ssd_anchors' default (1, 2, 3, 0.5, 1/3): the
@@ -25,32 +24,26 @@ void osp_ssd_anchor_cfg_default(osp_ssd_anchor_cfg_t *cfg)
     static const float ar[] = {1.0f, 2.0f, 0.5f, 3.0f, 1.0f / 3.0f};
     *cfg = (osp_ssd_anchor_cfg_t){0};
     cfg->num_layers = 6;
-    for (int i = 0; i < 6; i++)
-        cfg->feature_maps[i] = fm[i];
+    for (int i = 0; i < 6; i++) cfg->feature_maps[i] = fm[i];
     cfg->min_scale = 0.2f;
     cfg->max_scale = 0.95f;
-    for (int i = 0; i < 5; i++)
-        cfg->aspect_ratios[i] = ar[i];
+    for (int i = 0; i < 5; i++) cfg->aspect_ratios[i] = ar[i];
     cfg->num_aspect_ratios = 5;
     cfg->reduce_boxes_in_lowest_layer = 1;
     cfg->interpolated_scale_aspect_ratio = 1.0f;
 }
 
 /* Scale of layer i; i == num_layers is the "next" scale of the last layer. */
-static double layer_scale(const osp_ssd_anchor_cfg_t *cfg, int i)
-{
-    if (i >= cfg->num_layers)
-        return 1.0;
+static double layer_scale(const osp_ssd_anchor_cfg_t *cfg, int i) {
+    if (i >= cfg->num_layers) return 1.0;
     /* TF divides by zero here; MediaPipe takes the midpoint. */
-    if (cfg->num_layers == 1)
-        return 0.5 * ((double)cfg->min_scale + (double)cfg->max_scale);
+    if (cfg->num_layers == 1) return 0.5 * ((double)cfg->min_scale + (double)cfg->max_scale);
     return (double)cfg->min_scale +
            ((double)cfg->max_scale - (double)cfg->min_scale) * i / (cfg->num_layers - 1);
 }
 
 /* The (scale, ratio) pairs placed at every cell of layer i. */
-static int layer_specs(const osp_ssd_anchor_cfg_t *cfg, int i, double *scales, double *ratios)
-{
+static int layer_specs(const osp_ssd_anchor_cfg_t *cfg, int i, double *scales, double *ratios) {
     double s = layer_scale(cfg, i);
     int k = 0;
     if (i == 0 && cfg->reduce_boxes_in_lowest_layer) {
@@ -68,29 +61,21 @@ static int layer_specs(const osp_ssd_anchor_cfg_t *cfg, int i, double *scales, d
     return k;
 }
 
-static int cfg_valid(const osp_ssd_anchor_cfg_t *cfg)
-{
-    if (!cfg || cfg->num_layers < 1 || cfg->num_layers > 8)
-        return 0;
-    if (cfg->num_aspect_ratios < 0 || cfg->num_aspect_ratios > 8)
-        return 0;
+static int cfg_valid(const osp_ssd_anchor_cfg_t *cfg) {
+    if (!cfg || cfg->num_layers < 1 || cfg->num_layers > 8) return 0;
+    if (cfg->num_aspect_ratios < 0 || cfg->num_aspect_ratios > 8) return 0;
     for (int i = 0; i < cfg->num_layers; i++)
-        if (cfg->feature_maps[i] < 1 || cfg->feature_maps[i] > 4096)
-            return 0;
+        if (cfg->feature_maps[i] < 1 || cfg->feature_maps[i] > 4096) return 0;
     for (int a = 0; a < cfg->num_aspect_ratios; a++)
-        if (!(cfg->aspect_ratios[a] > 0.0f))
-            return 0;
+        if (!(cfg->aspect_ratios[a] > 0.0f)) return 0;
     return 1;
 }
 
 /* An invalid config (no layers, a non-positive map size or ratio, more
  * entries than the arrays hold) makes no anchors: returns 0. */
-int osp_ssd_anchors(const osp_ssd_anchor_cfg_t *cfg, osp_anchor_t *out, int cap)
-{
-    if (!cfg_valid(cfg))
-        return 0;
-    if (!out)
-        cap = 0;
+int osp_ssd_anchors(const osp_ssd_anchor_cfg_t *cfg, osp_anchor_t *out, int cap) {
+    if (!cfg_valid(cfg)) return 0;
+    if (!out) cap = 0;
     int n = 0;
     for (int layer = 0; layer < cfg->num_layers; layer++) {
         double scales[9], ratios[9], hs[9], ws[9];
@@ -104,8 +89,7 @@ int osp_ssd_anchors(const osp_ssd_anchor_cfg_t *cfg, osp_anchor_t *out, int cap)
         for (int y = 0; y < f; y++) {
             for (int x = 0; x < f; x++) {
                 for (int a = 0; a < k; a++, n++) {
-                    if (n >= cap)
-                        continue;
+                    if (n >= cap) continue;
                     out[n].y = (float)((y + 0.5) / f);
                     out[n].x = (float)((x + 0.5) / f);
                     out[n].h = (float)hs[a];
@@ -117,32 +101,23 @@ int osp_ssd_anchors(const osp_ssd_anchor_cfg_t *cfg, osp_anchor_t *out, int cap)
     return n;
 }
 
-static inline float sigmoidf(float x)
-{
-    return 1.0f / (1.0f + expf(-x));
-}
+static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* The logit below which no score can reach thresh. It sits a little below
  * log(t/(1-t)) so that float rounding in the sigmoid never drops a box the
  * exact test (score >= thresh, done afterwards) would keep: near 1 one ulp of
  * the score is worth a lot of logit, hence the 1/(1-t) term. */
-static float logit_floor(float thresh)
-{
-    if (!(thresh > 0.0f))
-        return -INFINITY;
-    if (thresh >= 1.0f)
-        return 15.0f; /* expf(-15) still keeps the float sigmoid below 1 */
+static float logit_floor(float thresh) {
+    if (!(thresh > 0.0f)) return -INFINITY;
+    if (thresh >= 1.0f) return 15.0f; /* expf(-15) still keeps the float sigmoid below 1 */
     double t = thresh;
     return (float)(log(t / (1.0 - t)) - 1e-3 - 1e-6 / (1.0 - t));
 }
 
 int osp_post_ssd(const float *box_enc, const float *logits, int n, int ncls,
-                 const osp_anchor_t *anchors, float thresh, osp_det_t *out, int cap)
-{
-    if (!box_enc || !logits || !anchors || n <= 0 || ncls < 2 || thresh > 1.0f)
-        return 0;
-    if (!out)
-        cap = 0;
+                 const osp_anchor_t *anchors, float thresh, osp_det_t *out, int cap) {
+    if (!box_enc || !logits || !anchors || n <= 0 || ncls < 2 || thresh > 1.0f) return 0;
+    if (!out) cap = 0;
     const float lt = logit_floor(thresh);
     int found = 0;
     for (int i = 0; i < n; i++) {
@@ -151,11 +126,9 @@ int osp_post_ssd(const float *box_enc, const float *logits, int n, int ncls,
         float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
         for (int c = 1; c < ncls; c++) {
             /* Written so that a NaN logit is skipped too. */
-            if (!(lg[c] >= lt))
-                continue;
+            if (!(lg[c] >= lt)) continue;
             float score = sigmoidf(lg[c]);
-            if (!(score >= thresh))
-                continue;
+            if (!(score >= thresh)) continue;
             if (!decoded) {
                 const float *e = box_enc + (size_t)i * 4;
                 const osp_anchor_t *an = &anchors[i];
@@ -171,8 +144,7 @@ int osp_post_ssd(const float *box_enc, const float *logits, int n, int ncls,
             }
             if (found < cap)
                 out[found] = (osp_det_t){.x1 = x1, .y1 = y1, .x2 = x2, .y2 = y2, .score = score, .cls = c};
-            if (found < INT_MAX)
-                found++;
+            if (found < INT_MAX) found++;
         }
     }
     return found;
@@ -197,7 +169,8 @@ static int ssd_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, voi
     int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
     int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
     if (ob < 0 || os < 0) {
-        snprintf(err, errlen, "postprocessor ssd needs outputs [1,N,4] (boxes) and [1,N,C] (class logits)");
+        snprintf(err, errlen,
+                 "postprocessor ssd needs outputs [1,N,4] (boxes) and [1,N,C] (class logits)");
         return -1;
     }
     osp_ssd_anchor_cfg_t cfg;
@@ -228,12 +201,13 @@ static int ssd_decode(const void *state, const osp_pout_t *outs, int n, const os
     const ssd_state_t *st = state;
     const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
     if (b->dims[1] != st->n || s->dims[1] != st->n) {
-        snprintf(err, errlen, "ssd outputs have %lld boxes, the anchor set %d", (long long)b->dims[1], st->n);
+        snprintf(err, errlen, "ssd outputs have %lld boxes, the anchor set %d",
+                 (long long)b->dims[1], st->n);
         return -1;
     }
     int found;
-    while ((found = osp_post_ssd(b->data, s->data, st->n, (int)s->dims[2], st->anchors, p->confidence,
-                                 res->dets, res->det_cap)) > res->det_cap)
+    while ((found = osp_post_ssd(b->data, s->data, st->n, (int)s->dims[2], st->anchors,
+                                 p->confidence, res->dets, res->det_cap)) > res->det_cap)
         if (osp_dres_reserve_dets(res, found)) {
             snprintf(err, errlen, "out of memory");
             return -1;

@@ -59,8 +59,10 @@ static int sn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     for (int i = 0; i < n; i++)
         if (outs[i].rank == 3 && outs[i].dims[2] == 4 && outs[i].dtype == OSP_PDT_F32) boxes++;
     if (n != 4 || boxes != 1) {
-        snprintf(err, errlen, "postprocessor ssd-nms needs 4 outputs: boxes [1,N,4], classes "
-                              "[1,N], scores [1,N] and count [1] (the model has %d)", n);
+        snprintf(err, errlen,
+                 "postprocessor ssd-nms needs 4 outputs: boxes [1,N,4], classes "
+                 "[1,N], scores [1,N] and count [1] (the model has %d)",
+                 n);
         return -1;
     }
     return 0;
@@ -80,8 +82,9 @@ static int sn_decode(const void *state, const osp_pout_t *outs, int n, const osp
     for (int i = 0; i < n; i++)
         if (i != ob && i != oc && elems(&outs[i]) == nb && np < 2) pair[np++] = i;
     if (ob < 0 || oc < 0 || np != 2) {
-        snprintf(err, errlen, "ssd-nms: outputs are not boxes [1,N,4], classes [1,N], scores "
-                              "[1,N] and count [1]");
+        snprintf(err, errlen,
+                 "ssd-nms: outputs are not boxes [1,N,4], classes [1,N], scores "
+                 "[1,N] and count [1]");
         return -1;
     }
     double cnt = val(&outs[oc], 0);
@@ -93,8 +96,10 @@ static int sn_decode(const void *state, const osp_pout_t *outs, int n, const osp
     if (a->dtype != OSP_PDT_F32) a_big = 1;
     if (b->dtype != OSP_PDT_F32) b_big = 1;
     const osp_pout_t *cls = a, *sc = b; /* TFLite's own order: classes before scores */
-    if (bi && !ai) cls = b, sc = a;
-    else if (ai && bi && b_big && !a_big) cls = b, sc = a;
+    if (bi && !ai)
+        cls = b, sc = a;
+    else if (ai && bi && b_big && !a_big)
+        cls = b, sc = a;
     else if (ai == bi && a_big == b_big && name_says_class(b) && !name_says_class(a))
         cls = b, sc = a;
     if (sc->dtype != OSP_PDT_F32) {
@@ -112,8 +117,8 @@ static int sn_decode(const void *state, const osp_pout_t *outs, int n, const osp
         if (!(s >= p->confidence) || !isfinite(s) || !(c >= 0) || !(c < 1e6)) continue;
         const float *r = bx + i * 4;
         if (!isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[2]) || !isfinite(r[3])) continue;
-        res->dets[res->n_dets++] = (osp_det_t){.x1 = r[1], .y1 = r[0], .x2 = r[3], .y2 = r[2],
-                                               .score = s, .cls = (int)c};
+        res->dets[res->n_dets++] =
+            (osp_det_t){.x1 = r[1], .y1 = r[0], .x2 = r[3], .y2 = r[2], .score = s, .cls = (int)c};
     }
     osp_dparams_t q = *p;
     q.nms_iou = 2.0f; /* the graph's NMS stands */

@@ -6,16 +6,13 @@
 #include "post/post.h"
 
 int osp_post_ultraface(const float *scores, const float *boxes, int n, float thresh,
-                       osp_det_t *out, int cap)
-{
-    if (!scores || !boxes || n <= 0)
-        return 0;
-    if (!out)
-        cap = 0;
+                       osp_det_t *out, int cap) {
+    if (!scores || !boxes || n <= 0) return 0;
+    if (!out) cap = 0;
     int found = 0;
     for (int i = 0; i < n; i++) {
         float s = scores[(size_t)i * 2 + 1]; /* column 0 is background */
-        if (!(s >= thresh)) /* NaN scores are dropped too */
+        if (!(s >= thresh))                  /* NaN scores are dropped too */
             continue;
         if (found < cap) {
             const float *b = boxes + (size_t)i * 4;
@@ -43,7 +40,8 @@ static int uf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
     int os = osp_pdesc_find(outs, n, 3, 2, 0, ob);
     if (ob < 0 || os < 0) {
-        snprintf(err, errlen, "postprocessor ultraface needs outputs scores [1,N,2] and boxes [1,N,4]");
+        snprintf(err, errlen,
+                 "postprocessor ultraface needs outputs scores [1,N,2] and boxes [1,N,4]");
         return -1;
     }
     uf_state_t *st = malloc(sizeof *st);

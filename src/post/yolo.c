@@ -35,8 +35,7 @@ static long grid_cells(int w, int h) {
 
 /* The layout of an output whose last two dims are rows x cols; the anchor
  * count N is the larger of the two (8400 anchors against 84 channels). */
-static yl_layout_t classify(int64_t rows, int64_t cols, int in_w, int in_h, int64_t *n,
-                            int64_t *k) {
+static yl_layout_t classify(int64_t rows, int64_t cols, int in_w, int in_h, int64_t *n, int64_t *k) {
     if (rows <= 0 || cols <= 0) return YL_BAD;
     if (rows < cols) {
         *k = rows;
@@ -72,8 +71,9 @@ static int yl_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     for (int i = 0; i < n && o < 0; i++)
         if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
     if (o < 0) {
-        snprintf(err, errlen, "postprocessor yolo needs a float32 output [1,4+C,N], [1,N,4+C], "
-                              "[1,N,5+C] or [1,N,6]");
+        snprintf(err, errlen,
+                 "postprocessor yolo needs a float32 output [1,4+C,N], [1,N,4+C], "
+                 "[1,N,5+C] or [1,N,6]");
         return -1;
     }
     int64_t r, c, nn, k;
@@ -102,8 +102,12 @@ static int push(osp_dres_t *res, float x1, float y1, float x2, float y2, float s
                 float inv_w, float inv_h) {
     if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) return 0;
     if (room(res)) return -1;
-    res->dets[res->n_dets++] = (osp_det_t){.x1 = x1 * inv_w, .y1 = y1 * inv_h, .x2 = x2 * inv_w,
-                                           .y2 = y2 * inv_h, .score = score, .cls = cls};
+    res->dets[res->n_dets++] = (osp_det_t){.x1 = x1 * inv_w,
+                                           .y1 = y1 * inv_h,
+                                           .x2 = x2 * inv_w,
+                                           .y2 = y2 * inv_h,
+                                           .score = score,
+                                           .cls = cls};
     return 0;
 }
 
@@ -128,7 +132,8 @@ static int best_class(const float *s, int c, size_t step, float *score) {
 static void row_max(float *restrict best, const float *restrict row, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) best[i + j] = row[i + j] > best[i + j] ? row[i + j] : best[i + j];
+        for (int j = 0; j < 8; j++)
+            best[i + j] = row[i + j] > best[i + j] ? row[i + j] : best[i + j];
     for (; i < n; i++) best[i] = row[i] > best[i] ? row[i] : best[i];
 }
 
@@ -153,8 +158,8 @@ static float max_of(const float *restrict s, int64_t c) {
  * traffic for every anchor to save work on a few hundred.) */
 #define V8_CHUNK 1024
 
-static int decode_v8(const float *d, int64_t n, int64_t k, const osp_dparams_t *p,
-                     osp_dres_t *res, float inv_w, float inv_h) {
+static int decode_v8(const float *d, int64_t n, int64_t k, const osp_dparams_t *p, osp_dres_t *res,
+                     float inv_w, float inv_h) {
     float best[V8_CHUNK];
     for (int64_t c0 = 0; c0 < n; c0 += V8_CHUNK) {
         const int len = (int)(n - c0 < V8_CHUNK ? n - c0 : V8_CHUNK);

@@ -31,8 +31,9 @@ static int yn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
     int flat = osp_pdesc_find(outs, n, 2, 7, 0, -1);
     if ((ob < 0 || os < 0) && flat < 0) {
-        snprintf(err, errlen, "postprocessor yolonas needs outputs boxes [1,N,4] and scores "
-                              "[1,N,C], or one flat [K,7]");
+        snprintf(err, errlen,
+                 "postprocessor yolonas needs outputs boxes [1,N,4] and scores "
+                 "[1,N,C], or one flat [K,7]");
         return -1;
     }
     yn_state_t *st = malloc(sizeof *st);
@@ -68,9 +69,12 @@ static float max_of(const float *restrict s, int64_t c) {
 static int add(osp_dres_t *res, const float *b, float score, int cls, float inv_w, float inv_h) {
     if (!isfinite(b[0]) || !isfinite(b[1]) || !isfinite(b[2]) || !isfinite(b[3])) return 0;
     if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) return -1;
-    res->dets[res->n_dets++] = (osp_det_t){.x1 = b[0] * inv_w, .y1 = b[1] * inv_h,
-                                           .x2 = b[2] * inv_w, .y2 = b[3] * inv_h,
-                                           .score = score, .cls = cls};
+    res->dets[res->n_dets++] = (osp_det_t){.x1 = b[0] * inv_w,
+                                           .y1 = b[1] * inv_h,
+                                           .x2 = b[2] * inv_w,
+                                           .y2 = b[3] * inv_h,
+                                           .score = score,
+                                           .cls = cls};
     return 0;
 }
 

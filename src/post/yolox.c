@@ -49,10 +49,12 @@ static int yx_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
         if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
     int64_t r = -1, c = -1;
     long want = cells(p->in_w, p->in_h);
-    if (o < 0 || rows_cols(outs[o].dims, outs[o].rank, &r, &c) ||
-        (c >= 0 && c < 6) || (r >= 0 && r != want)) {
-        snprintf(err, errlen, "postprocessor yolox needs one float32 output [1,%ld,5+C] (the grid "
-                              "cells of strides 8/16/32 at %dx%d)", want, p->in_w, p->in_h);
+    if (o < 0 || rows_cols(outs[o].dims, outs[o].rank, &r, &c) || (c >= 0 && c < 6) ||
+        (r >= 0 && r != want)) {
+        snprintf(err, errlen,
+                 "postprocessor yolox needs one float32 output [1,%ld,5+C] (the grid "
+                 "cells of strides 8/16/32 at %dx%d)",
+                 want, p->in_w, p->in_h);
         return -1;
     }
     yx_state_t *st = malloc(sizeof *st);
@@ -122,9 +124,12 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
                     snprintf(err, errlen, "out of memory");
                     return -1;
                 }
-                res->dets[res->n_dets++] =
-                    (osp_det_t){.x1 = x1 * inv_w, .y1 = y1 * inv_h, .x2 = x2 * inv_w,
-                                .y2 = y2 * inv_h, .score = score, .cls = cls};
+                res->dets[res->n_dets++] = (osp_det_t){.x1 = x1 * inv_w,
+                                                       .y1 = y1 * inv_h,
+                                                       .x2 = x2 * inv_w,
+                                                       .y2 = y2 * inv_h,
+                                                       .score = score,
+                                                       .cls = cls};
             }
     }
     osp_post_presort(res);

@@ -30,9 +30,12 @@ typedef struct {
  * machines without the hardware and are reported in one line instead. */
 static _Thread_local int tl_probing;
 
-static void ort_log(void *param, OrtLoggingLevel severity, const char *category,
-                    const char *logid, const char *code_location, const char *message) {
-    (void)param; (void)category; (void)logid; (void)code_location;
+static void ort_log(void *param, OrtLoggingLevel severity, const char *category, const char *logid,
+                    const char *code_location, const char *message) {
+    (void)param;
+    (void)category;
+    (void)logid;
+    (void)code_location;
     if (tl_probing) return;
     static const char *const names[] = {"verbose", "info", "warning", "error", "fatal"};
     int s = (int)severity;
@@ -176,14 +179,13 @@ static void choose_providers(OrtSessionOptions *so, const char *device, char *ch
         snprintf(chosen, chosen_len, "%s", order[i]);
         break;
     }
-    if (avail && (st = g_api->ReleaseAvailableProviders(avail, navail)))
-        g_api->ReleaseStatus(st);
+    if (avail && (st = g_api->ReleaseAvailableProviders(avail, navail))) g_api->ReleaseStatus(st);
 }
 
 static void ort_free(osp_rt_model_t *m);
 
-static int ort_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t **out,
-                    char *err, size_t errlen) {
+static int ort_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t **out, char *err,
+                    size_t errlen) {
     *out = NULL;
     pthread_once(&g_once, ort_init);
     if (!g_env) {
@@ -221,8 +223,7 @@ static int ort_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t 
     /* helper threads spin while a run lasts (the waits between its
      * operators are short) and sleep as soon as it returns; not spinning at
      * all made a 2-thread ssd-oidv4 run about 1.5 ms slower here */
-    if (o.no_spin &&
-        (st = g_api->AddSessionConfigEntry(so, "session.force_spinning_stop", "1")))
+    if (o.no_spin && (st = g_api->AddSessionConfigEntry(so, "session.force_spinning_stop", "1")))
         goto ort_fail;
     GraphOptimizationLevel lvl = ORT_ENABLE_ALL;
     switch (o.graph_opt) {
@@ -289,8 +290,7 @@ static int ort_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out,
             goto done;
         }
         st = g_api->CreateTensorWithDataAsOrtValue(om->meminfo, in[i].data, need, in[i].dims,
-                                                   (size_t)in[i].rank, to_onnx(in[i].dtype),
-                                                   &vin[i]);
+                                                   (size_t)in[i].rank, to_onnx(in[i].dtype), &vin[i]);
         if (st) {
             rc = fail(st, OSP_RT_EINVAL, err, errlen, "cannot wrap input");
             goto done;

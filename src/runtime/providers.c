@@ -15,8 +15,7 @@ static int is_available(const char *ep, const char *const *available, int n) {
 }
 
 int osp_rt_provider_order(const char *device, const char *platform, const char *machine,
-                          const char *const *available, int n_available, const char **out,
-                          int cap) {
+                          const char *const *available, int n_available, const char **out, int cap) {
     const char *wanted[2];
     int nw = 0, n = 0;
     const char *dev = device ? device : "";
@@ -42,8 +41,10 @@ int osp_rt_provider_order(const char *device, const char *platform, const char *
 
 size_t osp_dtype_size(osp_dtype_t t) {
     switch (t) {
-    case OSP_DT_F32: case OSP_DT_I32: return 4;
-    case OSP_DT_U8: case OSP_DT_I8: return 1;
+    case OSP_DT_F32:
+    case OSP_DT_I32: return 4;
+    case OSP_DT_U8:
+    case OSP_DT_I8: return 1;
     case OSP_DT_I64: return 8;
     case OSP_DT_F16: return 2;
     default: return 0;

@@ -77,8 +77,7 @@ struct osp_backend {
     int (*load)(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t **out, char *err,
                 size_t errlen);
     /* in: n_inputs tensors in declaration order; out: n_outputs slots. */
-    int (*run)(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, char *err,
-               size_t errlen);
+    int (*run)(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, char *err, size_t errlen);
     void (*release_outputs)(osp_rt_model_t *m, osp_tensor_t *out);
     void (*free_model)(osp_rt_model_t *m);
 };
@@ -131,7 +130,6 @@ size_t osp_dims_count(const int64_t *dims, int rank);
  * `available` are dropped; CPUExecutionProvider is always last. Writes at
  * most cap names (static strings) and returns how many. */
 int osp_rt_provider_order(const char *device, const char *platform, const char *machine,
-                          const char *const *available, int n_available, const char **out,
-                          int cap);
+                          const char *const *available, int n_available, const char **out, int cap);
 
 #endif

@@ -91,7 +91,7 @@ static void sleep_ms(int64_t ms) {
 }
 
 static osp_dtype_t dtype_from_name(const char *s) {
-    static const osp_dtype_t all[] = {OSP_DT_F32, OSP_DT_U8, OSP_DT_I8,
+    static const osp_dtype_t all[] = {OSP_DT_F32, OSP_DT_U8,  OSP_DT_I8,
                                       OSP_DT_I32, OSP_DT_I64, OSP_DT_F16};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (strcmp(s, osp_dtype_name(all[i])) == 0) return all[i];
@@ -118,8 +118,8 @@ static int check_keys(const cJSON *obj, const char *const *known, const char *wh
 }
 
 /* An optional non-negative integer (absent or null: 0). */
-static int get_count(const cJSON *obj, const char *key, double max, int64_t *out,
-                     const char *path, char *err, size_t errlen) {
+static int get_count(const cJSON *obj, const char *key, double max, int64_t *out, const char *path,
+                     char *err, size_t errlen) {
     const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
     *out = 0;
     if (!j || cJSON_IsNull(j)) return 0;
@@ -163,8 +163,7 @@ static int parse_desc(const cJSON *t, const char *where, osp_tensor_desc_t *d, c
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(t, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
-    if (!cJSON_IsString(name) || !name->valuestring[0] ||
-        strlen(name->valuestring) >= sizeof d->name)
+    if (!cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) >= sizeof d->name)
         return load_fail(err, errlen, path, "%s.name must be a non-empty string shorter than %zu",
                          where, sizeof d->name);
     snprintf(d->name, sizeof d->name, "%s", name->valuestring);
@@ -231,9 +230,8 @@ static int parse_sets(const cJSON *arr, const char *where, int rank, tb_output_t
             double lo = j == 0 ? -1 : 0;
             double hi = dim < 0 ? (double)INT32_MAX : (double)dim - 1;
             if (!is_int_in(a, lo, hi))
-                return load_fail(err, errlen, path,
-                                 "%s.at[%d] must be an integer from %.0f to %.0f%s", w, j, lo,
-                                 hi, j == 0 ? " (-1 = every batch item)" : "");
+                return load_fail(err, errlen, path, "%s.at[%d] must be an integer from %.0f to %.0f%s",
+                                 w, j, lo, hi, j == 0 ? " (-1 = every batch item)" : "");
             o->sets[i].at[j] = (int64_t)a->valuedouble;
         }
     }
@@ -242,8 +240,8 @@ static int parse_sets(const cJSON *arr, const char *where, int rank, tb_output_t
 
 static int parse_output(const cJSON *t, const char *where, osp_rt_model_t *m, int idx,
                         tb_output_t *o, const char *path, char *err, size_t errlen) {
-    static const char *const keys[] = {"name", "dtype", "shape", "run_shape", "fill",
-                                       "values", "from_input", "set", NULL};
+    static const char *const keys[] = {"name",   "dtype",      "shape", "run_shape", "fill",
+                                       "values", "from_input", "set",   NULL};
     osp_tensor_desc_t *d = &m->outputs[idx];
     char wk[64], w[96];
     snprintf(wk, sizeof wk, "%s: ", where);
@@ -252,7 +250,8 @@ static int parse_output(const cJSON *t, const char *where, osp_rt_model_t *m, in
     if (d->dtype == OSP_DT_F16)
         return load_fail(err, errlen, path,
                          "%s.dtype float16: the test backend writes float32, uint8, int8, int32 "
-                         "or int64 outputs", where);
+                         "or int64 outputs",
+                         where);
 
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(t, "run_shape");
     memcpy(o->run_dims, d->dims, sizeof o->run_dims);
@@ -278,8 +277,10 @@ static int parse_output(const cJSON *t, const char *where, osp_rt_model_t *m, in
     const cJSON *values = cJSON_GetObjectItemCaseSensitive(t, "values");
     const cJSON *from = cJSON_GetObjectItemCaseSensitive(t, "from_input");
     if (!!fill + !!values + !!from > 1)
-        return load_fail(err, errlen, path, "%s: give at most one of \"fill\", \"values\", "
-                         "\"from_input\"", where);
+        return load_fail(err, errlen, path,
+                         "%s: give at most one of \"fill\", \"values\", "
+                         "\"from_input\"",
+                         where);
     o->source = TB_FILL;
     if (fill) {
         if (!cJSON_IsNumber(fill))
@@ -347,10 +348,19 @@ static int parse_tensors(const cJSON *root, const char *key, osp_rt_model_t *m, 
 
 static int parse_script(const cJSON *root, osp_rt_model_t *m, tb_model_t *tm, tb_load_t *ld,
                         const char *path, char *err, size_t errlen) {
-    static const char *const keys[] = {
-        "load_delay_ms", "load_block_file", "load_error", "run_delay_ms", "run_delay_per_item_ms",
-        "run_block_file", "run_error", "run_error_every", "counter_file", "provider", "inputs",
-        "outputs", NULL};
+    static const char *const keys[] = {"load_delay_ms",
+                                       "load_block_file",
+                                       "load_error",
+                                       "run_delay_ms",
+                                       "run_delay_per_item_ms",
+                                       "run_block_file",
+                                       "run_error",
+                                       "run_error_every",
+                                       "counter_file",
+                                       "provider",
+                                       "inputs",
+                                       "outputs",
+                                       NULL};
     if (!cJSON_IsObject(root))
         return load_fail(err, errlen, path, "a test-backend script must be a JSON object");
     if (check_keys(root, keys, "", path, err, errlen)) return OSP_RT_ELOAD;
@@ -359,12 +369,11 @@ static int parse_script(const cJSON *root, osp_rt_model_t *m, tb_model_t *tm, tb
         get_string(root, "load_block_file", &ld->load_block_file, path, err, errlen) ||
         get_string(root, "load_error", &ld->load_error, path, err, errlen) ||
         get_count(root, "run_delay_ms", TB_MAX_MS, &tm->run_delay_ms, path, err, errlen) ||
-        get_count(root, "run_delay_per_item_ms", TB_MAX_MS, &tm->run_delay_per_item_ms, path,
-                  err, errlen) ||
+        get_count(root, "run_delay_per_item_ms", TB_MAX_MS, &tm->run_delay_per_item_ms, path, err,
+                  errlen) ||
         get_string(root, "run_block_file", &run_block_file, path, err, errlen) ||
         get_string(root, "run_error", &run_error, path, err, errlen) ||
-        get_count(root, "run_error_every", (double)INT32_MAX, &tm->run_error_every, path, err,
-                  errlen) ||
+        get_count(root, "run_error_every", (double)INT32_MAX, &tm->run_error_every, path, err, errlen) ||
         get_string(root, "counter_file", &counter_file, path, err, errlen) ||
         get_string(root, "provider", &provider, path, err, errlen))
         return OSP_RT_ELOAD;
@@ -442,10 +451,13 @@ static int tb_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t *
                   end ? end - text : (ptrdiff_t)0);
         goto fail;
     }
-    while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r')) end++;
+    while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+        end++;
     if (end < text + len) {
-        load_fail(err, errlen, path, "text after the JSON value at byte %td of the test-backend "
-                  "script", end - text);
+        load_fail(err, errlen, path,
+                  "text after the JSON value at byte %td of the test-backend "
+                  "script",
+                  end - text);
         goto fail;
     }
     if (parse_script(root, m, tm, &ld, path, err, errlen)) goto fail;
@@ -489,9 +501,7 @@ static double load_elem(osp_dtype_t t, const void *p, size_t i) {
 
 /* Integer outputs are clamped to their type: an out-of-range conversion
  * would be undefined. */
-static double clamp(double v, double lo, double hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
+static double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 static void store_elem(osp_dtype_t t, void *p, size_t i, double v) {
     switch (t) {
@@ -501,7 +511,7 @@ static void store_elem(osp_dtype_t t, void *p, size_t i, double v) {
     case OSP_DT_I32: ((int32_t *)p)[i] = (int32_t)clamp(v, INT32_MIN, INT32_MAX); break;
     case OSP_DT_I64:
         /* 2^63 is the first double past INT64_MAX */
-        ((int64_t *)p)[i] = v >= 9223372036854775808.0 ? INT64_MAX
+        ((int64_t *)p)[i] = v >= 9223372036854775808.0   ? INT64_MAX
                             : v < -9223372036854775808.0 ? INT64_MIN
                                                          : (int64_t)v;
         break;
@@ -550,8 +560,8 @@ static void fmt_dims(char *buf, size_t n, const int64_t *dims, int rank) {
     if (len < n) snprintf(buf + len, n - len, "]");
 }
 
-static int check_inputs(const osp_rt_model_t *m, const osp_tensor_t *in, int64_t *batch,
-                        char *err, size_t errlen) {
+static int check_inputs(const osp_rt_model_t *m, const osp_tensor_t *in, int64_t *batch, char *err,
+                        size_t errlen) {
     *batch = 1;
     for (int i = 0; i < m->n_inputs; i++) {
         const osp_tensor_desc_t *d = &m->inputs[i];
@@ -593,8 +603,8 @@ static int shape_outputs(const osp_rt_model_t *m, const tb_model_t *tm, int64_t 
         }
         size_t bytes = n * osp_dtype_size(d->dtype);
         if (out[i].data && out[i].bytes < bytes) { /* the caller's buffer */
-            snprintf(err, errlen, "output %s: %zu bytes given, %zu needed", d->name,
-                     out[i].bytes, bytes);
+            snprintf(err, errlen, "output %s: %zu bytes given, %zu needed", d->name, out[i].bytes,
+                     bytes);
             return OSP_RT_EINVAL;
         }
         out[i].dtype = d->dtype;
@@ -664,8 +674,7 @@ static int tb_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, 
     if (tm->run_block_file)
         while (access(tm->run_block_file, F_OK) != 0) sleep_ms(TB_BLOCK_POLL_MS);
 
-    if (tm->counter_file && (rc = append_counter(tm->counter_file, batch, err, errlen)))
-        return rc;
+    if (tm->counter_file && (rc = append_counter(tm->counter_file, batch, err, errlen))) return rc;
     int fails = tm->run_error_every > 0 ? nth % tm->run_error_every == 0 : tm->run_error != NULL;
     if (fails) {
         if (tm->run_error)
@@ -680,8 +689,7 @@ static int tb_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, 
             /* a per-run allocation: acceptable in a test double only */
             if (!(out[i].impl = malloc(out[i].bytes ? out[i].bytes : 1))) {
                 release(m, out);
-                snprintf(err, errlen, "test backend: out of memory for output %s",
-                         m->outputs[i].name);
+                snprintf(err, errlen, "test backend: out of memory for output %s", m->outputs[i].name);
                 return OSP_RT_ENOMEM;
             }
             out[i].data = out[i].impl;

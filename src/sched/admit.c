@@ -6,8 +6,9 @@
 void osp_admit_init(osp_admit_t *a, int running_max, int pending_max) {
     a->running = 0;
     a->running_max = running_max > 0 ? running_max : 1;
-    a->pending_max = pending_max < 0 ? 0 : pending_max > OSP_ADMIT_PENDING_CAP
-                                                ? OSP_ADMIT_PENDING_CAP : pending_max;
+    a->pending_max = pending_max < 0                       ? 0
+                     : pending_max > OSP_ADMIT_PENDING_CAP ? OSP_ADMIT_PENDING_CAP
+                                                           : pending_max;
     a->head = a->count = 0;
 }
 

@@ -27,7 +27,9 @@ static bufhdr_t buf_hdr(const uint8_t *buf) {
     return h;
 }
 
-static uint8_t *buf_base(const uint8_t *buf) { return (uint8_t *)buf - BUF_HDR - buf_hdr(buf).shift; }
+static uint8_t *buf_base(const uint8_t *buf) {
+    return (uint8_t *)buf - BUF_HDR - buf_hdr(buf).shift;
+}
 
 /* The frame start within the allocation at base for a given shift. */
 static uint8_t *buf_place(uint8_t *base, size_t cap, size_t shift) {

@@ -221,8 +221,13 @@ static void put_tensor(osp_cache_t *c, const osp_cframe_t *f, osp_tcache_kind_t 
             if (c->tens[i].age < c->tens[old].age) old = i;
         drop_tensor(c, old);
     }
-    c->tens[c->ntens++] = (tentry_t){.kind = kind, .id = id, .key = key, .data = copy,
-                                     .bytes = bytes, .meta = *meta, .age = ++c->clock};
+    c->tens[c->ntens++] = (tentry_t){.kind = kind,
+                                     .id = id,
+                                     .key = key,
+                                     .data = copy,
+                                     .bytes = bytes,
+                                     .meta = *meta,
+                                     .age = ++c->clock};
     c->bytes += bytes;
     pthread_mutex_unlock(&c->mu);
 }

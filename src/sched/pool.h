@@ -41,7 +41,7 @@ int osp_thread_detached(void *(*fn)(void *), void *arg);
 typedef struct {
     pthread_mutex_t mu; /* guards head/tail */
     osp_qnode_t *head, *tail;
-    int efd;            /* readable while items wait */
+    int efd; /* readable while items wait */
 } osp_mailbox_t;
 
 int osp_mailbox_init(osp_mailbox_t *mb);

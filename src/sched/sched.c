@@ -11,8 +11,8 @@
 
 struct osp_sched {
     int models;
-    osp_admit_t *admit;   /* one per model */
-    double *shed_at_ms;   /* when each model last shed a frame (since created), 0 = never */
+    osp_admit_t *admit; /* one per model */
+    double *shed_at_ms; /* when each model last shed a frame (since created), 0 = never */
     struct timespec t0;
     long long shed_total;
 };

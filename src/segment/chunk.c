@@ -19,8 +19,7 @@ void osp_chunk_params_default(osp_chunk_params_t *p) {
 int osp_chunker_init(osp_chunker_t *c, const osp_chunk_params_t *p) {
     if (!c || !p) return -1;
     if (p->uniform && !(p->uniform_len > 0)) return -1;
-    if (!p->uniform && (!(p->max_len > 0) || p->min_len < 0 || p->delay_frames < 0))
-        return -1;
+    if (!p->uniform && (!(p->max_len > 0) || p->min_len < 0 || p->delay_frames < 0)) return -1;
     *c = (osp_chunker_t){.p = *p};
     return 0;
 }

@@ -45,11 +45,11 @@ typedef struct {
     osp_chunk_params_t p;
     int64_t next_idx;
     bool started;
-    double start;     /* the open chunk's start */
-    double cur;       /* newest timestamp seen */
-    bool pending;     /* inside an anti-jitter window */
-    int delayed;      /* frames seen since the window opened */
-    double best_pts;  /* best candidate so far in the window */
+    double start;    /* the open chunk's start */
+    double cur;      /* newest timestamp seen */
+    bool pending;    /* inside an anti-jitter window */
+    int delayed;     /* frames seen since the window opened */
+    double best_pts; /* best candidate so far in the window */
     double best_score;
     bool have_cand;
     double last_pts, last_score; /* the newest candidate */

@@ -424,8 +424,10 @@ static void *describe_main(void *arg) {
         if (o->slow_describe_ms > 0) sleep_s(o->slow_describe_ms / 1000.0);
         if (vlm && r->vlm_frames > 0) {
             r->body = osp_vlm_body_finish(&body, &o->vlm, o->prompt);
-            if (r->body) start_request(p, r);
-            else snprintf(r->err, sizeof r->err, "out of memory");
+            if (r->body)
+                start_request(p, r);
+            else
+                snprintf(r->err, sizeof r->err, "out of memory");
         }
         /* Waits while vlm_concurrency replies are outstanding: the bound on
          * requests in flight. */
@@ -512,8 +514,10 @@ static int warmup(const osp_segment_opts_t *o, atomic_bool *stop, char *err, siz
         for (int i = 0; i < 3 && !rc; i++) rc = osp_vlm_body_add_frame(&b, &v, 85);
     }
     if (!rc && !(body = osp_vlm_body_finish(&b, &o->vlm, "Say Hi"))) rc = OSP_VLM_ENOMEM;
-    if (!rc) rc = osp_vlm_post(&o->vlm, body, stop, &content, err, errlen);
-    else snprintf(err, errlen, "out of memory");
+    if (!rc)
+        rc = osp_vlm_post(&o->vlm, body, stop, &content, err, errlen);
+    else
+        snprintf(err, errlen, "out of memory");
     free(body);
     free(content);
     osp_vlm_body_free(&b);
@@ -521,8 +525,7 @@ static int warmup(const osp_segment_opts_t *o, atomic_bool *stop, char *err, siz
     return rc;
 }
 
-int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err,
-                    size_t errlen) {
+int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err, size_t errlen) {
     osp_segment_stats_t local;
     if (!st) st = &local;
     memset(st, 0, sizeof(*st));
@@ -537,7 +540,7 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     const osp_video_info_t *info = osp_video_info(p.video);
     p.fps = info->fps > 0 ? info->fps : 30.0;
     p.duration = (!o->live && info->frames > 0 && info->fps > 0) ? (double)info->frames / info->fps
-                                                                  : 0;
+                                                                 : 0;
     p.cp = o->chunk;
     p.cp.live = o->live;
     p.cp.duration = p.duration;

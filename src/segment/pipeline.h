@@ -37,18 +37,18 @@ typedef struct {
     /* An ONNX boundary scorer instead of `scene` (onnxscore.h); NULL: scene. */
     const char *scorer;
     int scorer_size, scorer_window;
-    double live_speed;        /* replay rate; 1 = real time */
+    double live_speed; /* replay rate; 1 = real time */
     /* VLM (vlm.url NULL: the stage is skipped and chunks still flow). */
     osp_vlm_cfg_t vlm;
     const char *prompt;
-    double vlm_fps;           /* frames sent per second of chunk: 1 */
-    int vlm_max_frames;       /* at most this many frames per request: 16 */
-    int vlm_side;             /* frames are scaled to at most this side: 448 */
-    int vlm_concurrency;      /* requests in flight: 4 */
-    bool warmup;              /* a 3-frame request before the stream starts */
-    osp_proc_t *procedure;    /* NULL: no check; owned by the caller */
-    int slow_describe_ms;     /* test hook: stage 3 sleeps this long per chunk */
-    atomic_bool *stop;        /* owned by the caller; may be NULL */
+    double vlm_fps;        /* frames sent per second of chunk: 1 */
+    int vlm_max_frames;    /* at most this many frames per request: 16 */
+    int vlm_side;          /* frames are scaled to at most this side: 448 */
+    int vlm_concurrency;   /* requests in flight: 4 */
+    bool warmup;           /* a 3-frame request before the stream starts */
+    osp_proc_t *procedure; /* NULL: no check; owned by the caller */
+    int slow_describe_ms;  /* test hook: stage 3 sleeps this long per chunk */
+    atomic_bool *stop;     /* owned by the caller; may be NULL */
     /* Called on the caller's thread with each record (one line, no newline). */
     void (*emit)(void *ctx, const char *line);
     void *emit_ctx;
@@ -58,7 +58,7 @@ typedef struct {
     double fps, duration;
     int64_t frames_read, frames_dropped, frames_described;
     int64_t chunks, vlm_errors;
-    int64_t scores_skipped;   /* ONNX scorer windows skipped by a live source */
+    int64_t scores_skipped; /* ONNX scorer windows skipped by a live source */
     int frame_queue_cap;
 } osp_segment_stats_t;
 
@@ -66,7 +66,6 @@ void osp_segment_opts_default(osp_segment_opts_t *o);
 
 /* Run to the end of the input (or the stop flag). Returns 0, or negative
  * with a reason in err. */
-int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err,
-                    size_t errlen);
+int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err, size_t errlen);
 
 #endif

@@ -23,15 +23,15 @@ struct osp_proc {
     int n;
     /* The open cycle. */
     bool open;
-    int last;          /* the furthest step reached in order, -1 before any */
-    int in_order;      /* steps reached in order */
+    int last;     /* the furthest step reached in order, -1 before any */
+    int in_order; /* steps reached in order */
     bool seen[MAX_STEPS];
     /* The stream so far. */
     long checks;
     int cycles, completed;
-    cJSON *completions;   /* per closed cycle */
-    cJSON *missing;       /* per closed cycle: ids never seen */
-    cJSON *violations;    /* every violation, with its chunk */
+    cJSON *completions; /* per closed cycle */
+    cJSON *missing;     /* per closed cycle: ids never seen */
+    cJSON *violations;  /* every violation, with its chunk */
 };
 
 void osp_proc_thresholds_default(osp_proc_thresholds_t *t) {
@@ -71,8 +71,10 @@ int osp_proc_parse(const char *json, const osp_proc_thresholds_t *t, osp_proc_t 
     osp_proc_t *p = calloc(1, sizeof(*p));
     cJSON *root = cJSON_Parse(json);
     if (!p) goto oom;
-    if (t) p->t = *t;
-    else osp_proc_thresholds_default(&p->t);
+    if (t)
+        p->t = *t;
+    else
+        osp_proc_thresholds_default(&p->t);
     if (!root) {
         snprintf(err, errlen, "the procedure is not valid JSON");
         goto fail;

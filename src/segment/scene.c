@@ -18,8 +18,8 @@ typedef struct {
 
 struct osp_scene {
     desc_t d[2];
-    int cur;   /* index of the newest descriptor */
-    int have;  /* descriptors computed since the reset (saturates at 2) */
+    int cur;  /* index of the newest descriptor */
+    int have; /* descriptors computed since the reset (saturates at 2) */
     float last_hist, last_luma;
 };
 

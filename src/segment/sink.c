@@ -260,8 +260,7 @@ static int kafka_open(osp_sink_t *s, const char *spec, char *err, size_t errlen)
     }
     /* One partition keeps the records in order for a consumer. */
     if (!(s->rkt = rd_kafka_topic_new(s->rk, s->topic, NULL))) {
-        snprintf(err, errlen, "Kafka topic %s: %s", s->topic,
-                 rd_kafka_err2str(rd_kafka_last_error()));
+        snprintf(err, errlen, "Kafka topic %s: %s", s->topic, rd_kafka_err2str(rd_kafka_last_error()));
         rd_kafka_destroy(s->rk);
         s->rk = NULL;
         return -1;

@@ -107,10 +107,12 @@ char *osp_vlm_body_finish(const osp_vlm_body_t *b, const osp_vlm_cfg_t *cfg, con
     size_t n = strlen(text_s) + strlen(model_s) + (sys_s ? strlen(sys_s) : 0) + b->len + 256;
     out = malloc(n);
     if (!out) goto done;
-    int k = snprintf(out, n, "{\"model\":%s,\"stream\":false,\"max_tokens\":%d,\"temperature\":%g,"
-                             "\"messages\":[",
+    int k = snprintf(out, n,
+                     "{\"model\":%s,\"stream\":false,\"max_tokens\":%d,\"temperature\":%g,"
+                     "\"messages\":[",
                      model_s, cfg->max_tokens, cfg->temperature);
-    if (sys_s) k += snprintf(out + k, n - (size_t)k, "{\"role\":\"system\",\"content\":%s},", sys_s);
+    if (sys_s)
+        k += snprintf(out + k, n - (size_t)k, "{\"role\":\"system\",\"content\":%s},", sys_s);
     k += snprintf(out + k, n - (size_t)k, "{\"role\":\"user\",\"content\":[%s", text_s);
     if (b->len) memcpy(out + k, b->frames_json, b->len);
     k += (int)b->len;
@@ -150,8 +152,7 @@ static int parse_url(const char *url, url_t *u) {
         *colon = 0;
     }
     const char *path = slash ? slash : "/";
-    if (strcmp(path, "/") == 0)
-        path = "/v1/chat/completions";
+    if (strcmp(path, "/") == 0) path = "/v1/chat/completions";
     size_t pl = strlen(path);
     if (pl >= 3 && strcmp(path + pl - 3, "/v1") == 0) {
         if (snprintf(u->path, sizeof u->path, "%s/chat/completions", path) >= (int)sizeof u->path)
@@ -339,8 +340,10 @@ int osp_vlm_post(const osp_vlm_cfg_t *cfg, const char *body, const atomic_bool *
     free(resp);
     return 0;
 fail:
-    if (rc == OSP_VLM_ESTOPPED) snprintf(err, errlen, "stopped");
-    else if (rc == OSP_VLM_ENET && !err[0]) snprintf(err, errlen, "the VLM timed out");
+    if (rc == OSP_VLM_ESTOPPED)
+        snprintf(err, errlen, "stopped");
+    else if (rc == OSP_VLM_ENET && !err[0])
+        snprintf(err, errlen, "the VLM timed out");
     if (fd >= 0) close(fd);
     free(resp);
     return rc;

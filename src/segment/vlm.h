@@ -18,7 +18,7 @@
 
 enum {
     OSP_VLM_OK = 0,
-    OSP_VLM_EINVAL = -1,  /* bad URL or arguments */
+    OSP_VLM_EINVAL = -1, /* bad URL or arguments */
     OSP_VLM_ENOMEM = -2,
     OSP_VLM_ENET = -3,    /* connect, send or receive failed; or timed out */
     OSP_VLM_EHTTP = -4,   /* a status other than 2xx, or a reply we cannot read */
@@ -26,12 +26,12 @@ enum {
 };
 
 typedef struct {
-    const char *url;           /* http://host[:port][/path]; "/" or none -> /v1/chat/completions */
+    const char *url; /* http://host[:port][/path]; "/" or none -> /v1/chat/completions */
     const char *model;
     const char *system_prompt; /* NULL: none */
     int max_tokens;
     double temperature;
-    double timeout_s;          /* whole request; <= 0: 300 */
+    double timeout_s; /* whole request; <= 0: 300 */
 } osp_vlm_cfg_t;
 
 /* A request body being built: the prompt, then JPEG frames one at a time.
@@ -40,7 +40,7 @@ typedef struct {
     char *frames_json; /* ",{image_url part}" repeated; grows */
     size_t len, cap;
     int n_frames;
-    void *tj;          /* turbojpeg compressor, created on first use */
+    void *tj; /* turbojpeg compressor, created on first use */
     unsigned char *jpeg;
     unsigned long jpeg_cap;
 } osp_vlm_body_t;

@@ -41,13 +41,13 @@
 #define PARK_MAX (32u << 20)       /* larger frames are read: more pipes than it is worth */
 
 struct srv_big {
-    uint8_t *buf;        /* the frame being read, from s->bufs; NULL: none */
+    uint8_t *buf; /* the frame being read, from s->bufs; NULL: none */
     size_t len, got;
-    int aligns;          /* realignments of the buffer so far (osp_buf_align) */
-    int drained;         /* a read into it has emptied the pipe */
-    spill_t *spill;      /* its pixels parked in pipes, or NULL */
-    size_t spill_from;   /* where parking began: the bytes before it are in buf */
-    int spill_stopped;   /* parking ended early: the rest is read into buf */
+    int aligns;        /* realignments of the buffer so far (osp_buf_align) */
+    int drained;       /* a read into it has emptied the pipe */
+    spill_t *spill;    /* its pixels parked in pipes, or NULL */
+    size_t spill_from; /* where parking began: the bytes before it are in buf */
+    int spill_stopped; /* parking ended early: the rest is read into buf */
 };
 
 int srv_big_active(const srv_big_t *b) { return b && b->buf; }
@@ -64,7 +64,8 @@ static void maybe_park(server_t *s, conn_t *c, srv_big_t *b) {
         b->len - b->got < PARK_MIN || b->len > PARK_MAX)
         return;
     osp_wire_raw_head_t hd;
-    if (osp_wire_raw_peek(b->buf, b->got, b->len, srv_conn_version(c), &hd, NULL, NULL, 0) != 1) return;
+    if (osp_wire_raw_peek(b->buf, b->got, b->len, srv_conn_version(c), &hd, NULL, NULL, 0) != 1)
+        return;
     int idx = hd.model_idx;
     if (!srv_slot(s, idx) || !osp_sched_likely_shed(s->sched, idx)) return;
     if (!(b->spill = srv_spill_new(b->got))) return;

@@ -143,7 +143,8 @@ static void load_done(server_t *s, srv_job_t *h) {
             r->model = NULL; /* the slot's now */
             srv_slot_install(s, info.index, l);
             fprintf(stderr, "ospreyd: model %d %s: %s (%.0f ms)\n", info.index,
-                    strcmp(name, "load") == 0 ? "loaded" : "replaced", srv_loaded_path(l), r->load_ms);
+                    strcmp(name, "load") == 0 ? "loaded" : "replaced", srv_loaded_path(l),
+                    r->load_ms);
             osp_jw_t *w = srv_reply_buf(s);
             size_t at = srv_cmd_begin(w, name, info.index, "ok");
             osp_jw_key(w, "loadMs");
@@ -159,11 +160,14 @@ static void load_done(server_t *s, srv_job_t *h) {
         return;
     }
     if (out == OSP_LOAD_LATE) {
-        fprintf(stderr, "ospreyd: the load of %s (index %d) returned after its bound, in %" PRId64
-                        " ms (%s); result discarded, loads accepted again\n",
+        fprintf(stderr,
+                "ospreyd: the load of %s (index %d) returned after its bound, in %" PRId64
+                " ms (%s); result discarded, loads accepted again\n",
                 info.model_id, info.index, (int64_t)llround(info.elapsed_ms), r->rc ? r->err : "ok");
         osp_jw_t w = {0};
-        osp_wire_late_t ev = {.index = info.index, .model_id = info.model_id, .ok = r->rc == 0,
+        osp_wire_late_t ev = {.index = info.index,
+                              .model_id = info.model_id,
+                              .ok = r->rc == 0,
                               .elapsed_ms = (int64_t)llround(info.elapsed_ms),
                               .error = r->rc ? r->err : NULL};
         osp_wire_reply_event_late(&w, &ev);
@@ -207,12 +211,18 @@ void srv_cmds_check_timers(server_t *s) {
     fprintf(stderr, "ospreyd: model %d: %s\n", info.index, msg);
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = srv_cmd_begin(w, cmd_name(q->cmd), info.index, "error");
-    osp_jw_key(w, "reason"); osp_jw_str(w, "compile-timeout");
-    osp_jw_key(w, "modelId"); osp_jw_str(w, info.model_id);
-    osp_jw_key(w, "poisoned"); osp_jw_bool(w, 1);
-    osp_jw_key(w, "timeoutMs"); osp_jw_int(w, bound);
-    osp_jw_key(w, "compileElapsedMs"); osp_jw_int(w, (int64_t)llround(info.elapsed_ms));
-    osp_jw_key(w, "error"); osp_jw_str(w, msg);
+    osp_jw_key(w, "reason");
+    osp_jw_str(w, "compile-timeout");
+    osp_jw_key(w, "modelId");
+    osp_jw_str(w, info.model_id);
+    osp_jw_key(w, "poisoned");
+    osp_jw_bool(w, 1);
+    osp_jw_key(w, "timeoutMs");
+    osp_jw_int(w, bound);
+    osp_jw_key(w, "compileElapsedMs");
+    osp_jw_int(w, (int64_t)llround(info.elapsed_ms));
+    osp_jw_key(w, "error");
+    osp_jw_str(w, msg);
     srv_cmd_send(s, q->conn_id, w, at, q->req_id);
     load_over(s);
 }
@@ -233,7 +243,8 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
     int index;
     char err[600];
     if (get_index(q->cmd, &index)) {
-        snprintf(err, sizeof err, "%s needs an integer \"index\" from 0 to %d", name, OSP_MAX_SLOTS - 1);
+        snprintf(err, sizeof err, "%s needs an integer \"index\" from 0 to %d", name,
+                 OSP_MAX_SLOTS - 1);
         srv_cmd_error(s, q->conn_id, q->req_id, name, -1, err);
         return 0;
     }
@@ -259,11 +270,16 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
                  poison.model_id, poison.index, (int64_t)llround(osp_loader_bound_ms(ld)));
         osp_jw_t *w = srv_reply_buf(s);
         size_t at = srv_cmd_begin(w, name, index, "error");
-        osp_jw_key(w, "reason"); osp_jw_str(w, "worker-poisoned");
-        osp_jw_key(w, "modelId"); osp_jw_str(w, model_id);
-        osp_jw_key(w, "poisoned"); osp_jw_bool(w, 1);
-        osp_jw_key(w, "compileElapsedMs"); osp_jw_int(w, (int64_t)llround(poison.elapsed_ms));
-        osp_jw_key(w, "error"); osp_jw_str(w, err);
+        osp_jw_key(w, "reason");
+        osp_jw_str(w, "worker-poisoned");
+        osp_jw_key(w, "modelId");
+        osp_jw_str(w, model_id);
+        osp_jw_key(w, "poisoned");
+        osp_jw_bool(w, 1);
+        osp_jw_key(w, "compileElapsedMs");
+        osp_jw_int(w, (int64_t)llround(poison.elapsed_ms));
+        osp_jw_key(w, "error");
+        osp_jw_str(w, err);
         srv_cmd_send(s, q->conn_id, w, at, q->req_id);
         return 0;
     }
@@ -299,7 +315,8 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
     int index;
     char err[512];
     if (get_index(q->cmd, &index)) {
-        srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", -1, "reconfigure needs an integer \"index\"");
+        srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", -1,
+                      "reconfigure needs an integer \"index\"");
         return;
     }
     const cJSON *patch = cJSON_GetObjectItemCaseSensitive(q->cmd, "config");
@@ -312,10 +329,12 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
         int ok = 0;
         for (size_t i = 0; i < N_RECONF; i++) ok |= strcmp(kv->string, RECONFIGURABLE[i]) == 0;
         if (!ok && rl < sizeof refused - 1)
-            rl += (size_t)snprintf(refused + rl, sizeof refused - rl, "%s%s", rl ? ", " : "", kv->string);
+            rl += (size_t)snprintf(refused + rl, sizeof refused - rl, "%s%s", rl ? ", " : "",
+                                   kv->string);
     }
     if (rl) {
-        snprintf(err, sizeof err, "keys not reconfigurable without a reload: %s (allowed: confidence, maxDetections, nmsIouThreshold)",
+        snprintf(err, sizeof err,
+                 "keys not reconfigurable without a reload: %s (allowed: confidence, maxDetections, nmsIouThreshold)",
                  refused);
         srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", index, err);
         return;
@@ -338,17 +357,21 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
             maxdet = (int)v;
         } else {
             if (!is_num || v < 0 || v > 1) goto bad;
-            if (strcmp(kv->string, "confidence") == 0) conf = (float)v;
-            else nms = (float)v;
+            if (strcmp(kv->string, "confidence") == 0)
+                conf = (float)v;
+            else
+                nms = (float)v;
         }
         continue;
     bad:
         snprintf(err, sizeof err, "%s must be %s", kv->string,
-                 strcmp(kv->string, "maxDetections") == 0 ? "an integer from 1 to 100000" : "a number from 0 to 1");
+                 strcmp(kv->string, "maxDetections") == 0 ? "an integer from 1 to 100000"
+                                                          : "a number from 0 to 1");
         srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", index, err);
         return;
     }
-    fprintf(stderr, "ospreyd: model %d reconfigured: confidence %.3g -> %.3g, nmsIouThreshold %.3g -> %.3g, maxDetections %d -> %d\n",
+    fprintf(stderr,
+            "ospreyd: model %d reconfigured: confidence %.3g -> %.3g, nmsIouThreshold %.3g -> %.3g, maxDetections %d -> %d\n",
             index, conf0, conf, nms0, nms, maxdet0, maxdet);
     srv_loaded_set_params(l, conf, nms, maxdet);
     osp_jw_t *w = srv_reply_buf(s);
@@ -361,25 +384,36 @@ static void run_status(server_t *s, cmdq_t *q) {
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = osp_wire_reply_begin(w);
     osp_jw_obj_open(w);
-    osp_jw_key(w, "cmd"); osp_jw_str(w, "status");
+    osp_jw_key(w, "cmd");
+    osp_jw_str(w, "status");
     osp_jw_key(w, "models");
     osp_jw_arr_open(w);
     for (int i = 0; i < srv_slots_count(s); i++) {
         loaded_t *l = srv_slot(s, i);
         osp_jw_obj_open(w);
-        osp_jw_key(w, "index"); osp_jw_int(w, i);
+        osp_jw_key(w, "index");
+        osp_jw_int(w, i);
         osp_jw_key(w, "path");
-        if (l) osp_jw_str(w, srv_loaded_path(l)); else osp_jw_null(w);
-        osp_jw_key(w, "loaded"); osp_jw_bool(w, l != NULL);
+        if (l)
+            osp_jw_str(w, srv_loaded_path(l));
+        else
+            osp_jw_null(w);
+        osp_jw_key(w, "loaded");
+        osp_jw_bool(w, l != NULL);
         osp_jw_key(w, "postprocessor");
-        if (l) osp_jw_str(w, srv_loaded_postprocessor(l)); else osp_jw_null(w);
+        if (l)
+            osp_jw_str(w, srv_loaded_postprocessor(l));
+        else
+            osp_jw_null(w);
         osp_jw_obj_close(w);
     }
     osp_jw_arr_close(w);
     osp_jw_key(w, "benchCache");
     osp_jw_obj_open(w);
-    osp_jw_key(w, "hits"); osp_jw_int(w, cs.bench_hits);
-    osp_jw_key(w, "misses"); osp_jw_int(w, cs.bench_misses);
+    osp_jw_key(w, "hits");
+    osp_jw_int(w, cs.bench_hits);
+    osp_jw_key(w, "misses");
+    osp_jw_int(w, cs.bench_misses);
     osp_jw_obj_close(w);
     osp_jw_obj_close(w);
     osp_wire_reply_end(w, at, q->req_id);
@@ -410,7 +444,9 @@ static void process_commands(server_t *s) {
             else
                 snprintf(shown, sizeof shown, "None");
             snprintf(msg, sizeof msg, "Unknown command: %s", shown);
-            srv_cmd_error(s, q->conn_id, q->req_id, cJSON_IsString(c) && c->valuestring[0] ? c->valuestring : "unknown", -1, msg);
+            srv_cmd_error(s, q->conn_id, q->req_id,
+                          cJSON_IsString(c) && c->valuestring[0] ? c->valuestring : "unknown", -1,
+                          msg);
         }
         cmdq_free(q);
     }
@@ -423,8 +459,10 @@ static void run_uncache(server_t *s, conn_t *c, uint32_t req_id, const cJSON *cm
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = osp_wire_reply_begin(w);
     osp_jw_obj_open(w);
-    osp_jw_key(w, "cmd"); osp_jw_str(w, "uncache_frame");
-    osp_jw_key(w, "status"); osp_jw_str(w, "ok");
+    osp_jw_key(w, "cmd");
+    osp_jw_str(w, "uncache_frame");
+    osp_jw_key(w, "status");
+    osp_jw_str(w, "ok");
     osp_jw_key(w, "frameId");
     if (cJSON_IsNumber(fid) && fid->valuedouble >= 0 && fid->valuedouble <= 4294967295.0 &&
         fid->valuedouble == floor(fid->valuedouble)) {

@@ -39,16 +39,18 @@
 #include "server/streams.h"
 #include "wire/frame.h"
 
-#define STAGE_CAP (256u << 10)      /* frames up to this size are read through the staging buffer */
-#define ROWS_MIN (64u << 10)        /* raw frames from this size are prepared as they are read */
-#define OUT_PAUSE_BYTES (4u << 20)  /* unread replies past which a connection is not read */
+#define STAGE_CAP (256u << 10)     /* frames up to this size are read through the staging buffer */
+#define ROWS_MIN (64u << 10)       /* raw frames from this size are prepared as they are read */
+#define OUT_PAUSE_BYTES (4u << 20) /* unread replies past which a connection is not read */
 #define OUT_RESUME_BYTES (1u << 20) /* ... until they are down to this */
 #define OUT_KEEP 64                 /* reply buffers kept for reuse */
 #define OUT_KEEP_BYTES (64u << 10)  /* ... each no larger than this */
 #define READ_ROUNDS 64              /* reads of one connection before others get a turn */
 
-enum { PAUSE_LOADING = 1, /* its handshake's models are loading */
-       PAUSE_OUTPUT = 2 };  /* its replies pile up unread */
+enum {
+    PAUSE_LOADING = 1, /* its handshake's models are loading */
+    PAUSE_OUTPUT = 2
+}; /* its replies pile up unread */
 
 typedef enum {
     RD_STAGE,  /* headers and small frames, into the staging buffer */
@@ -70,26 +72,26 @@ struct conn {
     int stdio;
     int handshaken, version;
     rd_state_t rd;
-    uint8_t *in;           /* the staging buffer */
+    uint8_t *in; /* the staging buffer */
     size_t in_len, in_cap;
-    srv_rows_t *rows;      /* RD_ROWS's state, kept between frames */
-    srv_big_t *big;        /* RD_BIG's */
-    srv_relay_t *relay;    /* large reads from a pipe pass through it (relay.c) */
-    int fatal;             /* stop reading; close once replies are out */
-    int paused;            /* not reading, for these reasons (PAUSE_*) */
+    srv_rows_t *rows;   /* RD_ROWS's state, kept between frames */
+    srv_big_t *big;     /* RD_BIG's */
+    srv_relay_t *relay; /* large reads from a pipe pass through it (relay.c) */
+    int fatal;          /* stop reading; close once replies are out */
+    int paused;         /* not reading, for these reasons (PAUSE_*) */
     outbuf_t *out_head, *out_tail;
     size_t out_bytes;
     int want_write;
     int write_failed;
-    int inflight;          /* requests accepted and not yet answered */
+    int inflight; /* requests accepted and not yet answered */
 };
 
 struct srv_conns {
     conn_t *head;
     uint32_t next_id;
-    outbuf_t *spare;       /* reply buffers kept for reuse */
+    outbuf_t *spare; /* reply buffers kept for reuse */
     int n_spare;
-    osp_jw_t scratch;      /* srv_reply_buf */
+    osp_jw_t scratch; /* srv_reply_buf */
 };
 
 srv_conns_t *srv_conns_new(void) { return calloc(1, sizeof(srv_conns_t)); }
@@ -253,8 +255,10 @@ static void conn_flush(server_t *s, conn_t *c) {
             else
                 srv_loop_del(s, c->wfd);
         } else {
-            srv_loop_mod(s, c->rfd, (c->rd == RD_CLOSED || c->fatal || c->paused ? 0 : EPOLLIN | EPOLLRDHUP) |
-                                        (want ? EPOLLOUT : 0), c->id);
+            srv_loop_mod(s, c->rfd,
+                         (c->rd == RD_CLOSED || c->fatal || c->paused ? 0 : EPOLLIN | EPOLLRDHUP) |
+                             (want ? EPOLLOUT : 0),
+                         c->id);
         }
         c->want_write = want;
     }
@@ -324,7 +328,8 @@ static void conn_set_pause(server_t *s, conn_t *c, int reason, int on) {
         else
             srv_loop_add(s, c->rfd, EPOLLIN, c->id);
     } else {
-        srv_loop_mod(s, c->rfd, (paused ? 0 : EPOLLIN | EPOLLRDHUP) | (c->want_write ? EPOLLOUT : 0), c->id);
+        srv_loop_mod(s, c->rfd,
+                     (paused ? 0 : EPOLLIN | EPOLLRDHUP) | (c->want_write ? EPOLLOUT : 0), c->id);
     }
     if (!paused && c->in_len) stage_parse(s, c); /* frames that arrived while it was paused */
 }
@@ -368,7 +373,8 @@ static void stage_parse(server_t *s, conn_t *c) {
             c->fatal = 1;
             break;
         }
-        if (r == 1 && f.frame_len >= ROWS_MIN && srv_rows_begin(s, c, &c->rows, p, f.frame_len, f.frame_len)) {
+        if (r == 1 && f.frame_len >= ROWS_MIN &&
+            srv_rows_begin(s, c, &c->rows, p, f.frame_len, f.frame_len)) {
             off += f.frame_len; /* prepared where it lies */
             continue;
         }
@@ -385,7 +391,8 @@ static void stage_parse(server_t *s, conn_t *c) {
         }
         /* incomplete: a large frame whose header is known is prepared as it
          * is read or read into a buffer of its own */
-        if (avail >= 9 && f.frame_len >= ROWS_MIN && srv_rows_begin(s, c, &c->rows, p, avail, f.frame_len)) {
+        if (avail >= 9 && f.frame_len >= ROWS_MIN &&
+            srv_rows_begin(s, c, &c->rows, p, avail, f.frame_len)) {
             off = c->in_len;
             rd_enter(s, c, RD_ROWS);
         } else if (avail >= 9 && f.frame_len > STAGE_CAP) {
@@ -435,16 +442,10 @@ static srv_in_t stage_step(server_t *s, conn_t *c) {
 static srv_in_t rd_step(server_t *s, conn_t *c) {
     srv_in_t st;
     switch (c->rd) {
-    case RD_ROWS:
-        st = srv_rows_step(s, c, c->rows);
-        break;
-    case RD_BIG:
-        st = srv_big_step(s, c, c->big);
-        break;
-    case RD_STAGE:
-        return stage_step(s, c);
-    default:
-        return SRV_IN_EOF;
+    case RD_ROWS: st = srv_rows_step(s, c, c->rows); break;
+    case RD_BIG: st = srv_big_step(s, c, c->big); break;
+    case RD_STAGE: return stage_step(s, c);
+    default: return SRV_IN_EOF;
     }
     if (st == SRV_IN_DONE) {
         rd_enter(s, c, RD_STAGE);
@@ -454,7 +455,8 @@ static srv_in_t rd_step(server_t *s, conn_t *c) {
 }
 
 static void conn_read(server_t *s, conn_t *c) {
-    for (int rounds = 0; rounds < READ_ROUNDS && c->rd != RD_CLOSED && !c->fatal && !c->paused; rounds++) {
+    for (int rounds = 0; rounds < READ_ROUNDS && c->rd != RD_CLOSED && !c->fatal && !c->paused;
+         rounds++) {
         /* a host that keeps the pipe full keeps this loop busy for many
          * frames; a worker that finished meanwhile must not wait for it to
          * get its next frame */
@@ -464,7 +466,8 @@ static void conn_read(server_t *s, conn_t *c) {
         if (st == SRV_IN_WAIT) break;
         if (st == SRV_IN_EOF) {
             if (c->stdio && (c->in_len || c->rd != RD_STAGE))
-                fprintf(stderr, "ospreyd: stdin closed inside a frame; the partial frame is ignored\n");
+                fprintf(stderr,
+                        "ospreyd: stdin closed inside a frame; the partial frame is ignored\n");
             rd_enter(s, c, RD_CLOSED);
             break;
         }
@@ -487,7 +490,8 @@ int srv_input_waiting(server_t *s) {
         if (c->rd == RD_CLOSED || c->fatal) continue;
         /* a frame partly read (its mode still holds it: a frame whose last
          * byte was just read is dispatched before the state changes) */
-        if ((c->rd == RD_ROWS && srv_rows_active(c->rows)) || (c->rd == RD_BIG && srv_big_active(c->big)))
+        if ((c->rd == RD_ROWS && srv_rows_active(c->rows)) ||
+            (c->rd == RD_BIG && srv_big_active(c->big)))
             return 1;
         int n = 0;
         if (ioctl(c->rfd, FIONREAD, &n) == 0 && n > 0) return 1;
@@ -502,7 +506,8 @@ void srv_conns_stop_reading(server_t *s) {
 /* A connection is finished when it reads no more, owes no replies and has
  * written everything (or its peer is gone). */
 static int conn_done(const conn_t *c) {
-    return (c->rd == RD_CLOSED || c->fatal) && c->inflight == 0 && (c->out_head == NULL || c->write_failed);
+    return (c->rd == RD_CLOSED || c->fatal) && c->inflight == 0 &&
+           (c->out_head == NULL || c->write_failed);
 }
 
 int srv_conns_retire(server_t *s, int *exit_code) {

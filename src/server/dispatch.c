@@ -26,7 +26,8 @@ void srv_reply_error(server_t *s, conn_t *c, uint32_t req_id, srv_err_t shape, c
     if (shape == SRV_ERR_INFER)
         osp_wire_json_infer_error(w, msg);
     else
-        osp_wire_json_error_shaped(w, shape == SRV_ERR_RESULTS ? OSP_WIRE_ERR_RESULTS : OSP_WIRE_ERR_PLAIN, msg);
+        osp_wire_json_error_shaped(w, shape == SRV_ERR_RESULTS ? OSP_WIRE_ERR_RESULTS : OSP_WIRE_ERR_PLAIN,
+                                   msg);
     osp_wire_reply_end(w, at, req_id);
     srv_send(s, c, w);
 }
@@ -59,7 +60,8 @@ static int run_admitted(server_t *s, frame_job_t *j);
 /* A run slot of model idx was freed: it goes to waiting frames until one runs. */
 static void next_after(server_t *s, int idx) {
     frame_job_t *next;
-    while ((next = osp_sched_complete(s->sched, idx)) && !run_admitted(s, next)) {}
+    while ((next = osp_sched_complete(s->sched, idx)) && !run_admitted(s, next)) {
+    }
 }
 
 static void frame_done(server_t *s, srv_job_t *h) {
@@ -73,7 +75,8 @@ static void frame_done(server_t *s, srv_job_t *h) {
 
 static void batch_done(server_t *s, srv_job_t *h) {
     batch_job_t *b = (batch_job_t *)h;
-    if (b->r.shed) srv_stat_shed_deadline(s, b->r.model_idx, b->r.deadline_ms, b->r.rq.u.batch.count);
+    if (b->r.shed)
+        srv_stat_shed_deadline(s, b->r.model_idx, b->r.deadline_ms, b->r.rq.u.batch.count);
     if (b->r.failed) srv_stat_add(s, SRV_ST_ERRORS, 1);
     srv_job_retire(s, h);
 }
@@ -207,8 +210,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
 
 /* Batches bypass admission (as the protocol says): gate, model, then one
  * predict worker runs the items. */
-static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame,
-                     size_t len) {
+static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame, size_t len) {
     int idx = rq->u.batch.model_idx;
     if (osp_gate_expired(rq->deadline_ms)) {
         srv_stat_shed_deadline(s, idx, rq->deadline_ms, rq->u.batch.count);
@@ -242,8 +244,11 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
 
 static void on_cache_frame(server_t *s, conn_t *c, const osp_wire_request_t *rq) {
     const osp_wire_image_t *im = &rq->u.cache.img;
-    osp_view_t v = {.data = im->pixels, .width = (int)im->width, .height = (int)im->height,
-                    .stride = (int)(im->width * im->channels), .fmt = (osp_pixfmt_t)im->fmt};
+    osp_view_t v = {.data = im->pixels,
+                    .width = (int)im->width,
+                    .height = (int)im->height,
+                    .stride = (int)(im->width * im->channels),
+                    .fmt = (osp_pixfmt_t)im->fmt};
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = osp_wire_reply_begin(w);
     if (osp_cache_put_frame(s->cache, rq->u.cache.frame_id, &v))
@@ -255,10 +260,15 @@ static void on_cache_frame(server_t *s, conn_t *c, const osp_wire_request_t *rq)
 }
 
 static void count_request(server_t *s, uint8_t msg_type) {
-    static const struct { uint8_t type; srv_stat_t stat; } by_type[] = {
-        {OSP_WIRE_MSG_COMMAND, SRV_ST_COMMANDS},         {OSP_WIRE_MSG_INFER_JPEG, SRV_ST_INFER_JPEG},
-        {OSP_WIRE_MSG_INFER_RAW, SRV_ST_INFER_RAW},      {OSP_WIRE_MSG_INFER_BATCH, SRV_ST_INFER_BATCH},
-        {OSP_WIRE_MSG_CACHE_FRAME, SRV_ST_FRAMES_CACHED}, {OSP_WIRE_MSG_INFER_CACHED, SRV_ST_INFER_CACHED}};
+    static const struct {
+        uint8_t type;
+        srv_stat_t stat;
+    } by_type[] = {{OSP_WIRE_MSG_COMMAND, SRV_ST_COMMANDS},
+                   {OSP_WIRE_MSG_INFER_JPEG, SRV_ST_INFER_JPEG},
+                   {OSP_WIRE_MSG_INFER_RAW, SRV_ST_INFER_RAW},
+                   {OSP_WIRE_MSG_INFER_BATCH, SRV_ST_INFER_BATCH},
+                   {OSP_WIRE_MSG_CACHE_FRAME, SRV_ST_FRAMES_CACHED},
+                   {OSP_WIRE_MSG_INFER_CACHED, SRV_ST_INFER_CACHED}};
     for (size_t i = 0; i < sizeof by_type / sizeof by_type[0]; i++)
         if (by_type[i].type == msg_type) srv_stat_add(s, by_type[i].stat, 1);
 }
@@ -286,7 +296,9 @@ void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spil
         count_request(s, f.msg_type);
         if (rc) {
             srv_stat_add(s, SRV_ST_ERRORS, 1);
-            srv_reply_error(s, c, f.req_id, rq.err_shape == OSP_WIRE_ERR_RESULTS ? SRV_ERR_RESULTS : SRV_ERR_PLAIN, err);
+            srv_reply_error(s, c, f.req_id,
+                            rq.err_shape == OSP_WIRE_ERR_RESULTS ? SRV_ERR_RESULTS : SRV_ERR_PLAIN,
+                            err);
         } else if (rq.msg_type == OSP_WIRE_MSG_COMMAND) {
             srv_on_command(s, c, &rq);
         } else if (rq.msg_type == OSP_WIRE_MSG_INFER_BATCH && rq.u.batch.count == 0) {

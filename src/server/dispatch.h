@@ -31,7 +31,7 @@ void srv_dispatch_flush_due(server_t *s);
 typedef enum {
     SRV_ERR_PLAIN,   /* {"error": text} */
     SRV_ERR_RESULTS, /* {"error": text, "results": []} */
-    SRV_ERR_INFER,   /* a failed inference record: {"error", "kind", "detections": [], "inferenceMs"} */
+    SRV_ERR_INFER, /* a failed inference record: {"error", "kind", "detections": [], "inferenceMs"} */
 } srv_err_t;
 /* One error reply for req_id on c. */
 void srv_reply_error(server_t *s, conn_t *c, uint32_t req_id, srv_err_t shape, const char *msg);

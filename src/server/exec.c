@@ -69,21 +69,24 @@ static void set_params(const srv_req_t *r, osp_infer_ctx_t *ctx) {
 }
 
 static osp_view_t view_of(const osp_wire_image_t *im) {
-    return (osp_view_t){.data = im->pixels, .width = (int)im->width, .height = (int)im->height,
-                        .stride = (int)(im->width * im->channels), .fmt = (osp_pixfmt_t)im->fmt};
+    return (osp_view_t){.data = im->pixels,
+                        .width = (int)im->width,
+                        .height = (int)im->height,
+                        .stride = (int)(im->width * im->channels),
+                        .fmt = (osp_pixfmt_t)im->fmt};
 }
 
 /* Preprocess one view for the request's model, through the tensor cache
  * when the frame is tagged. */
 static int prepare_view(const srv_req_t *r, osp_infer_ctx_t *ctx, const osp_view_t *v,
-                        osp_tcache_kind_t kind, uint32_t tag, uint32_t key,
-                        const osp_cframe_t *cf, char *err, size_t errlen) {
+                        osp_tcache_kind_t kind, uint32_t tag, uint32_t key, const osp_cframe_t *cf,
+                        char *err, size_t errlen) {
     osp_model_t *m = srv_loaded_model(r->model);
     osp_cache_t *cache = r->srv->cache;
     if (tag && osp_model_ensure_tensor(m, ctx) == 0) {
         osp_tmeta_t meta;
-        if (osp_cache_get_tensor(cache, kind, tag, key, ctx->tensor, osp_prep_tensor_bytes(&m->prep),
-                                 &meta)) {
+        if (osp_cache_get_tensor(cache, kind, tag, key, ctx->tensor,
+                                 osp_prep_tensor_bytes(&m->prep), &meta)) {
             ctx->geom = meta.geom;
             ctx->frame_w = meta.frame_w;
             ctx->frame_h = meta.frame_h;
@@ -173,9 +176,7 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
                           j->cached, err, sizeof err);
         break;
     }
-    default:
-        snprintf(err, sizeof err, "unexpected message type %u", r->msg_type);
-        rc = -1;
+    default: snprintf(err, sizeof err, "unexpected message type %u", r->msg_type); rc = -1;
     }
     if (rc) {
         reply_infer_error(r, err, 0);
@@ -246,8 +247,8 @@ static void predict_window(window_job_t *w, wstate_t *ws) {
         live[n] = j;
         ctxs[n++] = j->ctx;
     }
-    if (n && osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs, &ws->buf,
-                                     err, sizeof err)) {
+    if (n && osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs,
+                                     &ws->buf, err, sizeof err)) {
         for (int i = 0; i < n; i++) reply_infer_error(&live[i]->r, err, 0);
         n = 0;
     }

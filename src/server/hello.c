@@ -64,7 +64,8 @@ static void choose_threads(srv_settings_t *s, const osp_wire_hello_t *h, int tes
     if (ncpu < 1) ncpu = 1;
     s->cores = (int)ncpu;
     int asked = h && h->concurrency > 1 ? h->concurrency : 1;
-    const cJSON *ac = h && h->root ? cJSON_GetObjectItemCaseSensitive(h->root, "autoConcurrency") : NULL;
+    const cJSON *ac = h && h->root ? cJSON_GetObjectItemCaseSensitive(h->root, "autoConcurrency")
+                                   : NULL;
     int auto_raise = !test_runtime && !cJSON_IsFalse(ac);
     s->workers = asked;
     snprintf(s->threads_source, sizeof s->threads_source, "config");
@@ -91,7 +92,8 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
     snprintf(s->runtime_name, sizeof s->runtime_name, "%s", rt);
     snprintf(s->device, sizeof s->device, "%s", h && h->device ? h->device : "");
     s->backend = osp_backend_find(strcmp(rt, "test") == 0 ? "test" : "onnxruntime");
-    if (strcmp(rt, "coreml") == 0 && !s->device[0]) snprintf(s->device, sizeof s->device, "coreml");
+    if (strcmp(rt, "coreml") == 0 && !s->device[0])
+        snprintf(s->device, sizeof s->device, "coreml");
     if (strcmp(rt, "test") != 0 && strcmp(rt, "onnxruntime") != 0 && strcmp(rt, "onnx") != 0 &&
         strcmp(rt, "coreml") != 0)
         fprintf(stderr, "ospreyd: runtime '%s' is not built in; serving with ONNX Runtime\n", rt);
@@ -112,9 +114,10 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
         fprintf(stderr, "ospreyd: cannot start worker threads\n");
         return -1;
     }
-    fprintf(stderr, "ospreyd: runtime %s on %d core(s): %d prepare + %d predict worker(s) (%s), "
-                    "%d intra-op thread(s) per run (%d for a frame that runs alone), predict workers "
-                    "nicer by %d, wire version up to %d\n",
+    fprintf(stderr,
+            "ospreyd: runtime %s on %d core(s): %d prepare + %d predict worker(s) (%s), "
+            "%d intra-op thread(s) per run (%d for a frame that runs alone), predict workers "
+            "nicer by %d, wire version up to %d\n",
             s->backend->name, s->cores, s->workers, s->workers,
             strcmp(s->threads_source, "cores") == 0 ? "raised to the core count" : "as configured",
             s->intra_threads, s->lone_threads > 1 ? s->lone_threads : s->intra_threads,
@@ -133,7 +136,8 @@ static void handshake_models(server_t *s, const cJSON *models, int *loaded, int 
         osp_model_cfg_t cfg;
         (*total)++;
         if (i >= OSP_MAX_SLOTS) {
-            fprintf(stderr, "ospreyd: model %d failed to load: too many models (at most %d)\n", i, OSP_MAX_SLOTS);
+            fprintf(stderr, "ospreyd: model %d failed to load: too many models (at most %d)\n", i,
+                    OSP_MAX_SLOTS);
             i++;
             continue;
         }
@@ -176,8 +180,11 @@ static void send_ready(server_t *s, conn_t *c, uint32_t req_id, int loaded, int 
             total, startup_ms, srv_conn_version(c));
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = osp_wire_reply_begin(w);
-    osp_wire_ready_t r = {.models = loaded, .total = total, .startup_ms = startup_ms,
-                          .runtime = s->set.runtime_name, .workers = s->set.workers,
+    osp_wire_ready_t r = {.models = loaded,
+                          .total = total,
+                          .startup_ms = startup_ms,
+                          .runtime = s->set.runtime_name,
+                          .workers = s->set.workers,
                           .protocol_version = OSP_WIRE_VERSION};
     osp_wire_json_ready(w, &r);
     osp_wire_reply_end(w, at, req_id);
@@ -191,12 +198,12 @@ typedef struct {
     srv_job_t h;
     server_t *s;
     uint32_t conn_id, req_id;
-    struct timespec t0;      /* when the handshake arrived */
-    int loaded, total;       /* the handshake's models: ready / named */
-    int n;                   /* to load */
+    struct timespec t0; /* when the handshake arrived */
+    int loaded, total;  /* the handshake's models: ready / named */
+    int n;              /* to load */
     int index[OSP_MAX_SLOTS];
-    osp_model_cfg_t *cfg;    /* n entries */
-    osp_model_t **m;         /* n entries: NULL where the load failed */
+    osp_model_cfg_t *cfg; /* n entries */
+    osp_model_t **m;      /* n entries: NULL where the load failed */
     const osp_backend_t *backend;
 } hello_plan_t;
 
@@ -276,12 +283,14 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         p->total++;
         loaded_t *have = srv_slot(s, i);
         if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, mc, &cfg, err, sizeof err)) {
-            fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i, i >= OSP_MAX_SLOTS ? "too many models" : err);
+            fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i,
+                    i >= OSP_MAX_SLOTS ? "too many models" : err);
         } else if (have) {
             if (strcmp(srv_loaded_path(have), cfg.path) == 0)
                 p->loaded++;
             else
-                fprintf(stderr, "ospreyd: model %d: slot holds %s, not %s; left as it is (use replace)\n",
+                fprintf(stderr,
+                        "ospreyd: model %d: slot holds %s, not %s; left as it is (use replace)\n",
                         i, srv_loaded_path(have), cfg.path);
         } else {
             p->index[p->n] = i;

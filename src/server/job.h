@@ -51,10 +51,10 @@ typedef struct {
     uint8_t msg_type;
     uint64_t deadline_ms;
     int model_idx;
-    loaded_t *model;       /* a reference, released by the I/O thread */
+    loaded_t *model;           /* a reference, released by the I/O thread */
     float confidence, nms_iou; /* the model's decode settings when it was dispatched */
     int max_detections;
-    uint8_t *frame;        /* the request frame's bytes (from s->bufs), or NULL */
+    uint8_t *frame; /* the request frame's bytes (from s->bufs), or NULL */
     size_t frame_len;
     osp_wire_request_t rq; /* points into frame */
     int lone;              /* no other frame of its model admitted at dispatch */
@@ -66,13 +66,13 @@ typedef struct {
 
 typedef struct {
     srv_req_t r;
-    osp_cframe_t *cached;  /* infer_cached: the frame, referenced */
-    shm_region_t *shm;     /* infer_shm: the region, referenced */
-    osp_view_t shm_view;   /* the frame inside it */
-    osp_infer_ctx_t *ctx;  /* from s->ctxs once prepared (or prepared as read) */
-    int prepared;          /* ctx holds the tensor */
-    int admitted;          /* holds a run slot of its model */
-    spill_t *spill;        /* part of the frame still parked in pipes (infer_raw) */
+    osp_cframe_t *cached; /* infer_cached: the frame, referenced */
+    shm_region_t *shm;    /* infer_shm: the region, referenced */
+    osp_view_t shm_view;  /* the frame inside it */
+    osp_infer_ctx_t *ctx; /* from s->ctxs once prepared (or prepared as read) */
+    int prepared;         /* ctx holds the tensor */
+    int admitted;         /* holds a run slot of its model */
+    spill_t *spill;       /* part of the frame still parked in pipes (infer_raw) */
 } frame_job_t;
 
 typedef struct {

@@ -29,7 +29,7 @@
 
 struct srv_loop {
     int epfd, sigfd, listen_fd;
-    osp_mailbox_t done;   /* finished jobs, from any thread */
+    osp_mailbox_t done; /* finished jobs, from any thread */
 };
 
 srv_loop_t *srv_loop_new(void) {
@@ -120,8 +120,10 @@ static int listen_on(const char *spec, char *err, size_t errlen) {
         }
         memcpy(host, spec + 4, (size_t)(colon - (spec + 4)));
         host[colon - (spec + 4)] = '\0';
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+        struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                 .ai_socktype = SOCK_STREAM,
+                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                        *ai = NULL;
         int gr = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
         if (gr != 0) {
             snprintf(err, errlen, "cannot resolve %s: %s", spec, gai_strerror(gr));

@@ -35,9 +35,9 @@
 #define RELAY_MIN (16u << 10) /* smaller reads go straight to the connection */
 
 struct srv_relay {
-    int rd, wr;   /* the relay pipe */
-    size_t cap;   /* its size; 0: none (off) */
-    int off;      /* the connection is read directly */
+    int rd, wr; /* the relay pipe */
+    size_t cap; /* its size; 0: none (off) */
+    int off;    /* the connection is read directly */
 };
 
 long srv_pipe_open(int p[2]) {

@@ -55,18 +55,18 @@
 struct srv_rows {
     osp_prep_stream_t *ps;
     uint8_t *ring;
-    size_t lo, hi;    /* bytes in the ring not yet handed over */
-    size_t left;      /* bytes of the frame not yet read */
+    size_t lo, hi; /* bytes in the ring not yet handed over */
+    size_t left;   /* bytes of the frame not yet read */
     size_t row_bytes;
-    int rows_left;    /* rows not yet handed over; the bytes after them are skipped */
-    size_t phase;     /* where the next read should land, mod ALIGN */
+    int rows_left; /* rows not yet handed over; the bytes after them are skipped */
+    size_t phase;  /* where the next read should land, mod ALIGN */
     /* the request */
     uint32_t req_id;
     uint64_t deadline_ms;
     int idx;
     uint32_t w, h;
     uint8_t fmt;
-    loaded_t *model;  /* the model it is prepared for (a reference) */
+    loaded_t *model; /* the model it is prepared for (a reference) */
     osp_infer_ctx_t *ctx;
     double prep_ms;
 };
@@ -104,7 +104,8 @@ static void rows_consume(srv_rows_t *r) {
         r->lo += (size_t)n * r->row_bytes;
         r->rows_left -= n;
     }
-    if (r->rows_left == 0) r->lo = r->hi; /* bytes after the pixels: ignored, as the protocol says */
+    if (r->rows_left == 0)
+        r->lo = r->hi; /* bytes after the pixels: ignored, as the protocol says */
     size_t keep = r->hi - r->lo;
     size_t at = (r->phase + ALIGN - keep % ALIGN) % ALIGN;
     if (at != r->lo) memmove(r->ring + at, r->ring + r->lo, keep);
@@ -116,9 +117,11 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r);
 
 int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, size_t avail,
                    size_t frame_len) {
-    if (!srv_conn_handshaken(c) || s->stopping || s->set.batch_mode != OSP_WIRE_BATCH_NONE) return 0;
+    if (!srv_conn_handshaken(c) || s->stopping || s->set.batch_mode != OSP_WIRE_BATCH_NONE)
+        return 0;
     osp_wire_raw_head_t hd;
-    if (osp_wire_raw_peek(p, avail, frame_len, srv_conn_version(c), &hd, NULL, NULL, 0) != 1) return 0;
+    if (osp_wire_raw_peek(p, avail, frame_len, srv_conn_version(c), &hd, NULL, NULL, 0) != 1)
+        return 0;
     if (avail > frame_len) avail = frame_len;
     size_t head = hd.pixel_off; /* bytes before the pixels */
     uint64_t deadline = hd.deadline_ms;
@@ -130,7 +133,8 @@ int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, si
     size_t row_bytes = (size_t)img.width * 3, got = avail - head; /* pixels already read */
     int whole = avail == frame_len; /* all here: prepared from where it lies */
     if (!l || row_bytes > RING_CAP / 4 || (!whole && got > RING_CAP)) return 0;
-    if (osp_sched_likely_shed(s->sched, idx)) return 0; /* not worth preparing: it is read whole, or parked */
+    if (osp_sched_likely_shed(s->sched, idx))
+        return 0; /* not worth preparing: it is read whole, or parked */
 
     srv_rows_t *r = *rp;
     if (!r) {
@@ -183,8 +187,7 @@ int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, si
 static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     char err[256];
     srv_stat_add(s, SRV_ST_INFER_RAW, 1);
-    if (osp_model_prepare_rows_end(r->ctx, r->ps, (int)r->w, (int)r->h, r->prep_ms, err,
-                                   sizeof err)) {
+    if (osp_model_prepare_rows_end(r->ctx, r->ps, (int)r->w, (int)r->h, r->prep_ms, err, sizeof err)) {
         rows_drop(s, r);
         srv_stat_add(s, SRV_ST_ERRORS, 1);
         srv_reply_error(s, c, r->req_id, SRV_ERR_INFER, err);
@@ -285,8 +288,8 @@ int srv_rows_parked(srv_rows_t **rp, frame_job_t *j, char *err, size_t errlen) {
     }
     if (!r->ps && !(r->ps = osp_prep_stream_new())) return 0;
     if (!r->ring && !(r->ring = aligned_alloc(ALIGN, RING_CAP + ALIGN))) return 0;
-    if (osp_model_prepare_rows_begin(srv_loaded_model(j->r.model), j->ctx, r->ps, (int)im->width, (int)im->height,
-                                     (osp_pixfmt_t)im->fmt, err, errlen))
+    if (osp_model_prepare_rows_begin(srv_loaded_model(j->r.model), j->ctx, r->ps, (int)im->width,
+                                     (int)im->height, (osp_pixfmt_t)im->fmt, err, errlen))
         return 0; /* the whole-frame path says what is wrong, if anything */
     r->row_bytes = row_bytes;
     r->rows_left = (int)im->height;

@@ -32,11 +32,11 @@
 struct shm_region {
     struct shm_region *next;
     uint32_t id;
-    uint32_t owner;  /* the connection that registered it */
+    uint32_t owner; /* the connection that registered it */
     char name[256];
     const uint8_t *base;
     size_t size;
-    int refs;        /* 1 while registered + one per job */
+    int refs; /* 1 while registered + one per job */
 };
 
 struct srv_shm {
@@ -113,25 +113,30 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
         const cJSON *sz = cJSON_GetObjectItemCaseSensitive(cmd, "size");
         if (!cJSON_IsString(nm) || nm->valuestring[0] != '/' || strlen(nm->valuestring) >= 255 ||
             strchr(nm->valuestring + 1, '/')) {
-            reply(s, c, req_id, name, "register_shm needs \"name\": a POSIX shared-memory name like \"/osprey-cam1\"", NULL);
+            reply(s, c, req_id, name,
+                  "register_shm needs \"name\": a POSIX shared-memory name like \"/osprey-cam1\"",
+                  NULL);
             return 1;
         }
-        if (sz && (!cJSON_IsNumber(sz) || sz->valuedouble < 1 || sz->valuedouble != floor(sz->valuedouble))) {
-            reply(s, c, req_id, name, "register_shm: \"size\" must be a positive whole number of bytes", NULL);
+        if (sz && (!cJSON_IsNumber(sz) || sz->valuedouble < 1 ||
+                   sz->valuedouble != floor(sz->valuedouble))) {
+            reply(s, c, req_id, name,
+                  "register_shm: \"size\" must be a positive whole number of bytes", NULL);
             return 1;
         }
         int fd = shm_open(nm->valuestring, O_RDONLY, 0);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0) {
-            snprintf(err, sizeof err, "cannot open shared memory %s: %s", nm->valuestring, strerror(errno));
+            snprintf(err, sizeof err, "cannot open shared memory %s: %s", nm->valuestring,
+                     strerror(errno));
             if (fd >= 0) close(fd);
             reply(s, c, req_id, name, err, NULL);
             return 1;
         }
         size_t size = sz ? (size_t)sz->valuedouble : (size_t)st.st_size;
         if (size == 0 || (off_t)size > st.st_size) {
-            snprintf(err, sizeof err, "shared memory %s holds %lld bytes, not %zu", nm->valuestring,
-                     (long long)st.st_size, size);
+            snprintf(err, sizeof err, "shared memory %s holds %lld bytes, not %zu",
+                     nm->valuestring, (long long)st.st_size, size);
             close(fd);
             reply(s, c, req_id, name, err, NULL);
             return 1;
@@ -154,7 +159,8 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
         r->refs = 1;
         r->next = s->shm->head;
         s->shm->head = r;
-        fprintf(stderr, "ospreyd: shared memory %s registered as region %u (%zu bytes)\n", r->name, r->id, size);
+        fprintf(stderr, "ospreyd: shared memory %s registered as region %u (%zu bytes)\n", r->name,
+                r->id, size);
         reply(s, c, req_id, name, NULL, r);
         return 1;
     }
@@ -199,7 +205,9 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
         osp_buf_put(s->bufs, frame);
         return;
     }
-    osp_wire_request_t rq = {.req_id = f->req_id, .msg_type = OSP_WIRE_MSG_INFER_SHM, .deadline_ms = m.deadline_ms};
+    osp_wire_request_t rq = {.req_id = f->req_id,
+                             .msg_type = OSP_WIRE_MSG_INFER_SHM,
+                             .deadline_ms = m.deadline_ms};
     frame_job_t *j = srv_frame_job_new(s, c, &rq, frame, len);
     if (!j) {
         osp_buf_put(s->bufs, frame);
@@ -209,7 +217,10 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     j->r.model_idx = m.model_idx;
     j->shm = r;
     r->refs++;
-    j->shm_view = (osp_view_t){.data = r->base + m.offset, .width = (int)m.width, .height = (int)m.height,
-                               .stride = (int)m.stride, .fmt = (osp_pixfmt_t)m.fmt};
+    j->shm_view = (osp_view_t){.data = r->base + m.offset,
+                               .width = (int)m.width,
+                               .height = (int)m.height,
+                               .stride = (int)m.stride,
+                               .fmt = (osp_pixfmt_t)m.fmt};
     srv_dispatch_submit(s, j);
 }

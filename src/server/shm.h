@@ -24,7 +24,8 @@ void srv_shm_free(srv_shm_t *sh);
 /* Whether any region is registered (otherwise 0x06 is an unknown type). */
 int srv_shm_registered(const server_t *s);
 /* register_shm / unregister_shm: 1 when cmd was one (it is answered). */
-int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const struct cJSON *cmd);
+int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name,
+                    const struct cJSON *cmd);
 void srv_shm_release(server_t *s, shm_region_t *r);
 void srv_shm_conn_closed(server_t *s, uint32_t conn_id);
 /* An infer_shm frame: checked against its region, then dispatched; takes frame. */

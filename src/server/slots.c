@@ -6,7 +6,7 @@
 
 struct loaded {
     osp_model_t *m;
-    int refs;            /* the slot's own + one per job holding it */
+    int refs; /* the slot's own + one per job holding it */
     char config_path[1024];
     char postprocessor[32];
     float confidence, nms_iou;

@@ -36,7 +36,7 @@ loaded_t *srv_loaded_new(osp_model_t *m, const osp_model_cfg_t *cfg);
 loaded_t *srv_loaded_ref(loaded_t *l);
 void srv_loaded_release(loaded_t *l); /* NULL is ignored */
 osp_model_t *srv_loaded_model(const loaded_t *l);
-const char *srv_loaded_path(const loaded_t *l);          /* as configured */
+const char *srv_loaded_path(const loaded_t *l); /* as configured */
 const char *srv_loaded_postprocessor(const loaded_t *l);
 /* The decode settings a frame snapshots when it is dispatched. */
 void srv_loaded_params(const loaded_t *l, float *confidence, float *nms_iou, int *max_detections);

@@ -39,8 +39,8 @@ struct spill {
     size_t len;     /* bytes parked */
     size_t lattice; /* a frame position where the host's pages start */
     int has_lattice;
-    int cur;        /* srv_spill_read: the pipe being read */
-    size_t taken;   /* srv_spill_read: bytes read so far */
+    int cur;      /* srv_spill_read: the pipe being read */
+    size_t taken; /* srv_spill_read: bytes read so far */
 };
 
 static int add_pipe(spill_t *sp) {
@@ -76,7 +76,8 @@ void srv_spill_free(spill_t *sp) {
 int srv_spill_step(spill_t *sp, int from, size_t want, size_t *moved) {
     *moved = 0;
     while (want > 0) {
-        ssize_t r = splice(from, NULL, sp->wr[sp->n - 1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        ssize_t r = splice(from, NULL, sp->wr[sp->n - 1], NULL, want,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (r > 0) {
             sp->len += (size_t)r;
             *moved += (size_t)r;
@@ -132,8 +133,7 @@ ssize_t srv_spill_read(spill_t *sp, uint8_t *dst, size_t n) {
 int srv_spill_fill(spill_t *sp, uint8_t *frame) {
     uint8_t *dst = frame + sp->off;
     ssize_t r;
-    do
-        r = srv_spill_read(sp, dst + sp->taken, sp->len - sp->taken);
+    do r = srv_spill_read(sp, dst + sp->taken, sp->len - sp->taken);
     while (r > 0);
     return r < 0 ? -1 : 0;
 }

@@ -13,8 +13,8 @@
 #include "runtime/runtime.h"
 #include "server/server.h"
 
-#define OSP_MAX_SLOTS 256   /* model_idx is a u8 */
-#define OSP_PENDING_MAX 2   /* waiting frames per model beyond the running ones */
+#define OSP_MAX_SLOTS 256         /* model_idx is a u8 */
+#define OSP_PENDING_MAX 2         /* waiting frames per model beyond the running ones */
 #define SRV_PIPE_BYTES (1u << 20) /* what the server asks of its stdin, stdout and own pipes */
 
 typedef struct server server_t;
@@ -38,7 +38,7 @@ struct osp_loader;
 /* Written once, when the worker pools start (the first handshake, or the
  * startup config of --listen --config: hello.c); read-only after. */
 typedef struct {
-    int started;             /* the pools run */
+    int started; /* the pools run */
     int cores;
     int workers;             /* prepare workers = predict workers = run slots per model */
     int intra_threads;       /* threads inside one run */
@@ -49,14 +49,14 @@ typedef struct {
     char runtime_name[64];
     char device[32];
     double load_bound_ms;
-    int batch_mode;          /* osp_wire_batch_mode_t */
+    int batch_mode; /* osp_wire_batch_mode_t */
     int window_ms, max_batch;
 } srv_settings_t;
 
 struct server {
     osp_server_opts_t opts;
     srv_settings_t set;
-    int stopping;                /* SIGTERM/SIGINT or the end of stdin: no new work */
+    int stopping; /* SIGTERM/SIGINT or the end of stdin: no new work */
     struct timespec started;
     srv_loop_t *loop;
     srv_conns_t *conns;
@@ -67,12 +67,12 @@ struct server {
     srv_stats_t *stats;
     srv_shm_t *shm;
     srv_streams_t *streams;
-    struct osp_sched *sched;     /* admission (sched/sched.h) */
-    struct osp_window *window;   /* window batching (sched/window.h) once started, or NULL */
-    struct osp_loader *loader;   /* bounded model loads (model/loader.h) */
-    struct osp_cache *cache;     /* frames and tensors (sched/cache.h) */
-    struct osp_bufpool *bufs;    /* frame buffers, I/O thread only (sched/bufpool.h) */
-    struct osp_ctxpool *ctxs;    /* inference contexts (sched/ctxpool.h) */
+    struct osp_sched *sched;   /* admission (sched/sched.h) */
+    struct osp_window *window; /* window batching (sched/window.h) once started, or NULL */
+    struct osp_loader *loader; /* bounded model loads (model/loader.h) */
+    struct osp_cache *cache;   /* frames and tensors (sched/cache.h) */
+    struct osp_bufpool *bufs;  /* frame buffers, I/O thread only (sched/bufpool.h) */
+    struct osp_ctxpool *ctxs;  /* inference contexts (sched/ctxpool.h) */
 };
 
 #endif

@@ -32,17 +32,24 @@ int64_t srv_stat_get(const server_t *s, srv_stat_t which) {
 }
 
 void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t n) {
-    int64_t before = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_DEADLINE], n, memory_order_relaxed);
+    int64_t before = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_DEADLINE], n,
+                                               memory_order_relaxed);
     int64_t total = before + n;
     if (before == 0 || total / 500 != before / 500)
-        fprintf(stderr, "ospreyd: shed %" PRId64 " request(s) past their deadline so far (model %d, %" PRId64 " ms late)\n",
+        fprintf(stderr,
+                "ospreyd: shed %" PRId64
+                " request(s) past their deadline so far (model %d, %" PRId64 " ms late)\n",
                 total, idx, osp_gate_epoch_ms() - (int64_t)deadline_ms);
 }
 
 void srv_stat_shed_queue(server_t *s, int idx) {
-    int64_t total = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_QUEUE_FULL], 1, memory_order_relaxed) + 1;
+    int64_t total = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_QUEUE_FULL], 1,
+                                              memory_order_relaxed) +
+                    1;
     if (total == 1 || total % 500 == 0)
-        fprintf(stderr, "ospreyd: shed %" PRId64 " queued frame(s) under overload so far (model %d: drop-oldest)\n",
+        fprintf(stderr,
+                "ospreyd: shed %" PRId64
+                " queued frame(s) under overload so far (model %d: drop-oldest)\n",
                 total, idx);
 }
 
@@ -70,8 +77,12 @@ static void put_memory(osp_jw_t *w) {
     }
     FILE *f = fopen("/proc/self/status", "r");
     if (f) {
-        static const struct { const char *label, *key; } fields[] = {
-            {"VmRSS:", "rssKb"}, {"VmSize:", "vmKb"}, {"VmHWM:", "hwmKb"}, {"VmSwap:", "swapKb"}};
+        static const struct {
+            const char *label, *key;
+        } fields[] = {{"VmRSS:", "rssKb"},
+                      {"VmSize:", "vmKb"},
+                      {"VmHWM:", "hwmKb"},
+                      {"VmSwap:", "swapKb"}};
         int64_t vals[4] = {-1, -1, -1, -1}, threads = -1;
         char line[256];
         while (fgets(line, sizeof line, f)) {
@@ -94,11 +105,16 @@ static void put_memory(osp_jw_t *w) {
     osp_jw_obj_close(w);
     int arenas = malloc_arenas();
     osp_jw_key(w, "mallocArenas");
-    if (arenas >= 0) osp_jw_int(w, arenas); else osp_jw_null(w);
+    if (arenas >= 0)
+        osp_jw_int(w, arenas);
+    else
+        osp_jw_null(w);
 }
 
 static void put_counters(const server_t *s, osp_jw_t *w) {
-#define K(name, which) osp_jw_key(w, name); osp_jw_int(w, srv_stat_get(s, which))
+#define K(name, which)   \
+    osp_jw_key(w, name); \
+    osp_jw_int(w, srv_stat_get(s, which))
     osp_jw_key(w, "counters");
     osp_jw_obj_open(w);
     K("inferJpeg", SRV_ST_INFER_JPEG);
@@ -123,13 +139,18 @@ static void put_counters(const server_t *s, osp_jw_t *w) {
 
 static void put_load_info(osp_jw_t *w, const osp_load_info_t *in, int poisoned, double bound_ms) {
     osp_jw_obj_open(w);
-    osp_jw_key(w, "index"); osp_jw_int(w, in->index);
-    osp_jw_key(w, "modelId"); osp_jw_str(w, in->model_id);
+    osp_jw_key(w, "index");
+    osp_jw_int(w, in->index);
+    osp_jw_key(w, "modelId");
+    osp_jw_str(w, in->model_id);
     if (poisoned) {
-        osp_jw_key(w, "boundMs"); osp_jw_int(w, (int64_t)llround(bound_ms));
-        osp_jw_key(w, "at"); osp_jw_int(w, in->at_ms);
+        osp_jw_key(w, "boundMs");
+        osp_jw_int(w, (int64_t)llround(bound_ms));
+        osp_jw_key(w, "at");
+        osp_jw_int(w, in->at_ms);
     } else {
-        osp_jw_key(w, "elapsedMs"); osp_jw_int(w, (int64_t)llround(in->elapsed_ms));
+        osp_jw_key(w, "elapsedMs");
+        osp_jw_int(w, (int64_t)llround(in->elapsed_ms));
     }
     osp_jw_obj_close(w);
 }
@@ -151,18 +172,25 @@ static void put_model_load(const server_t *s, osp_jw_t *w) {
         osp_jw_null(w);
     osp_loader_counts_t c = {0};
     if (s->loader) osp_loader_counts(s->loader, &c);
-    osp_jw_key(w, "boundMs"); osp_jw_int(w, (int64_t)llround(bound));
-    osp_jw_key(w, "completed"); osp_jw_int(w, c.completed);
-    osp_jw_key(w, "failed"); osp_jw_int(w, c.failed);
-    osp_jw_key(w, "timedOut"); osp_jw_int(w, c.timed_out);
-    osp_jw_key(w, "finishedLate"); osp_jw_int(w, c.finished_late);
+    osp_jw_key(w, "boundMs");
+    osp_jw_int(w, (int64_t)llround(bound));
+    osp_jw_key(w, "completed");
+    osp_jw_int(w, c.completed);
+    osp_jw_key(w, "failed");
+    osp_jw_int(w, c.failed);
+    osp_jw_key(w, "timedOut");
+    osp_jw_int(w, c.timed_out);
+    osp_jw_key(w, "finishedLate");
+    osp_jw_int(w, c.finished_late);
     osp_jw_obj_close(w);
 }
 
 void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_obj_open(w);
-    osp_jw_key(w, "cmd"); osp_jw_str(w, "mem_stats");
-    osp_jw_key(w, "status"); osp_jw_str(w, "ok");
+    osp_jw_key(w, "cmd");
+    osp_jw_str(w, "mem_stats");
+    osp_jw_key(w, "status");
+    osp_jw_str(w, "ok");
     put_memory(w);
     put_counters(s, w);
     int n = srv_slots_count(s);
@@ -176,32 +204,47 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
         snprintf(key, sizeof key, "%d", i);
         osp_jw_key(w, key);
         osp_jw_obj_open(w);
-        osp_jw_key(w, "running"); osp_jw_int(w, running);
-        osp_jw_key(w, "pending"); osp_jw_int(w, pending);
+        osp_jw_key(w, "running");
+        osp_jw_int(w, running);
+        osp_jw_key(w, "pending");
+        osp_jw_int(w, pending);
         osp_jw_obj_close(w);
     }
     osp_jw_obj_close(w);
     osp_cache_stats_t cs;
     osp_cache_stats(s->cache, &cs);
-    osp_jw_key(w, "modelsLoaded"); osp_jw_int(w, srv_slots_loaded(s));
-    osp_jw_key(w, "frameCacheEntries"); osp_jw_int(w, cs.frames);
-    osp_jw_key(w, "preprocessCacheEntries"); osp_jw_int(w, cs.tensors_frame);
-    osp_jw_key(w, "benchPreprocessCacheEntries"); osp_jw_int(w, cs.tensors_bench);
-    osp_jw_key(w, "uptimeSec"); osp_jw_int(w, (int64_t)llround(osp_gate_ms_since(&s->started)) / 1000);
+    osp_jw_key(w, "modelsLoaded");
+    osp_jw_int(w, srv_slots_loaded(s));
+    osp_jw_key(w, "frameCacheEntries");
+    osp_jw_int(w, cs.frames);
+    osp_jw_key(w, "preprocessCacheEntries");
+    osp_jw_int(w, cs.tensors_frame);
+    osp_jw_key(w, "benchPreprocessCacheEntries");
+    osp_jw_int(w, cs.tensors_bench);
+    osp_jw_key(w, "uptimeSec");
+    osp_jw_int(w, (int64_t)llround(osp_gate_ms_since(&s->started)) / 1000);
     const srv_settings_t *t = &s->set;
     osp_jw_key(w, "threading");
     osp_jw_obj_open(w);
-    osp_jw_key(w, "cores"); osp_jw_int(w, t->cores);
-    osp_jw_key(w, "prepareWorkers"); osp_jw_int(w, t->workers);
-    osp_jw_key(w, "predictWorkers"); osp_jw_int(w, t->workers);
-    osp_jw_key(w, "intraOpThreads"); osp_jw_int(w, t->intra_threads);
-    osp_jw_key(w, "loneFrameThreads"); osp_jw_int(w, t->lone_threads > 1 ? t->lone_threads : t->intra_threads);
+    osp_jw_key(w, "cores");
+    osp_jw_int(w, t->cores);
+    osp_jw_key(w, "prepareWorkers");
+    osp_jw_int(w, t->workers);
+    osp_jw_key(w, "predictWorkers");
+    osp_jw_int(w, t->workers);
+    osp_jw_key(w, "intraOpThreads");
+    osp_jw_int(w, t->intra_threads);
+    osp_jw_key(w, "loneFrameThreads");
+    osp_jw_int(w, t->lone_threads > 1 ? t->lone_threads : t->intra_threads);
     long lone_runs = 0;
     for (int i = 0; i < n; i++)
         if (srv_slot(s, i)) lone_runs += atomic_load(&srv_loaded_model(srv_slot(s, i))->lone_runs);
-    osp_jw_key(w, "loneRuns"); osp_jw_int(w, lone_runs);
-    osp_jw_key(w, "predictNice"); osp_jw_int(w, t->predict_nice);
-    osp_jw_key(w, "source"); osp_jw_str(w, t->threads_source);
+    osp_jw_key(w, "loneRuns");
+    osp_jw_int(w, lone_runs);
+    osp_jw_key(w, "predictNice");
+    osp_jw_int(w, t->predict_nice);
+    osp_jw_key(w, "source");
+    osp_jw_str(w, t->threads_source);
     osp_jw_obj_close(w);
     put_model_load(s, w);
     osp_jw_obj_close(w);

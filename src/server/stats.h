@@ -24,8 +24,8 @@ typedef enum {
     SRV_ST_SHED_DEADLINE,   /* requests (batch items) answered dropped past their deadline */
     SRV_ST_SHED_QUEUE_FULL, /* frames pushed out of a full queue */
     SRV_ST_ERRORS,
-    SRV_ST_FRAMES_PARKED,   /* large raw frames whose pixels went through spill pipes */
-    SRV_ST_BYTES_RELAYED,   /* bytes read through relay pipes */
+    SRV_ST_FRAMES_PARKED,    /* large raw frames whose pixels went through spill pipes */
+    SRV_ST_BYTES_RELAYED,    /* bytes read through relay pipes */
     SRV_ST_PREPARED_AS_READ, /* large raw frames prepared row by row as they were read */
     SRV_ST_COUNT
 } srv_stat_t;

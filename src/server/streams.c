@@ -168,15 +168,24 @@ static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen)
         char dir[900];
         osp_cache_dir(dir, sizeof dir);
         snprintf(a->path, sizeof a->path, "%s/models/silero_vad_v5.onnx", dir);
-        a->spec = (osp_stream_ort_spec_t){.input = "input", .output = "output", .n_state = 1,
-                                          .state_in = {"state"}, .state_out = {"stateN"},
-                                          .int_input = "sr", .int_value = 16000};
-        a->cfg = (osp_stream_config_t){.frame_len = 512, .window = 1, .stride = 1, .backlog = 64,
-                                       .channels = 1, .join_timeout_ms = STREAM_JOIN_MS};
+        a->spec = (osp_stream_ort_spec_t){.input = "input",
+                                          .output = "output",
+                                          .n_state = 1,
+                                          .state_in = {"state"},
+                                          .state_out = {"stateN"},
+                                          .int_input = "sr",
+                                          .int_value = 16000};
+        a->cfg = (osp_stream_config_t){.frame_len = 512,
+                                       .window = 1,
+                                       .stride = 1,
+                                       .backlog = 64,
+                                       .channels = 1,
+                                       .join_timeout_ms = STREAM_JOIN_MS};
         return 0;
     }
     if (model) {
-        snprintf(err, errlen, "open_stream: unknown model '%s' (known: silero-vad; or give a path)", model);
+        snprintf(err, errlen,
+                 "open_stream: unknown model '%s' (known: silero-vad; or give a path)", model);
         return -1;
     }
     const char *path = str_key(cfg, "path", NULL);
@@ -188,11 +197,13 @@ static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen)
     osp_stream_config_t c = {.join_timeout_ms = STREAM_JOIN_MS};
     int window, stride, backlog, channels, frame_len, iv;
     if (int_key(cfg, "frameLen", 0, 1, 1 << 20, &frame_len) || frame_len == 0 ||
-        int_key(cfg, "window", 1, 1, 1 << 16, &window) || int_key(cfg, "stride", 0, 0, 1 << 16, &stride) ||
+        int_key(cfg, "window", 1, 1, 1 << 16, &window) ||
+        int_key(cfg, "stride", 0, 0, 1 << 16, &stride) ||
         int_key(cfg, "backlog", 0, 0, 1 << 16, &backlog) ||
         int_key(cfg, "channels", 1, 1, OSP_STREAM_MAX_CHANNELS, &channels) ||
         int_key(cfg, "intValue", 0, -2147483647, 2147483647, &iv)) {
-        snprintf(err, errlen, "open_stream: frameLen (required), window, stride, backlog, channels and intValue must be whole numbers in range");
+        snprintf(err, errlen,
+                 "open_stream: frameLen (required), window, stride, backlog, channels and intValue must be whole numbers in range");
         return -1;
     }
     c.frame_len = frame_len;
@@ -214,8 +225,10 @@ static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen)
     const cJSON *state = cJSON_GetObjectItemCaseSensitive(cfg, "state"), *pair;
     cJSON_ArrayForEach(pair, state) {
         const cJSON *in = cJSON_GetArrayItem(pair, 0), *out = cJSON_GetArrayItem(pair, 1);
-        if (a->spec.n_state == OSP_STREAM_ORT_MAX_STATE || !cJSON_IsString(in) || !cJSON_IsString(out)) {
-            snprintf(err, errlen, "open_stream: \"state\" is a list of up to %d [input, output] name pairs",
+        if (a->spec.n_state == OSP_STREAM_ORT_MAX_STATE || !cJSON_IsString(in) ||
+            !cJSON_IsString(out)) {
+            snprintf(err, errlen,
+                     "open_stream: \"state\" is a list of up to %d [input, output] name pairs",
                      OSP_STREAM_ORT_MAX_STATE);
             return -1;
         }
@@ -250,7 +263,8 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
         }
         const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cmd, "config");
         if (!cJSON_IsObject(cfg) || parse_open(a, cfg, err, sizeof err)) {
-            if (!cJSON_IsObject(cfg)) snprintf(err, sizeof err, "open_stream needs a \"config\" object");
+            if (!cJSON_IsObject(cfg))
+                snprintf(err, sizeof err, "open_stream needs a \"config\" object");
             reply_cmd(s, srv_conn_id(c), req_id, name, err, NULL, NULL);
             free(a);
             return 1;
@@ -272,7 +286,8 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
     if (strcmp(name, "close_stream") == 0) {
         srv_stream_t *st = find(s, cJSON_GetObjectItemCaseSensitive(cmd, "streamId"));
         if (!st || st->owner != srv_conn_id(c)) {
-            reply_cmd(s, srv_conn_id(c), req_id, name, "close_stream: no such \"streamId\" on this connection", NULL, NULL);
+            reply_cmd(s, srv_conn_id(c), req_id, name,
+                      "close_stream: no such \"streamId\" on this connection", NULL, NULL);
             return 1;
         }
         unlink_stream(s, st);
@@ -320,8 +335,11 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     srv_stream_t *st = NULL;
     osp_wire_push_t sp;
     if (osp_wire_push_parse(f->payload, f->payload_len, &sp, err, sizeof err) == 0) {
-        for (st = s->streams->head; st && !(st->id == sp.stream_id && st->owner == srv_conn_id(c)); st = st->next) {}
-        if (!st) snprintf(err, sizeof err, "stream %u is not open on this connection", sp.stream_id);
+        for (st = s->streams->head; st && !(st->id == sp.stream_id && st->owner == srv_conn_id(c));
+             st = st->next) {
+        }
+        if (!st)
+            snprintf(err, sizeof err, "stream %u is not open on this connection", sp.stream_id);
     }
     if (st && osp_wire_push_check(&sp, st->frame_len, err, sizeof err)) st = NULL;
     if (!st) {
@@ -338,18 +356,26 @@ void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
         osp_stream_reading_t r;
         osp_stream_latest(st->scorer, &r);
         osp_jw_obj_open(w);
-        osp_jw_key(w, "streamId"); osp_jw_uint(w, st->id);
-        osp_jw_key(w, "pushed"); osp_jw_int(w, r.pushed);
-        osp_jw_key(w, "accepted"); osp_jw_bool(w, rc == 0);
-        osp_jw_key(w, "warmingUp"); osp_jw_bool(w, r.warming_up);
-        osp_jw_key(w, "frame"); osp_jw_int(w, r.frame_index);
-        osp_jw_key(w, "ageFrames"); osp_jw_int(w, r.warming_up ? 0 : r.age_frames);
+        osp_jw_key(w, "streamId");
+        osp_jw_uint(w, st->id);
+        osp_jw_key(w, "pushed");
+        osp_jw_int(w, r.pushed);
+        osp_jw_key(w, "accepted");
+        osp_jw_bool(w, rc == 0);
+        osp_jw_key(w, "warmingUp");
+        osp_jw_bool(w, r.warming_up);
+        osp_jw_key(w, "frame");
+        osp_jw_int(w, r.frame_index);
+        osp_jw_key(w, "ageFrames");
+        osp_jw_int(w, r.warming_up ? 0 : r.age_frames);
         osp_jw_key(w, "scores");
         osp_jw_arr_open(w);
         for (int i = 0; !r.warming_up && i < r.channels; i++) osp_jw_num(w, r.scores[i], 6);
         osp_jw_arr_close(w);
-        osp_jw_key(w, "windowsCompleted"); osp_jw_int(w, r.windows_completed);
-        osp_jw_key(w, "failures"); osp_jw_int(w, r.failures);
+        osp_jw_key(w, "windowsCompleted");
+        osp_jw_int(w, r.windows_completed);
+        osp_jw_key(w, "failures");
+        osp_jw_int(w, r.failures);
         osp_jw_obj_close(w);
     }
     osp_wire_reply_end(w, at, f->req_id);

@@ -21,7 +21,8 @@ void srv_streams_free(srv_streams_t *st);
 int srv_streams_open(const server_t *s);
 /* open_stream / close_stream: 1 when cmd was one (it is answered, or will
  * be once the stream's model is loaded). */
-int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const struct cJSON *cmd);
+int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name,
+                       const struct cJSON *cmd);
 void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f);
 void srv_streams_conn_closed(server_t *s, uint32_t conn_id);
 

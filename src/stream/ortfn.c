@@ -60,7 +60,8 @@ int osp_stream_ort_new(osp_rt_model_t *m, const osp_stream_ort_spec_t *spec,
     o->score_out = find(m->outputs, m->n_outputs, spec->output);
     if (o->frames_in < 0 || o->score_out < 0) {
         snprintf(err, errlen, "the model has no %s \"%s\"", o->frames_in < 0 ? "input" : "output",
-                 o->frames_in < 0 ? (spec->input ? spec->input : "") : (spec->output ? spec->output : ""));
+                 o->frames_in < 0 ? (spec->input ? spec->input : "")
+                                  : (spec->output ? spec->output : ""));
         goto inval;
     }
     if (m->inputs[o->frames_in].dtype != OSP_DT_F32 || m->outputs[o->score_out].dtype != OSP_DT_F32) {
@@ -74,7 +75,8 @@ int osp_stream_ort_new(osp_rt_model_t *m, const osp_stream_ort_spec_t *spec,
         st->in_idx = find(m->inputs, m->n_inputs, spec->state_in[k]);
         st->out_idx = find(m->outputs, m->n_outputs, spec->state_out[k]);
         if (st->in_idx < 0 || st->out_idx < 0 || o->role[st->in_idx] != -1) {
-            snprintf(err, errlen, "state pair %d (\"%s\" -> \"%s\") is not an unused input and an output of the model",
+            snprintf(err, errlen,
+                     "state pair %d (\"%s\" -> \"%s\") is not an unused input and an output of the model",
                      k, spec->state_in[k] ? spec->state_in[k] : "",
                      spec->state_out[k] ? spec->state_out[k] : "");
             goto inval;
@@ -117,7 +119,8 @@ int osp_stream_ort_new(osp_rt_model_t *m, const osp_stream_ort_spec_t *spec,
     }
     for (int i = 0; i < m->n_inputs; i++)
         if (o->role[i] == -1) {
-            snprintf(err, errlen, "model input \"%s\" is not fed by the stream spec", m->inputs[i].name);
+            snprintf(err, errlen, "model input \"%s\" is not fed by the stream spec",
+                     m->inputs[i].name);
             goto inval;
         }
     *out = o;
@@ -133,7 +136,8 @@ inval:
 
 static void ort_reset(void *ctx) {
     osp_stream_ort_t *o = ctx;
-    for (int k = 0; k < o->n_state; k++) memset(o->state[k].data, 0, o->state[k].n * sizeof(float));
+    for (int k = 0; k < o->n_state; k++)
+        memset(o->state[k].data, 0, o->state[k].n * sizeof(float));
 }
 
 /* The frames tensor: the declared dims, batch 1, and the one other dynamic
@@ -152,7 +156,8 @@ static int frames_dims(const osp_tensor_desc_t *d, size_t n, osp_tensor_t *t, ch
         } else if (dyn < 0) {
             dyn = j;
         } else {
-            snprintf(err, errlen, "input \"%s\" has more than one dynamic dim after the batch", d->name);
+            snprintf(err, errlen, "input \"%s\" has more than one dynamic dim after the batch",
+                     d->name);
             return OSP_STREAM_EINVAL;
         }
     }

@@ -157,7 +157,9 @@ int osp_stream_new(const osp_stream_config_t *cfg, const osp_stream_fn_t *fn, os
     if (c.join_timeout_ms == 0) c.join_timeout_ms = DEFAULT_JOIN_TIMEOUT_MS;
     int rows = c.per_frame && c.window > 0 ? c.window : 1;
     /* the ring and the output are sized in int: refuse what would overflow */
-    int64_t cap = c.window == 0 ? 0 : c.stride == 0 ? c.window : c.window + (int64_t)c.stride * c.backlog;
+    int64_t cap = c.window == 0   ? 0
+                  : c.stride == 0 ? c.window
+                                  : c.window + (int64_t)c.stride * c.backlog;
     if (cap * c.frame_len > (1 << 28) || (int64_t)rows * c.channels > (1 << 28)) {
         snprintf(err, errlen, "scorer buffers too large (%lld frames of %d floats)",
                  (long long)cap, c.frame_len);
@@ -297,8 +299,8 @@ static void *worker_main(void *arg) {
         }
         int64_t first = end - w + 1;
         for (int64_t f = first; f <= end; f++)
-            memcpy(s->scratch + (size_t)(f - first) * flen,
-                   s->ring + (size_t)(f % s->cap) * flen, (size_t)flen * sizeof(float));
+            memcpy(s->scratch + (size_t)(f - first) * flen, s->ring + (size_t)(f % s->cap) * flen,
+                   (size_t)flen * sizeof(float));
         osp_stream_span_t span = {.first = first, .last = end, .newest_pushed = s->count - 1};
         bool reset = s->reset_pending;
         s->reset_pending = false;

@@ -42,7 +42,7 @@
 
 enum {
     OSP_STREAM_OK = 0,
-    OSP_STREAM_EINVAL = -1,    /* bad configuration or arguments */
+    OSP_STREAM_EINVAL = -1, /* bad configuration or arguments */
     OSP_STREAM_ENOMEM = -2,
     OSP_STREAM_ESTOPPED = -3,  /* push after stop: the frame was dropped */
     OSP_STREAM_ETIMEDOUT = -4, /* stop or drain gave up waiting */
@@ -67,8 +67,7 @@ typedef struct {
  * the scoring thread before the next score after osp_stream_reset. */
 typedef struct {
     int (*score)(void *ctx, const float *frames, int n_frames, int frame_len,
-                 const osp_stream_span_t *span, float *out, int out_len, char *err,
-                 size_t errlen);
+                 const osp_stream_span_t *span, float *out, int out_len, char *err, size_t errlen);
     void (*reset)(void *ctx);
     void *ctx;
 } osp_stream_fn_t;
@@ -85,15 +84,15 @@ typedef struct {
 
 /* A reading: the newest completed result and how stale it is. */
 typedef struct {
-    bool warming_up;          /* no window has completed yet; scores are not valid */
+    bool warming_up; /* no window has completed yet; scores are not valid */
     int channels;
     float scores[OSP_STREAM_MAX_CHANNELS]; /* the newest frame's (mean) score */
-    int64_t frame_index;      /* the frame the scores belong to; -1 while warming up */
-    int64_t age_frames;       /* frames pushed since: newest pushed - frame_index */
-    int64_t pushed;           /* frames pushed so far */
+    int64_t frame_index; /* the frame the scores belong to; -1 while warming up */
+    int64_t age_frames;  /* frames pushed since: newest pushed - frame_index */
+    int64_t pushed;      /* frames pushed so far */
     int64_t windows_completed;
-    int64_t failures;         /* windows the callback failed on; the stream went on */
-    int64_t skipped;          /* stride mode: windows jumped over to catch up */
+    int64_t failures; /* windows the callback failed on; the stream went on */
+    int64_t skipped;  /* stride mode: windows jumped over to catch up */
 } osp_stream_reading_t;
 
 /* Called on the scoring thread after each successful window, outside the

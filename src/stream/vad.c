@@ -41,8 +41,7 @@ int osp_vad_seg_feed(osp_vad_seg_t *v, int64_t frame, float p, osp_vad_segment_t
      * one segment at most can close within a gap, the first silent frames
      * past min_silence do it */
     int closed = 0;
-    for (int64_t f = v->next; f < frame && v->in_speech; f++)
-        closed |= feed_one(v, f, 0.0f, seg);
+    for (int64_t f = v->next; f < frame && v->in_speech; f++) closed |= feed_one(v, f, 0.0f, seg);
     if (closed) { /* the segment ended in the gap; this frame may open the next */
         osp_vad_segment_t unused;
         feed_one(v, frame, p, &unused);

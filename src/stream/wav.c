@@ -48,8 +48,7 @@ int osp_wav_parse(const uint8_t *buf, size_t len, int rate_out, float **samples,
             if (tag == 0xFFFE && size >= 40) tag = le16(buf + body + 24);
             if (tag != 1) {
                 snprintf(err, errlen,
-                         "unsupported WAV encoding (format tag %u); only PCM 16-bit is read",
-                         tag);
+                         "unsupported WAV encoding (format tag %u); only PCM 16-bit is read", tag);
                 return OSP_STREAM_EINVAL;
             }
             have_fmt = 1;

@@ -18,9 +18,9 @@ struct osp_video {
     AVPacket *pkt;
     AVFrame *frame;
     int stream;
-    int draining;     /* the demuxer is done; flushing the decoder */
+    int draining; /* the demuxer is done; flushing the decoder */
     int finished;
-    int read_error;   /* the demuxer stopped on an error, not at the end */
+    int read_error; /* the demuxer stopped on an error, not at the end */
     int64_t returned;
     osp_video_info_t info;
 };
@@ -80,8 +80,7 @@ int osp_video_open(const char *path, osp_video_t **out, char *err, size_t errlen
         snprintf(err, errlen, "cannot decode video %s: %s", path, why);
         goto fail;
     }
-    if (v->dec->width <= 0 || v->dec->height <= 0 || v->dec->width > 16384 ||
-        v->dec->height > 16384) {
+    if (v->dec->width <= 0 || v->dec->height <= 0 || v->dec->width > 16384 || v->dec->height > 16384) {
         snprintf(err, errlen, "cannot read video %s: bad frame size %dx%d", path, v->dec->width,
                  v->dec->height);
         goto fail;
@@ -147,9 +146,8 @@ static int to_rgb(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
         J420ToRAW(f->data[0], f->linesize[0], f->data[1], f->linesize[1], f->data[2],
                   f->linesize[2], rgb->data, (int)stride, f->width, f->height) == 0)
         return 0;
-    v->sws = sws_getCachedContext(v->sws, f->width, f->height, (enum AVPixelFormat)f->format,
-                                  f->width, f->height, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL,
-                                  NULL, NULL);
+    v->sws = sws_getCachedContext(v->sws, f->width, f->height, (enum AVPixelFormat)f->format, f->width,
+                                  f->height, AV_PIX_FMT_RGB24, SWS_BILINEAR, NULL, NULL, NULL);
     if (!v->sws) {
         snprintf(err, errlen, "cannot convert video frames of format %d to RGB", f->format);
         return -1;
@@ -181,7 +179,8 @@ int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
         if (rc == AVERROR_EOF) {
             v->finished = 1;
             if (truncated(v)) {
-                snprintf(err, errlen, "video is truncated or corrupt: it ends after %lld of %lld frames",
+                snprintf(err, errlen,
+                         "video is truncated or corrupt: it ends after %lld of %lld frames",
                          (long long)v->returned, (long long)v->info.frames);
                 return -1;
             }

@@ -15,8 +15,8 @@ typedef struct osp_video osp_video_t;
 
 typedef struct {
     int width, height;
-    double fps;           /* 0 when unknown */
-    int64_t frames;       /* as the container declares it; 0 when unknown */
+    double fps;     /* 0 when unknown */
+    int64_t frames; /* as the container declares it; 0 when unknown */
     char codec[32];
 } osp_video_info_t;
 

@@ -33,8 +33,8 @@ static size_t written(size_t at, size_t fixed, const void *data, size_t bulk) {
     return at + fixed + (data ? bulk : 0);
 }
 
-size_t osp_wire_encode_command(uint8_t *out, size_t cap, const osp_wire_req_t *r,
-                               const char *json, size_t len) {
+size_t osp_wire_encode_command(uint8_t *out, size_t cap, const osp_wire_req_t *r, const char *json,
+                               size_t len) {
     size_t at = begin(out, cap, r, OSP_WIRE_MSG_COMMAND, 0, 0, json, len);
     return written(at, 0, json, len);
 }
@@ -104,8 +104,7 @@ size_t osp_wire_encode_cached(uint8_t *out, size_t cap, const osp_wire_req_t *r,
     return written(at, 5, NULL, 0);
 }
 
-size_t osp_wire_encode_shm(uint8_t *out, size_t cap, const osp_wire_req_t *r,
-                           const osp_wire_shm_t *m) {
+size_t osp_wire_encode_shm(uint8_t *out, size_t cap, const osp_wire_req_t *r, const osp_wire_shm_t *m) {
     size_t at = begin(out, cap, r, OSP_WIRE_MSG_INFER_SHM, 1, OSP_WIRE_SHM_HEADER, NULL, 0);
     if (at) {
         uint8_t *p = out + at;

@@ -34,8 +34,8 @@ typedef struct {
 } osp_wire_req_t;
 
 /* 0x00: [JSON]; never a deadline. */
-size_t osp_wire_encode_command(uint8_t *out, size_t cap, const osp_wire_req_t *r,
-                               const char *json, size_t len);
+size_t osp_wire_encode_command(uint8_t *out, size_t cap, const osp_wire_req_t *r, const char *json,
+                               size_t len);
 /* 0x01: [model][JPEG bytes] */
 size_t osp_wire_encode_jpeg(uint8_t *out, size_t cap, const osp_wire_req_t *r, uint8_t model,
                             const void *jpeg, size_t len);
@@ -58,8 +58,7 @@ size_t osp_wire_encode_cached(uint8_t *out, size_t cap, const osp_wire_req_t *r,
                               uint32_t frame_id);
 /* 0x06: the osp_wire_shm_t fields (its deadline_ms and len are not read:
  * the deadline is r's); no bulk. */
-size_t osp_wire_encode_shm(uint8_t *out, size_t cap, const osp_wire_req_t *r,
-                           const osp_wire_shm_t *m);
+size_t osp_wire_encode_shm(uint8_t *out, size_t cap, const osp_wire_req_t *r, const osp_wire_shm_t *m);
 /* 0x07: [u32 stream id][float32 features, little-endian]; never a deadline. */
 size_t osp_wire_encode_push(uint8_t *out, size_t cap, const osp_wire_req_t *r, uint32_t stream_id,
                             const void *features, size_t len);

@@ -178,8 +178,7 @@ int osp_wire_reader_next(osp_wire_reader_t *r, osp_wire_frame_t *f) {
 size_t osp_wire_reader_buffered(const osp_wire_reader_t *r) { return r->tail - r->head; }
 
 
-int osp_wire_command_parse(const uint8_t *json, size_t len, cJSON **out, char *err,
-                           size_t errlen) {
+int osp_wire_command_parse(const uint8_t *json, size_t len, cJSON **out, char *err, size_t errlen) {
     int rc = osp_pyjson_parse(json, len, out, err, errlen);
     if (rc) return rc;
     if (!cJSON_IsObject(*out)) {
@@ -319,19 +318,18 @@ int osp_wire_hello_parse(uint8_t msg_type, const uint8_t *json, size_t len, int 
     }
 
     int64_t n;
-    if (py_int(cJSON_GetObjectItemCaseSensitive(root, "concurrency"), 1, &n, "concurrency", err,
-               errlen))
+    if (py_int(cJSON_GetObjectItemCaseSensitive(root, "concurrency"), 1, &n, "concurrency", err, errlen))
         goto fail;
     h->concurrency = clamp_int(n, INT_MIN);
 
     v = cJSON_GetObjectItemCaseSensitive(root, "batch_mode");
     h->batch_mode = OSP_WIRE_BATCH_NONE;
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "list") == 0) h->batch_mode = OSP_WIRE_BATCH_LIST;
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "list") == 0)
+        h->batch_mode = OSP_WIRE_BATCH_LIST;
     if (cJSON_IsString(v) && strcmp(v->valuestring, "window") == 0)
         h->batch_mode = OSP_WIRE_BATCH_WINDOW;
 
-    if (py_int(cJSON_GetObjectItemCaseSensitive(root, "window_ms"), 0, &n, "window_ms", err,
-               errlen))
+    if (py_int(cJSON_GetObjectItemCaseSensitive(root, "window_ms"), 0, &n, "window_ms", err, errlen))
         goto fail;
     h->window_ms = clamp_int(n, 0);
     if (py_int(cJSON_GetObjectItemCaseSensitive(root, "max_batch_size"), 1, &n, "max_batch_size",
@@ -378,8 +376,7 @@ int osp_wire_split_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int ve
                             uint64_t *deadline_ms, const uint8_t **rest, size_t *rest_len,
                             char *err, size_t errlen) {
     if (!osp_wire_sheddable(msg_type)) version = 1;
-    return osp_wire_strip_deadline(msg_type, p, n, version, deadline_ms, rest, rest_len, err,
-                                   errlen);
+    return osp_wire_strip_deadline(msg_type, p, n, version, deadline_ms, rest, rest_len, err, errlen);
 }
 
 int osp_wire_strip_deadline(uint8_t msg_type, const uint8_t *p, size_t n, int version,
@@ -410,7 +407,7 @@ int osp_wire_image_check(const uint8_t *p, size_t n, uint32_t w, uint32_t h, uin
     if (w == 0 || h == 0)
         return seterr(err, errlen, OSP_WIRE_EINVAL, "width and height must be > 0");
     unsigned ch = fmt == OSP_WIRE_FMT_RGB || fmt == OSP_WIRE_FMT_BGR ? 3 : 1;
-    uint64_t need = (uint64_t)w * h * ch; /* < 2^62 * 3: no overflow */
+    uint64_t need = (uint64_t)w * h * ch;                     /* < 2^62 * 3: no overflow */
     if (fmt == OSP_WIRE_FMT_NV12 || fmt == OSP_WIRE_FMT_I420) /* 4:2:0: luma + 2 quarter planes */
         need += 2 * (((uint64_t)w + 1) / 2) * (((uint64_t)h + 1) / 2);
     if (need > n)
@@ -433,8 +430,7 @@ void osp_wire_batch_iter_init(osp_wire_batch_iter_t *it, const osp_wire_batch_t 
     it->count = b->count;
 }
 
-int osp_wire_batch_next(osp_wire_batch_iter_t *it, osp_wire_image_t *img, char *err,
-                        size_t errlen) {
+int osp_wire_batch_next(osp_wire_batch_iter_t *it, osp_wire_image_t *img, char *err, size_t errlen) {
     memset(img, 0, sizeof *img);
     if (it->index >= it->count) return 0;
     /* nothing advances on an error: asking again gives the same answer */
@@ -513,8 +509,7 @@ int osp_wire_request_parse(const osp_wire_frame_t *f, int version, osp_wire_requ
         rq->u.cached.model_idx = p[0];
         rq->u.cached.frame_id = osp_wire_rd32(p + 1);
         return 0;
-    default:
-        return seterr(err, errlen, OSP_WIRE_EINVAL, "unknown msg_type: %u", f->msg_type);
+    default: return seterr(err, errlen, OSP_WIRE_EINVAL, "unknown msg_type: %u", f->msg_type);
     }
 }
 
@@ -633,8 +628,7 @@ void osp_wire_json_not_cached(osp_jw_t *w, uint32_t frame_id) {
 
 void osp_wire_json_too_large(osp_jw_t *w, uint32_t total_len, uint32_t max_frame) {
     char msg[80];
-    snprintf(msg, sizeof msg, "frame too large: %u bytes (max %u)", total_len,
-             frame_cap(max_frame));
+    snprintf(msg, sizeof msg, "frame too large: %u bytes (max %u)", total_len, frame_cap(max_frame));
     osp_wire_json_error(w, msg);
 }
 
@@ -689,8 +683,7 @@ void osp_wire_json_late(osp_jw_t *w, const osp_wire_late_t *e) {
     osp_jw_obj_close(w);
 }
 
-int osp_wire_reply_error(osp_jw_t *w, uint32_t req_id, osp_wire_err_shape_t shape,
-                         const char *msg) {
+int osp_wire_reply_error(osp_jw_t *w, uint32_t req_id, osp_wire_err_shape_t shape, const char *msg) {
     size_t at = osp_wire_reply_begin(w);
     osp_wire_json_error_shaped(w, shape, msg);
     return osp_wire_reply_end(w, at, req_id);

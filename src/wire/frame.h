@@ -51,9 +51,9 @@ enum {
     OSP_WIRE_FMT_I420 = 4, /* extension: 4:2:0, Y, U, V planes */
 };
 
-#define OSP_WIRE_VERSION 2                       /* this worker's highest */
-#define OSP_WIRE_EVENT_REQ_ID 0xFFFFFFFFu        /* unsolicited events */
-#define OSP_WIRE_MAX_FRAME_DEFAULT (64u << 20)   /* cap on a declared total_len */
+#define OSP_WIRE_VERSION 2                     /* this worker's highest */
+#define OSP_WIRE_EVENT_REQ_ID 0xFFFFFFFFu      /* unsolicited events */
+#define OSP_WIRE_MAX_FRAME_DEFAULT (64u << 20) /* cap on a declared total_len */
 #define OSP_WIRE_DEADLINE_LEN 8
 #define OSP_WIRE_ERRLEN 160 /* enough for every text this module writes */
 
@@ -67,12 +67,12 @@ enum {
  */
 
 typedef struct {
-    uint32_t total_len;     /* as declared */
+    uint32_t total_len; /* as declared */
     uint32_t req_id;
     uint8_t msg_type;
     const uint8_t *payload; /* into the scanned buffer; NULL-safe when len 0 */
     size_t payload_len;
-    size_t frame_len;       /* bytes the frame occupies: 4 + max(total_len, 5) */
+    size_t frame_len; /* bytes the frame occupies: 4 + max(total_len, 5) */
 } osp_wire_frame_t;
 
 /*
@@ -105,8 +105,8 @@ typedef struct {
     uint8_t *buf;
     size_t cap, head, tail; /* unread bytes are buf[head..tail) */
     uint32_t max_frame;
-    int fatal;              /* sticky OSP_WIRE_ETOOBIG / ENOMEM */
-    osp_wire_frame_t bad;   /* the frame that made it fatal */
+    int fatal;            /* sticky OSP_WIRE_ETOOBIG / ENOMEM */
+    osp_wire_frame_t bad; /* the frame that made it fatal */
 } osp_wire_reader_t;
 
 void osp_wire_reader_init(osp_wire_reader_t *r, uint32_t max_frame);
@@ -147,17 +147,17 @@ typedef enum {
  */
 typedef struct {
     struct cJSON *root;
-    const char *runtime;        /* NULL when absent (the seed then used "coreml") */
-    const char *device;         /* never NULL; "" = auto */
-    int concurrency;            /* as given (default 1); the pool size is max(1, it) */
+    const char *runtime; /* NULL when absent (the seed then used "coreml") */
+    const char *device;  /* never NULL; "" = auto */
+    int concurrency;     /* as given (default 1); the pool size is max(1, it) */
     osp_wire_batch_mode_t batch_mode;
-    int window_ms;              /* >= 0 */
-    int max_batch_size;         /* >= 1 */
+    int window_ms;                /* >= 0 */
+    int max_batch_size;           /* >= 1 */
     double model_load_timeout_ms; /* > 0; default 120000; may be +inf */
-    const struct cJSON *models; /* the models array, NULL when absent */
-    int64_t protocol_declared;  /* the host's protocolVersion; 1 when missing/garbage */
-    int wire_version;           /* effective: max(1, min(worker, declared)) */
-    char device_buf[40];        /* `device` when it had to be converted to text */
+    const struct cJSON *models;   /* the models array, NULL when absent */
+    int64_t protocol_declared;    /* the host's protocolVersion; 1 when missing/garbage */
+    int wire_version;             /* effective: max(1, min(worker, declared)) */
+    char device_buf[40];          /* `device` when it had to be converted to text */
 } osp_wire_hello_t;
 
 /*
@@ -225,8 +225,8 @@ int osp_wire_image_check(const uint8_t *p, size_t n, uint32_t w, uint32_t h, uin
 typedef struct {
     uint8_t model_idx;
     uint8_t count;
-    uint32_t frame_id;     /* 0 = untagged */
-    const uint8_t *items;  /* count x [u32 w][u32 h][u8 fmt][u32 size][size bytes] */
+    uint32_t frame_id;    /* 0 = untagged */
+    const uint8_t *items; /* count x [u32 w][u32 h][u8 fmt][u32 size][size bytes] */
     size_t items_len;
 } osp_wire_batch_t;
 
@@ -241,8 +241,7 @@ void osp_wire_batch_iter_init(osp_wire_batch_iter_t *it, const osp_wire_batch_t 
  * ignored, as the seed did). Negative: "truncated batch item header",
  * "truncated batch item payload" or "raw wrap failed: <reason>"; the
  * iteration stops there. No allocation. */
-int osp_wire_batch_next(osp_wire_batch_iter_t *it, osp_wire_image_t *img, char *err,
-                        size_t errlen);
+int osp_wire_batch_next(osp_wire_batch_iter_t *it, osp_wire_image_t *img, char *err, size_t errlen);
 
 /* How an error for a request is shaped on the wire. */
 typedef enum {
@@ -254,8 +253,8 @@ typedef enum {
 typedef struct {
     uint32_t req_id;
     uint8_t msg_type;
-    uint64_t deadline_ms;      /* 0 = none (v1, commands, cache_frame) */
-    const uint8_t *body;       /* payload after the deadline prefix */
+    uint64_t deadline_ms; /* 0 = none (v1, commands, cache_frame) */
+    const uint8_t *body;  /* payload after the deadline prefix */
     size_t body_len;
     osp_wire_err_shape_t err_shape; /* set on error */
     union {
@@ -357,8 +356,8 @@ void osp_wire_json_too_large(osp_jw_t *w, uint32_t total_len, uint32_t max_frame
 void osp_wire_json_cached(osp_jw_t *w, uint32_t frame_id, uint32_t width, uint32_t height);
 
 typedef struct {
-    int64_t models;     /* loaded */
-    int64_t total;      /* slots */
+    int64_t models; /* loaded */
+    int64_t total;  /* slots */
     int64_t startup_ms;
     const char *runtime;
     int64_t workers;
@@ -378,8 +377,7 @@ typedef struct {
 void osp_wire_json_late(osp_jw_t *w, const osp_wire_late_t *e);
 
 /* Whole frames. Each returns what osp_wire_reply_end returns. */
-int osp_wire_reply_error(osp_jw_t *w, uint32_t req_id, osp_wire_err_shape_t shape,
-                         const char *msg);
+int osp_wire_reply_error(osp_jw_t *w, uint32_t req_id, osp_wire_err_shape_t shape, const char *msg);
 int osp_wire_reply_dropped(osp_jw_t *w, uint32_t req_id, osp_wire_shed_t why);
 int osp_wire_reply_event_late(osp_jw_t *w, const osp_wire_late_t *e); /* on 0xFFFFFFFF */
 

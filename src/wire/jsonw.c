@@ -56,14 +56,29 @@ void osp_jw_free(osp_jw_t *w) {
     memset(w, 0, sizeof *w);
 }
 
-void osp_jw_obj_open(osp_jw_t *w) { sep(w); putc1(w, '{'); w->need_comma = 0; }
-void osp_jw_obj_close(osp_jw_t *w) { putc1(w, '}'); w->need_comma = 1; }
-void osp_jw_arr_open(osp_jw_t *w) { sep(w); putc1(w, '['); w->need_comma = 0; }
-void osp_jw_arr_close(osp_jw_t *w) { putc1(w, ']'); w->need_comma = 1; }
+void osp_jw_obj_open(osp_jw_t *w) {
+    sep(w);
+    putc1(w, '{');
+    w->need_comma = 0;
+}
+void osp_jw_obj_close(osp_jw_t *w) {
+    putc1(w, '}');
+    w->need_comma = 1;
+}
+void osp_jw_arr_open(osp_jw_t *w) {
+    sep(w);
+    putc1(w, '[');
+    w->need_comma = 0;
+}
+void osp_jw_arr_close(osp_jw_t *w) {
+    putc1(w, ']');
+    w->need_comma = 1;
+}
 
 static void put_u(osp_jw_t *w, unsigned v) {
     static const char hex[] = "0123456789abcdef";
-    char u[6] = {'\\', 'u', hex[(v >> 12) & 15], hex[(v >> 8) & 15], hex[(v >> 4) & 15], hex[v & 15]};
+    char u[6] = {'\\',       'u', hex[(v >> 12) & 15], hex[(v >> 8) & 15], hex[(v >> 4) & 15],
+                 hex[v & 15]};
     put(w, u, 6);
 }
 
@@ -77,7 +92,8 @@ static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp) {
         if ((s[i] & 0xC0) != 0x80) return 0;
         v = (v << 6) | (s[i] & 0x3F);
     }
-    if ((len == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) || (len == 4 && (v < 0x10000 || v > 0x10FFFF)))
+    if ((len == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
+        (len == 4 && (v < 0x10000 || v > 0x10FFFF)))
         return 0;
     *cp = v;
     return len;

@@ -18,8 +18,8 @@
 typedef struct {
     char *buf;
     size_t len, cap;
-    int oom;         /* set when a grow failed; the text is then incomplete */
-    int need_comma;  /* a value was written at the current nesting level */
+    int oom;        /* set when a grow failed; the text is then incomplete */
+    int need_comma; /* a value was written at the current nesting level */
 } osp_jw_t;
 
 void osp_jw_reset(osp_jw_t *w);

@@ -28,8 +28,7 @@ int osp_wire_raw_peek(const uint8_t *frame, size_t avail, size_t frame_len, int 
         return 0;
     }
     if (frame[8] != OSP_WIRE_MSG_INFER_RAW)
-        return seterr(err, errlen, OSP_WIRE_EINVAL, "not an infer_raw frame: msg_type=%u",
-                      frame[8]);
+        return seterr(err, errlen, OSP_WIRE_EINVAL, "not an infer_raw frame: msg_type=%u", frame[8]);
     size_t prefix = version >= 2 ? OSP_WIRE_DEADLINE_LEN : 0, head = 9 + prefix + RAW_HEADER;
     uint64_t deadline;
     const uint8_t *body;
@@ -37,7 +36,8 @@ int osp_wire_raw_peek(const uint8_t *frame, size_t avail, size_t frame_len, int 
     if (frame_len - 9 < prefix) /* short of the prefix: the split says so without reading */
         return osp_wire_split_deadline(OSP_WIRE_MSG_INFER_RAW, frame + 9, frame_len - 9, version,
                                        &deadline, &body, &body_len, err, errlen);
-    if (frame_len < head) return seterr(err, errlen, OSP_WIRE_EINVAL, "truncated infer_raw header");
+    if (frame_len < head)
+        return seterr(err, errlen, OSP_WIRE_EINVAL, "truncated infer_raw header");
     if (avail < head) {
         *need = head - avail;
         return 0;
@@ -55,8 +55,8 @@ int osp_wire_raw_peek(const uint8_t *frame, size_t avail, size_t frame_len, int 
     return 1;
 }
 
-int osp_wire_shm_parse(const uint8_t *payload, size_t n, int version, osp_wire_shm_t *m,
-                       char *err, size_t errlen) {
+int osp_wire_shm_parse(const uint8_t *payload, size_t n, int version, osp_wire_shm_t *m, char *err,
+                       size_t errlen) {
     memset(m, 0, sizeof *m);
     const uint8_t *p;
     int rc = osp_wire_strip_deadline(OSP_WIRE_MSG_INFER_SHM, payload, n, version, &m->deadline_ms,

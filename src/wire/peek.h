@@ -27,13 +27,13 @@
 
 typedef struct {
     uint32_t req_id;
-    uint64_t deadline_ms;   /* 0 = none (and always at v1) */
+    uint64_t deadline_ms; /* 0 = none (and always at v1) */
     uint8_t model_idx;
-    osp_wire_image_t img;   /* width, height, fmt, channels and len, checked
+    osp_wire_image_t img; /* width, height, fmt, channels and len, checked
                              * against the frame's length; img.pixels is
                              * frame + pixel_off, of which only the bytes
                              * below `avail` were given */
-    size_t pixel_off;       /* where the pixels start, from the frame's first
+    size_t pixel_off;     /* where the pixels start, from the frame's first
                              * byte: 19 at v1, 27 at v2 */
 } osp_wire_raw_head_t;
 
@@ -69,18 +69,18 @@ typedef struct {
     uint64_t deadline_ms; /* 0 = none */
     uint8_t model_idx;
     uint32_t region;
-    uint64_t offset;      /* of the first pixel, in the region */
+    uint64_t offset; /* of the first pixel, in the region */
     uint32_t width, height;
-    uint8_t fmt;          /* OSP_WIRE_FMT_* once checked */
-    uint32_t stride;      /* as sent; osp_wire_shm_check makes 0 the packed stride */
-    uint64_t len;         /* bytes the frame spans in the region (set by the check) */
+    uint8_t fmt;     /* OSP_WIRE_FMT_* once checked */
+    uint32_t stride; /* as sent; osp_wire_shm_check makes 0 the packed stride */
+    uint64_t len;    /* bytes the frame spans in the region (set by the check) */
 } osp_wire_shm_t;
 
 /* The deadline prefix (at version >= 2) and the header: "truncated
  * deadline prefix on msg_type=6 (N bytes, need 8)", "truncated infer_shm
  * header". Bytes after the header are ignored. */
-int osp_wire_shm_parse(const uint8_t *payload, size_t n, int version, osp_wire_shm_t *m,
-                       char *err, size_t errlen);
+int osp_wire_shm_parse(const uint8_t *payload, size_t n, int version, osp_wire_shm_t *m, char *err,
+                       size_t errlen);
 
 /*
  * The frame against its region of region_size bytes, sides at most

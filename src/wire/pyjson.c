@@ -254,7 +254,9 @@ static int pj_value(pj_t *j, size_t i, size_t *end, cJSON **out) {
         v = w == 0   ? cJSON_CreateNull()
             : w == 1 ? cJSON_CreateTrue()
             : w == 2 ? cJSON_CreateFalse()
-                     : cJSON_CreateNumber(w == 4 ? INFINITY : w == 5 ? -INFINITY : 0);
+                     : cJSON_CreateNumber(w == 4   ? INFINITY
+                                          : w == 5 ? -INFINITY
+                                                   : 0);
         if (!v) return pj_oom(j);
         if (w == 3) v->valuedouble = NAN; /* cJSON would cast NaN to int */
         *end = i + strlen(words[w]);
@@ -350,8 +352,8 @@ static int pj_report(const pj_t *j, char *err, size_t errlen) {
             line_start = chars;
         }
     }
-    return seterr(err, errlen, OSP_WIRE_EINVAL, "%s: line %zu column %zu (char %zu)", j->msg,
-                  line, chars - line_start + 1, chars);
+    return seterr(err, errlen, OSP_WIRE_EINVAL, "%s: line %zu column %zu (char %zu)", j->msg, line,
+                  chars - line_start + 1, chars);
 }
 
 typedef struct {

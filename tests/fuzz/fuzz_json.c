@@ -20,9 +20,9 @@
 #include "wire/jsonw.h"
 #include "wire/pyjson.h"
 
-#define CHECK(c)                                                                             \
-    do {                                                                                     \
-        if (!(c)) __builtin_trap();                                                          \
+#define CHECK(c)                    \
+    do {                            \
+        if (!(c)) __builtin_trap(); \
     } while (0)
 
 /* The tree as osprey's replies would write it (depth is bounded by the
@@ -102,9 +102,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(h.device && h.window_ms >= 0 && h.max_batch_size >= 1);
         CHECK(h.model_load_timeout_ms > 0);
         CHECK(!h.models || cJSON_IsArray(h.models));
-        CHECK(h.wire_version == osp_wire_negotiate(cJSON_GetObjectItemCaseSensitive(
-                                                       h.root, "protocolVersion"),
-                                                   OSP_WIRE_VERSION));
+        CHECK(h.wire_version ==
+              osp_wire_negotiate(cJSON_GetObjectItemCaseSensitive(h.root, "protocolVersion"),
+                                 OSP_WIRE_VERSION));
         osp_wire_hello_free(&h);
         CHECK(h.root == NULL);
     } else {

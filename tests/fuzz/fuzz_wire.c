@@ -26,9 +26,9 @@
 
 #define MAX_FRAMES 2048
 
-#define CHECK(c)                                                                             \
-    do {                                                                                     \
-        if (!(c)) __builtin_trap();                                                          \
+#define CHECK(c)                    \
+    do {                            \
+        if (!(c)) __builtin_trap(); \
     } while (0)
 
 typedef struct {
@@ -73,7 +73,8 @@ static void check_image(const osp_wire_image_t *img, const uint8_t *p, size_t n)
     int yuv = img->fmt == OSP_WIRE_FMT_NV12 || img->fmt == OSP_WIRE_FMT_I420;
     CHECK(img->channels == (img->fmt <= OSP_WIRE_FMT_BGR ? 3 : 1));
     CHECK(img->width > 0 && img->height > 0);
-    uint64_t chroma = yuv ? 2 * (((uint64_t)img->width + 1) / 2) * (((uint64_t)img->height + 1) / 2) : 0;
+    uint64_t chroma = yuv ? 2 * (((uint64_t)img->width + 1) / 2) * (((uint64_t)img->height + 1) / 2)
+                          : 0;
     CHECK((uint64_t)img->width * img->height * img->channels + chroma == img->len);
     CHECK(inside(img->pixels, img->len, p, n));
     volatile uint8_t sink = 0;
@@ -84,8 +85,11 @@ static void check_image(const osp_wire_image_t *img, const uint8_t *p, size_t n)
 static void parse_payload(const ref_t *r, const uint8_t *stream, int version, osp_jw_t *w) {
     size_t plen = r->len - 9;
     uint8_t *p = dup(stream + r->off + 9, plen);
-    osp_wire_frame_t f = {.total_len = (uint32_t)(r->len - 4), .req_id = r->req_id,
-                          .msg_type = r->type, .payload = p, .payload_len = plen,
+    osp_wire_frame_t f = {.total_len = (uint32_t)(r->len - 4),
+                          .req_id = r->req_id,
+                          .msg_type = r->type,
+                          .payload = p,
+                          .payload_len = plen,
                           .frame_len = r->len};
     osp_wire_request_t rq;
     char err[OSP_WIRE_ERRLEN];
@@ -138,14 +142,10 @@ static void parse_payload(const ref_t *r, const uint8_t *stream, int version, os
     }
     case OSP_WIRE_MSG_CACHE_FRAME:
         check_image(&rq.u.cache.img, p, plen);
-        osp_wire_json_cached(w, rq.u.cache.frame_id, rq.u.cache.img.width,
-                             rq.u.cache.img.height);
+        osp_wire_json_cached(w, rq.u.cache.frame_id, rq.u.cache.img.width, rq.u.cache.img.height);
         break;
-    case OSP_WIRE_MSG_INFER_CACHED:
-        osp_wire_json_not_cached(w, rq.u.cached.frame_id);
-        break;
-    default:
-        CHECK(0);
+    case OSP_WIRE_MSG_INFER_CACHED: osp_wire_json_not_cached(w, rq.u.cached.frame_id); break;
+    default: CHECK(0);
     }
     check_reply(w, at, rq.req_id);
     free(p);
@@ -169,8 +169,11 @@ static int peek_prefix(const uint8_t *fr, size_t avail, size_t len, int version,
 static void check_peek(const ref_t *r, const uint8_t *stream, int version) {
     const uint8_t *fr = stream + r->off;
     size_t len = r->len;
-    osp_wire_frame_t f = {.total_len = osp_wire_rd32(fr), .req_id = r->req_id,
-                          .msg_type = r->type, .payload = fr + 9, .payload_len = len - 9,
+    osp_wire_frame_t f = {.total_len = osp_wire_rd32(fr),
+                          .req_id = r->req_id,
+                          .msg_type = r->type,
+                          .payload = fr + 9,
+                          .payload_len = len - 9,
                           .frame_len = len};
     osp_wire_request_t rq;
     osp_wire_raw_head_t whole, h;
@@ -189,11 +192,11 @@ static void check_peek(const ref_t *r, const uint8_t *stream, int version) {
         CHECK(whole.img.width == rq.u.raw.img.width && whole.img.fmt == rq.u.raw.img.fmt);
         CHECK(rq.u.raw.img.pixels == fr + whole.pixel_off);
         uint8_t enc[OSP_WIRE_HEAD_MAX];
-        osp_wire_req_t er = {.req_id = whole.req_id, .version = version,
+        osp_wire_req_t er = {.req_id = whole.req_id,
+                             .version = version,
                              .deadline_ms = whole.deadline_ms};
         size_t n = osp_wire_encode_raw(enc, sizeof enc, &er, whole.model_idx, whole.img.width,
-                                       whole.img.height, whole.img.fmt, NULL,
-                                       len - whole.pixel_off);
+                                       whole.img.height, whole.img.fmt, NULL, len - whole.pixel_off);
         CHECK(n == whole.pixel_off && memcmp(enc, fr, n) == 0);
     } else {
         CHECK(strcmp(err, perr) == 0);
@@ -234,8 +237,7 @@ static int same_body(const uint8_t *enc, const uint8_t *fr, size_t n) {
 /* Any payload read as infer_shm (checked against a region size taken from
  * the input) and as stream_push; what parses encodes back to the same
  * bytes. */
-static void check_extensions(const ref_t *r, const uint8_t *stream, int version,
-                             uint64_t region_seed) {
+static void check_extensions(const ref_t *r, const uint8_t *stream, int version, uint64_t region_seed) {
     const uint8_t *fr = stream + r->off;
     size_t plen = r->len - 9;
     uint8_t *p = dup(fr + 9, plen);
@@ -246,8 +248,7 @@ static void check_extensions(const ref_t *r, const uint8_t *stream, int version,
     if (rc == 0) {
         size_t prefix = version >= 2 ? 8 : 0;
         uint8_t enc[OSP_WIRE_HEAD_MAX];
-        osp_wire_req_t er = {.req_id = r->req_id, .version = version,
-                             .deadline_ms = m.deadline_ms};
+        osp_wire_req_t er = {.req_id = r->req_id, .version = version, .deadline_ms = m.deadline_ms};
         size_t n = osp_wire_encode_shm(enc, sizeof enc, &er, &m);
         CHECK(n == 9 + prefix + OSP_WIRE_SHM_HEADER);
         CHECK(same_body(enc, fr, n));
@@ -261,8 +262,7 @@ static void check_extensions(const ref_t *r, const uint8_t *stream, int version,
             CHECK(m.fmt <= OSP_WIRE_FMT_I420 && m.stride >= m.width && m.stride >= row / 3);
             CHECK(stride == 0 || m.stride == stride);
             CHECK(m.len > 0 && m.offset <= region && m.len <= region - m.offset);
-            CHECK(m.len >= (uint64_t)m.stride * (m.height - 1) + row ||
-                  m.fmt >= OSP_WIRE_FMT_NV12);
+            CHECK(m.len >= (uint64_t)m.stride * (m.height - 1) + row || m.fmt >= OSP_WIRE_FMT_NV12);
         }
     }
     osp_wire_push_t sp;
@@ -272,13 +272,11 @@ static void check_extensions(const ref_t *r, const uint8_t *stream, int version,
         CHECK(inside(sp.features, sp.len, p, plen) && sp.len == plen - 4);
         CHECK(osp_wire_push_check(&sp, (int)(sp.len / 4), err, sizeof err) ==
               (sp.len % 4 ? OSP_WIRE_EINVAL : 0));
-        CHECK(osp_wire_push_check(&sp, (int)(sp.len / 4) + 1, err, sizeof err) ==
-              OSP_WIRE_EINVAL);
+        CHECK(osp_wire_push_check(&sp, (int)(sp.len / 4) + 1, err, sizeof err) == OSP_WIRE_EINVAL);
         uint8_t *enc = malloc(r->len);
         CHECK(enc);
         osp_wire_req_t er = {.req_id = r->req_id, .version = version};
-        CHECK(osp_wire_encode_push(enc, r->len, &er, sp.stream_id, sp.features, sp.len) ==
-              r->len);
+        CHECK(osp_wire_encode_push(enc, r->len, &er, sp.stream_id, sp.features, sp.len) == r->len);
         CHECK(same_body(enc, fr, r->len));
         free(enc);
     }
@@ -296,7 +294,8 @@ static void parse_hello(const uint8_t *data, size_t n, uint8_t type, osp_jw_t *w
         CHECK(h.device && h.window_ms >= 0 && h.max_batch_size >= 1);
         CHECK(h.model_load_timeout_ms > 0);
         size_t at = osp_wire_reply_begin(w);
-        osp_wire_ready_t r = {.models = 0, .total = h.models ? cJSON_GetArraySize(h.models) : 0,
+        osp_wire_ready_t r = {.models = 0,
+                              .total = h.models ? cJSON_GetArraySize(h.models) : 0,
                               .runtime = h.runtime ? h.runtime : "coreml",
                               .workers = h.concurrency < 1 ? 1 : h.concurrency,
                               .protocol_version = OSP_WIRE_VERSION};
@@ -420,16 +419,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t at = osp_wire_reply_begin(&w);
     osp_wire_json_infer_error(&w, text);
     check_reply(&w, at, 1);
-    osp_wire_late_t late = {.index = ctl, .model_id = text, .ok = ctl2 & 1,
-                            .elapsed_ms = (int64_t)n, .error = (ctl2 & 2) ? text : NULL};
+    osp_wire_late_t late = {.index = ctl,
+                            .model_id = text,
+                            .ok = ctl2 & 1,
+                            .elapsed_ms = (int64_t)n,
+                            .error = (ctl2 & 2) ? text : NULL};
     at = osp_wire_reply_begin(&w);
     osp_wire_json_late(&w, &late);
     check_reply(&w, at, OSP_WIRE_EVENT_REQ_ID);
     CHECK(memcmp(w.buf + at + 4, "\xff\xff\xff\xff", 4) == 0);
     /* the whole-frame shortcuts, appended to the same buffer */
     at = w.len;
-    CHECK(osp_wire_reply_error(&w, 2, ctl & 8 ? OSP_WIRE_ERR_RESULTS : OSP_WIRE_ERR_PLAIN,
-                               text) == 0);
+    CHECK(osp_wire_reply_error(&w, 2, ctl & 8 ? OSP_WIRE_ERR_RESULTS : OSP_WIRE_ERR_PLAIN, text) == 0);
     check_frame(&w, at, 2);
     at = w.len;
     CHECK(osp_wire_reply_dropped(&w, 3, (osp_wire_shed_t)(ctl2 % 3)) == 0);

@@ -23,11 +23,11 @@
 #include "server/server.h"
 
 typedef struct {
-    int to_srv, from_srv;   /* the test's ends */
-    int srv_in, srv_out;    /* the server's */
+    int to_srv, from_srv; /* the test's ends */
+    int srv_in, srv_out;  /* the server's */
     pthread_t t;
     int rc;
-    char dir[64];           /* scratch files (scripts, counters) */
+    char dir[64]; /* scratch files (scripts, counters) */
 } harness_t;
 
 static void *harness_main(void *arg) {
@@ -60,7 +60,8 @@ static int harness_stop(harness_t *h) {
     close(h->srv_in);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", h->dir);
-    if (system(cmd)) {}
+    if (system(cmd)) {
+    }
     return h->rc;
 }
 

@@ -24,8 +24,7 @@
 
 /* Smooth, channel-asymmetric RGB: red grows to the right, green down, blue
  * is their mix, so a swapped channel or a flipped axis is visible. */
-static uint8_t *make_rgb(int w, int h)
-{
+static uint8_t *make_rgb(int w, int h) {
     uint8_t *p = malloc((size_t)w * h * 3);
     assert_non_null(p);
     for (int y = 0; y < h; y++)
@@ -39,8 +38,7 @@ static uint8_t *make_rgb(int w, int h)
 }
 
 static unsigned char *jpeg_encode(const uint8_t *rgb, int w, int h, int samp, int q,
-                                  unsigned long *len)
-{
+                                  unsigned long *len) {
     tjhandle tj = tjInitCompress();
     assert_non_null(tj);
     unsigned char *jpg = NULL;
@@ -50,23 +48,19 @@ static unsigned char *jpeg_encode(const uint8_t *rgb, int w, int h, int samp, in
     return jpg;
 }
 
-static double mean_abs_diff(const uint8_t *a, const uint8_t *b, size_t n)
-{
+static double mean_abs_diff(const uint8_t *a, const uint8_t *b, size_t n) {
     double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += abs((int)a[i] - (int)b[i]);
+    for (size_t i = 0; i < n; i++) s += abs((int)a[i] - (int)b[i]);
     return s / n;
 }
 
-static void tmp_path(char *buf, size_t len, const char *name)
-{
+static void tmp_path(char *buf, size_t len, const char *name) {
     snprintf(buf, len, "/tmp/osp_test_image_%d_%s", (int)getpid(), name);
 }
 
 /* ---- JPEG ----------------------------------------------------------------- */
 
-static void test_scale_denom(void **state)
-{
+static void test_scale_denom(void **state) {
     (void)state;
     assert_int_equal(osp_jpeg_scale_denom(1920, 1080, 300, 300), 2);
     assert_int_equal(osp_jpeg_scale_denom(1920, 1080, 640, 640), 1);
@@ -81,8 +75,7 @@ static void test_scale_denom(void **state)
     assert_int_equal(osp_jpeg_scale_denom(100000, 100000, 1, 1), 8); /* never beyond 1/8 */
 }
 
-static void test_jpeg_round_trip(void **state)
-{
+static void test_jpeg_round_trip(void **state) {
     (void)state;
     int w = 320, h = 240;
     uint8_t *rgb = make_rgb(w, h);
@@ -112,15 +105,13 @@ static void test_jpeg_round_trip(void **state)
     free(rgb);
 }
 
-static void test_jpeg_scaled_decode(void **state)
-{
+static void test_jpeg_scaled_decode(void **state) {
     (void)state;
     static const struct {
         int w, h, want, out_w, out_h;
     } cases[] = {
-        {1920, 1080, 300, 960, 540},   {1920, 1080, 640, 1920, 1080},
-        {2400, 2400, 300, 300, 300},   {1200, 1200, 300, 300, 300},
-        {1201, 1199, 300, 601, 600}, /* ceil(1201/2), ceil(1199/2) */
+        {1920, 1080, 300, 960, 540}, {1920, 1080, 640, 1920, 1080}, {2400, 2400, 300, 300, 300},
+        {1200, 1200, 300, 300, 300}, {1201, 1199, 300, 601, 600}, /* ceil(1201/2), ceil(1199/2) */
     };
     osp_decoder_t *dec = osp_decoder_new();
     osp_image_t img = {0};
@@ -159,8 +150,7 @@ static void test_jpeg_scaled_decode(void **state)
 
 /* Damaged JPEGs: refused with libjpeg's reason, never a crash (ASan and
  * UBSan builds run this too). */
-static void test_jpeg_corrupt(void **state)
-{
+static void test_jpeg_corrupt(void **state) {
     (void)state;
     int w = 160, h = 120;
     uint8_t *rgb = make_rgb(w, h);
@@ -187,8 +177,7 @@ static void test_jpeg_corrupt(void **state)
 
     /* Truncated to half: libjpeg calls it a warning, we call it an error. */
     err[0] = 0;
-    assert_int_equal(osp_image_decode(dec, jpg, len / 2, 0, 0, &img, NULL, NULL, err,
-                                      sizeof(err)),
+    assert_int_equal(osp_image_decode(dec, jpg, len / 2, 0, 0, &img, NULL, NULL, err, sizeof(err)),
                      OSP_IMG_EDECODE);
     assert_int_equal(strncmp(err, "jpeg decode failed: ", 20), 0);
     assert_int_equal(img.width, 0); /* nothing half-decoded is offered */
@@ -234,8 +223,7 @@ static void test_jpeg_corrupt(void **state)
 
 /* A header claiming 20000 x 20000 is refused before anything is allocated
  * for it. */
-static void test_jpeg_too_big(void **state)
-{
+static void test_jpeg_too_big(void **state) {
     (void)state;
     uint8_t *rgb = make_rgb(16, 16);
     unsigned long len;
@@ -262,22 +250,20 @@ static void test_jpeg_too_big(void **state)
     free(rgb);
 }
 
-static void test_decode_reuses_buffer(void **state)
-{
+static void test_decode_reuses_buffer(void **state) {
     (void)state;
     uint8_t *rgb = make_rgb(640, 480);
     unsigned long len;
     unsigned char *jpg = jpeg_encode(rgb, 640, 480, TJSAMP_420, 90, &len);
     osp_decoder_t *dec = osp_decoder_new();
     osp_image_t img = {0};
-    assert_int_equal(osp_image_decode(dec, jpg, len, 0, 0, &img, NULL, NULL, NULL, 0),
-                     OSP_IMG_OK);
+    assert_int_equal(osp_image_decode(dec, jpg, len, 0, 0, &img, NULL, NULL, NULL, 0), OSP_IMG_OK);
     uint8_t *first = img.data;
     size_t cap = img.cap;
     for (int i = 0; i < 3; i++) {
         /* Same size, then the 1/2 scaled decode: both fit what is there. */
-        assert_int_equal(osp_image_decode(dec, jpg, len, i == 1 ? 300 : 0, i == 1 ? 200 : 0,
-                                          &img, NULL, NULL, NULL, 0),
+        assert_int_equal(osp_image_decode(dec, jpg, len, i == 1 ? 300 : 0, i == 1 ? 200 : 0, &img,
+                                          NULL, NULL, NULL, 0),
                          OSP_IMG_OK);
         assert_ptr_equal(img.data, first);
         assert_int_equal(img.cap, cap);
@@ -296,8 +282,7 @@ typedef struct {
     size_t len, cap;
 } membuf_t;
 
-static void mem_write(png_structp png, png_bytep data, size_t n)
-{
+static void mem_write(png_structp png, png_bytep data, size_t n) {
     membuf_t *m = png_get_io_ptr(png);
     if (m->len + n > m->cap) {
         m->cap = (m->len + n) * 2;
@@ -308,47 +293,38 @@ static void mem_write(png_structp png, png_bytep data, size_t n)
     m->len += n;
 }
 
-static void mem_flush(png_structp png)
-{
-    (void)png;
-}
+static void mem_flush(png_structp png) { (void)png; }
 
 /* Encode rows (rowbytes each, already in the PNG's own sample layout) as a
  * PNG of the given colour type and depth. */
 static membuf_t png_make(int w, int h, int ctype, int depth, int interlace, const uint8_t *rows,
-                         size_t rowbytes, const png_color *pal, int npal)
-{
+                         size_t rowbytes, const png_color *pal, int npal) {
     membuf_t m = {0};
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png_create_info_struct(png);
     assert_non_null(info);
-    if (setjmp(png_jmpbuf(png)))
-        fail_msg("libpng could not write the test image");
+    if (setjmp(png_jmpbuf(png))) fail_msg("libpng could not write the test image");
     png_set_write_fn(png, &m, mem_write, mem_flush);
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, ctype, interlace,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-    if (pal)
-        png_set_PLTE(png, info, pal, npal);
+    if (pal) png_set_PLTE(png, info, pal, npal);
     png_write_info(png, info);
     int passes = png_set_interlace_handling(png);
     for (int p = 0; p < passes; p++)
-        for (int y = 0; y < h; y++)
-            png_write_row(png, rows + (size_t)y * rowbytes);
+        for (int y = 0; y < h; y++) png_write_row(png, rows + (size_t)y * rowbytes);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     return m;
 }
 
 /* Decode and compare with the expected RGB; tol in levels. */
-static void expect_png(const membuf_t *m, int w, int h, const uint8_t *want, int tol)
-{
+static void expect_png(const membuf_t *m, int w, int h, const uint8_t *want, int tol) {
     osp_decoder_t *dec = osp_decoder_new();
     osp_image_t img = {0};
     char err[256] = "";
     int ow = 0, oh = 0;
     int rc = osp_image_decode(dec, m->data, m->len, 0, 0, &img, &ow, &oh, err, sizeof(err));
-    if (rc != OSP_IMG_OK)
-        fail_msg("decode failed: %s", err);
+    if (rc != OSP_IMG_OK) fail_msg("decode failed: %s", err);
     assert_int_equal(img.width, w);
     assert_int_equal(img.height, h);
     assert_int_equal(ow, w);
@@ -360,8 +336,7 @@ static void expect_png(const membuf_t *m, int w, int h, const uint8_t *want, int
     osp_decoder_free(dec);
 }
 
-static void test_png_layouts(void **state)
-{
+static void test_png_layouts(void **state) {
     (void)state;
     enum { W = 13, H = 7 }; /* odd sizes: row padding and interlace edges */
     uint8_t want[H][W][3];
@@ -405,8 +380,7 @@ static void test_png_layouts(void **state)
     for (int y = 0; y < H; y++)
         for (int x = 0; x < W; x++) {
             int on = (x + y) % 3 == 0;
-            if (on)
-                rows[y][x / 8] |= (uint8_t)(0x80 >> (x % 8));
+            if (on) rows[y][x / 8] |= (uint8_t)(0x80 >> (x % 8));
             memset(want[y][x], on ? 255 : 0, 3);
         }
     m = png_make(W, H, PNG_COLOR_TYPE_GRAY, 1, 0, &rows[0][0], sizeof(rows[0]), NULL, 0);
@@ -454,8 +428,7 @@ static void test_png_layouts(void **state)
     free(rgb);
 }
 
-static void test_png_corrupt(void **state)
-{
+static void test_png_corrupt(void **state) {
     (void)state;
     uint8_t *rgb = make_rgb(64, 48);
     membuf_t m = png_make(64, 48, PNG_COLOR_TYPE_RGB, 8, 0, rgb, 64 * 3, NULL, 0);
@@ -463,8 +436,7 @@ static void test_png_corrupt(void **state)
     osp_image_t img = {0};
     char err[256] = "";
 
-    assert_int_equal(osp_image_decode(dec, m.data, m.len / 2, 0, 0, &img, NULL, NULL, err,
-                                      sizeof(err)),
+    assert_int_equal(osp_image_decode(dec, m.data, m.len / 2, 0, 0, &img, NULL, NULL, err, sizeof(err)),
                      OSP_IMG_EDECODE);
     assert_int_equal(strncmp(err, "png decode failed: ", 19), 0);
     assert_true(strlen(err) > 19);
@@ -490,8 +462,7 @@ static void test_png_corrupt(void **state)
     size_t wide = OSP_IMG_MAX_SIDE + 1;
     uint8_t *row = calloc(1, wide);
     membuf_t big = png_make((int)wide, 1, PNG_COLOR_TYPE_GRAY, 8, 0, row, wide, NULL, 0);
-    assert_int_equal(osp_image_decode(dec, big.data, big.len, 0, 0, &img, NULL, NULL, err,
-                                      sizeof(err)),
+    assert_int_equal(osp_image_decode(dec, big.data, big.len, 0, 0, &img, NULL, NULL, err, sizeof(err)),
                      OSP_IMG_EDECODE);
     assert_int_equal(strncmp(err, "png decode failed: ", 19), 0);
     free(big.data);
@@ -505,8 +476,7 @@ static void test_png_corrupt(void **state)
 
 /* ---- saving ----------------------------------------------------------------- */
 
-static void test_png_save_round_trip(void **state)
-{
+static void test_png_save_round_trip(void **state) {
     (void)state;
     int w = 37, h = 23;
     uint8_t *rgb = make_rgb(w, h);
@@ -550,8 +520,7 @@ static void test_png_save_round_trip(void **state)
     free(rgb);
 }
 
-static void test_jpeg_save_and_errors(void **state)
-{
+static void test_jpeg_save_and_errors(void **state) {
     (void)state;
     int w = 64, h = 48;
     uint8_t *rgb = make_rgb(w, h);
@@ -570,8 +539,7 @@ static void test_jpeg_save_and_errors(void **state)
     tmp_path(path, sizeof(path), "snap.bmp");
     assert_int_equal(osp_image_save(dec, &v, path, err, sizeof(err)), OSP_IMG_EINVAL);
     assert_non_null(strstr(err, "extension"));
-    assert_int_equal(osp_image_save(dec, &v, "/nonexistent-dir/x.png", err, sizeof(err)),
-                     OSP_IMG_EIO);
+    assert_int_equal(osp_image_save(dec, &v, "/nonexistent-dir/x.png", err, sizeof(err)), OSP_IMG_EIO);
     assert_int_equal(osp_image_load(dec, "/nonexistent-dir/x.png", &img, err, sizeof(err)),
                      OSP_IMG_EIO);
     osp_view_t bad = v;
@@ -594,8 +562,7 @@ static void test_jpeg_save_and_errors(void **state)
 
 /* ---- real media, when the cache has it ------------------------------------ */
 
-static void test_real_media(void **state)
-{
+static void test_real_media(void **state) {
     (void)state;
     const char *home = getenv("HOME");
     char jpg[512], png[512];
@@ -621,19 +588,13 @@ static void test_real_media(void **state)
     osp_decoder_free(dec);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scale_denom),
-        cmocka_unit_test(test_jpeg_round_trip),
-        cmocka_unit_test(test_jpeg_scaled_decode),
-        cmocka_unit_test(test_jpeg_corrupt),
-        cmocka_unit_test(test_jpeg_too_big),
-        cmocka_unit_test(test_decode_reuses_buffer),
-        cmocka_unit_test(test_png_layouts),
-        cmocka_unit_test(test_png_corrupt),
-        cmocka_unit_test(test_png_save_round_trip),
-        cmocka_unit_test(test_jpeg_save_and_errors),
+        cmocka_unit_test(test_scale_denom),         cmocka_unit_test(test_jpeg_round_trip),
+        cmocka_unit_test(test_jpeg_scaled_decode),  cmocka_unit_test(test_jpeg_corrupt),
+        cmocka_unit_test(test_jpeg_too_big),        cmocka_unit_test(test_decode_reuses_buffer),
+        cmocka_unit_test(test_png_layouts),         cmocka_unit_test(test_png_corrupt),
+        cmocka_unit_test(test_png_save_round_trip), cmocka_unit_test(test_jpeg_save_and_errors),
         cmocka_unit_test(test_real_media),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,8 +28,7 @@ typedef struct {
     osp_image_t img;
 } canvas_t;
 
-static canvas_t canvas_new(int w, int h, osp_pixfmt_t fmt)
-{
+static canvas_t canvas_new(int w, int h, osp_pixfmt_t fmt) {
     canvas_t c;
     int ch = osp_pixfmt_channels(fmt);
     int stride = w * ch + PAD;
@@ -49,8 +48,7 @@ static canvas_t canvas_new(int w, int h, osp_pixfmt_t fmt)
     return c;
 }
 
-static void canvas_check_guards(const canvas_t *c)
-{
+static void canvas_check_guards(const canvas_t *c) {
     int ch = osp_pixfmt_channels(c->img.fmt);
     for (size_t i = 0; i < MARGIN; i++) {
         assert_int_equal(c->mem[i], GUARD);
@@ -61,27 +59,22 @@ static void canvas_check_guards(const canvas_t *c)
             assert_int_equal(c->img.data[(size_t)y * c->img.stride + i], GUARD);
 }
 
-static const uint8_t *px(const canvas_t *c, int x, int y)
-{
+static const uint8_t *px(const canvas_t *c, int x, int y) {
     return c->img.data + (size_t)y * c->img.stride + (size_t)x * osp_pixfmt_channels(c->img.fmt);
 }
 
-static int is(const canvas_t *c, int x, int y, const uint8_t rgb[3])
-{
+static int is(const canvas_t *c, int x, int y, const uint8_t rgb[3]) {
     return memcmp(px(c, x, y), rgb, 3) == 0;
 }
 
-static int count(const canvas_t *c, const uint8_t rgb[3])
-{
+static int count(const canvas_t *c, const uint8_t rgb[3]) {
     int n = 0;
     for (int y = 0; y < c->img.height; y++)
-        for (int x = 0; x < c->img.width; x++)
-            n += is(c, x, y, rgb);
+        for (int x = 0; x < c->img.width; x++) n += is(c, x, y, rgb);
     return n;
 }
 
-static void test_rect_inside(void **state)
-{
+static void test_rect_inside(void **state) {
     (void)state;
     canvas_t c = canvas_new(40, 30, OSP_PIX_RGB);
     osp_draw_rect(&c.img, 5, 5, 20, 15, 1, RED);
@@ -107,8 +100,7 @@ static void test_rect_inside(void **state)
     free(d.mem);
 }
 
-static void test_rect_clipped(void **state)
-{
+static void test_rect_clipped(void **state) {
     (void)state;
     canvas_t c = canvas_new(32, 24, OSP_PIX_RGB);
     /* Partly outside: only the right and bottom edges are on the image. */
@@ -120,13 +112,16 @@ static void test_rect_clipped(void **state)
 
     /* Wholly outside, on every side, and absurd. */
     static const int boxes[][5] = {
-        {100, 100, 200, 200, 1}, {-50, -50, -1, -1, 4}, {-5, 30, 40, 60, 2},
-        {31, -100, 100, 100, 50}, {INT_MIN, INT_MIN, INT_MAX, INT_MAX, INT_MAX},
-        {INT_MAX, INT_MAX, INT_MAX, INT_MAX, 1}, {INT_MIN, 3, INT_MIN, 5, INT_MAX},
+        {100, 100, 200, 200, 1},
+        {-50, -50, -1, -1, 4},
+        {-5, 30, 40, 60, 2},
+        {31, -100, 100, 100, 50},
+        {INT_MIN, INT_MIN, INT_MAX, INT_MAX, INT_MAX},
+        {INT_MAX, INT_MAX, INT_MAX, INT_MAX, 1},
+        {INT_MIN, 3, INT_MIN, 5, INT_MAX},
     };
     for (size_t i = 0; i < sizeof(boxes) / sizeof(boxes[0]); i++)
-        osp_draw_rect(&c.img, boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3], boxes[i][4],
-                      BLUE);
+        osp_draw_rect(&c.img, boxes[i][0], boxes[i][1], boxes[i][2], boxes[i][3], boxes[i][4], BLUE);
     canvas_check_guards(&c);
     /* Only the INT_MIN..INT_MAX box reaches the image: its bottom and right
      * bands (INT_MAX thick, growing inwards from 2^31) cover rows and
@@ -136,8 +131,7 @@ static void test_rect_clipped(void **state)
     free(c.mem);
 }
 
-static void test_label(void **state)
-{
+static void test_label(void **state) {
     (void)state;
     canvas_t c = canvas_new(200, 50, OSP_PIX_RGB);
     const char *text = "Person 0.87";
@@ -175,13 +169,13 @@ static void test_label(void **state)
     free(d.mem);
 }
 
-static void test_label_clipped(void **state)
-{
+static void test_label_clipped(void **state) {
     (void)state;
     canvas_t c = canvas_new(30, 12, OSP_PIX_RGB);
     const char *text = "a long label that runs far off the image";
-    static const int at[][2] = {{20, 5}, {-40, -3}, {-3, 8}, {25, -20}, {INT_MAX, INT_MAX},
-                                {INT_MIN, INT_MIN}, {INT_MAX - 3, 0}, {0, INT_MAX - 3}};
+    static const int at[][2] = {{20, 5},          {-40, -3},          {-3, 8},
+                                {25, -20},        {INT_MAX, INT_MAX}, {INT_MIN, INT_MIN},
+                                {INT_MAX - 3, 0}, {0, INT_MAX - 3}};
     for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
         osp_draw_label(&c.img, at[i][0], at[i][1], text, WHITE, BLUE);
     canvas_check_guards(&c);
@@ -190,8 +184,7 @@ static void test_label_clipped(void **state)
 }
 
 /* Render one character on its own and return its 5 x 9 bitmap as bits. */
-static uint64_t glyph_bits(char ch)
-{
+static uint64_t glyph_bits(char ch) {
     canvas_t c = canvas_new(7, 11, OSP_PIX_RGB);
     char s[2] = {ch, 0};
     osp_draw_label(&c.img, 0, 0, s, WHITE, NULL);
@@ -212,32 +205,25 @@ static uint64_t glyph_bits(char ch)
 /* Every printable ASCII character has its own glyph, lowercase included
  * (labels are "person 0.87", not "PERSON 0.87"); descenders reach below
  * the baseline; anything else prints as '?'. */
-static void test_font(void **state)
-{
+static void test_font(void **state) {
     (void)state;
     uint64_t g[95];
-    for (int i = 0; i < 95; i++)
-        g[i] = glyph_bits((char)(32 + i));
+    for (int i = 0; i < 95; i++) g[i] = glyph_bits((char)(32 + i));
     assert_int_equal(g[0], 0); /* space */
     for (int i = 1; i < 95; i++) {
-        if (g[i] == 0)
-            fail_msg("'%c' is blank", 32 + i);
+        if (g[i] == 0) fail_msg("'%c' is blank", 32 + i);
         for (int j = 0; j < i; j++)
-            if (g[i] == g[j])
-                fail_msg("'%c' and '%c' look the same", 32 + i, 32 + j);
+            if (g[i] == g[j]) fail_msg("'%c' and '%c' look the same", 32 + i, 32 + j);
     }
     const uint64_t below = ((1ull << 10) - 1) << 35; /* rows 7 and 8 */
-    for (const char *d = "gjpqy"; *d; d++)
-        assert_true(g[*d - 32] & below);
-    for (const char *d = "acemnorsuvwxz"; *d; d++)
-        assert_false(g[*d - 32] & below);
+    for (const char *d = "gjpqy"; *d; d++) assert_true(g[*d - 32] & below);
+    for (const char *d = "acemnorsuvwxz"; *d; d++) assert_false(g[*d - 32] & below);
     assert_true(glyph_bits('\x7f') == g['?' - 32]);
     assert_true(glyph_bits('\xe9') == g['?' - 32]);
 }
 
 /* Big frames get bigger letters: 3x on 1080p. */
-static void test_label_scale(void **state)
-{
+static void test_label_scale(void **state) {
     (void)state;
     osp_image_t img = {.width = 1920, .height = 1080, .stride = 1920 * 3, .fmt = OSP_PIX_RGB};
     int w, h;
@@ -253,8 +239,7 @@ static void test_label_scale(void **state)
     free(c.mem);
 }
 
-static void test_other_formats(void **state)
-{
+static void test_other_formats(void **state) {
     (void)state;
     canvas_t b = canvas_new(10, 10, OSP_PIX_BGR);
     osp_draw_rect(&b.img, 0, 0, 9, 9, 1, RED);
@@ -277,8 +262,7 @@ static void test_other_formats(void **state)
     free(g.mem);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rect_inside),   cmocka_unit_test(test_rect_clipped),
         cmocka_unit_test(test_label),         cmocka_unit_test(test_label_clipped),

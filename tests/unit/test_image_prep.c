@@ -23,8 +23,7 @@
 
 /* Smooth test colour (RGB) at x, y of a w x h frame: horizontal ramp,
  * vertical ramp, and a gentle 2-D wave so both axes matter in every channel. */
-static void smooth_rgb(int x, int y, int w, int h, uint8_t rgb[3])
-{
+static void smooth_rgb(int x, int y, int w, int h, uint8_t rgb[3]) {
     double r = 255.0 * x / (w > 1 ? w - 1 : 1);
     double g = 255.0 * y / (h > 1 ? h - 1 : 1);
     double b = 128 + 100 * sin(x / 53.0) * cos(y / 41.0);
@@ -36,8 +35,7 @@ static void smooth_rgb(int x, int y, int w, int h, uint8_t rgb[3])
 /* A frame of fmt filled by smooth_rgb, or by a constant colour when rgb is
  * given; stride has `extra` spare bytes per row to catch stride bugs. */
 static uint8_t *make_frame(int w, int h, osp_pixfmt_t fmt, const uint8_t *rgb, int extra,
-                           osp_view_t *v)
-{
+                           osp_view_t *v) {
     int ch = osp_pixfmt_channels(fmt);
     int stride = w * ch + extra;
     uint8_t *buf = malloc((size_t)stride * h);
@@ -69,8 +67,7 @@ static uint8_t *make_frame(int w, int h, osp_pixfmt_t fmt, const uint8_t *rgb, i
 }
 
 static osp_prep_t spec(int w, int h, osp_fit_t fit, osp_layout_t layout, osp_elem_t elem,
-                       const char *norm)
-{
+                       const char *norm) {
     osp_prep_t p;
     memset(&p, 0, sizeof(p));
     p.width = w;
@@ -86,8 +83,7 @@ static osp_prep_t spec(int w, int h, osp_fit_t fit, osp_layout_t layout, osp_ele
 
 /* Value of channel c at input pixel (x, y) of a packed tensor, as a float
  * of the tensor's own unit. */
-static double at(const void *t, const osp_prep_t *p, int x, int y, int c)
-{
+static double at(const void *t, const osp_prep_t *p, int x, int y, int c) {
     size_t i;
     if (p->layout == OSP_LAYOUT_NCHW || p->channels == 1)
         i = (size_t)c * p->width * p->height + (size_t)y * p->width + x;
@@ -98,23 +94,18 @@ static double at(const void *t, const osp_prep_t *p, int x, int y, int c)
 
 /* Reference bilinear of the frame's channel c at content pixel (x, y) of a
  * cw x ch resize: sample at ((x + .5) * w / cw - .5), clamped to the frame. */
-static double ref_bilinear(const osp_view_t *v, int cw, int chh, int x, int y, int c)
-{
+static double ref_bilinear(const osp_view_t *v, int cw, int chh, int x, int y, int c) {
     int ch = osp_pixfmt_channels(v->fmt);
     int src_c = v->fmt == OSP_PIX_GRAY ? 0 : v->fmt == OSP_PIX_BGR ? 2 - c : c;
     double sx = (x + 0.5) * v->width / cw - 0.5, sy = (y + 0.5) * v->height / chh - 0.5;
-    if (sx < 0)
-        sx = 0;
-    if (sy < 0)
-        sy = 0;
-    if (sx > v->width - 1)
-        sx = v->width - 1;
-    if (sy > v->height - 1)
-        sy = v->height - 1;
+    if (sx < 0) sx = 0;
+    if (sy < 0) sy = 0;
+    if (sx > v->width - 1) sx = v->width - 1;
+    if (sy > v->height - 1) sy = v->height - 1;
     int x0 = (int)sx, y0 = (int)sy;
     int x1 = x0 + 1 < v->width ? x0 + 1 : x0, y1 = y0 + 1 < v->height ? y0 + 1 : y0;
     double fx = sx - x0, fy = sy - y0;
-#define PX(xx, yy) ((double)v->data[(size_t)(yy) * v->stride + (size_t)(xx) * ch + src_c])
+#define PX(xx, yy) ((double)v->data[(size_t)(yy)*v->stride + (size_t)(xx)*ch + src_c])
     double top = PX(x0, y0) * (1 - fx) + PX(x1, y0) * fx;
     double bot = PX(x0, y1) * (1 - fx) + PX(x1, y1) * fx;
 #undef PX
@@ -123,8 +114,7 @@ static double ref_bilinear(const osp_view_t *v, int cw, int chh, int x, int y, i
 
 /* Run prep and compare every content value with the reference (in pixel
  * levels) and every pad value with the pad colour. */
-static void check_against_reference(const osp_view_t *v, const osp_prep_t *p)
-{
+static void check_against_reference(const osp_view_t *v, const osp_prep_t *p) {
     size_t bytes = osp_prep_tensor_bytes(p);
     void *t = malloc(bytes);
     assert_non_null(t);
@@ -149,16 +139,15 @@ static void check_against_reference(const osp_view_t *v, const osp_prep_t *p)
                 assert_false(isnan(got));
                 if (p->elem == OSP_ELEM_F32)
                     got = got * p->std[c] + p->mean[c]; /* back to levels */
-                double want_v =
-                    inside ? ref_bilinear(v, g.content_w, g.content_h, x - g.pad_x, y - g.pad_y, c)
-                           : p->pad_value;
+                double want_v = inside ? ref_bilinear(v, g.content_w, g.content_h, x - g.pad_x,
+                                                      y - g.pad_y, c)
+                                       : p->pad_value;
                 double d = fabs(got - want_v);
                 if (!inside) {
                     assert_true(d < 1e-3);
                     continue;
                 }
-                if (d > worst)
-                    worst = d;
+                if (d > worst) worst = d;
                 sum += d;
                 n++;
             }
@@ -171,8 +160,7 @@ static void check_against_reference(const osp_view_t *v, const osp_prep_t *p)
     free(t);
 }
 
-static void test_resize_matches_reference(void **state)
-{
+static void test_resize_matches_reference(void **state) {
     (void)state;
     static const struct {
         int w, h, tw, th;
@@ -195,8 +183,8 @@ static void test_resize_matches_reference(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         osp_view_t v;
         uint8_t *buf = make_frame(cases[i].w, cases[i].h, OSP_PIX_RGB, NULL, 5, &v);
-        osp_prep_t p = spec(cases[i].tw, cases[i].th, cases[i].fit, OSP_LAYOUT_NCHW,
-                            OSP_ELEM_F32, "none");
+        osp_prep_t p = spec(cases[i].tw, cases[i].th, cases[i].fit, OSP_LAYOUT_NCHW, OSP_ELEM_F32,
+                            "none");
         check_against_reference(&v, &p);
         p.layout = OSP_LAYOUT_NHWC;
         p.elem = OSP_ELEM_U8;
@@ -205,8 +193,7 @@ static void test_resize_matches_reference(void **state)
     }
 }
 
-static void test_bgr_and_gray_sources(void **state)
-{
+static void test_bgr_and_gray_sources(void **state) {
     (void)state;
     osp_pixfmt_t fmts[] = {OSP_PIX_BGR, OSP_PIX_GRAY};
     int widths[] = {1280, 960}; /* 4x and 3x down into 320 */
@@ -214,8 +201,7 @@ static void test_bgr_and_gray_sources(void **state)
         for (int i = 0; i < 2; i++) {
             osp_view_t v;
             uint8_t *buf = make_frame(widths[i], widths[i] * 9 / 16, fmts[f], NULL, 0, &v);
-            osp_prep_t p =
-                spec(320, 320, OSP_FIT_LETTERBOX, OSP_LAYOUT_NCHW, OSP_ELEM_F32, "none");
+            osp_prep_t p = spec(320, 320, OSP_FIT_LETTERBOX, OSP_LAYOUT_NCHW, OSP_ELEM_F32, "none");
             check_against_reference(&v, &p);
             free(buf);
         }
@@ -224,8 +210,7 @@ static void test_bgr_and_gray_sources(void **state)
 
 /* A pure red frame must give channel 0 = red, whatever the source format,
  * layout, and whether it is resampled or taken as is. */
-static void test_channel_order(void **state)
-{
+static void test_channel_order(void **state) {
     (void)state;
     const uint8_t red[3] = {255, 0, 0}, blue[3] = {0, 0, 255};
     const uint8_t *colours[] = {red, blue};
@@ -257,16 +242,15 @@ static void test_channel_order(void **state)
 /* Odd shapes through every path: a flat colour must come out exactly that
  * colour (resampling a constant is exact), every value written, the pad
  * exactly 114. */
-static void test_extreme_shapes(void **state)
-{
+static void test_extreme_shapes(void **state) {
     (void)state;
     static const struct {
         int w, h, tw, th;
         osp_fit_t fit;
     } cases[] = {
-        {1, 1, 640, 640, OSP_FIT_LETTERBOX},   {1, 5000, 64, 64, OSP_FIT_LETTERBOX},
-        {5000, 1, 64, 64, OSP_FIT_LETTERBOX},  {3, 3, 2, 2, OSP_FIT_RESIZE},
-        {2, 7, 300, 300, OSP_FIT_RESIZE},      {16384, 2, 32, 32, OSP_FIT_LETTERBOX},
+        {1, 1, 640, 640, OSP_FIT_LETTERBOX},  {1, 5000, 64, 64, OSP_FIT_LETTERBOX},
+        {5000, 1, 64, 64, OSP_FIT_LETTERBOX}, {3, 3, 2, 2, OSP_FIT_RESIZE},
+        {2, 7, 300, 300, OSP_FIT_RESIZE},     {16384, 2, 32, 32, OSP_FIT_LETTERBOX},
         {999, 333, 333, 111, OSP_FIT_RESIZE}, /* 3x across, 3x down */
         {7, 5, 7, 5, OSP_FIT_RESIZE},
     };
@@ -292,9 +276,8 @@ static void test_extreme_shapes(void **state)
                         double want = !inside ? 114 : f == OSP_PIX_GRAY ? colour[0] : colour[c];
                         double got = at(t, &p, x, y, c) * 255.0;
                         if (!(fabs(got - want) < 1e-3))
-                            fail_msg("%dx%d fmt %d -> %dx%d: (%d,%d)[%d] = %g, want %g",
-                                     cases[i].w, cases[i].h, f, p.width, p.height, x, y, c, got,
-                                     want);
+                            fail_msg("%dx%d fmt %d -> %dx%d: (%d,%d)[%d] = %g, want %g", cases[i].w,
+                                     cases[i].h, f, p.width, p.height, x, y, c, got, want);
                     }
                 }
             free(t);
@@ -306,8 +289,7 @@ static void test_extreme_shapes(void **state)
 
 /* A frame at the target size is packed as is: each value exactly where
  * the layout says, no resampling. */
-static void test_layout_placement(void **state)
-{
+static void test_layout_placement(void **state) {
     (void)state;
     enum { W = 7, H = 5 };
     uint8_t rgb[H][W][3];
@@ -319,8 +301,7 @@ static void test_layout_placement(void **state)
         }
     osp_view_t v;
     char err[128];
-    assert_int_equal(osp_view_wrap(&rgb[0][0][0], sizeof(rgb), W, H, OSP_PIX_RGB, &v, err,
-                                   sizeof(err)),
+    assert_int_equal(osp_view_wrap(&rgb[0][0][0], sizeof(rgb), W, H, OSP_PIX_RGB, &v, err, sizeof(err)),
                      OSP_IMG_OK);
     osp_prep_scratch_t s = {0};
     for (int e = 0; e < 2; e++) {
@@ -348,8 +329,7 @@ static void test_layout_placement(void **state)
 
 /* A frame at the content size is only padded: rows 2..5 of an 8x8 input
  * are the frame, exactly; rows 0, 1, 6, 7 the pad colour, normalised. */
-static void test_content_size_only_padded(void **state)
-{
+static void test_content_size_only_padded(void **state) {
     (void)state;
     osp_view_t v;
     uint8_t *buf = make_frame(8, 4, OSP_PIX_RGB, NULL, 0, &v);
@@ -373,8 +353,7 @@ static void test_content_size_only_padded(void **state)
     free(buf);
 }
 
-static void test_named_norms(void **state)
-{
+static void test_named_norms(void **state) {
     (void)state;
     float m[3], s[3];
     assert_int_equal(osp_norm_named("imagenet", m, s), OSP_IMG_OK);
@@ -410,8 +389,7 @@ static void test_named_norms(void **state)
 }
 
 /* uint8 models get raw pixels and the raw pad colour, no /255. */
-static void test_u8(void **state)
-{
+static void test_u8(void **state) {
     (void)state;
     const uint8_t colour[3] = {200, 10, 77};
     osp_view_t v;
@@ -433,8 +411,7 @@ static void test_u8(void **state)
 }
 
 /* channels == 1: BT.601 luminance .299 R + .587 G + .114 B. */
-static void test_luminance(void **state)
-{
+static void test_luminance(void **state) {
     (void)state;
     const uint8_t colours[][3] = {{255, 0, 0}, {0, 255, 0}, {0, 0, 255}, {114, 114, 114}};
     for (int i = 0; i < 4; i++) {
@@ -461,8 +438,7 @@ static void test_luminance(void **state)
 /* Buffers grow only: once every frame size has been seen, further frames
  * of any allocate nothing (same pointers, same capacities). 1920 and 1280
  * shrink to 640 by whole factors; 1000 takes the bilinear table. */
-static void test_scratch_reuse(void **state)
-{
+static void test_scratch_reuse(void **state) {
     (void)state;
     osp_view_t big, small, odd;
     uint8_t *b1 = make_frame(1920, 1080, OSP_PIX_RGB, NULL, 0, &big);
@@ -477,8 +453,7 @@ static void test_scratch_reuse(void **state)
     assert_non_null(s.cols.data);
     osp_prep_scratch_t warm = s;
     for (int i = 0; i < 6; i++) {
-        assert_int_equal(osp_prep_run(frames[(i * 2) % 3], &p, t, &s, NULL, NULL, 0),
-                         OSP_IMG_OK);
+        assert_int_equal(osp_prep_run(frames[(i * 2) % 3], &p, t, &s, NULL, NULL, 0), OSP_IMG_OK);
         assert_ptr_equal(s.resized.data, warm.resized.data);
         assert_ptr_equal(s.cols.data, warm.cols.data);
         assert_ptr_equal(s.row.data, warm.row.data);
@@ -494,8 +469,7 @@ static void test_scratch_reuse(void **state)
     free(b3);
 }
 
-static void test_bad_arguments(void **state)
-{
+static void test_bad_arguments(void **state) {
     (void)state;
     uint8_t px[12] = {0};
     osp_view_t v = {px, 2, 2, 6, OSP_PIX_RGB};
@@ -524,8 +498,7 @@ static void test_bad_arguments(void **state)
 
 /* ---- the buffer type the module shares ---------------------------------- */
 
-static void test_view_wrap(void **state)
-{
+static void test_view_wrap(void **state) {
     (void)state;
     uint8_t px[4 * 3 * 3] = {0};
     osp_view_t v;
@@ -540,16 +513,14 @@ static void test_view_wrap(void **state)
     assert_non_null(strstr(err, "want 36"));
     assert_int_equal(osp_view_wrap(px, sizeof(px), 4, 3, 3, &v, err, sizeof(err)), OSP_IMG_EINVAL);
     /* Sides whose product would overflow 32 bits are refused, not wrapped. */
-    assert_int_equal(osp_view_wrap(px, 12, 65536, 65536, OSP_PIX_RGB, &v, NULL, 0),
-                     OSP_IMG_EINVAL);
+    assert_int_equal(osp_view_wrap(px, 12, 65536, 65536, OSP_PIX_RGB, &v, NULL, 0), OSP_IMG_EINVAL);
     assert_int_equal(osp_view_wrap(px, 0, 0, 3, OSP_PIX_RGB, &v, NULL, 0), OSP_IMG_EINVAL);
     assert_int_equal(osp_pixfmt_channels(OSP_PIX_RGB), 3);
     assert_int_equal(osp_pixfmt_channels(OSP_PIX_GRAY), 1);
     assert_int_equal(osp_pixfmt_channels(-1), 0);
 }
 
-static void test_image_reserve(void **state)
-{
+static void test_image_reserve(void **state) {
     (void)state;
     osp_image_t img = {0};
     assert_int_equal(osp_image_reserve(&img, 100, 50, OSP_PIX_RGB), OSP_IMG_OK);
@@ -575,8 +546,7 @@ static void test_image_reserve(void **state)
  * (at size, odd and even whole-factor shrinks, the general width, an
  * upscale), letterbox and resize, both colour orders. Missing rows are an
  * error, not a half-made tensor. */
-static void test_rows_in_pieces(void **state)
-{
+static void test_rows_in_pieces(void **state) {
     (void)state;
     static const struct {
         int w, h, tw, th;
@@ -595,8 +565,8 @@ static void test_rows_in_pieces(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         osp_view_t v;
         uint8_t *buf = make_frame(cases[i].w, cases[i].h, cases[i].fmt, NULL, 5, &v);
-        osp_prep_t p = spec(cases[i].tw, cases[i].th, cases[i].fit, OSP_LAYOUT_NCHW,
-                            OSP_ELEM_F32, "imagenet");
+        osp_prep_t p = spec(cases[i].tw, cases[i].th, cases[i].fit, OSP_LAYOUT_NCHW, OSP_ELEM_F32,
+                            "imagenet");
         size_t bytes = osp_prep_tensor_bytes(&p);
         uint8_t *whole = malloc(bytes), *pieces = malloc(bytes);
         assert_non_null(whole);
@@ -613,8 +583,7 @@ static void test_rows_in_pieces(void **state)
                              OSP_IMG_OK);
             for (int y = 0; y < v.height;) {
                 int n = mode == 0 ? 1 : 1 + rand() % 7;
-                if (n > v.height - y)
-                    n = v.height - y;
+                if (n > v.height - y) n = v.height - y;
                 osp_prep_stream_rows(st, v.data + (size_t)y * v.stride, (size_t)v.stride, n);
                 y += n;
             }
@@ -648,8 +617,7 @@ static void test_rows_in_pieces(void **state)
     osp_prep_scratch_free(&s);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resize_matches_reference),
         cmocka_unit_test(test_bgr_and_gray_sources),

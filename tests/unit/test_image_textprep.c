@@ -13,8 +13,12 @@
 #include "image/text.h"
 
 static osp_text_prep_t ppocr(void) {
-    osp_text_prep_t tp = {.height = 48, .min_w = 320, .max_w = 1280, .channels = 3,
-                          .mean = {127.5f, 127.5f, 127.5f}, .std = {127.5f, 127.5f, 127.5f}};
+    osp_text_prep_t tp = {.height = 48,
+                          .min_w = 320,
+                          .max_w = 1280,
+                          .channels = 3,
+                          .mean = {127.5f, 127.5f, 127.5f},
+                          .std = {127.5f, 127.5f, 127.5f}};
     return tp;
 }
 
@@ -22,8 +26,8 @@ static void test_widths(void **state) {
     (void)state;
     osp_text_prep_t tp = ppocr();
     assert_int_equal(osp_text_content_width(100, 24, &tp), 200);
-    assert_int_equal(osp_text_tensor_width(100, 24, &tp), 320);   /* raised to min_w */
-    assert_int_equal(osp_text_tensor_width(700, 48, &tp), 704);   /* a multiple of 8 */
+    assert_int_equal(osp_text_tensor_width(100, 24, &tp), 320);     /* raised to min_w */
+    assert_int_equal(osp_text_tensor_width(700, 48, &tp), 704);     /* a multiple of 8 */
     assert_int_equal(osp_text_content_width(10000, 10, &tp), 1280); /* capped */
     assert_int_equal(osp_text_tensor_width(10000, 10, &tp), 1280);
     assert_int_equal(osp_text_content_width(0, 10, &tp), 0);
@@ -65,8 +69,13 @@ static void test_pack_easyocr(void **state) {
     /* 2 x 1 BGR input: luminance, then edge padding to width 5 */
     uint8_t px[1][2][3] = {{{0, 0, 255}, {255, 255, 255}}}; /* pure red, then white */
     osp_view_t v = {.data = &px[0][0][0], .width = 2, .height = 1, .stride = 6, .fmt = OSP_PIX_BGR};
-    osp_text_prep_t tp = {.height = 1, .min_w = 5, .max_w = 5, .channels = 1, .bicubic = 1,
-                          .pad_edge = 1, .mean = {127.5f, 127.5f, 127.5f},
+    osp_text_prep_t tp = {.height = 1,
+                          .min_w = 5,
+                          .max_w = 5,
+                          .channels = 1,
+                          .bicubic = 1,
+                          .pad_edge = 1,
+                          .mean = {127.5f, 127.5f, 127.5f},
                           .std = {127.5f, 127.5f, 127.5f}};
     float t[5];
     osp_image_t scratch = {0};
@@ -91,7 +100,8 @@ static void test_crop_axis_aligned(void **state) {
     assert_int_equal(out.width, 4);
     assert_int_equal(out.height, 3);
     for (int y = 0; y < 3; y++)
-        for (int x = 0; x < 4; x++) assert_int_equal(out.data[y * out.stride + 3 * x], px[1 + y][2 + x]);
+        for (int x = 0; x < 4; x++)
+            assert_int_equal(out.data[y * out.stride + 3 * x], px[1 + y][2 + x]);
     /* a tall box is turned counter-clockwise to read as a line */
     const float tall[4][2] = {{1, 0}, {3, 0}, {3, 6}, {1, 6}};
     assert_int_equal(osp_text_crop(&v, tall, &out, &scratch), 1);
@@ -132,15 +142,16 @@ static void test_resize_identity_and_flat(void **state) {
     memset(flat, 77, sizeof flat);
     osp_view_t f = {.data = flat, .width = 4, .height = 4, .stride = 12, .fmt = OSP_PIX_RGB};
     assert_int_equal(osp_image_resize(&f, 7, 3, 1, &out), 0);
-    for (int i = 0; i < 7 * 3 * 3; i++) assert_int_equal(out.data[i], 77); /* bicubic keeps a flat field */
+    for (int i = 0; i < 7 * 3 * 3; i++)
+        assert_int_equal(out.data[i], 77); /* bicubic keeps a flat field */
     osp_image_free(&out);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_widths),          cmocka_unit_test(test_pack_ppocr),
-        cmocka_unit_test(test_pack_easyocr),    cmocka_unit_test(test_crop_axis_aligned),
-        cmocka_unit_test(test_quad_order),      cmocka_unit_test(test_resize_identity_and_flat),
+        cmocka_unit_test(test_widths),       cmocka_unit_test(test_pack_ppocr),
+        cmocka_unit_test(test_pack_easyocr), cmocka_unit_test(test_crop_axis_aligned),
+        cmocka_unit_test(test_quad_order),   cmocka_unit_test(test_resize_identity_and_flat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

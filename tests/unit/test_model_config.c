@@ -72,12 +72,15 @@ static void test_json_keys(void **s) {
     assert_int_equal(c.max_detections, 5);
     assert_string_equal(c.device, "cpu");
     assert_string_equal(c.name, "m");
-    assert_int_equal(parse("{\"path\":\"m\",\"graphOptimization\":\"none\",\"threads\":3}", &c, err, sizeof err), 0);
+    assert_int_equal(parse("{\"path\":\"m\",\"graphOptimization\":\"none\",\"threads\":3}", &c,
+                           err, sizeof err),
+                     0);
     assert_int_equal(c.graph_opt, -1);
     assert_int_equal(c.intra_threads, 3);
     /* a catalog name plus overrides */
     assert_int_equal(parse("{\"model\":\"ssd-oidv4\",\"confidence\":0.5,\"mean\":[1,2,3],\"std\":2}",
-                           &c, err, sizeof err), 0);
+                           &c, err, sizeof err),
+                     0);
     assert_int_equal(c.width, 300);
     assert_float_equal(c.confidence, 0.5, 1e-6);
     assert_float_equal(c.mean[2], 3, 1e-6);
@@ -88,7 +91,9 @@ static void test_json_errors(void **s) {
     (void)s;
     osp_model_cfg_t c;
     char err[256];
-    static const struct { const char *json, *msg; } bad[] = {
+    static const struct {
+        const char *json, *msg;
+    } bad[] = {
         {"{}", "path (or model) is required"},
         {"[1]", "must be a JSON object"},
         {"{\"path\":3}", "path must be a string"},

@@ -42,8 +42,8 @@ static int64_t epoch_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-#define UF_TENSORS                                                                       \
-    "\"inputs\":[{\"name\":\"input\",\"dtype\":\"float32\",\"shape\":[1,3,32,32]}],"     \
+#define UF_TENSORS                                                                           \
+    "\"inputs\":[{\"name\":\"input\",\"dtype\":\"float32\",\"shape\":[1,3,32,32]}],"         \
     "\"outputs\":[{\"name\":\"scores\",\"dtype\":\"float32\",\"shape\":[1,4,2],\"fill\":0}," \
     "{\"name\":\"boxes\",\"dtype\":\"float32\",\"shape\":[1,4,4],\"fill\":0}]"
 
@@ -376,12 +376,9 @@ static void test_note_failed_counts(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_in_time),
-        cmocka_unit_test(test_load_fails),
-        cmocka_unit_test(test_load_past_bound),
-        cmocka_unit_test(test_no_expiry_within_bound),
-        cmocka_unit_test(test_unknown_seq_is_stale),
-        cmocka_unit_test(test_note_failed_counts),
+        cmocka_unit_test(test_load_in_time),         cmocka_unit_test(test_load_fails),
+        cmocka_unit_test(test_load_past_bound),      cmocka_unit_test(test_no_expiry_within_bound),
+        cmocka_unit_test(test_unknown_seq_is_stale), cmocka_unit_test(test_note_failed_counts),
     };
     return cmocka_run_group_tests(tests, setup_dir, remove_dir);
 }

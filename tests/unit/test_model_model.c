@@ -82,9 +82,8 @@ static osp_model_t *open_ok(const osp_model_cfg_t *cfg) {
 
 /* One logit per frame: the mean of that frame's input tensor. Through a
  * sigmoid classifier the score says which pixels reached the run. */
-static const char MEAN_LOGIT[] =
-    "{" IN_NCHW("-1") ",\"outputs\":[{\"name\":\"logit\",\"dtype\":\"float32\","
-    "\"shape\":[-1,1],\"from_input\":\"mean\"}]}";
+static const char MEAN_LOGIT[] = "{" IN_NCHW("-1") ",\"outputs\":[{\"name\":\"logit\",\"dtype\":\"float32\","
+                                                   "\"shape\":[-1,1],\"from_input\":\"mean\"}]}";
 
 static float sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
 
@@ -94,8 +93,7 @@ typedef struct {
 } frame_t;
 
 /* A w x h frame of fmt whose every pixel is (a, b, c) in memory order. */
-static void make_frame(frame_t *f, int w, int h, osp_pixfmt_t fmt, uint8_t a, uint8_t b,
-                       uint8_t c) {
+static void make_frame(frame_t *f, int w, int h, osp_pixfmt_t fmt, uint8_t a, uint8_t b, uint8_t c) {
     int ch = fmt == OSP_PIX_GRAY ? 1 : 3;
     assert_true((size_t)w * (size_t)h * (size_t)ch <= sizeof f->px);
     for (int i = 0; i < w * h; i++) {
@@ -338,8 +336,8 @@ static void test_prepare_rows(void **s) {
     assert_int_equal(osp_model_prepare(m, &whole, &f.v, 0, 0, err, sizeof err), 0);
     osp_prep_stream_t *st = osp_prep_stream_new();
     assert_non_null(st);
-    assert_int_equal(osp_model_prepare_rows_begin(m, &rows, st, 24, 12, OSP_PIX_RGB, err,
-                                                  sizeof err), 0);
+    assert_int_equal(osp_model_prepare_rows_begin(m, &rows, st, 24, 12, OSP_PIX_RGB, err, sizeof err),
+                     0);
     for (int y = 0; y < 12; y += 5) {
         int n = 12 - y < 5 ? 12 - y : 5;
         osp_prep_stream_rows(st, f.px + (size_t)y * 72, 72, n);
@@ -356,8 +354,8 @@ static void test_prepare_rows(void **s) {
     assert_float_equal(a.rec->classes[0].score, b.rec->classes[0].score, 1e-6);
 
     strcpy(err, "");
-    assert_int_equal(osp_model_prepare_rows_begin(m, &rows, st, 24, 12, OSP_PIX_GRAY, err,
-                                                  sizeof err), OSP_MODEL_EINVAL);
+    assert_int_equal(osp_model_prepare_rows_begin(m, &rows, st, 24, 12, OSP_PIX_GRAY, err, sizeof err),
+                     OSP_MODEL_EINVAL);
     assert_string_equal(err, "frame not prepared row by row for this model");
     osp_prep_stream_free(st);
     osp_infer_ctx_free(&whole);
@@ -396,7 +394,7 @@ static void test_predict_run_failure(void **s) {
     osp_model_cfg_t cfg;
     script_cfg(&cfg, "runfail.json",
                "{\"run_error\":\"device lost\"," IN_NCHW("-1") ",\"outputs\":[{\"name\":"
-               "\"logit\",\"dtype\":\"float32\",\"shape\":[-1,1]}]}",
+                                                               "\"logit\",\"dtype\":\"float32\",\"shape\":[-1,1]}]}",
                "classifier:sigmoid");
     osp_model_t *m = open_ok(&cfg);
     osp_infer_ctx_t ctx = {0};
@@ -464,7 +462,7 @@ static void test_predict_batch_per_frame(void **s) {
     osp_model_cfg_t cfg;
     script_cfg(&cfg, "static.json",
                "{\"run_error_every\":2," IN_NCHW("1") ",\"outputs\":[{\"name\":\"logit\","
-               "\"dtype\":\"float32\",\"shape\":[1,1],\"from_input\":\"mean\"}]}",
+                                                      "\"dtype\":\"float32\",\"shape\":[1,1],\"from_input\":\"mean\"}]}",
                "classifier:sigmoid");
     osp_model_t *m = open_ok(&cfg);
     assert_int_equal(m->batch_dynamic, 0);
@@ -502,7 +500,7 @@ static void test_predict_batch_item_failure(void **s) {
     osp_model_cfg_t cfg;
     script_cfg(&cfg, "nobatch.json",
                "{" IN_NCHW("-1") ",\"outputs\":[{\"name\":\"logit\",\"dtype\":\"float32\","
-               "\"shape\":[1,1],\"fill\":3}]}",
+                                 "\"shape\":[1,1],\"fill\":3}]}",
                "classifier:sigmoid");
     osp_model_t *m = open_ok(&cfg);
     static osp_infer_ctx_t ctx[2];
@@ -531,8 +529,9 @@ static void test_predict_batch_run_failure(void **s) {
     (void)s;
     osp_model_cfg_t cfg;
     script_cfg(&cfg, "batchfail.json",
-               "{\"run_error\":\"batch too big for the GPU\"," IN_NCHW("-1") ",\"outputs\":"
-               "[{\"name\":\"logit\",\"dtype\":\"float32\",\"shape\":[-1,1]}]}",
+               "{\"run_error\":\"batch too big for the GPU\"," IN_NCHW(
+                   "-1") ",\"outputs\":"
+                         "[{\"name\":\"logit\",\"dtype\":\"float32\",\"shape\":[-1,1]}]}",
                "classifier:sigmoid");
     osp_model_t *m = open_ok(&cfg);
     static osp_infer_ctx_t ctx[2];
@@ -604,7 +603,7 @@ static void test_lone_frame_takes_the_wide_session(void **s) {
     char json[1024];
     snprintf(json, sizeof json,
              "{\"run_block_file\":\"%s\"," IN_NCHW("-1") ",\"outputs\":[{\"name\":\"logit\","
-             "\"dtype\":\"float32\",\"shape\":[-1,1],\"from_input\":\"mean\"}]}",
+                                                         "\"dtype\":\"float32\",\"shape\":[-1,1],\"from_input\":\"mean\"}]}",
              release);
     osp_model_cfg_t cfg;
     script_cfg(&cfg, "shared.json", json, "classifier:sigmoid");
@@ -677,7 +676,8 @@ static void test_lone_session_on_onnxruntime(void **s) {
     struct stat sb;
     if (stat(cfg.path, &sb) != 0)
         fail_msg("%s is missing: run `make assets` (it fetches the catalog models into "
-                 "$OSPREY_CACHE/models, default ~/.cache/osprey/models)", cfg.path);
+                 "$OSPREY_CACHE/models, default ~/.cache/osprey/models)",
+                 cfg.path);
     cfg.intra_threads = 1;
     cfg.lone_threads = 2;
     cfg.device[0] = '\0';

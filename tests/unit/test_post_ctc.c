@@ -173,9 +173,9 @@ static void test_setup_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_greedy_collapse),   cmocka_unit_test(test_blank_only_and_empty),
+        cmocka_unit_test(test_greedy_collapse),    cmocka_unit_test(test_blank_only_and_empty),
         cmocka_unit_test(test_non_finite_skipped), cmocka_unit_test(test_logits_softmaxed),
-        cmocka_unit_test(test_no_space_class),    cmocka_unit_test(test_setup_errors),
+        cmocka_unit_test(test_no_space_class),     cmocka_unit_test(test_setup_errors),
     };
     return cmocka_run_group_tests(tests, make_alphabet, drop_alphabet);
 }

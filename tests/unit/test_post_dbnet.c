@@ -20,9 +20,15 @@ static int run(float conf, osp_dres_t *res, float scale, float pad_y) {
     const osp_decoder_t *dec = osp_decoder_find("dbnet");
     char err[256];
     osp_pdesc_t d = {.name = "map", .dtype = OSP_PDT_F32, .rank = 4, .dims = {1, 1, -1, -1}};
-    osp_dparams_t p = {.in_w = W, .in_h = H, .confidence = conf, .max_detections = 100,
-                       .scale_x = scale, .scale_y = scale, .pad_y = pad_y,
-                       .frame_w = (int)(W / scale), .frame_h = (int)((H - 2 * pad_y) / scale)};
+    osp_dparams_t p = {.in_w = W,
+                       .in_h = H,
+                       .confidence = conf,
+                       .max_detections = 100,
+                       .scale_x = scale,
+                       .scale_y = scale,
+                       .pad_y = pad_y,
+                       .frame_w = (int)(W / scale),
+                       .frame_h = (int)((H - 2 * pad_y) / scale)};
     void *st = NULL;
     if (dec->setup(&d, 1, &p, &st, err, sizeof err)) return -1;
     osp_pout_t o = {.name = "map", .dtype = OSP_PDT_F32, .data = map, .rank = 4, .dims = {1, 1, H, W}};
@@ -160,9 +166,12 @@ static void test_min_area_rect(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_no_regions),    cmocka_unit_test(test_one_line),
-        cmocka_unit_test(test_box_threshold_and_small), cmocka_unit_test(test_non_finite),
-        cmocka_unit_test(test_frame_mapping), cmocka_unit_test(test_rotated_region),
+        cmocka_unit_test(test_no_regions),
+        cmocka_unit_test(test_one_line),
+        cmocka_unit_test(test_box_threshold_and_small),
+        cmocka_unit_test(test_non_finite),
+        cmocka_unit_test(test_frame_mapping),
+        cmocka_unit_test(test_rotated_region),
         cmocka_unit_test(test_min_area_rect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,15 +11,13 @@
 
 #include "post/post.h"
 
-static osp_det_t box(float x1, float y1, float x2, float y2, float score, int cls)
-{
+static osp_det_t box(float x1, float y1, float x2, float y2, float score, int cls) {
     return (osp_det_t){.x1 = x1, .y1 = y1, .x2 = x2, .y2 = y2, .score = score, .cls = cls};
 }
 
 /* ---- IoU ---------------------------------------------------------------- */
 
-static void test_iou_values(void **state)
-{
+static void test_iou_values(void **state) {
     (void)state;
     osp_det_t a = box(0, 0, 10, 10, 1, 0);
     osp_det_t same = a;
@@ -31,19 +29,18 @@ static void test_iou_values(void **state)
     assert_float_equal(osp_iou(&a, &same), 1.0f, 1e-6f);
     assert_float_equal(osp_iou(&a, &disjoint), 0.0f, 0.0f);
     assert_float_equal(osp_iou(&a, &touching), 0.0f, 0.0f);
-    assert_float_equal(osp_iou(&a, &inner), 0.25f, 1e-6f);       /* 25 / 100 */
+    assert_float_equal(osp_iou(&a, &inner), 0.25f, 1e-6f); /* 25 / 100 */
     assert_float_equal(osp_iou(&inner, &a), 0.25f, 1e-6f);
     assert_float_equal(osp_iou(&a, &shifted), (50.0f / 150.0f), 1e-6f);
     assert_float_equal(osp_iou(&a, &diag), (81.0f / 119.0f), 1e-6f);
 }
 
-static void test_iou_empty_boxes(void **state)
-{
+static void test_iou_empty_boxes(void **state) {
     (void)state;
     osp_det_t a = box(0, 0, 10, 10, 1, 0);
-    osp_det_t line = box(2, 0, 2, 10, 1, 0);      /* zero width */
+    osp_det_t line = box(2, 0, 2, 10, 1, 0); /* zero width */
     osp_det_t point = box(5, 5, 5, 5, 1, 0);
-    osp_det_t inverted = box(8, 8, 2, 2, 1, 0);   /* x2 < x1 */
+    osp_det_t inverted = box(8, 8, 2, 2, 1, 0); /* x2 < x1 */
     assert_float_equal(osp_iou(&a, &line), 0.0f, 0.0f);
     assert_float_equal(osp_iou(&line, &a), 0.0f, 0.0f);
     assert_float_equal(osp_iou(&point, &point), 0.0f, 0.0f);
@@ -55,8 +52,7 @@ static void test_iou_empty_boxes(void **state)
 
 /* ---- NMS ---------------------------------------------------------------- */
 
-static void test_nms_suppresses_overlap(void **state)
-{
+static void test_nms_suppresses_overlap(void **state) {
     (void)state;
     osp_det_t d[3] = {
         box(1, 1, 11, 11, 0.8f, 1), /* IoU 0.68 with the next: suppressed */
@@ -69,8 +65,7 @@ static void test_nms_suppresses_overlap(void **state)
     assert_float_equal(d[1].score, 0.7f, 0.0f);
 }
 
-static void test_nms_per_class(void **state)
-{
+static void test_nms_per_class(void **state) {
     (void)state;
     osp_det_t d[2] = {box(0, 0, 10, 10, 0.9f, 1), box(1, 1, 11, 11, 0.8f, 2)};
     osp_det_t e[2];
@@ -81,8 +76,7 @@ static void test_nms_per_class(void **state)
     assert_int_equal(e[0].cls, 1);
 }
 
-static void test_nms_threshold_is_strict(void **state)
-{
+static void test_nms_threshold_is_strict(void **state) {
     (void)state;
     /* IoU exactly 0.5: kept at 0.5, suppressed just below. */
     osp_det_t d[2] = {box(0, 0, 10, 10, 0.9f, 0), box(0, 0, 10, 5, 0.8f, 0)};
@@ -92,37 +86,32 @@ static void test_nms_threshold_is_strict(void **state)
     assert_int_equal(osp_nms(e, 2, 0.49f, 1, 0), 1);
 }
 
-static void test_nms_greedy_chain(void **state)
-{
+static void test_nms_greedy_chain(void **state) {
     (void)state;
     /* B overlaps A and C; C does not overlap A. B goes, so C stays. */
     osp_det_t d[3] = {
-        box(0, 0, 10, 10, 0.9f, 0),  /* A */
-        box(3, 0, 13, 10, 0.8f, 0),  /* B: IoU(A,B) = 70/130 */
-        box(8, 0, 18, 10, 0.7f, 0),  /* C: IoU(A,C) = 20/180, IoU(B,C) = 50/150 */
+        box(0, 0, 10, 10, 0.9f, 0), /* A */
+        box(3, 0, 13, 10, 0.8f, 0), /* B: IoU(A,B) = 70/130 */
+        box(8, 0, 18, 10, 0.7f, 0), /* C: IoU(A,C) = 20/180, IoU(B,C) = 50/150 */
     };
     assert_int_equal(osp_nms(d, 3, 0.3f, 1, 0), 2);
     assert_float_equal(d[0].score, 0.9f, 0.0f);
     assert_float_equal(d[1].score, 0.7f, 0.0f);
 }
 
-static void test_nms_order_and_ties(void **state)
-{
+static void test_nms_order_and_ties(void **state) {
     (void)state;
     /* Disjoint boxes: nothing suppressed, so the result is the sort.
      * Equal scores must keep their input order (cls carries the index). */
     const float s[7] = {0.3f, 0.9f, 0.5f, 0.9f, 0.3f, 0.5f, 0.9f};
     osp_det_t d[7];
-    for (int i = 0; i < 7; i++)
-        d[i] = box(20.0f * i, 0, 20.0f * i + 10, 10, s[i], i);
+    for (int i = 0; i < 7; i++) d[i] = box(20.0f * i, 0, 20.0f * i + 10, 10, s[i], i);
     assert_int_equal(osp_nms(d, 7, 0.1f, 0, 0), 7);
     const int want[7] = {1, 3, 6, 2, 5, 0, 4};
-    for (int i = 0; i < 7; i++)
-        assert_int_equal(d[i].cls, want[i]);
+    for (int i = 0; i < 7; i++) assert_int_equal(d[i].cls, want[i]);
 }
 
-static void test_nms_max_keep(void **state)
-{
+static void test_nms_max_keep(void **state) {
     (void)state;
     osp_det_t d[5];
     for (int i = 0; i < 5; i++)
@@ -137,8 +126,7 @@ static void test_nms_max_keep(void **state)
     assert_int_equal(osp_nms(NULL, 5, 0.5f, 1, 0), 0);
 }
 
-static void test_nms_zero_area(void **state)
-{
+static void test_nms_zero_area(void **state) {
     (void)state;
     /* Zero-area boxes overlap nothing: they neither suppress nor are
      * suppressed, even when identical. */
@@ -148,13 +136,11 @@ static void test_nms_zero_area(void **state)
     assert_float_equal(d[2].score, 0.7f, 0.0f);
 }
 
-static void test_nms_nan_scores_last(void **state)
-{
+static void test_nms_nan_scores_last(void **state) {
     (void)state;
     osp_det_t d[4];
     const float s[4] = {NAN, 0.2f, NAN, 0.6f};
-    for (int i = 0; i < 4; i++)
-        d[i] = box(20.0f * i, 0, 20.0f * i + 10, 10, s[i], i);
+    for (int i = 0; i < 4; i++) d[i] = box(20.0f * i, 0, 20.0f * i + 10, 10, s[i], i);
     assert_int_equal(osp_nms(d, 4, 0.5f, 0, 0), 4);
     assert_int_equal(d[0].cls, 3);
     assert_int_equal(d[1].cls, 1);
@@ -163,8 +149,7 @@ static void test_nms_nan_scores_last(void **state)
 }
 
 /* Large inputs go through the merge path of the in-place stable sort. */
-static void test_nms_stable_sort_large(void **state)
-{
+static void test_nms_stable_sort_large(void **state) {
     (void)state;
     enum { N = 3001 };
     static osp_det_t d[N];
@@ -174,18 +159,16 @@ static void test_nms_stable_sort_large(void **state)
         uint32_t r = 12345u + (uint32_t)k;
         for (int i = 0; i < n; i++) {
             r = r * 1103515245u + 12345u;
-            float sc = (float)((r >> 16) % 13) / 13.0f; /* many ties */
+            float sc = (float)((r >> 16) % 13) / 13.0f;  /* many ties */
             d[i] = box((float)i, 0, (float)i, 0, sc, i); /* zero area */
         }
         assert_int_equal(osp_nms(d, n, 0.5f, 0, 0), n);
         int seen_sum = 0;
         for (int i = 0; i < n; i++) {
             seen_sum += d[i].cls;
-            if (i == 0)
-                continue;
+            if (i == 0) continue;
             assert_true(d[i - 1].score >= d[i].score);
-            if (d[i - 1].score == d[i].score)
-                assert_true(d[i - 1].cls < d[i].cls);
+            if (d[i - 1].score == d[i].score) assert_true(d[i - 1].cls < d[i].cls);
         }
         assert_int_equal(seen_sum, n * (n - 1) / 2); /* a permutation */
     }
@@ -193,16 +176,14 @@ static void test_nms_stable_sort_large(void **state)
 
 /* ---- mapping to frame pixels ------------------------------------------- */
 
-static void expect_box(const osp_det_t *d, float x1, float y1, float x2, float y2)
-{
+static void expect_box(const osp_det_t *d, float x1, float y1, float x2, float y2) {
     assert_float_equal(d->x1, x1, 1e-3f);
     assert_float_equal(d->y1, y1, 1e-3f);
     assert_float_equal(d->x2, x2, 1e-3f);
     assert_float_equal(d->y2, y2, 1e-3f);
 }
 
-static void test_letterbox_1080p(void **state)
-{
+static void test_letterbox_1080p(void **state) {
     (void)state;
     /* 1920x1080 letterboxed into 640x640: scale 1/3, 640x360, pad_y 140. */
     const float s = 1.0f / 3.0f;
@@ -219,8 +200,7 @@ static void test_letterbox_1080p(void **state)
     assert_int_equal(d[0].cls, 3);
 }
 
-static void test_resize_mode(void **state)
-{
+static void test_resize_mode(void **state) {
     (void)state;
     /* 1920x1080 stretched to 300x300: scale_x != scale_y, no pad. */
     osp_det_t d = box(0.1f, 0.2f, 0.5f, 0.9f, 0.5f, 0);
@@ -233,8 +213,7 @@ static void test_resize_mode(void **state)
     expect_box(&f, 360.0f, 120.0f, 536.0f, 360.0f);
 }
 
-static void test_clamping(void **state)
-{
+static void test_clamping(void **state) {
     (void)state;
     const float s = 1.0f / 3.0f;
     osp_det_t d[3] = {
@@ -257,8 +236,7 @@ static void test_clamping(void **state)
     expect_box(&e, 0.1f, 0.2f, 0.3f, 0.4f);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_iou_values),
         cmocka_unit_test(test_iou_empty_boxes),

@@ -53,9 +53,16 @@ static void drop(outs_t *t) {
 }
 
 static osp_dparams_t params(void) {
-    return (osp_dparams_t){.in_w = 640, .in_h = 640, .in_c = 3, .confidence = 0.5f,
-                           .nms_iou = 0.4f, .max_detections = 100, .scale_x = 1, .scale_y = 1,
-                           .frame_w = 640, .frame_h = 640};
+    return (osp_dparams_t){.in_w = 640,
+                           .in_h = 640,
+                           .in_c = 3,
+                           .confidence = 0.5f,
+                           .nms_iou = 0.4f,
+                           .max_detections = 100,
+                           .scale_x = 1,
+                           .scale_y = 1,
+                           .frame_w = 640,
+                           .frame_h = 640};
 }
 
 static int run(outs_t *t, const osp_dparams_t *p, osp_dres_t *r) {
@@ -161,7 +168,8 @@ static void test_nan_inf_threshold_and_max(void **state) {
     make(&t, 1, 0, 0);
     const float ltrb[4] = {0.4f, 0.4f, 0.4f, 0.4f};
     /* 150 separate faces at stride 8 */
-    for (int i = 0; i < 150; i++) put(&t, 0, (i % 15) * 5, (i / 15) * 5, 0, 0.6f + 0.001f * (float)i, ltrb);
+    for (int i = 0; i < 150; i++)
+        put(&t, 0, (i % 15) * 5, (i / 15) * 5, 0, 0.6f + 0.001f * (float)i, ltrb);
     osp_dres_t r = {0};
     osp_dparams_t p = params();
     assert_int_equal(run(&t, &p, &r), 0);

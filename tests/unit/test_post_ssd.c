@@ -20,37 +20,30 @@ enum { L0 = 0, L1 = 1083, L2 = 1083 + 600, L3 = L2 + 150, L4 = L3 + 54, L5 = L4 
 
 static osp_anchor_t g_anchors[NANCHORS];
 
-static int setup_anchors(void **state)
-{
+static int setup_anchors(void **state) {
     (void)state;
     osp_ssd_anchor_cfg_t cfg;
     osp_ssd_anchor_cfg_default(&cfg);
     return osp_ssd_anchors(&cfg, g_anchors, NANCHORS) == NANCHORS ? 0 : -1;
 }
 
-static void expect_anchor(const osp_anchor_t *a, double y, double x, double h, double w)
-{
+static void expect_anchor(const osp_anchor_t *a, double y, double x, double h, double w) {
     assert_float_equal(a->y, (float)y, EPS);
     assert_float_equal(a->x, (float)x, EPS);
     assert_float_equal(a->h, (float)h, EPS);
     assert_float_equal(a->w, (float)w, EPS);
 }
 
-static double scale_of(int layer)
-{
-    return layer >= 6 ? 1.0 : 0.2 + (0.95 - 0.2) * layer / 5.0;
-}
+static double scale_of(int layer) { return layer >= 6 ? 1.0 : 0.2 + (0.95 - 0.2) * layer / 5.0; }
 
-static void test_default_cfg(void **state)
-{
+static void test_default_cfg(void **state) {
     (void)state;
     osp_ssd_anchor_cfg_t cfg;
     memset(&cfg, 0x5a, sizeof cfg);
     osp_ssd_anchor_cfg_default(&cfg);
     static const int fm[] = {19, 10, 5, 3, 2, 1};
     assert_int_equal(cfg.num_layers, 6);
-    for (int i = 0; i < 6; i++)
-        assert_int_equal(cfg.feature_maps[i], fm[i]);
+    for (int i = 0; i < 6; i++) assert_int_equal(cfg.feature_maps[i], fm[i]);
     assert_float_equal(cfg.min_scale, 0.2f, 0.0f);
     assert_float_equal(cfg.max_scale, 0.95f, 0.0f);
     assert_int_equal(cfg.num_aspect_ratios, 5);
@@ -63,8 +56,7 @@ static void test_default_cfg(void **state)
     assert_float_equal(cfg.interpolated_scale_aspect_ratio, 1.0f, 0.0f);
 }
 
-static void test_anchor_count(void **state)
-{
+static void test_anchor_count(void **state) {
     (void)state;
     osp_ssd_anchor_cfg_t cfg;
     osp_ssd_anchor_cfg_default(&cfg);
@@ -81,8 +73,7 @@ static void test_anchor_count(void **state)
     assert_memory_equal(&few[10], &untouched, sizeof untouched);
 }
 
-static void test_anchor_count_variants(void **state)
-{
+static void test_anchor_count_variants(void **state) {
     (void)state;
     osp_ssd_anchor_cfg_t cfg;
     osp_ssd_anchor_cfg_default(&cfg);
@@ -101,8 +92,7 @@ static void test_anchor_count_variants(void **state)
     assert_int_equal(osp_ssd_anchors(NULL, NULL, 0), 0);
 }
 
-static void test_first_and_last_anchor(void **state)
-{
+static void test_first_and_last_anchor(void **state) {
     (void)state;
     /* Layer 0, cell (0,0), (0.1, ratio 1). */
     expect_anchor(&g_anchors[0], 0.5 / 19, 0.5 / 19, 0.1, 0.1);
@@ -112,8 +102,7 @@ static void test_first_and_last_anchor(void **state)
     assert_float_equal(g_anchors[NANCHORS - 1].h, 0.9746794f, 1e-6f);
 }
 
-static void test_lowest_layer_cell(void **state)
-{
+static void test_lowest_layer_cell(void **state) {
     (void)state;
     /* Reduced lowest layer: (0.1,1), (0.2,2), (0.2,0.5). */
     double c = 0.5 / 19, r2 = sqrt(2.0);
@@ -127,8 +116,7 @@ static void test_lowest_layer_cell(void **state)
     expect_anchor(&g_anchors[L1 - 1], 18.5 / 19, 18.5 / 19, 0.2 * r2, 0.2 / r2);
 }
 
-static void test_layer1_first_cell(void **state)
-{
+static void test_layer1_first_cell(void **state) {
     (void)state;
     double s = scale_of(1), sn = scale_of(2);
     assert_true(fabs(s - 0.35) < 1e-12 && fabs(sn - 0.5) < 1e-12);
@@ -144,8 +132,7 @@ static void test_layer1_first_cell(void **state)
     expect_anchor(&g_anchors[L1 + 10 * 6], 0.15, 0.05, s, s);
 }
 
-static void test_interior_layers(void **state)
-{
+static void test_interior_layers(void **state) {
     (void)state;
     /* Layer 2 (5x5, scale 0.5), cell (y=4, x=1), ratio 3. */
     double r3 = sqrt(3.0);
@@ -166,18 +153,17 @@ static void test_interior_layers(void **state)
 
 #define NCLS 4
 
-static void test_zero_encoding_is_anchor(void **state)
-{
+static void test_zero_encoding_is_anchor(void **state) {
     (void)state;
     float enc[3][4] = {{0}};
     float lg[3][NCLS];
     for (int i = 0; i < 3; i++)
-        for (int c = 0; c < NCLS; c++)
-            lg[i][c] = -20.0f;
+        for (int c = 0; c < NCLS; c++) lg[i][c] = -20.0f;
     lg[0][2] = 3.0f;
     lg[2][1] = 3.0f;
-    const osp_anchor_t an[3] = {
-        {0.3f, 0.4f, 0.2f, 0.1f}, {0.5f, 0.5f, 0.5f, 0.5f}, {0.7f, 0.2f, 0.1f, 0.3f}};
+    const osp_anchor_t an[3] = {{0.3f, 0.4f, 0.2f, 0.1f},
+                                {0.5f, 0.5f, 0.5f, 0.5f},
+                                {0.7f, 0.2f, 0.1f, 0.3f}};
     osp_det_t out[8];
     int n = osp_post_ssd(&enc[0][0], &lg[0][0], 3, NCLS, an, 0.5f, out, 8);
     assert_int_equal(n, 2);
@@ -193,8 +179,7 @@ static void test_zero_encoding_is_anchor(void **state)
     assert_float_equal(out[1].y2, 0.75f, EPS);
 }
 
-static void test_known_offsets(void **state)
-{
+static void test_known_offsets(void **state) {
     (void)state;
     /* ty = 10: centre moves one anchor height; tx = -5: half a width left;
      * th = 5 ln 2: twice as tall; tw = -5 ln 2: half as wide. */
@@ -221,8 +206,7 @@ static void test_known_offsets(void **state)
     assert_float_equal(d.y2, (yc + h / 2), EPS);
 }
 
-static void test_sigmoid_score(void **state)
-{
+static void test_sigmoid_score(void **state) {
     (void)state;
     const float xs[] = {0.0f, 1.0f, -1.5f, 4.0f, 12.0f};
     for (size_t k = 0; k < sizeof xs / sizeof xs[0]; k++) {
@@ -241,8 +225,7 @@ static void test_sigmoid_score(void **state)
     assert_float_equal(d.score, 0.7310586f, 1e-6f);
 }
 
-static void test_background_skipped(void **state)
-{
+static void test_background_skipped(void **state) {
     (void)state;
     const float enc[4] = {0};
     const float lg[NCLS] = {30.0f, -30.0f, -30.0f, -30.0f};
@@ -251,23 +234,19 @@ static void test_background_skipped(void **state)
     assert_int_equal(osp_post_ssd(enc, lg, 1, NCLS, &an, 0.1f, d, 4), 0);
     /* Even at threshold 0 class 0 never appears: one per real class. */
     assert_int_equal(osp_post_ssd(enc, lg, 1, NCLS, &an, 0.0f, d, 4), 3);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(d[i].cls, i + 1);
+    for (int i = 0; i < 3; i++) assert_int_equal(d[i].cls, i + 1);
 }
 
 /* Reference: every (anchor, class >= 1) with sigmoid(logit) >= t. */
-static int count_brute(const float *lg, int n, int ncls, float t)
-{
+static int count_brute(const float *lg, int n, int ncls, float t) {
     int k = 0;
     for (int i = 0; i < n; i++)
         for (int c = 1; c < ncls; c++)
-            if (1.0f / (1.0f + expf(-lg[i * ncls + c])) >= t)
-                k++;
+            if (1.0f / (1.0f + expf(-lg[i * ncls + c])) >= t) k++;
     return k;
 }
 
-static void test_thresholding(void **state)
-{
+static void test_thresholding(void **state) {
     (void)state;
     /* logit 0 is score 0.5 exactly: >= keeps it. */
     const float enc[8] = {0};
@@ -299,20 +278,18 @@ static void test_thresholding(void **state)
     for (size_t k = 0; k < sizeof ts / sizeof ts[0]; k++) {
         int want = count_brute(sweep, N, C, ts[k]);
         assert_int_equal(osp_post_ssd(encs, sweep, N, C, ans, ts[k], outs, N * C), want);
-        for (int j = 0; j < want; j++)
-            assert_true(outs[j].score >= ts[k]);
+        for (int j = 0; j < want; j++) assert_true(outs[j].score >= ts[k]);
     }
     /* Sanity: the sweep straddles the thresholds, so the counts differ. */
     assert_true(count_brute(sweep, N, C, 0.3f) > count_brute(sweep, N, C, 0.6f));
     assert_true(count_brute(sweep, N, C, 1.0f) > 0);
 }
 
-static void test_multi_class_and_cap(void **state)
-{
+static void test_multi_class_and_cap(void **state) {
     (void)state;
     const float enc[8] = {0, 0, 0, 0, 1, 1, 0, 0};
-    const float lg[2 * NCLS] = {-5, 2, -5, 3, /* anchor 0: classes 1, 3 */
-                                -5, -5, 1, -5}; /* anchor 1: class 2 */
+    const float lg[2 * NCLS] = {-5, 2,  -5, 3,   /* anchor 0: classes 1, 3 */
+                                -5, -5, 1,  -5}; /* anchor 1: class 2 */
     const osp_anchor_t an[2] = {{0.5f, 0.5f, 0.2f, 0.2f}, {0.2f, 0.2f, 0.1f, 0.1f}};
     osp_det_t d[4];
     memset(d, 0, sizeof d);
@@ -334,8 +311,7 @@ static void test_multi_class_and_cap(void **state)
     assert_int_equal(osp_post_ssd(enc, lg, 2, NCLS, an, 0.6f, NULL, 0), 3);
 }
 
-static void test_bad_input(void **state)
-{
+static void test_bad_input(void **state) {
     (void)state;
     const float enc[4] = {0};
     const float lg[2] = {0.0f, 5.0f};
@@ -351,15 +327,13 @@ static void test_bad_input(void **state)
 }
 
 /* The real layout: 1917 anchors x 24 classes, a few hits placed by hand. */
-static void test_full_model_shape(void **state)
-{
+static void test_full_model_shape(void **state) {
     (void)state;
     enum { C = 24 };
     static float enc[NANCHORS * 4], lg[NANCHORS * C];
     static osp_det_t out[64];
     memset(enc, 0, sizeof enc);
-    for (int i = 0; i < NANCHORS * C; i++)
-        lg[i] = -6.0f;
+    for (int i = 0; i < NANCHORS * C; i++) lg[i] = -6.0f;
     lg[0 * C + 4] = 1.0f;              /* Person at the first anchor */
     lg[(NANCHORS - 1) * C + 8] = 2.0f; /* Cat at the last */
     lg[L1 * C + 0] = 9.0f;             /* background only: ignored */
@@ -373,8 +347,7 @@ static void test_full_model_shape(void **state)
     assert_float_equal(out[1].y2, (0.5f + s / 2), EPS);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_cfg),
         cmocka_unit_test(test_anchor_count),

@@ -30,18 +30,28 @@ static void wire(ssd_t *t, const int order[4]) {
         int at = order[k];
         osp_pdesc_t *d = &t->d[at];
         *d = (osp_pdesc_t){.name = names[k], .dtype = OSP_PDT_F32};
-        if (k == 0) d->rank = 3, d->dims[0] = 1, d->dims[1] = N, d->dims[2] = 4;
-        else if (k == 3) d->rank = 1, d->dims[0] = 1;
-        else d->rank = 2, d->dims[0] = 1, d->dims[1] = N;
+        if (k == 0)
+            d->rank = 3, d->dims[0] = 1, d->dims[1] = N, d->dims[2] = 4;
+        else if (k == 3)
+            d->rank = 1, d->dims[0] = 1;
+        else
+            d->rank = 2, d->dims[0] = 1, d->dims[1] = N;
         t->o[at] = (osp_pout_t){.name = d->name, .dtype = OSP_PDT_F32, .data = data[k], .rank = d->rank};
         memcpy(t->o[at].dims, d->dims, sizeof d->dims);
     }
 }
 
 static osp_dparams_t params(void) {
-    return (osp_dparams_t){.in_w = 300, .in_h = 300, .in_c = 3, .confidence = 0.5f,
-                           .nms_iou = 0.45f, .max_detections = 100, .scale_x = 1, .scale_y = 1,
-                           .frame_w = 300, .frame_h = 300};
+    return (osp_dparams_t){.in_w = 300,
+                           .in_h = 300,
+                           .in_c = 3,
+                           .confidence = 0.5f,
+                           .nms_iou = 0.45f,
+                           .max_detections = 100,
+                           .scale_x = 1,
+                           .scale_y = 1,
+                           .frame_w = 300,
+                           .frame_h = 300};
 }
 
 static int run(ssd_t *t, int n, const osp_dparams_t *p, osp_dres_t *r) {
@@ -63,7 +73,7 @@ static void fill(ssd_t *t) {
     memcpy(t->boxes[1], b1, sizeof b1); /* overlaps box 0, same class: the graph kept it */
     t->classes[0] = 0, t->scores[0] = 0.85f;
     t->classes[1] = 0, t->scores[1] = 0.65f;
-    t->classes[2] = 2, t->scores[2] = 0.3f; /* below */
+    t->classes[2] = 2, t->scores[2] = 0.3f;  /* below */
     t->classes[3] = 16, t->scores[3] = 0.9f; /* beyond count: ignored */
     t->count[0] = 3;
 }

@@ -11,12 +11,11 @@
 
 #include "post/post.h"
 
-static void test_selects_face_column(void **state)
-{
+static void test_selects_face_column(void **state) {
     (void)state;
     const float scores[4][2] = {
-        {0.1f, 0.9f},  /* face */
-        {0.9f, 0.1f},  /* background: column 0 is high, must not pass */
+        {0.1f, 0.9f},   /* face */
+        {0.9f, 0.1f},   /* background: column 0 is high, must not pass */
         {0.35f, 0.65f}, /* face, exactly at 0.65 */
         {0.36f, 0.64f}, /* just below */
     };
@@ -35,13 +34,11 @@ static void test_selects_face_column(void **state)
     assert_int_equal(d[1].cls, 0);
 }
 
-static void test_boxes_used_as_decoded(void **state)
-{
+static void test_boxes_used_as_decoded(void **state) {
     (void)state;
     /* No prior decode: the output box is bit-for-bit the graph's box. */
     const float scores[2][2] = {{0.0f, 1.0f}, {0.2f, 0.8f}};
-    const float boxes[2][4] = {{0.5625f, 0.2583f, 0.8375f, 0.7250f},
-                               {0.1f, 0.9f, 0.2f, 0.95f}};
+    const float boxes[2][4] = {{0.5625f, 0.2583f, 0.8375f, 0.7250f}, {0.1f, 0.9f, 0.2f, 0.95f}};
     osp_det_t d[2];
     assert_int_equal(osp_post_ultraface(&scores[0][0], &boxes[0][0], 2, 0.5f, d, 2), 2);
     for (int i = 0; i < 2; i++) {
@@ -53,8 +50,7 @@ static void test_boxes_used_as_decoded(void **state)
     assert_float_equal(d[1].score, 0.8f, 0.0f);
 }
 
-static void test_cap_and_count(void **state)
-{
+static void test_cap_and_count(void **state) {
     (void)state;
     enum { N = 4420 };
     static float scores[N * 2], boxes[N * 4];
@@ -62,8 +58,7 @@ static void test_cap_and_count(void **state)
         float s = (i % 100 == 7) ? 0.99f : 0.01f;
         scores[i * 2] = 1.0f - s;
         scores[i * 2 + 1] = s;
-        for (int k = 0; k < 4; k++)
-            boxes[i * 4 + k] = (float)i / N;
+        for (int k = 0; k < 4; k++) boxes[i * 4 + k] = (float)i / N;
     }
     osp_det_t d[8];
     memset(d, 0, sizeof d);
@@ -76,8 +71,7 @@ static void test_cap_and_count(void **state)
     assert_int_equal(osp_post_ultraface(scores, boxes, N, 0.0f, NULL, 0), N);
 }
 
-static void test_bad_input(void **state)
-{
+static void test_bad_input(void **state) {
     (void)state;
     const float scores[2][2] = {{0.0f, NAN}, {0.0f, 0.7f}};
     const float boxes[2][4] = {{0}};
@@ -89,8 +83,7 @@ static void test_bad_input(void **state)
     assert_int_equal(osp_post_ultraface(&scores[0][0], &boxes[0][0], 0, 0.5f, d, 2), 0);
 }
 
-int main(void)
-{
+int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_selects_face_column),
         cmocka_unit_test(test_boxes_used_as_decoded),

@@ -17,9 +17,16 @@
 #define NA 8400 /* anchor-free cells at 640x640: 80*80 + 40*40 + 20*20 */
 
 static osp_dparams_t params(void) {
-    return (osp_dparams_t){.in_w = 640, .in_h = 640, .in_c = 3, .confidence = 0.25f,
-                           .nms_iou = 0.45f, .max_detections = 100, .scale_x = 1, .scale_y = 1,
-                           .frame_w = 640, .frame_h = 640};
+    return (osp_dparams_t){.in_w = 640,
+                           .in_h = 640,
+                           .in_c = 3,
+                           .confidence = 0.25f,
+                           .nms_iou = 0.45f,
+                           .max_detections = 100,
+                           .scale_x = 1,
+                           .scale_y = 1,
+                           .frame_w = 640,
+                           .frame_h = 640};
 }
 
 /* Set up `name` on one output of these dims, decode data into res. */
@@ -106,9 +113,9 @@ static void test_v5_objectness(void **state) {
     const int n = 3 * NA, k = 85;
     float *d = calloc((size_t)n * k, sizeof *d);
     float *a = d + (size_t)7 * k, *b = d + (size_t)9000 * k, *c = d + (size_t)20000 * k;
-    a[0] = 100, a[1] = 100, a[2] = 20, a[3] = 20, a[4] = 0.9f, a[5 + 2] = 0.5f;  /* 0.45 */
-    b[0] = 300, b[1] = 300, b[2] = 20, b[3] = 20, b[4] = 0.2f, b[5 + 1] = 1.0f;  /* obj too low */
-    c[0] = 500, c[1] = 500, c[2] = 20, c[3] = 20, c[4] = 0.5f, c[5 + 9] = 0.4f;  /* 0.2: below */
+    a[0] = 100, a[1] = 100, a[2] = 20, a[3] = 20, a[4] = 0.9f, a[5 + 2] = 0.5f; /* 0.45 */
+    b[0] = 300, b[1] = 300, b[2] = 20, b[3] = 20, b[4] = 0.2f, b[5 + 1] = 1.0f; /* obj too low */
+    c[0] = 500, c[1] = 500, c[2] = 20, c[3] = 20, c[4] = 0.5f, c[5 + 9] = 0.4f; /* 0.2: below */
     osp_dres_t r = {0};
     osp_dparams_t p = params();
     const int64_t dims[3] = {1, n, k};
@@ -170,7 +177,7 @@ static void test_nan_inf_below_threshold(void **state) {
     v8_put(d, NA, 10, 100, 100, 10, 10, 0, NAN);
     v8_put(d, NA, 11, 200, 100, 10, 10, 1, INFINITY);
     v8_put(d, NA, 12, 300, 100, 10, 10, 2, 0.5f);
-    d[(size_t)(4 + 3) * NA + 12] = NAN; /* NaN beside a good score */
+    d[(size_t)(4 + 3) * NA + 12] = NAN;           /* NaN beside a good score */
     v8_put(d, NA, 13, NAN, 100, 10, 10, 0, 0.9f); /* a NaN box */
     v8_put(d, NA, 14, 400, 100, INFINITY, 10, 0, 0.9f);
     assert_int_equal(run1("yolo", d, 3, dims, &p, &r), 0);
@@ -315,7 +322,8 @@ static void test_yolonas_two_outputs(void **state) {
     const osp_decoder_t *dec = osp_decoder_find("yolonas");
     assert_non_null(dec);
     enum { N = 8400, C = 80 };
-    float *boxes = calloc((size_t)N * 4, sizeof *boxes), *scores = calloc((size_t)N * C, sizeof *scores);
+    float *boxes = calloc((size_t)N * 4, sizeof *boxes),
+          *scores = calloc((size_t)N * C, sizeof *scores);
     const float b0[4] = {10, 20, 110, 220}, b1[4] = {600, 600, 700, 700};
     memcpy(boxes + 4 * 3, b0, sizeof b0);
     memcpy(boxes + 4 * 4, b1, sizeof b1);
@@ -325,8 +333,9 @@ static void test_yolonas_two_outputs(void **state) {
     scores[6 * C + 1] = INFINITY;
     osp_pdesc_t ds[2] = {{.name = "scores", .dtype = OSP_PDT_F32, .rank = 3, .dims = {1, N, C}},
                          {.name = "boxes", .dtype = OSP_PDT_F32, .rank = 3, .dims = {1, N, 4}}};
-    osp_pout_t os[2] = {{.name = "scores", .dtype = OSP_PDT_F32, .data = scores, .rank = 3, .dims = {1, N, C}},
-                        {.name = "boxes", .dtype = OSP_PDT_F32, .data = boxes, .rank = 3, .dims = {1, N, 4}}};
+    osp_pout_t os[2] =
+        {{.name = "scores", .dtype = OSP_PDT_F32, .data = scores, .rank = 3, .dims = {1, N, C}},
+         {.name = "boxes", .dtype = OSP_PDT_F32, .data = boxes, .rank = 3, .dims = {1, N, 4}}};
     osp_dparams_t p = params();
     void *st = NULL;
     char err[256];

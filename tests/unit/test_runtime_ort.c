@@ -92,7 +92,10 @@ static float *made_input(float level) {
 }
 
 static osp_tensor_t input_of(float *x) {
-    return (osp_tensor_t){.dtype = OSP_DT_F32, .rank = 4, .dims = {1, 3, H, W}, .data = x,
+    return (osp_tensor_t){.dtype = OSP_DT_F32,
+                          .rank = 4,
+                          .dims = {1, 3, H, W},
+                          .data = x,
                           .bytes = IN_FLOATS * sizeof(float)};
 }
 
@@ -231,9 +234,8 @@ static void test_run_into_caller_buffers(void **s) {
     /* a caller buffer smaller than the output is refused, not written past */
     static float guard[ANCHORS * 2];
     for (size_t i = 0; i < ANCHORS * 2; i++) guard[i] = -7.f;
-    osp_tensor_t small[2] = {
-        {.dtype = OSP_DT_F32, .rank = 3, .dims = {1, ANCHORS, 2}, .data = guard, .bytes = 100},
-        {0}};
+    osp_tensor_t small[2] =
+        {{.dtype = OSP_DT_F32, .rank = 3, .dims = {1, ANCHORS, 2}, .data = guard, .bytes = 100}, {0}};
     assert_int_equal(osp_rt_run(m, &in, small, err, sizeof err), OSP_RT_EINVAL);
     assert_non_null(strstr(err, "100 bytes given"));
     for (size_t i = 0; i < ANCHORS * 2; i++) assert_true(guard[i] == -7.f);
@@ -310,7 +312,8 @@ static void expect_load_error(const char *path, const char *reason) {
     assert_int_equal(osp_backend_onnxruntime.load(path, NULL, &m, err, sizeof err), OSP_RT_ELOAD);
     assert_null(m);
     snprintf(want, sizeof want, "cannot load model %s: ", path);
-    if (strncmp(err, want, strlen(want)) != 0) fail_msg("error \"%s\" does not start \"%s\"", err, want);
+    if (strncmp(err, want, strlen(want)) != 0)
+        fail_msg("error \"%s\" does not start \"%s\"", err, want);
     if (reason && !strstr(err, reason)) fail_msg("error \"%s\" does not say \"%s\"", err, reason);
     assert_true(strlen(err) > strlen(want));
 }

@@ -72,8 +72,10 @@ static void test_load_missing_file(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_auto_linux_x86), cmocka_unit_test(test_auto_darwin),
-        cmocka_unit_test(test_pins),           cmocka_unit_test(test_dims),
+        cmocka_unit_test(test_auto_linux_x86),
+        cmocka_unit_test(test_auto_darwin),
+        cmocka_unit_test(test_pins),
+        cmocka_unit_test(test_dims),
         cmocka_unit_test(test_load_missing_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,9 +20,7 @@
 #include "tmpdir.h"
 
 /* g_dir/<name> into path (256 bytes). */
-static void in_dir(char *path, const char *name) {
-    snprintf(path, 256, "%s/%s", g_dir, name);
-}
+static void in_dir(char *path, const char *name) { snprintf(path, 256, "%s/%s", g_dir, name); }
 
 static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
@@ -71,8 +69,11 @@ static void make_input(input_t *in, int batch) {
     for (int b = 0; b < batch; b++)
         for (int j = 0; j < ITEM; j++)
             in->data[b * ITEM + j] = (float)(b + 1) + (j % 2 ? 1.f : -1.f);
-    in->t = (osp_tensor_t){.dtype = OSP_DT_F32, .rank = 4, .dims = {batch, 3, 4, 4},
-                           .data = in->data, .bytes = (size_t)batch * ITEM * sizeof(float)};
+    in->t = (osp_tensor_t){.dtype = OSP_DT_F32,
+                           .rank = 4,
+                           .dims = {batch, 3, 4, 4},
+                           .data = in->data,
+                           .bytes = (size_t)batch * ITEM * sizeof(float)};
 }
 
 #define IMAGES "\"inputs\":[{\"name\":\"images\",\"dtype\":\"float32\",\"shape\":[-1,3,4,4]}]"
@@ -190,9 +191,9 @@ static void test_run_batches(void **s) {
 
 static void test_caller_output_buffer(void **s) {
     (void)s;
-    osp_rt_model_t *m = load_ok(
-        "callerbuf.json", "{" IMAGES ",\"outputs\":[{\"name\":\"o\",\"dtype\":\"int32\","
-                          "\"shape\":[-1,2],\"values\":[7,-7]}]}");
+    osp_rt_model_t *m = load_ok("callerbuf.json",
+                                "{" IMAGES ",\"outputs\":[{\"name\":\"o\",\"dtype\":\"int32\","
+                                "\"shape\":[-1,2],\"values\":[7,-7]}]}");
     input_t in;
     make_input(&in, 2);
     char err[256];
@@ -269,9 +270,9 @@ static void test_load_error(void **s) {
 
 static void test_run_delay(void **s) {
     (void)s;
-    osp_rt_model_t *m = load_ok(
-        "rundelay.json",
-        "{\"run_delay_ms\":30,\"run_delay_per_item_ms\":20," IMAGES ",\"outputs\":[]}");
+    osp_rt_model_t *m = load_ok("rundelay.json",
+                                "{\"run_delay_ms\":30,\"run_delay_per_item_ms\":20," IMAGES
+                                ",\"outputs\":[]}");
     input_t in;
     make_input(&in, 3);
     char err[256];
@@ -345,8 +346,7 @@ static void *runner(void *arg) {
     for (int i = 0; i < PER_THREAD; i++) {
         osp_tensor_t out[1];
         memset(out, 0, sizeof out);
-        if (osp_rt_run(r->m, &in->t, out, err, sizeof err) != OSP_RT_OK ||
-            out[0].dims[0] != r->batch ||
+        if (osp_rt_run(r->m, &in->t, out, err, sizeof err) != OSP_RT_OK || out[0].dims[0] != r->batch ||
             ((const float *)out[0].data)[r->batch - 1] != (float)r->batch)
             r->failures++;
         osp_rt_release_outputs(r->m, out);
@@ -481,8 +481,7 @@ static void test_missing_file(void **s) {
     const char *path = "/nonexistent/model.json";
     char err_test[512], err_ort[512];
     osp_rt_model_t *m = (osp_rt_model_t *)1;
-    assert_int_equal(osp_backend_test.load(path, NULL, &m, err_test, sizeof err_test),
-                     OSP_RT_ELOAD);
+    assert_int_equal(osp_backend_test.load(path, NULL, &m, err_test, sizeof err_test), OSP_RT_ELOAD);
     assert_null(m);
     assert_string_equal(err_test, "cannot load model /nonexistent/model.json: No such file or "
                                   "directory");
@@ -530,8 +529,7 @@ static const struct {
     {"{\"outputs\":[]}", "\"inputs\" must be an array of at most 16 tensors (it is missing)"},
     {"{\"inputs\":{},\"outputs\":[]}", "\"inputs\" must be an array"},
     {"{" IMAGES "}", "\"outputs\" must be an array of at most 16 tensors (it is missing)"},
-    {"{\"inputs\":[{\"dtype\":\"float32\",\"shape\":[1]}],\"outputs\":[]}",
-     "inputs[0].name must be"},
+    {"{\"inputs\":[{\"dtype\":\"float32\",\"shape\":[1]}],\"outputs\":[]}", "inputs[0].name must be"},
     {"{\"inputs\":[{\"name\":\"x\",\"dtype\":\"float\",\"shape\":[1]}],\"outputs\":[]}",
      "inputs[0].dtype must be one of"},
     {"{\"inputs\":[{\"name\":\"x\",\"dtype\":\"float32\",\"shape\":[1,-2]}],\"outputs\":[]}",

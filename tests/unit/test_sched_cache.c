@@ -50,9 +50,16 @@ static void all_bytes(const uint8_t *p, size_t n, uint8_t want) {
 }
 
 static osp_tmeta_t meta_of(int k) {
-    osp_tmeta_t m = {.geom = {.scale_x = 0.5f * (float)k, .scale_y = 0.25f, .pad_x = k, .pad_y = 2,
-                              .content_w = 10, .content_h = 20},
-                     .frame_w = 100 + k, .frame_h = 50, .view_w = 30, .view_h = 40};
+    osp_tmeta_t m = {.geom = {.scale_x = 0.5f * (float)k,
+                              .scale_y = 0.25f,
+                              .pad_x = k,
+                              .pad_y = 2,
+                              .content_w = 10,
+                              .content_h = 20},
+                     .frame_w = 100 + k,
+                     .frame_h = 50,
+                     .view_w = 30,
+                     .view_h = 40};
     return m;
 }
 
@@ -416,8 +423,7 @@ static void *hammer(void *arg) {
             osp_cache_put_tensor(h->c, (osp_tcache_kind_t)(id % 2), id, 0, buf, sizeof buf, &m);
         } else {
             osp_tmeta_t got;
-            if (osp_cache_get_tensor(h->c, (osp_tcache_kind_t)(id % 2), id, 0, buf, sizeof buf,
-                                     &got) &&
+            if (osp_cache_get_tensor(h->c, (osp_tcache_kind_t)(id % 2), id, 0, buf, sizeof buf, &got) &&
                 buf[0] != (uint8_t)id)
                 h->bad++;
         }

@@ -34,15 +34,15 @@ typedef struct {
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int gate_open;    /* items wait for it when `gated` */
+    int gate_open; /* items wait for it when `gated` */
     int gated;
-    int started;      /* items that entered fn */
-    int linked;       /* items handed over with next still set */
+    int started; /* items that entered fn */
+    int linked;  /* items handed over with next still set */
     int done;
-    int order[4096];  /* ids in the order they ran */
-    int runs[4096];   /* times each id ran */
+    int order[4096]; /* ids in the order they ran */
+    int runs[4096];  /* times each id ran */
     int worker_of[4096];
-    int barrier;      /* the first `barrier` items wait until that many run at once */
+    int barrier; /* the first `barrier` items wait until that many run at once */
     char names[8][16];
     int nices[8];
 } seen_t;
@@ -393,8 +393,8 @@ static void test_mailbox_many_producers_no_lost_wakeup(void **st) {
     int next[POSTERS] = {0}, got = 0;
     while (got < POSTERS * PER_POSTER) {
         if (!readable(mb.efd, WAIT_S * 1000)) {
-            fail_msg("eventfd quiet with %d of %d items received (%s)", got,
-                     POSTERS * PER_POSTER, osp_mailbox_waiting(&mb) ? "items wait" : "none wait");
+            fail_msg("eventfd quiet with %d of %d items received (%s)", got, POSTERS * PER_POSTER,
+                     osp_mailbox_waiting(&mb) ? "items wait" : "none wait");
         }
         for (osp_qnode_t *n = osp_mailbox_take(&mb); n; n = n->next) {
             item_t *it = (item_t *)n;

@@ -67,9 +67,17 @@ static void test_matching(void **state) {
 static void test_complete_cycles(void **state) {
     (void)state;
     osp_proc_t *p = load();
-    const char *script[] = {"takes the part", "takes the part", "place in fixture",
-                            "drive the screws", "inspect", "store the part",
-                            "pick", "place", "screw", "inspect", "store"};
+    const char *script[] = {"takes the part",
+                            "takes the part",
+                            "place in fixture",
+                            "drive the screws",
+                            "inspect",
+                            "store the part",
+                            "pick",
+                            "place",
+                            "screw",
+                            "inspect",
+                            "store"};
     for (int i = 0; i < 11; i++) {
         cJSON *r = check(p, script[i]);
         assert_int_equal(n_viol(r), 0);
@@ -134,7 +142,7 @@ static void test_skipped_out_of_order_incomplete(void **state) {
 static void test_noise_below_low_threshold(void **state) {
     (void)state;
     osp_proc_t *q = load();
-    cJSON_Delete(check(q, "inspect")); /* starts late: 3 skipped, completion 0.2 */
+    cJSON_Delete(check(q, "inspect"));   /* starts late: 3 skipped, completion 0.2 */
     cJSON *r = check(q, "walks around"); /* no step: nothing changes */
     assert_null(str(r, "matched_step"));
     assert_int_equal(n_viol(r), 0);
@@ -186,7 +194,8 @@ static void test_bad_files(void **state) {
     assert_int_equal(osp_proc_parse("{\"steps\": []}", NULL, &p, err, sizeof err), -1);
     assert_int_equal(osp_proc_parse("[{\"id\": \"a\"}]", NULL, &p, err, sizeof err), -1);
     assert_non_null(strstr(err, "name"));
-    assert_int_equal(osp_proc_parse("[{\"id\": 1, \"name\": \"Weld\"}]", NULL, &p, err, sizeof err), 0);
+    assert_int_equal(osp_proc_parse("[{\"id\": 1, \"name\": \"Weld\"}]", NULL, &p, err, sizeof err),
+                     0);
     assert_int_equal(osp_proc_match(p, "step 1 then weld"), 0);
     assert_int_equal(osp_proc_match(p, "step 1"), -1); /* numeric ids are not keys */
     osp_proc_free(p);

@@ -18,8 +18,7 @@
 static uint8_t px[H][W][3];
 
 static osp_view_t view(void) {
-    return (osp_view_t){.data = &px[0][0][0], .width = W, .height = H, .stride = W * 3,
-                        .fmt = OSP_PIX_RGB};
+    return (osp_view_t){.data = &px[0][0][0], .width = W, .height = H, .stride = W * 3, .fmt = OSP_PIX_RGB};
 }
 
 /* A horizontal gradient of one hue, with a bright 16x16 square at (x, y). */

@@ -61,8 +61,9 @@ static void test_kafka_in_order_once(void **state) {
     assert_int_equal(st.dropped, 0);
 
     rd_kafka_conf_t *cc = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(cc, "bootstrap.servers", rd_kafka_mock_cluster_bootstraps(mc),
-                                       e, sizeof e), RD_KAFKA_CONF_OK);
+    assert_int_equal(rd_kafka_conf_set(cc, "bootstrap.servers",
+                                       rd_kafka_mock_cluster_bootstraps(mc), e, sizeof e),
+                     RD_KAFKA_CONF_OK);
     assert_int_equal(rd_kafka_conf_set(cc, "group.id", "t", e, sizeof e), RD_KAFKA_CONF_OK);
     rd_kafka_t *c = rd_kafka_new(RD_KAFKA_CONSUMER, cc, e, sizeof e);
     assert_non_null(c);

@@ -49,8 +49,7 @@ static void test_body(void **state) {
     assert_int_equal(osp_vlm_body_add_frame(&b, &v, 80), 0);
     v.fmt = OSP_PIX_GRAY;
     assert_int_equal(osp_vlm_body_add_frame(&b, &v, 80), OSP_VLM_EINVAL);
-    osp_vlm_cfg_t cfg = {.model = "m\"1", .system_prompt = "sys", .max_tokens = 256,
-                         .temperature = 0.5};
+    osp_vlm_cfg_t cfg = {.model = "m\"1", .system_prompt = "sys", .max_tokens = 256, .temperature = 0.5};
     char *s = osp_vlm_body_finish(&b, &cfg, "say \"hi\"\n");
     assert_non_null(s);
     cJSON *j = cJSON_Parse(s);
@@ -65,8 +64,8 @@ static void test_body(void **state) {
     assert_int_equal(cJSON_GetArraySize(parts), 3);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(parts, 0), "text")->valuestring,
                         "say \"hi\"\n");
-    const char *url = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(parts, 2),
-                                                              "image_url"), "url")->valuestring;
+    const char *url =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(parts, 2), "image_url"), "url")->valuestring;
     assert_memory_equal(url, "data:image/jpeg;base64,/9j/", 27); /* FF D8 FF */
     cJSON_Delete(j);
     free(s);
@@ -191,10 +190,8 @@ static void test_stop_aborts(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_base64),
-        cmocka_unit_test(test_body),
-        cmocka_unit_test(test_chunked_reply),
-        cmocka_unit_test(test_http_error_and_refused),
+        cmocka_unit_test(test_base64),        cmocka_unit_test(test_body),
+        cmocka_unit_test(test_chunked_reply), cmocka_unit_test(test_http_error_and_refused),
         cmocka_unit_test(test_stop_aborts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -116,7 +116,8 @@ static void check(uint32_t w, uint32_t h) {
     char cfg[512], hello[1024];
     assert_int_equal(harness_start(&hs), 0);
     harness_model(&hs, "face.json", 32, NULL, cfg, sizeof cfg);
-    snprintf(hello, sizeof hello, "{\"runtime\": \"test\", \"protocolVersion\": 2, \"models\": [%s]}", cfg);
+    snprintf(hello, sizeof hello,
+             "{\"runtime\": \"test\", \"protocolVersion\": 2, \"models\": [%s]}", cfg);
     assert_int_equal(harness_command(&hs, 1, hello), 0);
     char ready[4096];
     uint32_t id;

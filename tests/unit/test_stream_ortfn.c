@@ -42,9 +42,13 @@ static void test_state_carried_and_reset(void **state) {
     (void)state;
     char path[64], err[256];
     osp_rt_model_t *m = load(path, sizeof path);
-    osp_stream_ort_spec_t spec = {.input = "input", .output = "output", .n_state = 1,
-                                  .state_in = {"state"}, .state_out = {"stateN"},
-                                  .int_input = "sr", .int_value = 16000};
+    osp_stream_ort_spec_t spec = {.input = "input",
+                                  .output = "output",
+                                  .n_state = 1,
+                                  .state_in = {"state"},
+                                  .state_out = {"stateN"},
+                                  .int_input = "sr",
+                                  .int_value = 16000};
     osp_stream_ort_t *o = NULL;
     assert_int_equal(osp_stream_ort_new(m, &spec, &o, err, sizeof err), 0);
     osp_stream_fn_t fn = osp_stream_ort_fn(o);
@@ -91,9 +95,13 @@ static void test_spec_errors(void **state) {
     (void)state;
     char path[64];
     osp_rt_model_t *m = load(path, sizeof path);
-    osp_stream_ort_spec_t ok = {.input = "input", .output = "output", .n_state = 1,
-                                .state_in = {"state"}, .state_out = {"stateN"},
-                                .int_input = "sr", .int_value = 16000};
+    osp_stream_ort_spec_t ok = {.input = "input",
+                                .output = "output",
+                                .n_state = 1,
+                                .state_in = {"state"},
+                                .state_out = {"stateN"},
+                                .int_input = "sr",
+                                .int_value = 16000};
     osp_stream_ort_spec_t s = ok;
     s.input = "audio";
     expect_spec_error(m, s, "no input \"audio\"");

@@ -27,17 +27,17 @@
 typedef struct {
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;
-    int gate;           /* 1: each call waits until the test releases it */
+    int gate; /* 1: each call waits until the test releases it */
     int entered, released;
     int delay_ms;
-    int fail_every;     /* calls N, 2N, ... fail */
+    int fail_every; /* calls N, 2N, ... fail */
     int calls, resets, reset_before[MAX_LOG];
-    int n;              /* windows logged */
+    int n; /* windows logged */
     osp_stream_span_t spans[MAX_LOG];
-    float *outs;        /* MAX_LOG * out_len */
+    float *outs; /* MAX_LOG * out_len */
     int out_len;
-    int noncontiguous;  /* windows whose frames were not first..last in order */
-    volatile int dead;  /* at-exit test: the context was torn down */
+    int noncontiguous; /* windows whose frames were not first..last in order */
+    volatile int dead; /* at-exit test: the context was torn down */
 } tfn_t;
 
 static void tfn_init(tfn_t *t, int out_len) {
@@ -202,13 +202,15 @@ static void test_mean_equals_recomputation(void **state) {
             assert_int_equal(got_n, n);
             for (int c = 0; c < CH; c++) assert_float_equal(got[c], (float)want[c], 1e-5f);
             if (f == pushed - 1)
-                for (int c = 0; c < CH; c++) assert_float_equal(r.scores[c], (float)want[c], 1e-5f);
+                for (int c = 0; c < CH; c++)
+                    assert_float_equal(r.scores[c], (float)want[c], 1e-5f);
             checks++;
         }
         /* entries older than the newest window are gone */
         float dummy[CH];
         for (int64_t f = pushed - W - 4; f < pushed - W; f++)
-            if (f >= 0) assert_int_equal(osp_stream_frame_mean(s, f, dummy, NULL), OSP_STREAM_ENOENT);
+            if (f >= 0)
+                assert_int_equal(osp_stream_frame_mean(s, f, dummy, NULL), OSP_STREAM_ENOENT);
         assert_int_equal(osp_stream_frame_mean(s, pushed, dummy, NULL), OSP_STREAM_ENOENT);
         pthread_mutex_unlock(&t.mu);
     }
@@ -586,10 +588,13 @@ static void test_chain_matches_straight_computation(void **state) {
     /* straight: every mel frame, every embedding window, every score window */
     static float mel[N * 2 * 3], emb[N][2], want[N];
     osp_stream_span_t none = {0};
-    for (int i = 0; i < N; i++) stage_a(NULL, samples + i * 4, 1, 4, &none, mel + i * 6, 6, err, 0);
+    for (int i = 0; i < N; i++)
+        stage_a(NULL, samples + i * 4, 1, 4, &none, mel + i * 6, 6, err, 0);
     int n_mel = N * 2, n_emb = 0, n_want = 0;
-    for (int e = 4; e < n_mel; e += 2) stage_b(NULL, mel + (e - 4) * 3, 5, 3, &none, emb[n_emb++], 2, err, 0);
-    for (int e = 2; e < n_emb; e++) stage_c(NULL, emb[e - 2], 3, 2, &none, &want[n_want++], 1, err, 0);
+    for (int e = 4; e < n_mel; e += 2)
+        stage_b(NULL, mel + (e - 4) * 3, 5, 3, &none, emb[n_emb++], 2, err, 0);
+    for (int e = 2; e < n_emb; e++)
+        stage_c(NULL, emb[e - 2], 3, 2, &none, &want[n_want++], 1, err, 0);
     osp_stream_reading_t rb, rc;
     osp_stream_latest(b, &rb);
     osp_stream_latest(c, &rc);
@@ -726,7 +731,8 @@ static void test_slow_model_never_stalls_producer(void **state) {
     qsort(push_us, FRAMES, sizeof *push_us, cmp_double);
     double p50 = push_us[FRAMES / 2], p99 = push_us[(FRAMES * 99) / 100];
     print_message("push latency p50 %.1f us, p99 %.1f us (frame interval 33333 us); %d windows "
-                  "for %d frames\n", p50, p99, n, FRAMES);
+                  "for %d frames\n",
+                  p50, p99, n, FRAMES);
     /* sanity only (tests do not time things): far below one 80 ms scoring */
     assert_true(p99 < 40000.0);
     osp_stream_free(s);

@@ -22,7 +22,8 @@ static int run(osp_vad_seg_t *v, const float *probs, int n, osp_vad_segment_t *o
 static void test_two_segments(void **state) {
     (void)state;
     /*                 0    1    2    3    4    5    6    7    8    9   10   11   12   13 */
-    float p[] = {0.1f, 0.9f, 0.8f, 0.9f, 0.1f, 0.1f, 0.1f, 0.1f, 0.7f, 0.9f, 0.6f, 0.2f, 0.1f, 0.1f};
+    float p[] = {0.1f, 0.9f, 0.8f, 0.9f, 0.1f, 0.1f, 0.1f,
+                 0.1f, 0.7f, 0.9f, 0.6f, 0.2f, 0.1f, 0.1f};
     osp_vad_seg_t v;
     osp_vad_seg_init(&v, 0.5f, 3, 2);
     osp_vad_segment_t s[4];

@@ -25,9 +25,8 @@ static void read_back(size_t n, const osp_wire_req_t *r, uint8_t type, osp_wire_
     char err[OSP_WIRE_ERRLEN] = "";
     if (type <= OSP_WIRE_MSG_INFER_CACHED) {
         if (osp_wire_request_parse(f, r->version, rq, err, sizeof err)) fail_msg("%s", err);
-        assert_true(rq->deadline_ms == (osp_wire_sheddable(type) && r->version >= 2
-                                            ? r->deadline_ms
-                                            : 0));
+        assert_true(rq->deadline_ms ==
+                    (osp_wire_sheddable(type) && r->version >= 2 ? r->deadline_ms : 0));
     }
 }
 
@@ -40,10 +39,11 @@ static void same_head(const uint8_t *h, size_t head, size_t whole, size_t bulk) 
 
 static void test_round_trip(void **s) {
     (void)s;
-    static const uint8_t px[24] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+    static const uint8_t px[24] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
                                    13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24};
     for (int version = 1; version <= 2; version++) {
-        osp_wire_req_t r = {.req_id = 77 + (uint32_t)version, .version = version,
+        osp_wire_req_t r = {.req_id = 77 + (uint32_t)version,
+                            .version = version,
                             .deadline_ms = 1700000000999ull};
         osp_wire_frame_t f;
         osp_wire_request_t rq;
@@ -54,8 +54,7 @@ static void test_round_trip(void **s) {
         read_back(n, &r, OSP_WIRE_MSG_COMMAND, &f, &rq);
         assert_int_equal(rq.u.command.len, strlen(json));
         assert_memory_equal(rq.u.command.json, json, strlen(json));
-        same_head(h, osp_wire_encode_command(h, sizeof h, &r, NULL, strlen(json)), n,
-                  strlen(json));
+        same_head(h, osp_wire_encode_command(h, sizeof h, &r, NULL, strlen(json)), n, strlen(json));
 
         n = osp_wire_encode_jpeg(buf, sizeof buf, &r, 3, "\xff\xd8JPEG", 6);
         read_back(n, &r, OSP_WIRE_MSG_INFER_JPEG, &f, &rq);
@@ -84,12 +83,11 @@ static void test_round_trip(void **s) {
         assert_int_equal(ph.img.len, sizeof px);
 
         uint8_t items[2 * (13 + sizeof px)];
-        size_t in =
-            osp_wire_encode_item(items, sizeof items, 4, 2, OSP_WIRE_FMT_RGB, px, sizeof px);
+        size_t in = osp_wire_encode_item(items, sizeof items, 4, 2, OSP_WIRE_FMT_RGB, px, sizeof px);
         assert_int_equal(in, 13 + sizeof px);
-        assert_int_equal(
-            osp_wire_encode_item(items + in, sizeof items - in, 8, 1, OSP_WIRE_FMT_GRAY, NULL, 8),
-            13);
+        assert_int_equal(osp_wire_encode_item(items + in, sizeof items - in, 8, 1,
+                                              OSP_WIRE_FMT_GRAY, NULL, 8),
+                         13);
         memcpy(items + in + 13, px, 8);
         in += 13 + 8;
         n = osp_wire_encode_batch(buf, sizeof buf, &r, 1, 2, 9, items, in);
@@ -125,14 +123,18 @@ static void test_round_trip(void **s) {
         assert_int_equal(rq.u.cached.model_idx, 6);
         assert_int_equal(rq.u.cached.frame_id, 0xdeadbeef);
 
-        osp_wire_shm_t m = {.model_idx = 2, .region = 5, .offset = 1ull << 40, .width = 640,
-                            .height = 480, .fmt = OSP_WIRE_FMT_NV12, .stride = 704};
+        osp_wire_shm_t m = {.model_idx = 2,
+                            .region = 5,
+                            .offset = 1ull << 40,
+                            .width = 640,
+                            .height = 480,
+                            .fmt = OSP_WIRE_FMT_NV12,
+                            .stride = 704};
         n = osp_wire_encode_shm(buf, sizeof buf, &r, &m);
         assert_true(n <= OSP_WIRE_HEAD_MAX);
         read_back(n, &r, OSP_WIRE_MSG_INFER_SHM, &f, &rq);
         osp_wire_shm_t back;
-        assert_int_equal(osp_wire_shm_parse(f.payload, f.payload_len, version, &back, err,
-                                            sizeof err),
+        assert_int_equal(osp_wire_shm_parse(f.payload, f.payload_len, version, &back, err, sizeof err),
                          0);
         assert_true(back.deadline_ms == (version >= 2 ? r.deadline_ms : 0));
         assert_int_equal(back.model_idx, 2);

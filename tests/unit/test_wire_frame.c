@@ -47,8 +47,12 @@ static void frame(bb_t *b, uint32_t req_id, uint8_t type, const void *p, size_t 
 /* Parse a payload as a frame of the given type. */
 static int parse(uint8_t type, const uint8_t *p, size_t n, int version, osp_wire_request_t *rq,
                  char *err) {
-    osp_wire_frame_t f = {.total_len = (uint32_t)(5 + n), .req_id = 7, .msg_type = type,
-                          .payload = p, .payload_len = n, .frame_len = 9 + n};
+    osp_wire_frame_t f = {.total_len = (uint32_t)(5 + n),
+                          .req_id = 7,
+                          .msg_type = type,
+                          .payload = p,
+                          .payload_len = n,
+                          .frame_len = 9 + n};
     err[0] = '\0';
     return osp_wire_request_parse(&f, version, rq, err, OSP_WIRE_ERRLEN);
 }
@@ -579,8 +583,7 @@ static void test_deadline_truncated(void **s) {
                      "truncated deadline prefix on msg_type=%d (%zu bytes, need 8)", t, n);
             if (t == 4) {
                 /* cache_frame carries no prefix: its own header check speaks */
-                expect_err((uint8_t)t, p, n, 2, "truncated cache_frame header",
-                           OSP_WIRE_ERR_PLAIN);
+                expect_err((uint8_t)t, p, n, 2, "truncated cache_frame header", OSP_WIRE_ERR_PLAIN);
                 continue;
             }
             expect_err((uint8_t)t, p, n, 2, want, OSP_WIRE_ERR_PLAIN);
@@ -775,8 +778,8 @@ static size_t batch_payload(bb_t *b, size_t *item_off, uint32_t *item_size) {
         uint8_t fmt;
         uint32_t size;
     } it[] = {{2, 1, 0, 6}, {1, 1, 1, 5}, {3, 2, 2, 6}};
-    put8(b, 3);          /* model */
-    put8(b, 3);          /* count */
+    put8(b, 3);           /* model */
+    put8(b, 3);           /* count */
     put32(b, 0x11223344); /* frame_id */
     for (int i = 0; i < 3; i++) {
         item_off[i] = b->n;
@@ -962,8 +965,7 @@ static void test_command_parse(void **s) {
     } t[] = {
         {"\xef\xbb\xbf {\"cmd\":\"x\",\"cmd\":\"load\"}\n", NULL},
         {"", "Expecting value: line 1 column 1 (char 0)"},
-        {"{\"a\":\"\xff\"}",
-         "'utf-8' codec can't decode byte 0xff in position 6: invalid start byte"},
+        {"{\"a\":\"\xff\"}", "'utf-8' codec can't decode byte 0xff in position 6: invalid start byte"},
         {"[1]", "command must be a JSON object"},
         {"\"status\"", "command must be a JSON object"},
         {"null", "command must be a JSON object"},
@@ -1008,8 +1010,7 @@ static void test_reply_frames(void **s) {
     assert_int_equal(w.len, at + 8 + strlen(j2));
     /* the event channel */
     osp_jw_reset(&w);
-    osp_wire_late_t e = {.index = 2, .model_id = "yolo", .ok = 0, .elapsed_ms = 130512,
-                         .error = "boom"};
+    osp_wire_late_t e = {.index = 2, .model_id = "yolo", .ok = 0, .elapsed_ms = 130512, .error = "boom"};
     assert_int_equal(osp_wire_reply_event_late(&w, &e), 0);
     assert_memory_equal(w.buf + 4, "\xff\xff\xff\xff", 4);
     assert_string_equal(w.buf + 8, "{\"event\": \"compile-finished-late\", \"index\": 2, "
@@ -1062,8 +1063,12 @@ static void test_reply_bodies(void **s) {
     expect_json(&w, "{\"error\": \"frame 4294967295 not in cache\"}");
     osp_wire_json_cached(&w, 7, 1920, 1080);
     expect_json(&w, "{\"status\": \"cached\", \"frameId\": 7, \"width\": 1920, \"height\": 1080}");
-    osp_wire_ready_t r = {.models = 1, .total = 2, .startup_ms = 1234, .runtime = "onnxruntime",
-                          .workers = 2, .protocol_version = OSP_WIRE_VERSION};
+    osp_wire_ready_t r = {.models = 1,
+                          .total = 2,
+                          .startup_ms = 1234,
+                          .runtime = "onnxruntime",
+                          .workers = 2,
+                          .protocol_version = OSP_WIRE_VERSION};
     osp_wire_json_ready(&w, &r);
     expect_json(&w, "{\"status\": \"ready\", \"models\": 1, \"total\": 2, \"startupMs\": 1234, "
                     "\"runtime\": \"onnxruntime\", \"workers\": 2, \"protocolVersion\": 2}");

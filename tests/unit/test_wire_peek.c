@@ -13,8 +13,8 @@
 
 /* An infer_raw frame at f: w x h of fmt, `pixels` bytes after the header
  * (filled with a pattern), `extra` more; returns its length. */
-static size_t raw_frame(uint8_t *f, int version, uint32_t req_id, uint64_t deadline,
-                        uint8_t model, uint32_t w, uint32_t h, uint8_t fmt, size_t pixels) {
+static size_t raw_frame(uint8_t *f, int version, uint32_t req_id, uint64_t deadline, uint8_t model,
+                        uint32_t w, uint32_t h, uint8_t fmt, size_t pixels) {
     size_t at = 9;
     if (version >= 2) {
         osp_wire_wr64(f + at, deadline);
@@ -40,8 +40,7 @@ static void test_raw_every_prefix(void **s) {
     (void)s;
     static uint8_t f[256];
     for (int version = 1; version <= 2; version++) {
-        size_t len =
-            raw_frame(f, version, 41, 1700000000123ull, 3, 4, 2, OSP_WIRE_FMT_BGR, 24 + 5);
+        size_t len = raw_frame(f, version, 41, 1700000000123ull, 3, 4, 2, OSP_WIRE_FMT_BGR, 24 + 5);
         size_t head = version >= 2 ? 27 : 19;
         for (size_t avail = 0; avail <= len + 3; avail++) {
             osp_wire_raw_head_t h;
@@ -79,8 +78,7 @@ static void test_raw_every_prefix(void **s) {
     }
 }
 
-static void expect_peek(const uint8_t *f, size_t avail, size_t len, int version,
-                        const char *want) {
+static void expect_peek(const uint8_t *f, size_t avail, size_t len, int version, const char *want) {
     osp_wire_raw_head_t h;
     char err[OSP_WIRE_ERRLEN] = "";
     assert_int_equal(osp_wire_raw_peek(f, avail, len, version, &h, NULL, err, sizeof err),
@@ -114,9 +112,12 @@ static void test_raw_errors(void **s) {
         for (size_t plen = 0; plen < 40; plen++) {
             raw_frame(f, version, 5, 0, 0, 3, 1, OSP_WIRE_FMT_RGB, 9);
             len = 9 + plen; /* the frame cut to plen payload bytes */
-            osp_wire_frame_t fr = {.total_len = (uint32_t)(5 + plen), .req_id = 5,
-                                   .msg_type = OSP_WIRE_MSG_INFER_RAW, .payload = f + 9,
-                                   .payload_len = plen, .frame_len = len};
+            osp_wire_frame_t fr = {.total_len = (uint32_t)(5 + plen),
+                                   .req_id = 5,
+                                   .msg_type = OSP_WIRE_MSG_INFER_RAW,
+                                   .payload = f + 9,
+                                   .payload_len = plen,
+                                   .frame_len = len};
             osp_wire_request_t rq;
             osp_wire_raw_head_t h;
             char e1[OSP_WIRE_ERRLEN] = "", e2[OSP_WIRE_ERRLEN] = "";
@@ -128,8 +129,8 @@ static void test_raw_errors(void **s) {
     }
 }
 
-static size_t shm_payload(uint8_t *p, int version, uint8_t model, uint32_t region,
-                          uint64_t offset, uint32_t w, uint32_t h, uint8_t fmt, uint32_t stride) {
+static size_t shm_payload(uint8_t *p, int version, uint8_t model, uint32_t region, uint64_t offset,
+                          uint32_t w, uint32_t h, uint8_t fmt, uint32_t stride) {
     size_t at = 0;
     if (version >= 2) {
         osp_wire_wr64(p, 99);
@@ -170,8 +171,7 @@ static void test_shm(void **s) {
         assert_int_equal(m.stride, 30);
         assert_true(m.len == 120);
         for (size_t k = version >= 2 ? 8 : 0; k < n; k++) {
-            assert_int_equal(osp_wire_shm_parse(p, k, version, &m, err, sizeof err),
-                             OSP_WIRE_EINVAL);
+            assert_int_equal(osp_wire_shm_parse(p, k, version, &m, err, sizeof err), OSP_WIRE_EINVAL);
             assert_string_equal(err, "truncated infer_shm header");
         }
     }

@@ -54,8 +54,7 @@ static void test_parse(void **s) {
     };
     for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
         err[0] = '\0';
-        int rc = osp_pyjson_parse((const uint8_t *)t[i].json, strlen(t[i].json), &c, err,
-                                  sizeof err);
+        int rc = osp_pyjson_parse((const uint8_t *)t[i].json, strlen(t[i].json), &c, err, sizeof err);
         assert_int_equal(rc, OSP_WIRE_EINVAL);
         assert_null(c);
         if (strcmp(err, t[i].err)) fail_msg("%s: got '%s'", t[i].json, err);
@@ -88,7 +87,8 @@ static void test_parse(void **s) {
         const char *json, *err;
     } u[] = {
         {"{\"a\":\"\\ud834\\uzzzz\"}", "Invalid \\uXXXX escape: line 1 column 14 (char 13)"},
-        {"{\"a\":\"\xed\xa0" "A\"}",
+        {"{\"a\":\"\xed\xa0"
+         "A\"}",
          "'utf-8' codec can't decode byte 0xed in position 6: invalid continuation byte"},
         {"{\"a\":\"\xe0\x80\x80\"}",
          "'utf-8' codec can't decode byte 0xe0 in position 6: invalid continuation byte"},
@@ -125,8 +125,8 @@ static void test_any_value(void **s) {
     char err[OSP_WIRE_ERRLEN];
     static const char *const ok[] = {"[1]", "\"status\"", "null", " -0 ", "1e400"};
     for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
-        assert_int_equal(
-            osp_pyjson_parse((const uint8_t *)ok[i], strlen(ok[i]), &c, err, sizeof err), 0);
+        assert_int_equal(osp_pyjson_parse((const uint8_t *)ok[i], strlen(ok[i]), &c, err, sizeof err),
+                         0);
         char *txt = cJSON_PrintUnformatted(c);
         static const char *const want[] = {"[1]", "\"status\"", "null", "0", NULL};
         if (want[i])
