@@ -10,7 +10,7 @@ ORT_TGZ=onnxruntime-node-$ORT_VERSION.tgz
 ORT_MIN_API=16 # ONNX Runtime 1.16
 
 # Debian packages for the build and the tests.
-PACKAGES=(build-essential cmake pkg-config clang libclang-rt-14-dev
+PACKAGES=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
     libturbojpeg0-dev libyuv-dev libcjson-dev
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
     libcmocka-dev libpng-dev
