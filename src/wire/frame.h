@@ -91,43 +91,6 @@ typedef struct {
 int osp_wire_scan(const uint8_t *buf, size_t len, uint32_t max_frame, osp_wire_frame_t *f,
                   size_t *need);
 
-/*
- * An incremental reader over a growable buffer it owns: read straight into
- * osp_wire_reader_space(), commit what arrived, take frames with
- * osp_wire_reader_next() until it returns 0. The buffer grows to the largest
- * frame seen (capped by max_frame) and is then reused: a warm reader
- * allocates nothing. Frame pointers stay valid until the next
- * osp_wire_reader_space/feed/reset/free (they may move or compact the
- * bytes); a consumer that keeps a payload longer scans its own buffers with
- * osp_wire_scan instead. Fields are private.
- */
-typedef struct {
-    uint8_t *buf;
-    size_t cap, head, tail; /* unread bytes are buf[head..tail) */
-    uint32_t max_frame;
-    int fatal;            /* sticky OSP_WIRE_ETOOBIG / ENOMEM */
-    osp_wire_frame_t bad; /* the frame that made it fatal */
-} osp_wire_reader_t;
-
-void osp_wire_reader_init(osp_wire_reader_t *r, uint32_t max_frame);
-void osp_wire_reader_free(osp_wire_reader_t *r);
-/* Drop buffered bytes and a fatal state; keeps the memory. */
-void osp_wire_reader_reset(osp_wire_reader_t *r);
-/* Room to read into: *room >= max(1, hint, what the frame being assembled
- * still lacks), so one read can complete any frame under the cap. May move
- * the unread bytes to the front or grow the buffer. NULL when the reader is
- * fatal (osp_wire_reader_next says why; a failed grow makes it ENOMEM). */
-uint8_t *osp_wire_reader_space(osp_wire_reader_t *r, size_t hint, size_t *room);
-/* n bytes were written at the pointer osp_wire_reader_space returned. */
-void osp_wire_reader_commit(osp_wire_reader_t *r, size_t n);
-/* Copy bytes in (tests, fuzzing, transports that already hold them). */
-int osp_wire_reader_feed(osp_wire_reader_t *r, const void *data, size_t n);
-/* 1 and *f: a frame. 0: need more bytes. Negative (sticky): ETOOBIG with
- * f->req_id/total_len of the offending frame, or ENOMEM. */
-int osp_wire_reader_next(osp_wire_reader_t *r, osp_wire_frame_t *f);
-/* Bytes held that do not yet form a frame: nonzero at EOF = a truncated frame. */
-size_t osp_wire_reader_buffered(const osp_wire_reader_t *r);
-
 /* ---- startup handshake ----------------------------------------------------- */
 
 typedef enum {

@@ -1,6 +1,7 @@
 /*
- * libFuzzer target for src/wire/ (frame.c, peek.c, encode.c): the frame
- * reader fed in arbitrary splits (checked against one whole-buffer scan),
+ * libFuzzer target for src/wire/ (frame.c, peek.c, encode.c): the stream
+ * read as ospreyd reads it, osp_wire_scan over a staging buffer fed in
+ * arbitrary splits (checked against one whole-buffer scan),
  * every payload parser and the batch iterator at versions 1 and 2, the
  * infer_raw peek at every prefix length (as a server has a frame after a
  * partial read), the infer_shm and stream_push parsers, the request
@@ -343,61 +344,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         off += f.frame_len;
     }
 
-    /* the reader, fed in chunks chosen by the input */
-    osp_wire_reader_t r;
-    osp_wire_reader_init(&r, cap);
+    /* the stream read the way ospreyd reads it (src/server/conn.c): reads
+     * of sizes chosen by the input into a staging buffer, whole frames
+     * taken off its front with osp_wire_scan, the rest kept */
+    static uint8_t stage[1 << 20];
+    size_t have = 0, fed = 0, got = 0, from;
     uint32_t x = (uint32_t)ctl << 8 | ctl2;
-    size_t fed = 0, got = 0;
     int rc = 0;
-    while (rc >= 0 && got < nref) {
-        if (fed < n) {
-            x = x * 1103515245u + 12345u;
-            size_t k = 1 + (x >> 16) % ((x & 0x100) ? 7 : 1500);
-            if (k > n - fed) k = n - fed;
-            if (ctl & 2) {
-                size_t room;
-                uint8_t *dst = osp_wire_reader_space(&r, (x >> 4) & 0xfff, &room);
-                CHECK(dst && room >= 1);
-                if (k > room) k = room;
-                memcpy(dst, s + fed, k);
-                osp_wire_reader_commit(&r, k);
-            } else {
-                CHECK(osp_wire_reader_feed(&r, s + fed, k) == 0);
-            }
-            fed += k;
-        }
-        while (got < nref && (rc = osp_wire_reader_next(&r, &f)) == 1) {
+    while (n <= sizeof stage && got < nref) {
+        CHECK(fed < n); /* all read, a frame missing */
+        x = x * 1103515245u + 12345u;
+        size_t k = 1 + (x >> 16) % ((x & 0x100) ? 7 : 1500);
+        if (k > n - fed) k = n - fed;
+        memcpy(stage + have, s + fed, k);
+        have += k;
+        fed += k;
+        from = 0;
+        while (got < nref && (rc = osp_wire_scan(stage + from, have - from, cap, &f, &need)) == 1) {
             const ref_t *e = &ref[got++];
             CHECK(f.frame_len == e->len && f.req_id == e->req_id && f.msg_type == e->type);
             CHECK(memcmp(f.payload, s + e->off + 9, e->len - 9) == 0);
+            from += f.frame_len;
         }
-        if (fed == n && rc == 0 && got < nref) CHECK(0); /* all fed, a frame missing */
+        CHECK(rc >= 0 || got == nref);
+        memmove(stage, stage + from, have - from);
+        have -= from;
     }
-    CHECK(got == nref && rc >= 0);
     if (nref < MAX_FRAMES) {
-        /* what is left ends the same way for both */
-        if (fed < n) CHECK(osp_wire_reader_feed(&r, s + fed, n - fed) == 0);
-        rc = osp_wire_reader_next(&r, &f);
+        /* what is left ends the same way, read whole */
+        rc = osp_wire_scan(s + off, n - off, cap, &f, &need);
         CHECK(rc == end_rc);
         if (rc < 0) {
             CHECK(f.req_id == bad.req_id && f.total_len == bad.total_len);
-            size_t at = osp_wire_reply_begin(&w);
+            size_t at2 = osp_wire_reply_begin(&w);
             osp_wire_json_too_large(&w, f.total_len, cap);
-            check_reply(&w, at, f.req_id);
-            /* sticky until reset; after it the same bytes read the same way */
-            size_t room;
-            CHECK(osp_wire_reader_next(&r, &f) == rc && f.req_id == bad.req_id);
-            CHECK(osp_wire_reader_space(&r, 1, &room) == NULL && room == 0);
-            CHECK(osp_wire_reader_feed(&r, s, 1) == rc);
-            osp_wire_reader_reset(&r);
-            CHECK(osp_wire_reader_feed(&r, s, n) == 0);
-            for (size_t i = 0; i < nref; i++) CHECK(osp_wire_reader_next(&r, &f) == 1);
-            CHECK(osp_wire_reader_next(&r, &f) == rc);
-        } else {
-            CHECK(osp_wire_reader_buffered(&r) == n - off);
+            check_reply(&w, at2, f.req_id);
         }
     }
-    osp_wire_reader_free(&r);
 
     /* every frame through every parser, at both versions */
     for (size_t i = 0; i < nref; i++) {

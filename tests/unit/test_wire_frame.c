@@ -175,142 +175,91 @@ static size_t build_stream(bb_t *b, want_t *w) {
     return k;
 }
 
-static size_t drain(osp_wire_reader_t *r, const bb_t *b, const want_t *w, size_t k) {
+/* A staging buffer read the way ospreyd's connections read theirs
+ * (src/server/conn.c): bytes appended as they arrive, whole frames taken
+ * off the front with osp_wire_scan, the rest kept for the next read. */
+typedef struct {
+    uint8_t b[8192];
+    size_t n;
+} stage_t;
+
+static void stage_feed(stage_t *st, const void *data, size_t n) {
+    assert_true(st->n + n <= sizeof st->b);
+    memcpy(st->b + st->n, data, n);
+    st->n += n;
+}
+
+/* Every whole frame in the stage checked against w[k...]; returns the new k. */
+static size_t drain(stage_t *st, const bb_t *b, const want_t *w, size_t k) {
     osp_wire_frame_t f;
+    size_t off = 0, need = 0;
     int rc;
-    while ((rc = osp_wire_reader_next(r, &f)) == 1) {
+    while ((rc = osp_wire_scan(st->b + off, st->n - off, 0, &f, &need)) == 1) {
         assert_true(k < 100);
         assert_int_equal(f.req_id, w[k].req_id);
         assert_int_equal(f.msg_type, w[k].type);
         assert_int_equal(f.payload_len, w[k].len);
         if (f.payload_len) assert_memory_equal(f.payload, b->b + w[k].off, w[k].len);
+        off += f.frame_len;
         k++;
     }
     assert_int_equal(rc, 0);
+    assert_true(need >= 1);
+    memmove(st->b, st->b + off, st->n - off);
+    st->n -= off;
     return k;
 }
 
-static void test_reader_byte_by_byte(void **s) {
+static void test_scan_byte_by_byte(void **s) {
     (void)s;
     bb_t b = {0};
     want_t w[16];
     size_t nw = build_stream(&b, w);
-    osp_wire_reader_t r;
-    osp_wire_reader_init(&r, 0);
+    static stage_t st;
+    st.n = 0;
     size_t got = 0;
     for (size_t i = 0; i < b.n; i++) {
-        assert_int_equal(osp_wire_reader_feed(&r, b.b + i, 1), 0);
-        got = drain(&r, &b, w, got);
+        stage_feed(&st, b.b + i, 1);
+        got = drain(&st, &b, w, got);
     }
     assert_int_equal(got, nw);
-    assert_int_equal(osp_wire_reader_buffered(&r), 0);
-    osp_wire_reader_free(&r);
+    assert_int_equal(st.n, 0);
 }
 
-static void test_reader_splits(void **s) {
+static void test_scan_splits(void **s) {
     (void)s;
     bb_t b = {0};
     want_t w[16];
     size_t nw = build_stream(&b, w);
-    osp_wire_reader_t r;
-    osp_wire_reader_init(&r, 0);
-    /* two feeds split at every offset */
+    static stage_t st;
+    /* two reads split at every offset */
     for (size_t cut = 0; cut <= b.n; cut++) {
-        osp_wire_reader_reset(&r);
-        assert_int_equal(osp_wire_reader_feed(&r, b.b, cut), 0);
-        size_t got = drain(&r, &b, w, 0);
-        assert_int_equal(osp_wire_reader_feed(&r, b.b + cut, b.n - cut), 0);
-        got = drain(&r, &b, w, got);
+        st.n = 0;
+        stage_feed(&st, b.b, cut);
+        size_t got = drain(&st, &b, w, 0);
+        stage_feed(&st, b.b + cut, b.n - cut);
+        got = drain(&st, &b, w, got);
         assert_int_equal(got, nw);
+        assert_int_equal(st.n, 0);
     }
-    /* all at once, and in pseudo-random chunks read through space/commit */
-    osp_wire_reader_reset(&r);
-    assert_int_equal(osp_wire_reader_feed(&r, b.b, b.n), 0);
-    assert_int_equal(drain(&r, &b, w, 0), nw);
+    /* pseudo-random read sizes */
     uint32_t x = 12345;
     for (int round = 0; round < 50; round++) {
-        osp_wire_reader_reset(&r);
+        st.n = 0;
         size_t off = 0, got = 0;
         while (off < b.n) {
             x = x * 1103515245u + 12345u;
-            size_t want = 1 + (x >> 16) % 700, room;
-            uint8_t *dst = osp_wire_reader_space(&r, (x >> 8) % 5000, &room);
-            assert_non_null(dst);
-            assert_true(room >= 1);
-            if (want > room) want = room;
+            size_t want = 1 + (x >> 16) % 700;
             if (want > b.n - off) want = b.n - off;
-            memcpy(dst, b.b + off, want);
-            osp_wire_reader_commit(&r, want);
+            stage_feed(&st, b.b + off, want);
             off += want;
-            got = drain(&r, &b, w, got);
+            got = drain(&st, &b, w, got);
         }
         assert_int_equal(got, nw);
     }
-    osp_wire_reader_free(&r);
 }
 
-/* The space a reader offers covers the whole frame being assembled. */
-static void test_reader_space_fits_frame(void **s) {
-    (void)s;
-    osp_wire_reader_t r;
-    osp_wire_reader_init(&r, 0);
-    uint8_t hdr[9] = {0};
-    hdr[0] = 0x05;
-    hdr[1] = 0x00;
-    hdr[2] = 0x01; /* total_len 0x10005: 65536 payload bytes */
-    assert_int_equal(osp_wire_reader_feed(&r, hdr, sizeof hdr), 0);
-    size_t room;
-    uint8_t *dst = osp_wire_reader_space(&r, 16, &room);
-    assert_non_null(dst);
-    assert_true(room >= 65536);
-    memset(dst, 0x5A, 65536);
-    osp_wire_reader_commit(&r, 65536);
-    osp_wire_frame_t f;
-    assert_int_equal(osp_wire_reader_next(&r, &f), 1);
-    assert_int_equal(f.payload_len, 65536);
-    assert_int_equal(f.payload[65535], 0x5A);
-    osp_wire_reader_free(&r);
-}
-
-/* A warm reader allocates nothing: same buffer, same capacity. */
-static void test_reader_steady_state(void **s) {
-    (void)s;
-    bb_t b = {0};
-    uint8_t p[1000];
-    memset(p, 7, sizeof p);
-    for (int i = 0; i < 5; i++) frame(&b, (uint32_t)i, 1, p, 100 + (size_t)i * 150);
-    osp_wire_reader_t r;
-    osp_wire_reader_init(&r, 0);
-    uint8_t *buf0 = NULL;
-    size_t cap0 = 0;
-    for (int round = 0; round < 200; round++) {
-        size_t off = 0;
-        while (off < b.n) {
-            size_t room, k = 333;
-            uint8_t *dst = osp_wire_reader_space(&r, 4096, &room);
-            assert_non_null(dst);
-            if (k > room) k = room;
-            if (k > b.n - off) k = b.n - off;
-            memcpy(dst, b.b + off, k);
-            osp_wire_reader_commit(&r, k);
-            off += k;
-            osp_wire_frame_t f;
-            while (osp_wire_reader_next(&r, &f) == 1) {
-            }
-        }
-        if (round == 1) {
-            buf0 = r.buf;
-            cap0 = r.cap;
-        }
-        if (round > 1) {
-            assert_ptr_equal(r.buf, buf0);
-            assert_int_equal(r.cap, cap0);
-        }
-    }
-    osp_wire_reader_free(&r);
-}
-
-static void test_reader_too_large(void **s) {
+static void test_scan_stream_too_large(void **s) {
     (void)s;
     bb_t b = {0};
     frame(&b, 1, 1, "ok", 2);
@@ -318,50 +267,34 @@ static void test_reader_too_large(void **s) {
     put32(&b, 0xBEEF);
     put8(&b, 2);
     putfill(&b, 0, 20);
-    osp_wire_reader_t r;
-    osp_wire_reader_init(&r, 100);
     osp_wire_frame_t f;
+    size_t need = 0;
     /* the frame before the bad one is still delivered */
-    assert_int_equal(osp_wire_reader_feed(&r, b.b, 15), 0);
-    assert_int_equal(osp_wire_reader_next(&r, &f), 1);
+    assert_int_equal(osp_wire_scan(b.b, 15, 100, &f, &need), 1);
     assert_int_equal(f.req_id, 1);
-    assert_int_equal(osp_wire_reader_next(&r, &f), 0); /* 4 bytes: req_id not yet there */
-    assert_int_equal(osp_wire_reader_feed(&r, b.b + 15, 4), 0);
-    assert_int_equal(osp_wire_reader_next(&r, &f), OSP_WIRE_ETOOBIG);
+    /* 4 bytes of the next: its req_id is not there yet, so no verdict */
+    assert_int_equal(osp_wire_scan(b.b + 11, 4, 100, &f, &need), 0);
+    assert_true(need >= 1);
+    assert_int_equal(osp_wire_scan(b.b + 11, 8, 100, &f, &need), OSP_WIRE_ETOOBIG);
     assert_int_equal(f.req_id, 0xBEEF);
     assert_int_equal(f.total_len, 1000);
-    /* sticky; no more room, no more feeding */
-    assert_int_equal(osp_wire_reader_next(&r, &f), OSP_WIRE_ETOOBIG);
-    assert_int_equal(f.req_id, 0xBEEF);
-    size_t room;
-    assert_null(osp_wire_reader_space(&r, 10, &room));
-    assert_int_equal(room, 0);
-    assert_int_equal(osp_wire_reader_feed(&r, b.b, 3), OSP_WIRE_ETOOBIG);
     osp_jw_t w = {0};
     osp_wire_json_too_large(&w, f.total_len, 100);
     assert_string_equal(w.buf, "{\"error\": \"frame too large: 1000 bytes (max 100)\"}");
-    /* reset recovers (a new connection) */
-    osp_wire_reader_reset(&r);
-    assert_int_equal(osp_wire_reader_feed(&r, b.b, 11), 0);
-    assert_int_equal(osp_wire_reader_next(&r, &f), 1);
-    osp_wire_reader_free(&r);
     osp_jw_free(&w);
 }
 
-static void test_reader_eof_partial(void **s) {
+static void test_scan_eof_partial(void **s) {
     (void)s;
     bb_t b = {0};
     frame(&b, 1, 1, "hello", 5);
-    osp_wire_reader_t r;
-    osp_wire_reader_init(&r, 0);
-    assert_int_equal(osp_wire_reader_feed(&r, b.b, b.n - 1), 0);
     osp_wire_frame_t f;
-    assert_int_equal(osp_wire_reader_next(&r, &f), 0);
-    assert_int_equal(osp_wire_reader_buffered(&r), b.n - 1);
-    assert_int_equal(osp_wire_reader_feed(&r, b.b + b.n - 1, 1), 0);
-    assert_int_equal(osp_wire_reader_next(&r, &f), 1);
-    assert_int_equal(osp_wire_reader_buffered(&r), 0);
-    osp_wire_reader_free(&r);
+    size_t need = 0;
+    assert_int_equal(osp_wire_scan(b.b, b.n - 1, 0, &f, &need), 0);
+    assert_int_equal(need, 1);
+    assert_int_equal(f.frame_len, b.n); /* sized before it is whole */
+    assert_int_equal(osp_wire_scan(b.b, b.n, 0, &f, &need), 1);
+    assert_int_equal(f.payload_len, 5);
 }
 
 /* ---- handshake ------------------------------------------------------------------- */
@@ -1086,12 +1019,10 @@ int main(void) {
         cmocka_unit_test(test_scan_prefixes),
         cmocka_unit_test(test_scan_short_total_len),
         cmocka_unit_test(test_scan_too_large),
-        cmocka_unit_test(test_reader_byte_by_byte),
-        cmocka_unit_test(test_reader_splits),
-        cmocka_unit_test(test_reader_space_fits_frame),
-        cmocka_unit_test(test_reader_steady_state),
-        cmocka_unit_test(test_reader_too_large),
-        cmocka_unit_test(test_reader_eof_partial),
+        cmocka_unit_test(test_scan_byte_by_byte),
+        cmocka_unit_test(test_scan_splits),
+        cmocka_unit_test(test_scan_stream_too_large),
+        cmocka_unit_test(test_scan_eof_partial),
         cmocka_unit_test(test_negotiate_table),
         cmocka_unit_test(test_hello_defaults),
         cmocka_unit_test(test_hello_values),
