@@ -123,6 +123,19 @@ static int prepare_parked(frame_job_t *j, wstate_t *ws, char *err, size_t errlen
     return st;
 }
 
+typedef struct {
+    const osp_model_t *m;
+    osp_infer_ctx_t *ctx;
+    const osp_view_t *v;
+    char *err;
+    size_t errlen;
+} shm_prep_t;
+
+static int shm_prepare(void *arg) {
+    shm_prep_t *a = arg;
+    return osp_model_prepare(a->m, a->ctx, a->v, 0, 0, a->err, a->errlen);
+}
+
 /* Decode and preprocess a single-frame job into its context; on failure the
  * reply is written and j->prepared stays 0. */
 static void prepare_job(frame_job_t *j, wstate_t *ws) {
@@ -167,9 +180,13 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         }
         break;
     }
-    case OSP_WIRE_MSG_INFER_SHM:
-        rc = osp_model_prepare(m, j->ctx, &j->shm_view, 0, 0, err, sizeof err);
+    case OSP_WIRE_MSG_INFER_SHM: {
+        shm_prep_t a = {m, j->ctx, &j->shm_view, err, sizeof err};
+        rc = srv_shm_guarded(shm_prepare, &a);
+        if (rc == SRV_SHM_SHRUNK)
+            snprintf(err, sizeof err, "infer_shm: the shared memory shrank while the frame was read");
         break;
+    }
     case OSP_WIRE_MSG_INFER_CACHED: {
         osp_view_t v = osp_image_view(&j->cached->img);
         rc = prepare_view(r, j->ctx, &v, OSP_TCACHE_FRAME, j->cached->id, (uint32_t)r->model_idx,

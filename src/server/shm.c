@@ -7,6 +7,8 @@
  * ever read.
  */
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
@@ -31,6 +33,7 @@
 
 struct shm_region {
     struct shm_region *next;
+    int fd; /* kept open: its size is checked before each frame */
     uint32_t id;
     uint32_t owner; /* the connection that registered it */
     char name[256];
@@ -44,6 +47,42 @@ struct srv_shm {
     uint32_t next_id;
 };
 
+/* ---- reading a region that may shrink -------------------------------------------
+ *
+ * A host can truncate its shared-memory file at any time, and reading a
+ * page of the mapping past the new end raises SIGBUS, which would kill the
+ * whole server. The size is checked before each frame is dispatched, and a
+ * worker that reads one runs under a guard: SIGBUS on a guarded thread
+ * jumps back out of the read, which then fails like a bad frame. */
+
+static _Thread_local sigjmp_buf *t_guard;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+    (void)si;
+    (void)uc;
+    if (t_guard) siglongjmp(*t_guard, 1);
+    signal(sig, SIG_DFL); /* not a guarded read: fail as before */
+    raise(sig);
+}
+
+void srv_shm_guard_install(void) {
+    struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+int srv_shm_guarded(int (*fn)(void *), void *arg) {
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 1)) {
+        t_guard = NULL;
+        return SRV_SHM_SHRUNK;
+    }
+    t_guard = &jb;
+    int rc = fn(arg);
+    t_guard = NULL;
+    return rc;
+}
+
 srv_shm_t *srv_shm_new(void) { return calloc(1, sizeof(srv_shm_t)); }
 
 int srv_shm_registered(const server_t *s) { return s->shm->head != NULL; }
@@ -54,11 +93,16 @@ static shm_region_t *find(server_t *s, uint32_t id) {
     return NULL;
 }
 
+static void region_free(shm_region_t *r) {
+    munmap((void *)r->base, r->size);
+    close(r->fd);
+    free(r);
+}
+
 void srv_shm_release(server_t *s, shm_region_t *r) {
     (void)s;
     if (--r->refs > 0) return;
-    munmap((void *)r->base, r->size);
-    free(r);
+    region_free(r);
 }
 
 static void unlink_region(server_t *s, shm_region_t *r) {
@@ -80,8 +124,7 @@ void srv_shm_free(srv_shm_t *sh) {
     while (sh->head) {
         shm_region_t *r = sh->head;
         sh->head = r->next;
-        munmap((void *)r->base, r->size);
-        free(r);
+        region_free(r);
     }
     free(sh);
 }
@@ -142,15 +185,17 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
             return 1;
         }
         void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-        close(fd);
         shm_region_t *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
         if (!r) {
             snprintf(err, sizeof err, "cannot map shared memory %s: %s", nm->valuestring,
                      base == MAP_FAILED ? strerror(errno) : "out of memory");
             if (base != MAP_FAILED) munmap(base, size);
+            close(fd);
             reply(s, c, req_id, name, err, NULL);
             return 1;
         }
+        r->fd = fd;
+        srv_shm_guard_install(); /* before any frame in it is read */
         r->id = ++s->shm->next_id;
         r->owner = srv_conn_id(c);
         snprintf(r->name, sizeof r->name, "%s", nm->valuestring);
@@ -186,7 +231,7 @@ static void shm_error(server_t *s, conn_t *c, uint32_t req_id, const char *msg) 
 }
 
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len) {
-    char err[256];
+    char err[512];
     osp_wire_shm_t m;
     if (osp_wire_shm_parse(f->payload, f->payload_len, srv_conn_version(c), &m, err, sizeof err)) {
         shm_error(s, c, f->req_id, err);
@@ -196,6 +241,16 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     shm_region_t *r = find(s, m.region);
     if (!r) {
         snprintf(err, sizeof err, "shm region %u not registered", m.region);
+        shm_error(s, c, f->req_id, err);
+        osp_buf_put(s->bufs, frame);
+        return;
+    }
+    struct stat st;
+    if (fstat(r->fd, &st) != 0 || st.st_size < (off_t)r->size) {
+        /* reading the missing pages would raise SIGBUS */
+        snprintf(err, sizeof err,
+                 "infer_shm: shared memory %s holds %lld bytes now, not the %zu it was registered with",
+                 r->name, (long long)st.st_size, r->size);
         shm_error(s, c, f->req_id, err);
         osp_buf_put(s->bufs, frame);
         return;
