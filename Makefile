@@ -93,7 +93,7 @@ fuzz: deps $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 check-tsan: assets
 	@$(MAKE) --no-print-directory build SANITIZE=thread
 	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
-	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k ospreyd
+	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k "ospreyd or test_sources"
 
 demo: build assets
 	@mkdir -p out
