@@ -104,7 +104,7 @@ format:
 check-tsan: assets
 	@$(MAKE) --no-print-directory build SANITIZE=thread
 	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
-	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k ospreyd
+	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k "ospreyd or test_sources"
 
 demo: build assets
 	@mkdir -p out

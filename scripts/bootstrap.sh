@@ -12,7 +12,7 @@ ORT_MIN_API=16 # ONNX Runtime 1.16
 # Debian packages for the build and the tests.
 PACKAGES=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
     libturbojpeg0-dev libyuv-dev libcjson-dev
-    libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+    libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavdevice-dev
     libcmocka-dev libpng-dev
     python3-onnx python3-numpy python3-pytest
     espeak-ng python3-pil fonts-dejavu-core ffmpeg libmosquitto-dev mosquitto mosquitto-clients

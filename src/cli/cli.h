@@ -16,6 +16,10 @@ struct osp_model;
 int osp_cli_open_model(const char *cmd, const char *name, float threshold, struct osp_model **out);
 /* Parse a number in [0, 1] for option opt; -1 after one line on stderr. */
 int osp_cli_parse_unit(const char *cmd, const char *opt, const char *s, float *out);
+/* Parse a number >= lo (and <= hi when hi > lo) for option opt; -1 after
+ * one line on stderr (defined in args.c). */
+int osp_cli_parse_num(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                      double *out);
 int osp_cmd_listen(int argc, char **argv);
 int osp_cmd_segment(int argc, char **argv);
 

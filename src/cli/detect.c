@@ -8,11 +8,18 @@
  * slots, N workers each prepare and predict whole frames on one shared
  * session (one intra-op thread each: on small machines N single-thread runs
  * side by side beat one N-thread run), and the main thread prints results
- * in frame order.
+ * in frame order. Every video input is a source (video/source.h): a file,
+ * a camera URL, a device or stdin. A live one is decoded on a thread of its
+ * own at the camera's rate (video/newest.h) and the reader takes the newest
+ * frame, so a model slower than the camera drops the oldest frames (counted)
+ * instead of falling behind; its ring is shorter for the same reason.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +29,12 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/events.h"
 #include "model/model.h"
+#include "video/newest.h"
+#include "video/rate.h"
+#include "video/source.h"
+#include "video/url.h"
 #include "video/video.h"
 #include "wire/jsonw.h"
 
@@ -40,7 +52,17 @@ typedef struct {
     int no_json;
     const char *postprocessor; /* NULL: the model's */
     const char *config;        /* a JSON model config file, or NULL */
+    double fps;                /* --fps: frames per second taken; 0: all */
+    osp_source_cfg_t source;   /* transport, reconnection */
 } opts_t;
+
+/* SIGINT/SIGTERM: the sources end as if the stream ended; summaries follow. */
+static atomic_bool g_stop;
+
+static void on_signal(int sig) {
+    (void)sig;
+    atomic_store(&g_stop, true);
+}
 
 /* Tallies across a whole input, plus the best frame for the snapshot. */
 typedef struct {
@@ -76,6 +98,8 @@ static void usage(FILE *out) {
           "                         (default ssd-oidv4)\n"
           "  -t, --threshold T      minimum score, 0..1 (default: the model's, 0.3 for ssd-oidv4)\n"
           "  -e, --every N          run every Nth video frame (default 1: all)\n"
+          "      --fps N            take at most N frames a second (by the video's clock,\n"
+          "                         a camera's by capture time; default: all)\n"
           "  -o, --out DIR          write an annotated snapshot of the frame with the most\n"
           "                         people (or detections) per input to DIR/<name>-best.jpg\n"
           "  -j, --workers N        frames in flight at once (default: the number of cores)\n"
@@ -86,16 +110,34 @@ static void usage(FILE *out) {
           "      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
           "                         defaults to --model\n"
+          "      --reconnect-for S  give up when a live source stays down S seconds (exit\n"
+          "                         status 1); default: reconnect forever\n"
+          "      --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
           "  -h, --help             this text\n"
           "\n"
-          "Exit status: 0 when every input was processed, 1 when a model or frame failed,\n"
-          "2 for bad usage, a missing or unreadable input, or an unknown model.\n",
+          "Inputs (docs/sources.md): image and video files; rtsp:// and rtsps:// cameras;\n"
+          "http(s):// MJPEG or HLS streams (rtmp://, srt://, udp://, tcp:// as FFmpeg reads\n"
+          "them); a V4L2 device (/dev/video0); - for a stream on stdin. A login in a URL\n"
+          "is never printed (rtsp://***@host/...).\n"
+          "A live source (camera, stream, device) is decoded at its own rate; when the\n"
+          "model is slower the newest frame is taken and the older ones dropped (counted\n"
+          "in the summary). Each record has \"ageMs\", capture to record. A live source\n"
+          "that drops is reopened after 0.5 s, then 1, 2, 4, 8 and every 10 s; each\n"
+          "drop and reconnect is a line on stderr and a record {\"event\":\"drop\"|\n"
+          "\"reconnect\"|\"gave-up\",\"time\",\"reason\",\"framesLost\",...} on stdout.\n"
+          "A read that blocks 5 s counts as a drop. SIGINT/SIGTERM end the inputs and\n"
+          "print their summaries.\n"
+          "\n"
+          "Exit status: 0 when every input was processed (or stopped by a signal), 1 when\n"
+          "a model or frame failed or a live source was given up, 2 for bad usage, a\n"
+          "missing or unreadable input, or an unknown model.\n",
           out);
 }
 
 static const char *base_name(const char *path) {
+    if (strcmp(path, "-") == 0) return "stdin";
     const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
+    return s && s[1] ? s + 1 : path;
 }
 
 /* Which class counts as "people" for the snapshot: a label "person". */
@@ -203,17 +245,18 @@ static void print_summary(const char *input, const tally_t *t, const osp_model_t
 }
 
 /* One result line: {"source","frame",["t",] record…}. */
-static void format_line(osp_jw_t *w, const char *input, long frame, double fps,
-                        const osp_model_t *m, const osp_result_t *r, const char *error) {
+/* The record stays open: emit() adds "ageMs" as it is printed. */
+static void format_line(osp_jw_t *w, const char *input, long frame, double t, const osp_model_t *m,
+                        const osp_result_t *r, const char *error) {
     osp_jw_reset(w);
     osp_jw_obj_open(w);
     osp_jw_key(w, "source");
     osp_jw_str(w, input);
     osp_jw_key(w, "frame");
     osp_jw_int(w, frame);
-    if (fps > 0) {
+    if (t >= 0) {
         osp_jw_key(w, "t");
-        osp_jw_num(w, (double)frame / fps, 3);
+        osp_jw_num(w, t, 3);
     }
     if (error) {
         osp_jw_key(w, "error");
@@ -228,13 +271,25 @@ static void format_line(osp_jw_t *w, const char *input, long frame, double fps,
     } else {
         osp_model_put_result(w, m, r, 1);
     }
-    osp_jw_obj_close(w);
 }
 
-static void emit(const opts_t *o, const osp_jw_t *w) {
-    if (o->no_json) return;
+/* Print a line on stdout whole: a source's thread prints event records.
+ * flush: a live source's lines are wanted as they happen, not a pipe
+ * buffer later. */
+static void put_line(const osp_jw_t *w, int flush) {
+    flockfile(stdout);
     fwrite(w->buf, 1, w->len, stdout);
     fputc('\n', stdout);
+    if (flush) fflush(stdout);
+    funlockfile(stdout);
+}
+
+/* Close the record with its age (seconds since capture, monotonic) and print it. */
+static void emit(const opts_t *o, osp_jw_t *w, double captured, int flush) {
+    osp_jw_key(w, "ageMs");
+    osp_jw_num(w, (now_s() - captured) * 1000.0, 1);
+    osp_jw_obj_close(w);
+    if (!o->no_json) put_line(w, flush);
 }
 
 /* ---- images ---------------------------------------------------------------- */
@@ -268,13 +323,13 @@ static int run_image(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     osp_result_t r;
     if (osp_model_infer(m, &ctx, &v, ow, oh, &r, err, sizeof err)) {
         fprintf(stderr, "osprey detect: %s: %s\n", input, err);
-        format_line(&w, input, 0, 0, m, NULL, err);
-        emit(o, &w);
+        format_line(&w, input, 0, -1, m, NULL, err);
+        emit(o, &w, t0, 0);
         rc = 1;
         goto done;
     }
-    format_line(&w, input, 0, 0, m, &r, NULL);
-    emit(o, &w);
+    format_line(&w, input, 0, -1, m, &r, NULL);
+    emit(o, &w, t0, 0);
     tally_result(&t, m, &r, 0, &v);
     print_summary(input, &t, m, now_s() - t0);
     write_snapshot(o, input, &t, m, dec);
@@ -296,6 +351,7 @@ enum { SLOT_FREE, SLOT_READY, SLOT_BUSY, SLOT_DONE };
 typedef struct {
     int state;
     long seq, frame;
+    double t, captured; /* pts (-1: unknown rate), monotonic capture time */
     osp_image_t img;
     osp_jw_t line;
     osp_det_t *dets;
@@ -306,28 +362,39 @@ typedef struct {
 typedef struct {
     const opts_t *o;
     osp_model_t *m;
-    osp_video_t *v;
-    const char *input;
-    double fps;
-    pthread_mutex_t mu; /* guards every field below and the slot states */
+    osp_source_t *src;
+    osp_newest_t *newest; /* a live source's decoding thread, else NULL */
+    const char *input;    /* the source's name: credentials masked */
+    pthread_mutex_t mu;   /* guards every field below and the slot states */
     pthread_cond_t cv;
     slot_t *slots;
     int nslots;
     long read_seq, take_seq;
     int reader_done, stop;
-    long total; /* slots the reader filled in all, once reader_done */
+    long total;  /* slots the reader filled in all, once reader_done */
+    int read_rc; /* the source's last return, once reader_done */
     char read_err[512];
 } pipe_t;
+
+static int next_frame(pipe_t *p, osp_image_t *img, osp_frame_meta_t *meta, char *err, size_t errlen) {
+    if (p->newest) return osp_newest_read(p->newest, img, meta, err, errlen);
+    return osp_source_read(p->src, img, meta, err, errlen);
+}
 
 static void *reader_main(void *arg) {
     pipe_t *p = arg;
     osp_image_t img = {0};
+    osp_frame_meta_t meta;
+    osp_rate_t rate;
+    osp_rate_init(&rate, p->o->fps);
+    double fps = osp_source_info(p->src)->fps;
     char err[512];
-    long frame = 0;
+    long taken = 0;
     for (;;) {
-        int r = osp_video_read(p->v, &img, err, sizeof err);
+        int r = next_frame(p, &img, &meta, err, sizeof err);
         if (r <= 0) {
             pthread_mutex_lock(&p->mu);
+            p->read_rc = r;
             if (r < 0) snprintf(p->read_err, sizeof p->read_err, "%s", err);
             p->reader_done = 1;
             p->total = p->read_seq;
@@ -335,8 +402,10 @@ static void *reader_main(void *arg) {
             pthread_mutex_unlock(&p->mu);
             break;
         }
-        long f = frame++;
-        if (f % p->o->every) continue;
+        /* a camera's clock is its capture times; a file's, its timestamps */
+        if (!osp_rate_take(&rate, osp_source_live(p->src) || fps <= 0 ? meta.captured : meta.pts))
+            continue;
+        if (taken++ % p->o->every) continue;
         pthread_mutex_lock(&p->mu);
         slot_t *s = &p->slots[p->read_seq % p->nslots];
         while (s->state != SLOT_FREE && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
@@ -352,7 +421,9 @@ static void *reader_main(void *arg) {
         osp_image_t tmp = s->img;
         s->img = img;
         img = tmp;
-        s->frame = f;
+        s->frame = (long)meta.index;
+        s->t = fps > 0 ? meta.pts : -1;
+        s->captured = meta.captured;
         pthread_mutex_lock(&p->mu);
         s->seq = p->read_seq++;
         s->state = SLOT_READY;
@@ -388,10 +459,10 @@ static void *worker_main(void *arg) {
         osp_result_t r;
         s->failed = osp_model_infer(p->m, &ctx, &v, 0, 0, &r, err, sizeof err) != 0;
         if (s->failed) {
-            format_line(&s->line, p->input, s->frame, p->fps, p->m, NULL, err);
+            format_line(&s->line, p->input, s->frame, s->t, p->m, NULL, err);
             s->n_dets = 0;
         } else {
-            format_line(&s->line, p->input, s->frame, p->fps, p->m, &r, NULL);
+            format_line(&s->line, p->input, s->frame, s->t, p->m, &r, NULL);
             if (s->det_cap < r.n_dets) {
                 osp_det_t *d = realloc(s->dets, (size_t)r.n_dets * sizeof *d);
                 if (d) {
@@ -427,20 +498,40 @@ static void progress(const char *input, long done, long total, double secs, int 
     if (final) fputs("\r\033[K", stderr);
 }
 
+/* A live source's drops and reconnects, on its reading thread. */
+static void on_source_event(void *ctx, const osp_source_event_t *e) {
+    const opts_t *o = ctx;
+    osp_cli_event_log("detect", e);
+    if (o->no_json) return;
+    osp_jw_t w = {0};
+    osp_cli_event_record(&w, e, NULL);
+    put_line(&w, 1);
+    osp_jw_free(&w);
+}
+
 static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const char *input) {
     char err[512];
-    osp_video_t *v = NULL;
-    if (osp_video_open(input, &v, err, sizeof err)) {
+    osp_source_t *src = NULL;
+    osp_source_cfg_t scfg = o->source;
+    scfg.stop = &g_stop;
+    scfg.on_event = on_source_event;
+    scfg.ctx = (void *)o;
+    if (osp_source_open(input, &scfg, &src, err, sizeof err)) {
         fprintf(stderr, "osprey detect: %s\n", err);
         return 2;
     }
-    const osp_video_info_t *info = osp_video_info(v);
-    pipe_t p = {.o = o, .m = m, .v = v, .input = input, .fps = info->fps};
-    p.nslots = o->workers * 2 + 2;
+    const osp_video_info_t *info = osp_source_info(src);
+    int live = osp_source_live(src);
+    const char *name = osp_source_name(src);
+    pipe_t p = {.o = o, .m = m, .src = src, .input = name};
+    /* live: one frame waiting beyond those running, or it ages in the ring */
+    p.nslots = live ? o->workers + 1 : o->workers * 2 + 2;
     p.slots = calloc((size_t)p.nslots, sizeof *p.slots);
-    if (!p.slots) {
-        osp_video_close(v);
-        fprintf(stderr, "osprey detect: out of memory\n");
+    if (!p.slots) snprintf(err, sizeof err, "out of memory");
+    if (!p.slots || (live && osp_newest_start(src, &p.newest, err, sizeof err))) {
+        free(p.slots);
+        osp_source_close(src);
+        fprintf(stderr, "osprey detect: %s\n", err);
         return 1;
     }
     pthread_mutex_init(&p.mu, NULL);
@@ -448,7 +539,7 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     pthread_t reader, workers[64];
     int nw = 0, rc = 0;
     tally_t t = {0};
-    long expect = info->frames > 0 ? (info->frames + o->every - 1) / o->every : 0;
+    long expect = info->frames > 0 && o->fps <= 0 ? (info->frames + o->every - 1) / o->every : 0;
     int bar = !o->quiet && isatty(STDERR_FILENO);
     double t0 = now_s(), last_bar = 0;
 
@@ -463,7 +554,7 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
         int end = !(s->state == SLOT_DONE && s->seq == seq);
         pthread_mutex_unlock(&p.mu);
         if (end) break;
-        emit(o, &s->line);
+        emit(o, &s->line, s->captured, live);
         if (s->failed) {
             rc = 1;
             t.frames++;
@@ -473,7 +564,7 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
         }
         double now = now_s();
         if (bar && now - last_bar > 0.1) {
-            progress(input, seq + 1, expect, now - t0, 0);
+            progress(name, seq + 1, expect, now - t0, 0);
             last_bar = now;
         }
         pthread_mutex_lock(&p.mu);
@@ -483,12 +574,26 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     }
     pthread_join(reader, NULL);
     for (int i = 0; i < nw; i++) pthread_join(workers[i], NULL);
+    int64_t dropped = p.newest ? osp_newest_dropped(p.newest) : 0;
+    osp_newest_stop(p.newest);
     fflush(stdout);
-    if (bar) progress(input, t.frames, expect, now_s() - t0, 1);
-    print_summary(input, &t, m, now_s() - t0);
-    write_snapshot(o, input, &t, m, dec);
-    if (p.read_err[0]) {
-        fprintf(stderr, "osprey detect: %s: %s\n", input, p.read_err);
+    if (bar) progress(name, t.frames, expect, now_s() - t0, 1);
+    print_summary(name, &t, m, now_s() - t0);
+    if (live) {
+        osp_source_stats_t ss = osp_source_stats(src);
+        fprintf(stderr,
+                "%s: live: %lld frame%s dropped for newer ones, %lld drop%s, %lld reconnect%s, "
+                "%lld frame%s lost\n",
+                base_name(name), (long long)dropped, dropped == 1 ? "" : "s", (long long)ss.drops,
+                ss.drops == 1 ? "" : "s", (long long)ss.reconnects, ss.reconnects == 1 ? "" : "s",
+                (long long)ss.frames_lost, ss.frames_lost == 1 ? "" : "s");
+    }
+    write_snapshot(o, name, &t, m, dec);
+    if (p.read_rc == OSP_SOURCE_EGAVEUP) {
+        fprintf(stderr, "osprey detect: %s\n", p.read_err);
+        rc = 1;
+    } else if (p.read_err[0]) {
+        fprintf(stderr, "osprey detect: %s: %s\n", name, p.read_err);
         rc = 2;
     }
     for (int i = 0; i < p.nslots; i++) {
@@ -499,7 +604,7 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     free(p.slots);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv);
-    osp_video_close(v);
+    osp_source_close(src);
     osp_image_free(&t.best);
     free(t.best_dets);
     return rc;
@@ -552,6 +657,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 
 int osp_cmd_detect(int argc, char **argv) {
     opts_t o = {.model = "ssd-oidv4", .threshold = -1, .every = 1};
+    osp_source_cfg_default(&o.source);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.workers = ncpu > 0 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
     static const struct option longopts[] = {{"model", required_argument, NULL, 'm'},
@@ -564,6 +670,9 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"help", no_argument, NULL, 'h'},
                                              {"postprocessor", required_argument, NULL, 'P'},
                                              {"config", required_argument, NULL, 'C'},
+                                             {"fps", required_argument, NULL, 'F'},
+                                             {"reconnect-for", required_argument, NULL, 'R'},
+                                             {"rtsp-transport", required_argument, NULL, 'T'},
                                              {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -600,6 +709,21 @@ int osp_cmd_detect(int argc, char **argv) {
         case 'J': o.no_json = 1; break;
         case 'P': o.postprocessor = optarg; break;
         case 'C': o.config = optarg; break;
+        case 'F':
+            if (osp_cli_parse_num("detect", "--fps", optarg, 0.001, 1000, &o.fps)) return 2;
+            break;
+        case 'R':
+            if (osp_cli_parse_num("detect", "--reconnect-for", optarg, 0, 0, &o.source.reconnect_for_s))
+                return 2;
+            break;
+        case 'T':
+            if (strcmp(optarg, "tcp") != 0 && strcmp(optarg, "udp") != 0) {
+                fprintf(stderr, "osprey detect: --rtsp-transport must be tcp or udp, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o.source.rtsp_udp = optarg[0] == 'u';
+            break;
         case 'h': usage(stdout); return 0;
         default: fprintf(stderr, "osprey detect: see 'osprey detect --help'\n"); return 2;
         }
@@ -609,17 +733,33 @@ int osp_cmd_detect(int argc, char **argv) {
                 "osprey detect: no input given (images or videos); see 'osprey detect --help'\n");
         return 2;
     }
-    /* every input must exist before any work starts */
+    /* every file must exist before any work starts (streams are opened in turn) */
+    int stdin_inputs = 0;
     for (int i = optind; i < argc; i++) {
         struct stat st;
+        char name[256];
+        osp_url_kind_t kind = osp_url_kind(argv[i]);
+        osp_url_mask(argv[i], name, sizeof name);
+        if (kind == OSP_URL_UNKNOWN) {
+            fprintf(stderr,
+                    "osprey detect: %s is not a source osprey reads; see 'osprey detect --help'\n",
+                    name);
+            return 2;
+        }
+        stdin_inputs += kind == OSP_URL_STDIN;
+        if (kind != OSP_URL_FILE) continue;
         if (stat(argv[i], &st) != 0) {
-            fprintf(stderr, "osprey detect: cannot open %s: %s\n", argv[i], strerror(errno));
+            fprintf(stderr, "osprey detect: cannot open %s: %s\n", name, strerror(errno));
             return 2;
         }
-        if (!S_ISREG(st.st_mode)) {
-            fprintf(stderr, "osprey detect: %s is not a file\n", argv[i]);
+        if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
+            fprintf(stderr, "osprey detect: %s is not a file\n", name);
             return 2;
         }
+    }
+    if (stdin_inputs > 1) {
+        fprintf(stderr, "osprey detect: - (stdin) can be given once\n");
+        return 2;
     }
     if (o.out_dir && mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "osprey detect: cannot create %s: %s\n", o.out_dir, strerror(errno));
@@ -662,10 +802,16 @@ int osp_cmd_detect(int argc, char **argv) {
         osp_model_free(m);
         return 1;
     }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
     int status = 0;
-    for (int i = optind; i < argc; i++) {
-        int r = osp_path_is_image(argv[i]) ? run_image(&o, m, dec, argv[i])
-                                           : run_video(&o, m, dec, argv[i]);
+    for (int i = optind; i < argc && !atomic_load(&g_stop); i++) {
+        int image = osp_url_kind(argv[i]) == OSP_URL_FILE && osp_path_is_image(argv[i]);
+        int r = image ? run_image(&o, m, dec, argv[i]) : run_video(&o, m, dec, argv[i]);
         if (r > status) status = r;
     }
     fflush(stdout);

@@ -5,6 +5,7 @@
  * run on stderr. The stages live in src/segment/ (pipeline.h).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -13,22 +14,27 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/events.h"
 #include "segment/pipeline.h"
 #include "segment/sink.h"
+#include "video/url.h"
+#include "video/video.h"
 
 static void usage(FILE *out) {
     fputs("usage: osprey segment INPUT [--uniform SECONDS] [--max-length S] [--live]\n"
+          "           [--reconnect-for S] [--rtsp-transport tcp|udp]\n"
           "           [--vlm URL --vlm-model NAME [--prompt TEXT] [--prompt-file F]]\n"
           "           [--procedure actions.json] [--camera NAME]\n"
           "\n"
-          "Cuts a video into events and prints one JSON line per chunk, in order:\n"
+          "Cuts a video (a file, an rtsp:// or http(s):// stream, /dev/video0, or - for\n"
+          "stdin; docs/sources.md) into events and prints one JSON line per chunk, in order:\n"
           "chunk_idx, start_time, end_time, cv_boundary_score, frame_number, response,\n"
           "checker_result, cv_execute_time, vlm_execute_time, the pipeline_*_timestamp\n"
           "fields and sensor_id. With --procedure, a final summary line has chunk_idx -1.\n"
           "Rules and fields: docs/segment.md.\n"
           "\n"
           "Chunking (default: event mode with the built-in 'scene' boundary scorer):\n"
-          "  --threshold T       boundary score that triggers a cut (default 0.8)\n"
+          "  --threshold T       boundary score that triggers a cut, 0..1 (default 0.8)\n"
           "  --min-length S      no cut closer than S seconds to a chunk's start (default 1)\n"
           "  --max-length S      cut at S seconds when no event comes (default 10)\n"
           "  --delay-frames N    anti-jitter window after a trigger (default 8)\n"
@@ -41,8 +47,13 @@ static void usage(FILE *out) {
           "  --live              replay the file at its real rate as a live source: a full\n"
           "                      frame queue drops its oldest frame instead of waiting\n"
           "  --speed X           live replay rate (default 1 = real time)\n"
-          "  --camera NAME       sensor_id of the records (default: the file's stem; an\n"
-          "                      rtsp:// INPUT is live and its path's stem is the sensor_id)\n"
+          "  --camera NAME       sensor_id of the records (default: the file's stem; a\n"
+          "                      camera URL is live and its path's stem is the sensor_id)\n"
+          "  --reconnect-for S   a live source that drops is reopened after 0.5 s, then 1,\n"
+          "                      2, 4, 8 and every 10 s, for S seconds (default: forever),\n"
+          "                      then the run ends with exit status 1; each drop and\n"
+          "                      reconnect is a line on stderr and a record {\"event\":…}\n"
+          "  --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
           "Describe (OpenAI-compatible chat completions; skipped without --vlm):\n"
           "  --vlm URL           http://host:port[/v1[/chat/completions]]\n"
           "  --vlm-model NAME    model name sent in each request\n"
@@ -61,7 +72,8 @@ static void usage(FILE *out) {
           "\n"
           "SIGINT/SIGTERM stop the source (the last chunk ends there) and abort VLM\n"
           "requests in flight.\n"
-          "Exit status: 0 done, 1 failure while working, 2 bad usage or input.\n",
+          "Exit status: 0 done, 1 failure while working (or a live source given up),\n"
+          "2 bad usage or input (an image, an option out of range).\n",
           out);
 }
 
@@ -72,24 +84,44 @@ static void on_signal(int sig) {
     atomic_store(&g_stop, true);
 }
 
+/* Chunk records come from the output thread and source events from the
+ * source thread: one line at a time, in the order printed. */
+static pthread_mutex_t g_out_mu = PTHREAD_MUTEX_INITIALIZER;
+
 /* ctx: the sinks (MQTT, Kafka), NULL when not used. */
 static void print_line(void *ctx, const char *line) {
     osp_sink_t **sinks = ctx;
+    pthread_mutex_lock(&g_out_mu);
     fputs(line, stdout);
     fputc('\n', stdout);
     fflush(stdout);
     for (int i = 0; i < 2; i++)
         if (sinks[i]) osp_sink_put(sinks[i], line);
+    pthread_mutex_unlock(&g_out_mu);
 }
 
-static int num(const char *opt, const char *s, double lo, double *out) {
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v >= lo)) {
-        fprintf(stderr, "osprey segment: %s wants a number >= %g, not '%s'\n", opt, lo, s);
+typedef struct {
+    osp_sink_t **sinks;
+    const char *sensor_id;
+} event_ctx_t;
+
+/* A live source's drops and reconnects, on the source thread: stderr and a record. */
+static void on_source_event(void *ctx, const osp_source_event_t *e) {
+    const event_ctx_t *ec = ctx;
+    osp_cli_event_log("segment", e);
+    osp_jw_t w = {0};
+    osp_cli_event_record(&w, e, ec->sensor_id);
+    if (!w.oom) print_line(ec->sinks, w.buf);
+    osp_jw_free(&w);
+}
+
+/* A number in [lo, hi] (hi <= lo: no upper bound); whole: an integer. */
+static int num(const char *opt, const char *s, double lo, double hi, bool whole, double *out) {
+    if (osp_cli_parse_num("segment", opt, s, lo, hi, out)) return -1;
+    if (whole && *out != (double)(long long)*out) {
+        fprintf(stderr, "osprey segment: %s must be a whole number, not '%s'\n", opt, s);
         return -1;
     }
-    *out = v;
     return 0;
 }
 
@@ -142,27 +174,27 @@ int osp_cmd_segment(int argc, char **argv) {
             double d = 0;
             int bad = 0;
             if (strcmp(a, "--uniform") == 0) {
-                bad = num(a, v, 0.001, &o.chunk.uniform_len);
+                bad = num(a, v, 0.001, 3600, false, &o.chunk.uniform_len);
                 o.chunk.uniform = true;
             } else if (strcmp(a, "--max-length") == 0) {
-                bad = num(a, v, 0.001, &o.chunk.max_len);
+                bad = num(a, v, 0.001, 3600, false, &o.chunk.max_len);
             } else if (strcmp(a, "--min-length") == 0) {
-                bad = num(a, v, 0, &o.chunk.min_len);
+                bad = num(a, v, 0, 3600, false, &o.chunk.min_len);
             } else if (strcmp(a, "--threshold") == 0) {
-                bad = num(a, v, 0, &o.chunk.threshold);
+                bad = num(a, v, 0, 1, false, &o.chunk.threshold);
             } else if (strcmp(a, "--delay-frames") == 0) {
-                bad = num(a, v, 0, &d);
+                bad = num(a, v, 0, 1000, true, &d);
                 o.chunk.delay_frames = (int)d;
             } else if (strcmp(a, "--scorer") == 0) {
                 o.scorer = v;
             } else if (strcmp(a, "--scorer-size") == 0) {
-                bad = num(a, v, 1, &d);
+                bad = num(a, v, 1, 1024, true, &d);
                 o.scorer_size = (int)d;
             } else if (strcmp(a, "--scorer-window") == 0) {
-                bad = num(a, v, 1, &d);
+                bad = num(a, v, 1, 256, true, &d);
                 o.scorer_window = (int)d;
             } else if (strcmp(a, "--speed") == 0) {
-                bad = num(a, v, 0.01, &o.live_speed);
+                bad = num(a, v, 0.01, 100, false, &o.live_speed);
             } else if (strcmp(a, "--camera") == 0) {
                 camera = v;
             } else if (strcmp(a, "--vlm") == 0) {
@@ -176,29 +208,38 @@ int osp_cmd_segment(int argc, char **argv) {
             } else if (strcmp(a, "--system-prompt") == 0) {
                 o.vlm.system_prompt = v;
             } else if (strcmp(a, "--max-tokens") == 0) {
-                bad = num(a, v, 1, &d);
+                bad = num(a, v, 1, 1000000, true, &d);
                 o.vlm.max_tokens = (int)d;
             } else if (strcmp(a, "--temperature") == 0) {
-                bad = num(a, v, 0, &o.vlm.temperature);
+                bad = num(a, v, 0, 2, false, &o.vlm.temperature);
             } else if (strcmp(a, "--vlm-fps") == 0) {
-                bad = num(a, v, 0.001, &o.vlm_fps);
+                bad = num(a, v, 0.001, 60, false, &o.vlm_fps);
             } else if (strcmp(a, "--vlm-max-frames") == 0) {
-                bad = num(a, v, 1, &d);
+                bad = num(a, v, 1, 256, true, &d);
                 o.vlm_max_frames = (int)d;
             } else if (strcmp(a, "--vlm-concurrency") == 0) {
-                bad = num(a, v, 1, &d);
+                bad = num(a, v, 1, 256, true, &d);
                 o.vlm_concurrency = (int)d;
             } else if (strcmp(a, "--vlm-timeout") == 0) {
-                bad = num(a, v, 0.1, &o.vlm.timeout_s);
+                bad = num(a, v, 0.1, 86400, false, &o.vlm.timeout_s);
             } else if (strcmp(a, "--mqtt") == 0) {
                 mqtt = v;
             } else if (strcmp(a, "--kafka") == 0) {
                 kafka = v;
+            } else if (strcmp(a, "--reconnect-for") == 0) {
+                bad = num(a, v, 0, 0, false, &o.source.reconnect_for_s);
+            } else if (strcmp(a, "--rtsp-transport") == 0) {
+                if (strcmp(v, "tcp") != 0 && strcmp(v, "udp") != 0) {
+                    fprintf(stderr,
+                            "osprey segment: --rtsp-transport must be tcp or udp, not '%s'\n", v);
+                    return 2;
+                }
+                o.source.rtsp_udp = v[0] == 'u';
             } else if (strcmp(a, "--procedure") == 0) {
                 procedure = v;
             } else if (strcmp(a, "--slow-describe-ms") == 0) {
                 /* Test hook: a deliberately slow stage 3. */
-                bad = num(a, v, 0, &d);
+                bad = num(a, v, 0, 600000, true, &d);
                 o.slow_describe_ms = (int)d;
             } else {
                 fprintf(stderr, "osprey segment: unknown option '%s' (see --help)\n", a);
@@ -225,17 +266,28 @@ int osp_cmd_segment(int argc, char **argv) {
         return 2;
     }
 
-    /* An RTSP stream is live. sensor_id: the RTSP path's stem, else
-     * --camera, else the file's stem. */
-    bool rtsp = strncmp(input, "rtsp://", 7) == 0 || strncmp(input, "rtsps://", 8) == 0;
-    if (rtsp) o.live = true;
+    /* A camera URL is live (the source says so when it opens). sensor_id: a
+     * camera URL's path stem, else --camera, else the file's stem; taken
+     * from the masked name, so a login never becomes a sensor id. */
+    char shown[256];
+    osp_url_kind_t kind = osp_url_kind(input);
+    osp_url_mask(input, shown, sizeof shown);
+    if (kind == OSP_URL_UNKNOWN) {
+        fprintf(stderr, "osprey segment: %s is not a source osprey reads (see --help)\n", shown);
+        return 2;
+    }
+    if (kind == OSP_URL_FILE && osp_path_is_image(input)) {
+        fprintf(stderr, "osprey segment: %s is an image, not a video\n", shown);
+        return 2;
+    }
+    bool camera_url = osp_url_is_stream(kind) && kind != OSP_URL_DEVICE;
     char stem[256];
-    const char *base = strrchr(input, '/');
-    base = base ? base + 1 : input;
-    snprintf(stem, sizeof stem, "%s", base);
+    const char *base = strrchr(shown, '/');
+    base = base ? base + 1 : shown;
+    snprintf(stem, sizeof stem, "%s", kind == OSP_URL_STDIN ? "stdin" : base);
     char *dot = strrchr(stem, '.');
     if (dot && dot != stem) *dot = 0;
-    if (rtsp && strchr(strstr(input, "://") + 3, '/') && stem[0])
+    if (camera_url && strchr(strstr(shown, "://") + 3, '/') && stem[0])
         o.sensor_id = stem;
     else
         o.sensor_id = camera ? camera : stem;
@@ -282,25 +334,37 @@ int osp_cmd_segment(int argc, char **argv) {
     o.stop = &g_stop;
     o.emit = print_line;
     o.emit_ctx = sinks;
+    event_ctx_t ectx = {.sinks = sinks, .sensor_id = o.sensor_id};
+    o.source.on_event = on_source_event;
+    o.source.ctx = &ectx;
 
     osp_segment_stats_t st;
     int rc = osp_segment_run(&o, &st, err, sizeof err);
     if (rc && st.frames_read == 0) {
-        fprintf(stderr, "osprey segment: %s: %s\n", input, err);
+        /* the source's messages name it (masked); the others do not */
+        if (strstr(err, shown))
+            fprintf(stderr, "osprey segment: %s\n", err);
+        else
+            fprintf(stderr, "osprey segment: %s: %s\n", shown, err);
         status = err[0] && strstr(err, "VLM") ? 1 : 2;
         goto out;
     }
-    if (err[0]) fprintf(stderr, "osprey segment: %s: %s\n", input, err);
+    if (err[0] && strstr(err, shown))
+        fprintf(stderr, "osprey segment: %s\n", err);
+    else if (err[0])
+        fprintf(stderr, "osprey segment: %s: %s\n", shown, err);
     fprintf(stderr,
             "{\"segment_stats\": {\"fps\": %.3f, \"duration\": %.3f, \"frames_read\": %lld, "
             "\"frames_dropped\": %lld, \"frames_described\": %lld, \"chunks\": %lld, "
             "\"frame_queue\": %d, \"vlm_errors\": %lld, \"scores_skipped\": %lld, "
+            "\"source_drops\": %lld, \"reconnects\": %lld, \"frames_lost\": %lld, "
             "\"stopped\": %s}}\n",
             st.fps, st.duration, (long long)st.frames_read, (long long)st.frames_dropped,
             (long long)st.frames_described, (long long)st.chunks, st.frame_queue_cap,
-            (long long)st.vlm_errors, (long long)st.scores_skipped,
+            (long long)st.vlm_errors, (long long)st.scores_skipped, (long long)st.source.drops,
+            (long long)st.source.reconnects, (long long)st.source.frames_lost,
             atomic_load(&g_stop) ? "true" : "false");
-    status = rc ? 1 : 0;
+    status = rc || st.source_rc == OSP_SOURCE_EGAVEUP ? 1 : 0;
 out:
     for (int i = 0; i < 2; i++) {
         if (!sinks[i]) continue;

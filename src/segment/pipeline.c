@@ -13,7 +13,7 @@
 
 #include "segment/onnxscore.h"
 #include "segment/scene.h"
-#include "video/video.h"
+#include "video/source.h"
 
 /* Scores waiting for the chunker. The chunker only runs a state machine,
  * so this never fills in practice; a live source still never waits on it. */
@@ -228,7 +228,8 @@ typedef struct record {
 typedef struct {
     const osp_segment_opts_t *o;
     atomic_bool *stop;
-    osp_video_t *video;
+    osp_source_t *src;
+    bool replay; /* a file paced at its real rate (--live); a live source paces itself */
     double fps, duration;
     osp_chunk_params_t cp;
     bool want_pixels;
@@ -238,7 +239,8 @@ typedef struct {
     int64_t frames_read, described;
     osp_onnxscore_t *onnx; /* NULL: the scene scorer */
     int64_t onnx_skipped;
-    char src_err[256];
+    char src_err[512];
+    int src_rc; /* the source's negative return, when it failed */
 } pipe_t;
 
 /* The ONNX scorer's sink, on its worker thread (frames in order). */
@@ -282,12 +284,17 @@ static void *source_main(void *arg) {
     double speed = o->live_speed > 0 ? o->live_speed : 1.0;
     for (int64_t i = 0;; i++) {
         if (p->stop && atomic_load(p->stop)) break;
-        char err[256];
-        int r = osp_video_read(p->video, &rgb, err, sizeof err);
-        if (r < 0) snprintf(p->src_err, sizeof p->src_err, "%s", err);
+        char err[512];
+        osp_frame_meta_t meta;
+        int r = osp_source_read(p->src, &rgb, &meta, err, sizeof err);
+        if (r < 0) {
+            snprintf(p->src_err, sizeof p->src_err, "%s", err);
+            p->src_rc = r;
+        }
         if (r != 1) break;
-        double pts = (double)i / p->fps;
-        if (p->cp.live) {
+        /* the source's timeline: frames lost while a camera was down count */
+        double pts = (double)meta.index / p->fps;
+        if (p->replay) {
             /* Replay at the real rate: the frame is due pts / speed after the first. */
             double due = t0 + pts / speed;
             while (!(p->stop && atomic_load(p->stop))) {
@@ -499,6 +506,7 @@ void osp_segment_opts_default(osp_segment_opts_t *o) {
     o->warmup = true;
     o->scorer_size = 64;
     o->scorer_window = 2;
+    osp_source_cfg_default(&o->source);
 }
 
 /* Three black frames: some models hang on fewer (the seed's Qwen3-VL note). */
@@ -535,14 +543,17 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     p.o = o;
     p.stop = o->stop ? o->stop : &own_stop;
     p.t_start_wall = wall();
-    int rc = osp_video_open(o->input, &p.video, err, errlen);
+    osp_source_cfg_t scfg = o->source;
+    scfg.stop = p.stop;
+    int rc = osp_source_open(o->input, &scfg, &p.src, err, errlen);
     if (rc) return rc;
-    const osp_video_info_t *info = osp_video_info(p.video);
+    const osp_video_info_t *info = osp_source_info(p.src);
+    bool live = o->live || osp_source_live(p.src);
+    p.replay = o->live && !osp_source_live(p.src);
     p.fps = info->fps > 0 ? info->fps : 30.0;
-    p.duration = (!o->live && info->frames > 0 && info->fps > 0) ? (double)info->frames / info->fps
-                                                                 : 0;
+    p.duration = (!live && info->frames > 0 && info->fps > 0) ? (double)info->frames / info->fps : 0;
     p.cp = o->chunk;
-    p.cp.live = o->live;
+    p.cp.live = live;
     p.cp.duration = p.duration;
     osp_chunker_t probe;
     if (osp_chunker_init(&probe, &p.cp)) {
@@ -569,7 +580,7 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
         osp_onnxscore_cfg_t sc = {.path = o->scorer,
                                   .size = o->scorer_size,
                                   .window = o->scorer_window,
-                                  .live = o->live};
+                                  .live = live};
         char e[256];
         if (osp_onnxscore_open(&sc, on_onnx_score, &p, &p.onnx, e, sizeof e)) {
             snprintf(err, errlen, "scorer %s: %s", o->scorer, e);
@@ -619,6 +630,9 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     st->frames_dropped = p.frames.dropped + p.scores.dropped;
     st->frames_described = p.described;
     st->scores_skipped = p.onnx_skipped;
+    st->live = live;
+    st->source_rc = p.src_rc;
+    st->source = osp_source_stats(p.src);
     if (p.src_err[0]) snprintf(err, errlen, "%s", p.src_err);
 out:
     osp_onnxscore_close(p.onnx);
@@ -626,6 +640,6 @@ out:
     bq_destroy(&p.scores);
     bq_destroy(&p.chunks);
     bq_destroy(&p.results);
-    osp_video_close(p.video);
+    osp_source_close(p.src);
     return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * pipeline: `osprey segment` as stage threads joined by bounded queues.
  *
- *   source   decode (FFmpeg), score each frame (scene scorer, or an ONNX
+ *   source   read the input (video/source.h: a file, a camera, a stream,
+ *            a device or stdin; a live source that drops is reopened), score each frame (scene scorer, or an ONNX
  *            model through the streaming scorer; none in uniform mode), put the frame in the frame queue and its score
  *            in the score queue. The frame queue holds fps x max chunk
  *            length + 10 frames (at least 30): a LIVE source drops the
@@ -28,12 +29,17 @@
 #include "segment/chunk.h"
 #include "segment/procedure.h"
 #include "segment/vlm.h"
+#include "video/source.h"
 
 typedef struct {
     const char *input;
     const char *sensor_id;
     osp_chunk_params_t chunk; /* live and duration are filled in by the pipeline */
-    bool live;                /* replay the file at its real rate, dropping the oldest frames */
+    bool live;                /* replay the file at its real rate, dropping the oldest frames
+                               * (a live source, a camera, is live without it) */
+    /* How the input is read: transport, reconnection, the events' callback
+     * (on the source thread); its stop is the pipeline's. */
+    osp_source_cfg_t source;
     /* An ONNX boundary scorer instead of `scene` (onnxscore.h); NULL: scene. */
     const char *scorer;
     int scorer_size, scorer_window;
@@ -60,12 +66,17 @@ typedef struct {
     int64_t chunks, vlm_errors;
     int64_t scores_skipped; /* ONNX scorer windows skipped by a live source */
     int frame_queue_cap;
+    bool live;                 /* the source was live (a camera, or --live) */
+    osp_source_stats_t source; /* drops, reconnects, frames lost */
+    int source_rc;             /* 0, or the source's OSP_SOURCE_E… code when it failed */
 } osp_segment_stats_t;
 
 void osp_segment_opts_default(osp_segment_opts_t *o);
 
 /* Run to the end of the input (or the stop flag). Returns 0, or negative
- * with a reason in err. */
+ * with a reason in err; a source that failed after its first frame (a
+ * truncated file, a camera given up) returns 0 with the reason in err and
+ * the frames read in st. */
 int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err, size_t errlen);
 
 #endif

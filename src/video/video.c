@@ -1,15 +1,22 @@
-/* Video files through libavformat/libavcodec, converted to RGB by swscale. */
+/* Video files, streams and devices through libavformat/libavcodec (and
+ * libavdevice for V4L2), converted to RGB by libyuv or swscale. */
 #include "video/video.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include <libavcodec/avcodec.h>
+#include <libavdevice/avdevice.h>
 #include <libavformat/avformat.h>
 #include <libavutil/imgutils.h>
 #include <libswscale/swscale.h>
 #include <libyuv.h>
+
+#include "video/url.h"
 
 struct osp_video {
     AVFormatContext *fmt;
@@ -23,7 +30,31 @@ struct osp_video {
     int read_error; /* the demuxer stopped on an error, not at the end */
     int64_t returned;
     osp_video_info_t info;
+    /* FFmpeg polls interrupt() during every blocking open and read: a
+     * camera that goes silent must not hang the reader forever */
+    int (*stopped)(void *ctx);
+    void *stop_ctx;
+    double io_timeout, deadline; /* monotonic seconds; 0: none */
+    char why[128];               /* the demuxer's last error */
+    char name[256];              /* the input, masked: used in every message */
 };
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int interrupt(void *arg) {
+    osp_video_t *v = arg;
+    if (v->stopped && v->stopped(v->stop_ctx)) return 1;
+    return v->deadline > 0 && mono_s() > v->deadline;
+}
+
+static void arm(osp_video_t *v) { v->deadline = v->io_timeout > 0 ? mono_s() + v->io_timeout : 0; }
+
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+static void register_devices(void) { avdevice_register_all(); }
 
 static void av_err(int code, char *buf, size_t n) {
     char e[AV_ERROR_MAX_STRING_SIZE] = {0};
@@ -43,50 +74,93 @@ int osp_path_is_image(const char *path) {
 }
 
 int osp_video_open(const char *path, osp_video_t **out, char *err, size_t errlen) {
+    return osp_video_open_opts(path, NULL, out, err, errlen);
+}
+
+/* Why an open failed, in words a person can act on. */
+static void open_reason(osp_video_t *v, int rc, char *why, size_t n) {
+    if (rc == AVERROR_EXIT && v->stopped && v->stopped(v->stop_ctx))
+        snprintf(why, n, "stopped");
+    else if (rc == AVERROR_EXIT)
+        snprintf(why, n, "no answer within %.0f s", v->io_timeout);
+    else
+        av_err(rc, why, n);
+}
+
+int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t **out, char *err,
+                        size_t errlen) {
     *out = NULL;
     char why[128];
     int rc;
+    AVDictionary *dict = NULL;
     av_log_set_level(AV_LOG_FATAL);
     osp_video_t *v = calloc(1, sizeof *v);
     if (!v) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if ((rc = avformat_open_input(&v->fmt, path, NULL, NULL)) < 0) {
-        av_err(rc, why, sizeof why);
-        snprintf(err, errlen, "cannot open video %s: %s", path, why);
+    osp_url_mask(path, v->name, sizeof v->name);
+    const char *name = v->name;
+    const AVInputFormat *ifmt = NULL;
+    if (o) {
+        v->stopped = o->stopped;
+        v->stop_ctx = o->stop_ctx;
+        v->io_timeout = o->io_timeout_s;
+        if (o->format) {
+            pthread_once(&devices_once, register_devices);
+            if (!(ifmt = av_find_input_format(o->format))) {
+                snprintf(err, errlen, "cannot open %s: this FFmpeg has no '%s' input", name,
+                         o->format);
+                goto fail;
+            }
+        }
+        if (osp_url_kind(path) == OSP_URL_RTSP)
+            av_dict_set(&dict, "rtsp_transport", o->rtsp_udp ? "udp" : "tcp", 0);
+    }
+    if (!(v->fmt = avformat_alloc_context())) {
+        snprintf(err, errlen, "%s: out of memory", name);
         goto fail;
     }
+    v->fmt->interrupt_callback.callback = interrupt;
+    v->fmt->interrupt_callback.opaque = v;
+    arm(v);
+    /* on failure avformat_open_input frees the context */
+    if ((rc = avformat_open_input(&v->fmt, path, ifmt, &dict)) < 0) {
+        open_reason(v, rc, why, sizeof why);
+        snprintf(err, errlen, "cannot open video %s: %s", name, why);
+        goto fail;
+    }
+    arm(v);
     if ((rc = avformat_find_stream_info(v->fmt, NULL)) < 0) {
-        av_err(rc, why, sizeof why);
-        snprintf(err, errlen, "cannot read video %s: %s", path, why);
+        open_reason(v, rc, why, sizeof why);
+        snprintf(err, errlen, "cannot read video %s: %s", name, why);
         goto fail;
     }
     const AVCodec *codec = NULL;
     v->stream = av_find_best_stream(v->fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
     if (v->stream < 0 || !codec) {
-        snprintf(err, errlen, "cannot read video %s: no decodable video stream", path);
+        snprintf(err, errlen, "cannot read video %s: no decodable video stream", name);
         goto fail;
     }
     AVStream *st = v->fmt->streams[v->stream];
     if (!(v->dec = avcodec_alloc_context3(codec)) ||
         avcodec_parameters_to_context(v->dec, st->codecpar) < 0) {
-        snprintf(err, errlen, "cannot read video %s: decoder set-up failed", path);
+        snprintf(err, errlen, "cannot read video %s: decoder set-up failed", name);
         goto fail;
     }
     v->dec->thread_count = 1; /* the caller's pipeline owns the cores */
     if ((rc = avcodec_open2(v->dec, codec, NULL)) < 0) {
         av_err(rc, why, sizeof why);
-        snprintf(err, errlen, "cannot decode video %s: %s", path, why);
+        snprintf(err, errlen, "cannot decode video %s: %s", name, why);
         goto fail;
     }
     if (v->dec->width <= 0 || v->dec->height <= 0 || v->dec->width > 16384 || v->dec->height > 16384) {
-        snprintf(err, errlen, "cannot read video %s: bad frame size %dx%d", path, v->dec->width,
+        snprintf(err, errlen, "cannot read video %s: bad frame size %dx%d", name, v->dec->width,
                  v->dec->height);
         goto fail;
     }
     if (!(v->pkt = av_packet_alloc()) || !(v->frame = av_frame_alloc())) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        snprintf(err, errlen, "%s: out of memory", name);
         goto fail;
     }
     v->info.width = v->dec->width;
@@ -95,9 +169,12 @@ int osp_video_open(const char *path, osp_video_t **out, char *err, size_t errlen
     v->info.fps = fr.den ? av_q2d(fr) : 0;
     v->info.frames = st->nb_frames > 0 ? st->nb_frames : 0;
     snprintf(v->info.codec, sizeof v->info.codec, "%s", codec->name);
+    v->info.has_duration = v->fmt->duration != AV_NOPTS_VALUE && v->fmt->duration > 0;
+    av_dict_free(&dict);
     *out = v;
     return 0;
 fail:
+    av_dict_free(&dict);
     osp_video_close(v);
     return -1;
 }
@@ -179,9 +256,13 @@ int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
         if (rc == AVERROR_EOF) {
             v->finished = 1;
             if (truncated(v)) {
-                snprintf(err, errlen,
-                         "video is truncated or corrupt: it ends after %lld of %lld frames",
-                         (long long)v->returned, (long long)v->info.frames);
+                if (v->why[0])
+                    snprintf(err, errlen, "reading failed after %lld frames: %s",
+                             (long long)v->returned, v->why);
+                else
+                    snprintf(err, errlen,
+                             "video is truncated or corrupt: it ends after %lld of %lld frames",
+                             (long long)v->returned, (long long)v->info.frames);
                 return -1;
             }
             return 0;
@@ -190,15 +271,23 @@ int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
         if (v->draining) {
             v->finished = 1;
             if (truncated(v)) {
-                snprintf(err, errlen, "video is corrupt: decoding failed after %lld frames",
-                         (long long)v->returned);
+                if (v->why[0])
+                    snprintf(err, errlen, "reading failed after %lld frames: %s",
+                             (long long)v->returned, v->why);
+                else
+                    snprintf(err, errlen, "video is corrupt: decoding failed after %lld frames",
+                             (long long)v->returned);
                 return -1;
             }
             return 0;
         }
+        arm(v);
         rc = av_read_frame(v->fmt, v->pkt);
         if (rc < 0) {
-            if (rc != AVERROR_EOF) v->read_error = 1;
+            if (rc != AVERROR_EOF) {
+                v->read_error = 1;
+                open_reason(v, rc, v->why, sizeof v->why);
+            }
             v->draining = 1;
             avcodec_send_packet(v->dec, NULL);
             continue;

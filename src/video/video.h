@@ -1,7 +1,9 @@
 /*
- * video: a source of RGB frames from a video file (AVI, MP4, MKV, … — what
- * FFmpeg's libavformat/libavcodec read). One reader per file, used by one
- * thread at a time.
+ * video: RGB frames from one opening of a video file (AVI, MP4, MKV, … —
+ * what FFmpeg's libavformat/libavcodec read), a network stream or a capture
+ * device. One reader per opening, used by one thread at a time; it never
+ * reopens anything (source.h does, for live streams). Messages name the
+ * input with its credentials masked (url.h).
  */
 #ifndef OSP_VIDEO_H
 #define OSP_VIDEO_H
@@ -18,10 +20,25 @@ typedef struct {
     double fps;     /* 0 when unknown */
     int64_t frames; /* as the container declares it; 0 when unknown */
     char codec[32];
+    int has_duration; /* the container declares a duration (a file, a VOD stream) */
 } osp_video_info_t;
 
-/* Open a file. On failure returns a negative code and a reason in err. */
+typedef struct {
+    const char *format;  /* an FFmpeg input format ("video4linux2"); NULL: probe */
+    int rtsp_udp;        /* rtsp:// over UDP; default TCP (no loss, passes NAT) */
+    double io_timeout_s; /* an open, or a read, blocked longer than this fails; 0: never */
+    /* polled during blocking calls (any thread's flag, read atomically):
+     * nonzero makes them return at once; may be NULL */
+    int (*stopped)(void *ctx);
+    void *stop_ctx;
+} osp_video_opts_t;
+
+/* Open a file (or URL) with FFmpeg's defaults. On failure returns a negative
+ * code and a reason in err; *out is the caller's (osp_video_close). */
 int osp_video_open(const char *path, osp_video_t **out, char *err, size_t errlen);
+/* The same with options (opts may be NULL). */
+int osp_video_open_opts(const char *path, const osp_video_opts_t *opts, osp_video_t **out,
+                        char *err, size_t errlen);
 void osp_video_close(osp_video_t *v);
 const osp_video_info_t *osp_video_info(const osp_video_t *v);
 

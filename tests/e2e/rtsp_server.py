@@ -1,9 +1,13 @@
 """A real RTSP server for the tests (GStreamer's gst-rtsp-server, Debian's
-gir1.2-gst-rtsp-server-1.0): serves a live 320x240, 10 frames/s moving-ball
-picture as RTP/JPEG on rtsp://127.0.0.1:PORT/PATH.
+gir1.2-gst-rtsp-server-1.0): serves a live 320x240 moving-ball picture as
+RTP/JPEG on rtsp://127.0.0.1:PORT/PATH, over TCP or UDP as the client asks.
 
-    rtsp_server.py PORT /PATH      prints "ready" once it listens
+    rtsp_server.py PORT /PATH [--fps N] [--auth USER:PASSWORD]
+
+--fps: frames a second (default 10); --auth: the server asks for this login
+(basic authentication) and refuses any other. Prints "ready" once it listens.
 """
+import argparse
 import sys
 
 import gi
@@ -14,20 +18,36 @@ from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
 
 
 def main():
-    port, path = sys.argv[1], sys.argv[2]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("port")
+    ap.add_argument("path")
+    ap.add_argument("--fps", type=int, default=10)
+    ap.add_argument("--auth")
+    a = ap.parse_args()
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
     server.set_address("127.0.0.1")
-    server.set_service(port)
+    server.set_service(a.port)
     factory = GstRtspServer.RTSPMediaFactory()
     # RTP/JPEG carries 4:2:0 only: say so before the encoder
     factory.set_launch("( videotestsrc is-live=true pattern=ball ! "
-                       "video/x-raw,format=I420,width=320,height=240,framerate=10/1 ! "
+                       f"video/x-raw,format=I420,width=320,height=240,framerate={a.fps}/1 ! "
                        "jpegenc ! rtpjpegpay name=pay0 pt=26 )")
     factory.set_shared(True)
-    server.get_mount_points().add_factory(path, factory)
+    if a.auth:
+        user, password = a.auth.split(":", 1)
+        auth = GstRtspServer.RTSPAuth()
+        token = GstRtspServer.RTSPToken()
+        token.set_string("media.factory.role", "viewer")
+        auth.add_basic(GstRtspServer.RTSPAuth.make_basic(user, password), token)
+        server.set_auth(auth)
+        perms = GstRtspServer.RTSPPermissions()
+        perms.add_permission_for_role("viewer", "media.factory.access", True)
+        perms.add_permission_for_role("viewer", "media.factory.construct", True)
+        factory.set_permissions(perms)
+    server.get_mount_points().add_factory(a.path, factory)
     if server.attach(None) == 0:
-        sys.exit(f"cannot listen on port {port}")
+        sys.exit(f"cannot listen on port {a.port}")
     print("ready", flush=True)
     GLib.MainLoop().run()
 

@@ -1,0 +1,36 @@
+/*
+ * url: what kind of source an `osprey` input names, and its name as osprey
+ * prints it. Pure string functions: no I/O, no allocation.
+ *
+ * Cameras carry their login in the URL (rtsp://admin:secret@cam/...) or in
+ * its query (?user=admin&password=secret); osprey never prints either. Every
+ * message, record and summary that names a source uses osp_url_mask.
+ */
+#ifndef OSP_VIDEO_URL_H
+#define OSP_VIDEO_URL_H
+
+#include <stddef.h>
+
+typedef enum {
+    OSP_URL_FILE,    /* a path (an image or a video file) */
+    OSP_URL_STDIN,   /* "-": a stream on standard input */
+    OSP_URL_DEVICE,  /* /dev/video*: a V4L2 capture device */
+    OSP_URL_RTSP,    /* rtsp://, rtsps:// */
+    OSP_URL_NETWORK, /* http(s):// (MJPEG, HLS), rtmp://, srt://, udp://, tcp:// */
+    OSP_URL_UNKNOWN  /* scheme://... that osprey does not read */
+} osp_url_kind_t;
+
+/* The kind, from the text alone (a character device at another path is
+ * found by the caller with stat). */
+osp_url_kind_t osp_url_kind(const char *input);
+
+/* Is this kind read as a stream that can drop (and be reopened)? */
+int osp_url_is_stream(osp_url_kind_t k);
+
+/* Write input with its credentials replaced: the userinfo before '@' becomes
+ * "***", and the value of each query parameter whose name says it is a
+ * secret (password, pass, pwd, passwd, token, key, secret, auth, signature)
+ * becomes "***". Always NUL-terminates out (when n > 0); returns out. */
+char *osp_url_mask(const char *input, char *out, size_t n);
+
+#endif

@@ -1,0 +1,404 @@
+"""Cameras are sources for every command (docs/sources.md): osprey detect
+and osprey segment on a real RTSP server (GStreamer's, started here on a
+free loopback port), a camera that drops and comes back, one that stays
+down past --reconnect-for, a camera login that is never printed, a stream
+on stdin, an MJPEG stream over HTTP, --fps, and inputs and options that are
+refused."""
+import http.server
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, MEDIA, need, run
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable if Path(sys.executable).exists() else "/usr/bin/python3"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Camera:
+    """tests/e2e/rtsp_server.py on one port, killed and restarted at will."""
+
+    def __init__(self, path="/cam7", *extra):
+        self.port, self.path, self.extra, self.proc = free_port(), path, extra, None
+
+    def url(self, login=""):
+        return f"rtsp://{login}127.0.0.1:{self.port}{self.path}"
+
+    def start(self):
+        for _ in range(50):  # the killed server's port may linger a moment
+            self.proc = subprocess.Popen([PY, str(HERE / "rtsp_server.py"), str(self.port),
+                                          self.path, *self.extra],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if self.proc.stdout.readline().strip() == "ready":
+                return
+            self.proc.wait(5)
+            time.sleep(0.1)
+        pytest.fail(f"the RTSP server does not start: {self.proc.stderr.read()}")
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@pytest.fixture
+def camera():
+    cams = []
+
+    def make(path="/cam7", *extra):
+        c = Camera(path, *extra)
+        c.start()
+        cams.append(c)
+        return c
+    yield make
+    for c in cams:
+        c.kill()
+
+
+class Run:
+    """An osprey process whose stdout and stderr lines are collected as they come."""
+
+    def __init__(self, *args, stdin=None):
+        self.p = subprocess.Popen([str(BIN / "osprey"), *map(str, args)], stdin=stdin,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.out, self.err, self.cv = [], [], threading.Condition()
+        self.threads = [threading.Thread(target=self._pump, args=(f, l), daemon=True)
+                        for f, l in ((self.p.stdout, self.out), (self.p.stderr, self.err))]
+        for t in self.threads:
+            t.start()
+
+    def _pump(self, f, into):
+        for line in f:
+            with self.cv:
+                into.append(line.rstrip("\n"))
+                self.cv.notify_all()
+
+    def records(self):
+        with self.cv:
+            return [json.loads(l) for l in self.out if l.strip()]
+
+    def events(self, kind=None):
+        return [r for r in self.records() if "event" in r and (kind is None or r["event"] == kind)]
+
+    def frames(self):
+        return [r for r in self.records() if "event" not in r]
+
+    def wait_for(self, what, pred, timeout=60):
+        end = time.monotonic() + timeout
+        with self.cv:
+            while not pred():
+                ended = self.p.poll() is not None and not any(t.is_alive() for t in self.threads)
+                if ended or time.monotonic() > end:
+                    pytest.fail(f"no {what}; status {self.p.poll()}; stderr:\n" + "\n".join(self.err))
+                self.cv.wait(0.2)
+
+    def stop(self, timeout=30):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+        return self.finish(timeout)
+
+    def finish(self, timeout=60):
+        try:
+            self.p.wait(timeout)
+        finally:
+            if self.p.poll() is None:
+                self.p.kill()
+        for t in self.threads:
+            t.join(10)
+        return self.p.returncode
+
+    def text(self):
+        return "\n".join(self.out + self.err)
+
+
+def detect(*args, **kw):
+    return Run("detect", "--workers", "1", *args, **kw)
+
+
+# ---- detect on a camera -------------------------------------------------------
+
+
+def test_detect_reads_an_rtsp_camera(camera):
+    cam = camera()
+    r = detect(cam.url())
+    r.wait_for("20 frames", lambda: len(r.frames()) >= 20)
+    assert r.stop() == 0, r.text()
+    frames = r.frames()
+    assert all(f["source"] == cam.url() and f["frameSize"] == "320x240" for f in frames)
+    idx = [f["frame"] for f in frames]
+    assert idx == sorted(set(idx))
+    # the 10 fps clock of the camera gives each frame its time; the age is a latency
+    assert all(f["t"] == pytest.approx(f["frame"] / 10, abs=1e-3) for f in frames)
+    assert all(f["ageMs"] >= 0 for f in frames)
+    assert not r.events()
+    assert any("live: " in l and "0 drops" in l for l in r.err), r.err
+
+
+def test_detect_rtsp_over_udp(camera):
+    cam = camera()
+    r = detect("--rtsp-transport", "udp", cam.url())
+    r.wait_for("10 frames", lambda: len(r.frames()) >= 10)
+    assert r.stop() == 0, r.text()
+    assert run(BIN / "osprey", "detect", "--rtsp-transport", "sctp", cam.url()).returncode == 2
+
+
+def test_detect_camera_drops_and_comes_back(camera):
+    cam = camera()
+    r = detect(cam.url())
+    r.wait_for("frames", lambda: len(r.frames()) >= 10)
+    cam.kill()
+    r.wait_for("a drop record", lambda: r.events("drop"))
+    time.sleep(1.5)  # the camera stays down across at least one reopen
+    cam.start()
+    r.wait_for("a reconnect record", lambda: r.events("reconnect"))
+    n = len(r.frames())
+    r.wait_for("frames after the reconnect", lambda: len(r.frames()) >= n + 10)
+    assert r.stop() == 0, r.text()
+    drop, = r.events("drop")
+    back, = r.events("reconnect")
+    for e in (drop, back):
+        assert e["source"] == cam.url() and e["time"] > 1.7e9 and e["reason"]
+    assert drop["retryInMs"] == 500
+    assert back["attempts"] >= 2 and back["framesLost"] > 0 and back["downMs"] > 1500
+    # frames after the gap are numbered on the camera's timeline: the lost ones count
+    after = [f["frame"] for f in r.frames() if f["frame"] > drop["frame"]]
+    assert after and min(after) >= drop["frame"] + 1 + back["framesLost"]
+    assert any("dropped after frame" in l for l in r.err), r.err
+    assert any("reconnected after" in l for l in r.err), r.err
+    assert any("1 drop, 1 reconnect" in l for l in r.err), r.err
+
+
+def test_detect_gives_up_after_reconnect_for(camera):
+    cam = camera()
+    r = detect("--reconnect-for", "2", cam.url())
+    r.wait_for("frames", lambda: len(r.frames()) >= 5)
+    cam.kill()
+    status = r.finish(timeout=60)  # on its own: no signal
+    assert status == 1, r.text()
+    gave, = r.events("gave-up")
+    assert gave["attempts"] >= 2 and gave["downMs"] >= 2000
+    assert any("gave up" in l and "--reconnect-for 2" in l for l in r.err), r.err
+
+
+def test_detect_reconnect_for_zero_gives_up_at_the_drop(camera):
+    cam = camera()
+    r = detect("--reconnect-for", "0", cam.url())
+    r.wait_for("frames", lambda: len(r.frames()) >= 5)
+    cam.kill()
+    assert r.finish(timeout=60) == 1, r.text()
+    assert r.events("drop") and r.events("gave-up") and not r.events("reconnect")
+
+
+def test_camera_login_is_never_printed(camera):
+    cam = camera("/door", "--auth", "viewer:s3cr3t-pw")
+    shown = cam.url("***@")
+    # a wrong password: refused at once, the login masked
+    bad = run(BIN / "osprey", "detect", cam.url("viewer:wrong-pw@"), timeout=60)
+    assert bad.returncode == 2 and shown in bad.stderr, bad.stderr
+    assert "wrong-pw" not in bad.stdout + bad.stderr and "viewer" not in bad.stderr
+    r = detect(cam.url("viewer:s3cr3t-pw@"))
+    r.wait_for("frames", lambda: len(r.frames()) >= 5)
+    cam.kill()
+    r.wait_for("a drop record", lambda: r.events("drop"))
+    cam.start()
+    r.wait_for("a reconnect record", lambda: r.events("reconnect"))
+    assert r.stop() == 0, r.text()
+    assert {x["source"] for x in r.records()} == {shown}
+    s = Run("segment", "--uniform", "1", cam.url("viewer:s3cr3t-pw@"))
+    s.wait_for("a chunk", lambda: s.records())
+    assert s.stop() == 0, s.text()
+    assert s.records()[0]["sensor_id"] == "door"
+    for out in (r.text(), s.text()):
+        assert "s3cr3t-pw" not in out and "viewer" not in out
+
+
+def test_live_detect_takes_the_newest_frame(camera):
+    # a 200 fps camera and one worker: the model is slower, the oldest frames go
+    cam = camera("/fast", "--fps", "200")
+    r = detect(cam.url())
+    r.wait_for("frames", lambda: len(r.frames()) >= 30)
+    assert r.stop() == 0, r.text()
+    idx = [f["frame"] for f in r.frames()]
+    assert idx == sorted(set(idx)) and idx[-1] - idx[0] + 1 > len(idx)
+    live = [l for l in r.err if "live: " in l]
+    assert live and not live[0].split("live: ")[1].startswith("0 frames"), r.err
+
+
+# ---- segment on a camera ------------------------------------------------------
+
+
+def test_segment_camera_drops_and_comes_back(camera):
+    cam = camera()
+    s = Run("segment", "--uniform", "1", cam.url())
+    s.wait_for("2 chunks", lambda: len(s.frames()) >= 2)
+    cam.kill()
+    s.wait_for("a drop record", lambda: s.events("drop"))
+    time.sleep(1.0)
+    cam.start()
+    s.wait_for("a reconnect record", lambda: s.events("reconnect"))
+    n = len(s.frames())
+    s.wait_for("chunks after the reconnect", lambda: len(s.frames()) >= n + 2)
+    assert s.stop() == 0, s.text()
+    drop, = s.events("drop")
+    back, = s.events("reconnect")
+    assert drop["sensor_id"] == back["sensor_id"] == "cam7" and back["framesLost"] > 0
+    stats = json.loads(s.err[-1])["segment_stats"]
+    assert stats["source_drops"] == 1 and stats["reconnects"] == 1
+    assert stats["frames_lost"] == back["framesLost"]
+    chunks = s.frames()
+    for a, b in zip(chunks, chunks[1:]):
+        assert b["chunk_idx"] == a["chunk_idx"] + 1 and b["start_time"] == a["end_time"]
+
+
+def test_segment_gives_up_after_reconnect_for(camera):
+    cam = camera()
+    s = Run("segment", "--uniform", "1", "--reconnect-for", "1.5", cam.url())
+    s.wait_for("a chunk", lambda: s.frames())
+    cam.kill()
+    assert s.finish(timeout=60) == 1, s.text()
+    assert s.events("gave-up") and any("gave up" in l for l in s.err)
+
+
+# ---- stdin, HTTP, files -------------------------------------------------------
+
+
+def test_stdin_stream():
+    ffmpeg = shutil.which("ffmpeg") or pytest.fail("ffmpeg is missing: run scripts/bootstrap.sh")
+    src = subprocess.Popen([ffmpeg, "-v", "error", "-i", str(need(MEDIA / "vtest.avi")), "-t", "3",
+                            "-c:v", "mpeg4", "-q:v", "4", "-f", "mpegts", "-"],
+                           stdout=subprocess.PIPE)
+    r = detect("-", stdin=src.stdout)
+    src.stdout.close()
+    assert r.finish(timeout=120) == 0, r.text()
+    assert src.wait(30) == 0
+    frames = r.frames()
+    assert [f["frame"] for f in frames] == list(range(30))
+    assert all(f["source"] == "-" and f["frameSize"] == "768x576" for f in frames)
+    assert any(d["label"] == "Person" for f in frames for d in f["detections"])
+    assert not r.events()
+    with open(need(MEDIA / "vtest.avi"), "rb") as clip:
+        seg = subprocess.run([str(BIN / "osprey"), "segment", "--uniform", "20", "-"], stdin=clip,
+                             capture_output=True, text=True, timeout=300)
+    assert seg.returncode == 0, seg.stderr
+    recs = [json.loads(l) for l in seg.stdout.splitlines()]
+    assert recs and all(x["sensor_id"] == "stdin" for x in recs)
+    assert sum(x["frame_number"] for x in recs) == 795
+
+
+class Mjpeg(http.server.BaseHTTPRequestHandler):
+    jpeg = b""
+    frames = 40
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "multipart/x-mixed-replace;boundary=osprey")
+        self.end_headers()
+        try:
+            for _ in range(self.frames):
+                self.wfile.write(b"--osprey\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n"
+                                 % len(self.jpeg) + self.jpeg + b"\r\n")
+                self.wfile.flush()
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, *a):
+        pass
+
+
+def test_detect_mjpeg_over_http():
+    Mjpeg.jpeg = need(MEDIA / "messi5.jpg").read_bytes()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Mjpeg)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}/video.mjpg?user=a&password=pw-9"
+        r = detect("--reconnect-for", "0", url)
+        # the server ends the stream after 40 frames: a live stream that ends is a drop
+        assert r.finish(timeout=120) == 1, r.text()
+    finally:
+        srv.shutdown()
+    frames = r.frames()
+    assert len(frames) >= 20
+    assert all(f["source"].endswith("?user=a&password=***") for f in frames)
+    assert any(d["label"] == "Person" for f in frames for d in f["detections"])
+    assert r.events("drop") and "pw-9" not in r.text()
+
+
+def test_hls_playlist_with_an_end_is_no_drop(tmp_path):
+    ffmpeg = shutil.which("ffmpeg") or pytest.fail("ffmpeg is missing: run scripts/bootstrap.sh")
+    subprocess.run([ffmpeg, "-v", "error", "-i", str(need(MEDIA / "vtest.avi")), "-t", "3",
+                    "-c:v", "libx264", "-preset", "ultrafast", "-g", "10", "-f", "hls",
+                    "-hls_time", "1",
+                    "-hls_playlist_type", "vod", str(tmp_path / "index.m3u8")], check=True,
+                   timeout=120)
+
+    class Files(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(tmp_path), **kw)
+
+        def log_message(self, *a):
+            pass
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = run(BIN / "osprey", "detect", "--workers", "1",
+                f"http://127.0.0.1:{srv.server_address[1]}/index.m3u8")
+    finally:
+        srv.shutdown()
+    assert r.returncode == 0, r.stderr
+    frames = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [f["frame"] for f in frames] == list(range(30))
+    assert "live:" not in r.stderr and "dropped" not in r.stderr
+
+
+def test_fps_samples_a_file_and_its_end_is_no_drop():
+    r = run(BIN / "osprey", "detect", "--fps", "2", "--no-json", need(MEDIA / "vtest.avi"))
+    assert r.returncode == 0, r.stderr
+    assert "159 frames" in r.stderr and "dropped" not in r.stderr
+    r = run(BIN / "osprey", "detect", "--fps", "2", "--workers", "2", need(MEDIA / "vtest.avi"))
+    frames = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [f["frame"] for f in frames] == list(range(0, 795, 5))
+    assert not [f for f in frames if "event" in f]
+    assert run(BIN / "osprey", "detect", "--fps", "0", need(MEDIA / "vtest.avi")).returncode == 2
+
+
+def test_inputs_that_are_no_source():
+    r = run(BIN / "osprey", "detect", "gopher://127.0.0.1/x")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1
+    r = run(BIN / "osprey", "detect", "/dev/video9")
+    assert r.returncode == 2 and "/dev/video9" in r.stderr
+    r = run(BIN / "osprey", "detect", "rtsp://u:p4ss@127.0.0.1:1/x")
+    assert r.returncode == 2 and "rtsp://***@127.0.0.1:1/x" in r.stderr and "p4ss" not in r.stderr
+
+
+# ---- segment refuses what it cannot use ---------------------------------------
+
+
+def test_segment_refuses_an_image(tmp_path):
+    sign = tmp_path / "sign.png"
+    sign.write_bytes(need(MEDIA / "chelsea.png").read_bytes())
+    r = run(BIN / "osprey", "segment", sign)
+    assert r.returncode == 2 and r.stdout == "", r
+    assert r.stderr.count("\n") == 1 and "sign.png is an image, not a video" in r.stderr
+
+
+@pytest.mark.parametrize("opt,value", [("--threshold", "5"), ("--delay-frames", "2.5"),
+                                       ("--speed", "1000"), ("--temperature", "3")])
+def test_segment_refuses_out_of_range_options(opt, value):
+    r = run(BIN / "osprey", "segment", need(MEDIA / "vtest.avi"), opt, value)
+    assert r.returncode == 2 and r.stdout == "", r
+    assert r.stderr.count("\n") == 1 and opt in r.stderr and value in r.stderr
