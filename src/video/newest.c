@@ -11,10 +11,10 @@ struct osp_newest {
     pthread_t th;
     pthread_mutex_t mu; /* guards every field below */
     pthread_cond_t cv;
-    osp_image_t latest;  /* the newest frame, when fresh */
+    osp_image_t latest; /* the newest frame, when fresh */
     osp_frame_meta_t meta;
     int fresh;
-    int done, rc;        /* the source's last return, once done */
+    int done, rc; /* the source's last return, once done */
     char err[512];
     int64_t dropped;
 };

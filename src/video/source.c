@@ -18,14 +18,14 @@
 #include "video/url.h"
 
 struct osp_source {
-    char *input;        /* as given; may hold credentials, never printed */
-    char name[256];     /* masked */
+    char *input;    /* as given; may hold credentials, never printed */
+    char name[256]; /* masked */
     osp_url_kind_t kind;
     osp_source_cfg_t cfg;
     osp_video_opts_t vopts;
-    osp_video_t *v;     /* NULL while a live source is down */
+    osp_video_t *v; /* NULL while a live source is down */
     osp_video_info_t info;
-    double fps;         /* the latest opening's rate; 0: unknown */
+    double fps; /* the latest opening's rate; 0: unknown */
     int live;
     atomic_bool cancel;
     int64_t next_index;
@@ -83,8 +83,8 @@ static int reopen(osp_source_t *s, char *err, size_t errlen) {
     return rc;
 }
 
-int osp_source_open(const char *input, const osp_source_cfg_t *cfg, osp_source_t **out,
-                    char *err, size_t errlen) {
+int osp_source_open(const char *input, const osp_source_cfg_t *cfg, osp_source_t **out, char *err,
+                    size_t errlen) {
     *out = NULL;
     osp_source_t *s = calloc(1, sizeof *s);
     if (!s || !(s->input = strdup(input))) {

@@ -38,24 +38,24 @@ typedef enum { OSP_SOURCE_DROP, OSP_SOURCE_RECONNECT, OSP_SOURCE_GAVE_UP } osp_s
 
 typedef struct {
     osp_source_event_kind_t kind;
-    const char *name;     /* the source, credentials masked */
-    double time;          /* wall clock, seconds since the epoch */
-    const char *reason;   /* one line: why it dropped, or the last failed open */
-    int64_t frame;        /* the last frame before the drop (-1: none yet) */
+    const char *name;   /* the source, credentials masked */
+    double time;        /* wall clock, seconds since the epoch */
+    const char *reason; /* one line: why it dropped, or the last failed open */
+    int64_t frame;      /* the last frame before the drop (-1: none yet) */
     /* drop: frames due between the last one and the drop being noticed;
      * reconnect: frames due between the last one and the first after it */
     int64_t frames_lost;
-    double down_s;        /* reconnect, gave up: seconds since the drop was noticed */
-    int attempts;         /* reconnect, gave up: opens tried */
-    double retry_in_s;    /* drop: wait before the first reopen */
+    double down_s;     /* reconnect, gave up: seconds since the drop was noticed */
+    int attempts;      /* reconnect, gave up: opens tried */
+    double retry_in_s; /* drop: wait before the first reopen */
 } osp_source_event_t;
 
 typedef struct {
-    int rtsp_udp;             /* rtsp:// over UDP instead of TCP */
-    double io_timeout_s;      /* streams: an open or read blocked this long is a drop (0: 5 s) */
-    double reconnect_for_s;   /* < 0: forever; 0: give up at the first drop */
+    int rtsp_udp;           /* rtsp:// over UDP instead of TCP */
+    double io_timeout_s;    /* streams: an open or read blocked this long is a drop (0: 5 s) */
+    double reconnect_for_s; /* < 0: forever; 0: give up at the first drop */
     double backoff_first_s, backoff_max_s; /* 0: the defaults, 0.5 s and 10 s */
-    atomic_bool *stop;        /* the caller's; set (from any thread or a signal handler): reads end */
+    atomic_bool *stop; /* the caller's; set (from any thread or a signal handler): reads end */
     /* Called on the reading thread; the event and its strings live for the call. */
     void (*on_event)(void *ctx, const osp_source_event_t *e);
     void *ctx;
@@ -77,8 +77,8 @@ void osp_source_cfg_default(osp_source_cfg_t *cfg);
 /* Open input (opening a live source is not retried: a wrong URL fails at
  * once). cfg is copied; its stop and ctx stay the caller's. 0, or
  * OSP_SOURCE_EINPUT with one line in err; *out is the caller's. */
-int osp_source_open(const char *input, const osp_source_cfg_t *cfg, osp_source_t **out,
-                    char *err, size_t errlen);
+int osp_source_open(const char *input, const osp_source_cfg_t *cfg, osp_source_t **out, char *err,
+                    size_t errlen);
 void osp_source_close(osp_source_t *s);
 
 /* The next frame into rgb (a reused buffer). 1: a frame; 0: the end (a file

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const stream_schemes[] = {"http", "https", "rtmp", "rtmps", "srt", "udp", "tcp"};
+static const char *const stream_schemes[] = {"http", "https", "rtmp", "rtmps",
+                                             "srt",  "udp",   "tcp"};
 
 /* Length of the scheme when input starts with "scheme://", else 0. */
 static size_t scheme_len(const char *s) {
@@ -34,9 +35,9 @@ int osp_url_is_stream(osp_url_kind_t k) {
 }
 
 static int secret_name(const char *name, size_t len) {
-    static const char *const names[] = {"password", "pass",  "pwd",  "passwd",   "token",
-                                        "key",      "secret", "auth", "signature", "apikey",
-                                        "api_key",  "access_token"};
+    static const char *const names[] = {"password",  "pass",   "pwd",     "passwd",
+                                        "token",     "key",    "secret",  "auth",
+                                        "signature", "apikey", "api_key", "access_token"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (strlen(names[i]) == len && strncasecmp(name, names[i], len) == 0) return 1;
     return 0;

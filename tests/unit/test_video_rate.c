@@ -66,9 +66,12 @@ static void test_gap_no_burst(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_frame_without_rate), cmocka_unit_test(test_lower_rate),
-        cmocka_unit_test(test_same_rate_with_jitter),    cmocka_unit_test(test_higher_rate_takes_all),
-        cmocka_unit_test(test_gap_no_burst),             cmocka_unit_test(test_file_frames_on_the_due_times),
+        cmocka_unit_test(test_every_frame_without_rate),
+        cmocka_unit_test(test_lower_rate),
+        cmocka_unit_test(test_same_rate_with_jitter),
+        cmocka_unit_test(test_higher_rate_takes_all),
+        cmocka_unit_test(test_gap_no_burst),
+        cmocka_unit_test(test_file_frames_on_the_due_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

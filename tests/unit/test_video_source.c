@@ -55,8 +55,7 @@ static void test_cannot_open(void **s) {
                      OSP_SOURCE_EINPUT);
     assert_null(src);
     assert_non_null(strstr(err, "/nonexistent/clip.mp4"));
-    assert_int_equal(osp_source_open("gopher://h/x", NULL, &src, err, sizeof err),
-                     OSP_SOURCE_EINPUT);
+    assert_int_equal(osp_source_open("gopher://h/x", NULL, &src, err, sizeof err), OSP_SOURCE_EINPUT);
     assert_non_null(strstr(err, "not a source"));
     /* a character device that is no camera */
     assert_int_equal(osp_source_open("/dev/null", NULL, &src, err, sizeof err), OSP_SOURCE_EINPUT);

@@ -74,8 +74,8 @@ static void test_kinds(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_userinfo),    cmocka_unit_test(test_query),
-        cmocka_unit_test(test_not_urls),    cmocka_unit_test(test_short_buffer),
+        cmocka_unit_test(test_userinfo), cmocka_unit_test(test_query),
+        cmocka_unit_test(test_not_urls), cmocka_unit_test(test_short_buffer),
         cmocka_unit_test(test_kinds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
