@@ -363,8 +363,12 @@ static void stage_parse(server_t *s, conn_t *c) {
         const uint8_t *p = c->in + off;
         size_t avail = c->in_len - off;
         int r = osp_wire_scan(p, avail, cap, &f, &need);
-        if (r == OSP_WIRE_ETOOBIG) {
-            srv_reply_too_large(s, c, f.total_len, f.req_id);
+        if (r == OSP_WIRE_ETOOBIG || r == OSP_WIRE_ESHORT) {
+            /* the stream cannot be trusted past this frame's header */
+            if (r == OSP_WIRE_ETOOBIG)
+                srv_reply_too_large(s, c, f.total_len, f.req_id);
+            else
+                srv_reply_too_short(s, c, f.total_len, f.req_id);
             c->fatal = 1;
             break;
         }
