@@ -1,6 +1,7 @@
 /* A loaded model and the per-frame path: prepare, then predict + decode. */
 #include "model/model.h"
 #include "image/text.h"
+#include "model/paths.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* post/labels_coco.c: the built-in labels of a postprocessor family, or NULL */
 const char *osp_post_default_labels(const char *postprocessor);
@@ -18,19 +20,30 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* One label per line; a missing file is not an error (labels are optional). */
+/* One label per line; a missing file is not an error (labels are optional).
+ * Only a regular file is read, and at most OSP_LABELS_MAX_BYTES of it in
+ * OSP_LABELS_MAX_COUNT lines: a labels key naming /dev/zero once grew the
+ * server by 250 MB/s until the load's bound. */
 static int load_labels(osp_model_t *m, const char *path, const char *builtin, char *err,
                        size_t errlen) {
-    FILE *f = fopen(path, "r");
-    if (!f && errno == ENOENT && builtin) f = fmemopen((void *)builtin, strlen(builtin), "r");
+    FILE *f = NULL;
+    int fd = path[0] ? osp_paths_open(path, "labels file", OSP_LABELS_MAX_BYTES, NULL, err, errlen)
+                     : OSP_PATHS_ENOENT;
+    if (fd >= 0 && !(f = fdopen(fd, "r"))) close(fd);
+    if (fd == OSP_PATHS_ENOENT) {
+        if (!builtin) return 0;
+        f = fmemopen((void *)builtin, strlen(builtin), "r");
+    }
     if (!f) {
-        if (errno == ENOENT) return 0;
-        snprintf(err, errlen, "cannot read labels %s: %s", path, strerror(errno));
+        if (fd >= 0) snprintf(err, errlen, "cannot read labels %s: %s", path, strerror(errno));
         return OSP_MODEL_EINVAL;
     }
     char line[256];
     int cap = 0;
-    while (fgets(line, sizeof line, f)) {
+    size_t bytes = 0;
+    while (m->n_labels < OSP_LABELS_MAX_COUNT && bytes < OSP_LABELS_MAX_BYTES &&
+           fgets(line, sizeof line, f)) {
+        bytes += strlen(line);
         line[strcspn(line, "\r\n")] = '\0';
         if (m->n_labels == cap) {
             cap = cap ? cap * 2 : 64;
@@ -133,10 +146,14 @@ static int setup_decoder(osp_model_t *m, char *err, size_t errlen) {
     char lp[1100];
     if (strcmp(m->dec->name, "ctc") == 0) {
         /* the CTC alphabet is the model's labels file; the decoder reads it here */
-        if (m->cfg.labels_path[0])
+        if (m->cfg.labels_path[0] || m->cfg.labels_none)
             snprintf(lp, sizeof lp, "%s", m->cfg.labels_path);
         else
             default_labels_path(m->cfg.path, lp, sizeof lp);
+        /* the decoder reads it whole: a regular file of bounded size only */
+        int fd = osp_paths_open(lp, "alphabet", OSP_LABELS_MAX_BYTES, NULL, err, errlen);
+        if (fd >= 0) close(fd);
+        if (fd < 0 && fd != OSP_PATHS_ENOENT) return OSP_MODEL_EINVAL;
         p.option = lp;
     }
     if (m->dec->setup && m->dec->setup(descs, rt->n_outputs, &p, &m->dec_state, err, errlen))
@@ -214,6 +231,15 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
                           .graph_opt = cfg->graph_opt,
                           .no_spin = cfg->no_spin};
     if (!backend) backend = &osp_backend_onnxruntime;
+    /* a FIFO or a device would block the runtime's open (and this loader
+     * thread with it) or feed it without end; a missing file is left to
+     * the runtime, whose words a host already knows */
+    int fd = osp_paths_open(cfg->path, "model file", OSP_MODEL_MAX_BYTES, NULL, err, errlen);
+    if (fd >= 0) close(fd);
+    if (fd < 0 && fd != OSP_PATHS_ENOENT) {
+        rc = OSP_MODEL_ELOAD;
+        goto fail;
+    }
     if (backend->load(cfg->path, &opts, &m->rt, err, errlen)) {
         rc = OSP_MODEL_ELOAD;
         goto fail;
@@ -237,7 +263,7 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
         goto fail;
     }
     char lp[1100];
-    if (cfg->labels_path[0])
+    if (cfg->labels_path[0] || cfg->labels_none)
         snprintf(lp, sizeof lp, "%s", cfg->labels_path);
     else
         default_labels_path(cfg->path, lp, sizeof lp);

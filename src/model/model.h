@@ -32,6 +32,7 @@ typedef struct {
     char path[1024];
     char postprocessor[32];
     char labels_path[1024];     /* "" = <path without extension>.labels if present */
+    int labels_none;            /* read no labels file (builtin_labels, or none) */
     const char *builtin_labels; /* static, '\n'-separated; used when no labels file */
     char device[32];
     int width, height, channels; /* 0 = take from the model */

@@ -11,6 +11,8 @@
 
 static void usage(FILE *out) {
     fputs("usage: ospreyd [--listen unix:PATH|tcp:HOST:PORT] [--config FILE] [--max-frame BYTES]\n"
+          "               [--model-root DIR]... [--auth-token-file FILE] [--socket-mode MODE]\n"
+          "               [--read-only] [--handshake-timeout-ms MS]\n"
           "\n"
           "The osprey pool worker. Without --listen it reads request frames on stdin and\n"
           "writes replies on stdout (stderr carries logs only): the first frame is the\n"
@@ -25,6 +27,17 @@ static void usage(FILE *out) {
           "  --max-frame BYTES      largest request frame accepted (default 67108864);\n"
           "                         a larger one is answered with an error and its\n"
           "                         connection closed\n"
+          "  --model-root DIR       with --listen: socket peers may name model, labels and\n"
+          "                         stream files only inside DIR (repeatable; default the\n"
+          "                         cache's models folder; --config's model folders always)\n"
+          "  --auth-token-file FILE   every socket connection's startup config must carry\n"
+          "                         this file's token as \"authToken\"; required to listen\n"
+          "                         on TCP other than loopback\n"
+          "  --socket-mode MODE     permissions of the unix socket, octal (default 0660)\n"
+          "  --read-only            socket connections may not load, replace, unload or\n"
+          "                         reconfigure models\n"
+          "  --handshake-timeout-ms MS  a socket connection whose startup config has not\n"
+          "                         arrived within MS is closed (default 10000)\n"
           "  -h, --help             this text\n"
           "\n"
           "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0.\n",
@@ -36,6 +49,11 @@ int main(int argc, char **argv) {
     static const struct option longopts[] = {{"listen", required_argument, NULL, 'l'},
                                              {"config", required_argument, NULL, 'c'},
                                              {"max-frame", required_argument, NULL, 'm'},
+                                             {"model-root", required_argument, NULL, 'r'},
+                                             {"auth-token-file", required_argument, NULL, 't'},
+                                             {"socket-mode", required_argument, NULL, 's'},
+                                             {"read-only", no_argument, NULL, 'o'},
+                                             {"handshake-timeout-ms", required_argument, NULL, 'w'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c;
@@ -56,6 +74,40 @@ int main(int argc, char **argv) {
             o.max_frame = (uint32_t)v;
             break;
         }
+        case 'r':
+            if (o.n_model_roots == OSP_SERVER_MAX_ROOTS) {
+                fprintf(stderr, "ospreyd: at most %d --model-root options\n", OSP_SERVER_MAX_ROOTS);
+                return 2;
+            }
+            o.model_roots[o.n_model_roots++] = optarg;
+            break;
+        case 't': o.auth_token_file = optarg; break;
+        case 's': {
+            char *end;
+            unsigned long v = strtoul(optarg, &end, 8);
+            if (end == optarg || *end || v == 0 || v > 0777) {
+                fprintf(stderr,
+                        "ospreyd: --socket-mode takes octal permissions such as 0660, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o.socket_mode = (int)v;
+            break;
+        }
+        case 'o': o.read_only = 1; break;
+        case 'w': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > 3600000) {
+                fprintf(stderr,
+                        "ospreyd: --handshake-timeout-ms must be from 1 to 3600000, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o.handshake_ms = (int)v;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -67,6 +119,13 @@ int main(int argc, char **argv) {
     if (o.config_path && !o.listen) {
         fprintf(stderr,
                 "ospreyd: --config goes with --listen (on stdin the first frame is the config)\n");
+        return 2;
+    }
+    if (!o.listen &&
+        (o.n_model_roots || o.auth_token_file || o.socket_mode || o.read_only || o.handshake_ms)) {
+        /* the stdio host started the worker: nothing of this applies to it */
+        fprintf(stderr, "ospreyd: --model-root, --auth-token-file, --socket-mode, --read-only and "
+                        "--handshake-timeout-ms go with --listen\n");
         return 2;
     }
     return osp_server_run(&o);

@@ -283,7 +283,7 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
         srv_cmd_send(s, q->conn_id, w, at, q->req_id);
         return 0;
     }
-    if (srv_model_cfg(s, config, &cfg, err, sizeof err)) {
+    if (srv_model_cfg(s, srv_from(srv_conn_find(s, q->conn_id)), config, &cfg, err, sizeof err)) {
         srv_cmd_error(s, q->conn_id, q->req_id, name, index, err);
         osp_loader_note_failed(ld);
         return 0;
@@ -420,6 +420,20 @@ static void run_status(server_t *s, cmdq_t *q) {
     srv_send(s, srv_conn_find(s, q->conn_id), w);
 }
 
+/* --read-only: what a socket connection may not do to the shared models. */
+static int refused_read_only(server_t *s, const cmdq_t *q, const char *name) {
+    static const char *const changing[] = {"load", "replace", "unload", "reconfigure"};
+    if (!s->opts.read_only || srv_from(srv_conn_find(s, q->conn_id)) != SRV_FROM_PEER) return 0;
+    for (size_t i = 0; i < sizeof changing / sizeof changing[0]; i++) {
+        if (strcmp(name, changing[i]) != 0) continue;
+        int index;
+        srv_cmd_error(s, q->conn_id, q->req_id, name, get_index(q->cmd, &index) ? -1 : index,
+                      "the server is read-only: socket connections may not change its models");
+        return 1;
+    }
+    return 0;
+}
+
 static void process_commands(server_t *s) {
     srv_cmds_t *cq = s->cmds;
     while (!cq->loading && cq->head) {
@@ -427,7 +441,9 @@ static void process_commands(server_t *s) {
         cq->head = q->next;
         if (!cq->head) cq->tail = NULL;
         const char *name = cmd_name(q->cmd);
-        if (strcmp(name, "load") == 0 || strcmp(name, "replace") == 0) {
+        if (refused_read_only(s, q, name)) {
+            /* answered */
+        } else if (strcmp(name, "load") == 0 || strcmp(name, "replace") == 0) {
             if (run_load(s, q, name)) return; /* q is now cq->loading */
         } else if (strcmp(name, "unload") == 0) {
             run_unload(s, q);
@@ -444,9 +460,10 @@ static void process_commands(server_t *s) {
             else
                 snprintf(shown, sizeof shown, "None");
             snprintf(msg, sizeof msg, "Unknown command: %s", shown);
+            /* the name is echoed, but no more of it than the message holds:
+             * a megabyte of name is not a megabyte of reply */
             srv_cmd_error(s, q->conn_id, q->req_id,
-                          cJSON_IsString(c) && c->valuestring[0] ? c->valuestring : "unknown", -1,
-                          msg);
+                          cJSON_IsString(c) && c->valuestring[0] ? shown : "unknown", -1, msg);
         }
         cmdq_free(q);
     }

@@ -26,6 +26,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sched/bufpool.h"
@@ -83,13 +84,19 @@ struct conn {
     size_t out_bytes;
     int want_write;
     int write_failed;
-    int inflight; /* requests accepted and not yet answered */
+    int inflight;              /* requests accepted and not yet answered */
+    struct timespec hello_due; /* a socket: closed if no handshake by then */
+    int unpolled;              /* rfd is a file epoll cannot watch (</dev/null, <frames.bin):
+                            * always readable, read on every loop pass */
 };
 
 struct srv_conns {
     conn_t *head;
     uint32_t next_id;
-    outbuf_t *spare; /* reply buffers kept for reuse */
+    int awaiting_hello;         /* socket connections not yet handshaken */
+    int unpolled;               /* connections epoll cannot watch (at most the stdio one) */
+    struct timespec hello_next; /* no such connection is due before this */
+    outbuf_t *spare;            /* reply buffers kept for reuse */
     int n_spare;
     osp_jw_t scratch; /* srv_reply_buf */
 };
@@ -131,9 +138,67 @@ void srv_conn_fatal(conn_t *c) { c->fatal = 1; }
 void srv_conn_inflight(conn_t *c, int delta) { c->inflight += delta; }
 int srv_conns_empty(const server_t *s) { return s->conns->head == NULL; }
 
-void srv_conn_set_handshaken(conn_t *c, int version) {
+static void hello_settled(srv_conns_t *cs, conn_t *c) {
+    if (!c->stdio && !c->handshaken) cs->awaiting_hello--;
+}
+
+void srv_conn_set_handshaken(server_t *s, conn_t *c, int version) {
+    hello_settled(s->conns, c);
     c->handshaken = 1;
     c->version = version;
+}
+
+static int64_t ms_until(const struct timespec *t, const struct timespec *now) {
+    return (int64_t)(t->tv_sec - now->tv_sec) * 1000 + (t->tv_nsec - now->tv_nsec) / 1000000;
+}
+
+/* A host that connects and never sends its startup config would hold a
+ * connection (and its buffers) for as long as it likes; 1 600 of them
+ * once did. */
+static void hello_arm(server_t *s, conn_t *c) {
+    srv_conns_t *cs = s->conns;
+    int ms = s->opts.handshake_ms > 0 ? s->opts.handshake_ms : SRV_HELLO_MS_DEFAULT;
+    clock_gettime(CLOCK_MONOTONIC, &c->hello_due);
+    c->hello_due.tv_sec += ms / 1000;
+    c->hello_due.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (c->hello_due.tv_nsec >= 1000000000L) {
+        c->hello_due.tv_sec++;
+        c->hello_due.tv_nsec -= 1000000000L;
+    }
+    if (cs->awaiting_hello++ == 0 || ms_until(&c->hello_due, &cs->hello_next) < 0)
+        cs->hello_next = c->hello_due;
+}
+
+int srv_conns_hello_timer_ms(server_t *s) {
+    srv_conns_t *cs = s->conns;
+    if (cs->awaiting_hello <= 0) return -1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t ms = ms_until(&cs->hello_next, &now) + 1;
+    return ms < 0 ? 0 : ms > 3600000 ? 3600000 : (int)ms;
+}
+
+static void rd_enter(server_t *s, conn_t *c, rd_state_t to);
+
+void srv_conns_expire_hellos(server_t *s) {
+    srv_conns_t *cs = s->conns;
+    if (cs->awaiting_hello <= 0) return;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (ms_until(&cs->hello_next, &now) > 0) return;
+    int first = 1;
+    for (conn_t *c = cs->head; c; c = c->next) {
+        if (c->stdio || c->handshaken || c->fatal) continue;
+        if (ms_until(&c->hello_due, &now) <= 0) {
+            fprintf(stderr, "ospreyd: connection %u sent no startup config in time; closed\n", c->id);
+            c->fatal = 1;
+            rd_enter(s, c, RD_CLOSED);
+            continue;
+        }
+        if (first || ms_until(&c->hello_due, &cs->hello_next) < 0) cs->hello_next = c->hello_due;
+        first = 0;
+    }
+    if (first) cs->hello_next = now; /* those left are closing: nothing to wait for */
 }
 
 static void set_nonblock(int fd) {
@@ -164,9 +229,13 @@ conn_t *srv_conn_new(server_t *s, int rfd, int wfd, int stdio) {
         fcntl(rfd, F_SETPIPE_SZ, (int)SRV_PIPE_BYTES);
         fcntl(wfd, F_SETPIPE_SZ, (int)SRV_PIPE_BYTES);
         /* stdout gets its own registration once there is something to write */
-        srv_loop_add(s, rfd, EPOLLIN, c->id);
+        if (srv_loop_add(s, rfd, EPOLLIN, c->id) && errno == EPERM) {
+            c->unpolled = 1;
+            s->conns->unpolled++;
+        }
     } else {
         srv_loop_add(s, rfd, EPOLLIN | EPOLLRDHUP, c->id);
+        hello_arm(s, c);
     }
     c->next = s->conns->head;
     s->conns->head = c;
@@ -174,6 +243,8 @@ conn_t *srv_conn_new(server_t *s, int rfd, int wfd, int stdio) {
 }
 
 static void conn_free(server_t *s, conn_t *c) {
+    hello_settled(s->conns, c);
+    s->conns->unpolled -= c->unpolled;
     srv_shm_conn_closed(s, c->id);
     srv_streams_conn_closed(s, c->id);
     conn_t **pp = &s->conns->head;
@@ -368,8 +439,12 @@ static void stage_parse(server_t *s, conn_t *c) {
         const uint8_t *p = c->in + off;
         size_t avail = c->in_len - off;
         int r = osp_wire_scan(p, avail, cap, &f, &need);
-        if (r == OSP_WIRE_ETOOBIG) {
-            srv_reply_too_large(s, c, f.total_len, f.req_id);
+        if (r == OSP_WIRE_ETOOBIG || r == OSP_WIRE_ESHORT) {
+            /* the stream cannot be trusted past this frame's header */
+            if (r == OSP_WIRE_ETOOBIG)
+                srv_reply_too_large(s, c, f.total_len, f.req_id);
+            else
+                srv_reply_too_short(s, c, f.total_len, f.req_id);
             c->fatal = 1;
             break;
         }
@@ -465,9 +540,15 @@ static void conn_read(server_t *s, conn_t *c) {
         srv_in_t st = rd_step(s, c);
         if (st == SRV_IN_WAIT) break;
         if (st == SRV_IN_EOF) {
-            if (c->stdio && (c->in_len || c->rd != RD_STAGE))
+            if (c->stdio && !c->handshaken && !c->fatal) {
+                /* nothing to serve without a config: a failed start, as the
+                 * Python worker's was */
+                fprintf(stderr, "ospreyd: stdin closed before the startup config\n");
+                c->fatal = 1;
+            } else if (c->stdio && (c->in_len || c->rd != RD_STAGE)) {
                 fprintf(stderr,
                         "ospreyd: stdin closed inside a frame; the partial frame is ignored\n");
+            }
             rd_enter(s, c, RD_CLOSED);
             break;
         }
@@ -483,6 +564,17 @@ void srv_conn_event(server_t *s, uint32_t id, uint32_t events) {
         conn_read(s, c);
     if (c->stdio && (events & (EPOLLERR | EPOLLHUP)) && c->want_write && !(events & EPOLLIN))
         c->write_failed = 1;
+}
+
+int srv_conns_read_unpolled(server_t *s) {
+    int read = 0;
+    if (!s->conns->unpolled) return 0;
+    for (conn_t *c = s->conns->head; c; c = c->next) {
+        if (!c->unpolled || c->rd == RD_CLOSED || c->fatal || c->paused) continue;
+        conn_read(s, c);
+        read = 1;
+    }
+    return read;
 }
 
 int srv_input_waiting(server_t *s) {

@@ -29,7 +29,7 @@ uint32_t srv_conn_id(const conn_t *c);
 int srv_conn_is_stdio(const conn_t *c);
 int srv_conn_handshaken(const conn_t *c);
 int srv_conn_version(const conn_t *c); /* the negotiated wire version (1 before the handshake) */
-void srv_conn_set_handshaken(conn_t *c, int version);
+void srv_conn_set_handshaken(server_t *s, conn_t *c, int version);
 /* Stop reading; the connection closes once its replies are out (stdio:
  * the process exits 1). */
 void srv_conn_fatal(conn_t *c);
@@ -54,6 +54,16 @@ void srv_broadcast(server_t *s, const osp_jw_t *frame);
 void srv_conn_event(server_t *s, uint32_t id, uint32_t events);
 int srv_conns_retire(server_t *s, int *exit_code);
 int srv_conns_empty(const server_t *s);
+/* Socket connections must send their startup config within
+ * opts.handshake_ms (SRV_HELLO_MS_DEFAULT when 0): milliseconds until the
+ * next is due (-1: none waits), and close those past it. */
+#define SRV_HELLO_MS_DEFAULT 10000
+int srv_conns_hello_timer_ms(server_t *s);
+void srv_conns_expire_hellos(server_t *s);
+/* Read the connections epoll cannot watch (a stdin that is a file: always
+ * readable); 1 when one was read, so the loop must not sleep before it
+ * has looked again (it may have more, or be finished). */
+int srv_conns_read_unpolled(server_t *s);
 void srv_conns_stop_reading(server_t *s);
 /* More input on its way: a frame partly read, or bytes waiting in a
  * connection (a frame admitted now will soon have company). */

@@ -44,6 +44,18 @@ void srv_reply_too_large(server_t *s, conn_t *c, uint32_t total_len, uint32_t re
     srv_stat_add(s, SRV_ST_ERRORS, 1);
 }
 
+void srv_reply_too_short(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id) {
+    osp_jw_t *w = srv_reply_buf(s);
+    size_t at = osp_wire_reply_begin(w);
+    osp_wire_json_too_short(w, total_len);
+    osp_wire_reply_end(w, at, req_id);
+    srv_send(s, c, w);
+    fprintf(stderr,
+            "ospreyd: frame length %u (req %u) is below the 5-byte header; closing the connection\n",
+            total_len, req_id);
+    srv_stat_add(s, SRV_ST_ERRORS, 1);
+}
+
 /* The "model i not loaded" reply in the shape the request type calls for. */
 static void reply_not_loaded(server_t *s, conn_t *c, uint32_t req_id, uint8_t msg_type, int idx) {
     osp_jw_t *w = srv_reply_buf(s);

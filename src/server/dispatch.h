@@ -38,5 +38,7 @@ void srv_reply_error(server_t *s, conn_t *c, uint32_t req_id, srv_err_t shape, c
 /* The reply to a frame over the size cap (counted and logged; the caller
  * closes the connection: the stream cannot be resynchronised). */
 void srv_reply_too_large(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id);
+/* The same for a frame whose total_len (below 5) cannot hold its header. */
+void srv_reply_too_short(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id);
 
 #endif

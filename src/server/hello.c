@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,10 +15,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "model/paths.h"
 #include "sched/gate.h"
 #include "sched/pool.h"
 #include "sched/sched.h"
 #include "sched/window.h"
+#include "server/auth.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
@@ -25,8 +28,47 @@
 #include "server/loop.h"
 #include "server/slots.h"
 
-int srv_model_cfg(server_t *s, const cJSON *config, osp_model_cfg_t *cfg, char *err, size_t errlen) {
+srv_from_t srv_from(const conn_t *c) {
+    return c && srv_conn_is_stdio(c) ? SRV_FROM_HOST : SRV_FROM_PEER;
+}
+
+/* A peer's files: the model inside the roots, its labels too (the one
+ * next to the model only if it resolves inside them: a link there must
+ * not lead out). */
+static int confine_files(server_t *s, osp_model_cfg_t *cfg, char *err, size_t errlen) {
+    char real[sizeof cfg->path];
+    if (osp_paths_confine(s->roots, cfg->path, "model file", real, sizeof real, err, errlen))
+        return -1;
+    snprintf(cfg->path, sizeof cfg->path, "%s", real);
+    if (cfg->labels_path[0]) {
+        if (osp_paths_confine(s->roots, cfg->labels_path, "labels file", real, sizeof real, err, errlen))
+            return -1;
+        snprintf(cfg->labels_path, sizeof cfg->labels_path, "%s", real);
+        return 0;
+    }
+    char next[sizeof cfg->path + 8], scratch[64];
+    snprintf(next, sizeof next, "%s", cfg->path);
+    char *slash = strrchr(next, '/'), *dot = strrchr(next, '.');
+    if (dot && (!slash || dot > slash)) *dot = '\0';
+    strcat(next, ".labels");
+    if (osp_paths_confine(s->roots, next, "labels file", real, sizeof real, scratch,
+                          sizeof scratch) == 0)
+        snprintf(cfg->labels_path, sizeof cfg->labels_path, "%s", real);
+    else
+        cfg->labels_none = 1;
+    return 0;
+}
+
+int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_model_cfg_t *cfg,
+                  char *err, size_t errlen) {
     if (osp_model_cfg_from_json(config, cfg, err, errlen)) return -1;
+    if (from == SRV_FROM_PEER && confine_files(s, cfg, err, errlen)) return -1;
+    if (from == SRV_FROM_OPERATOR) {
+        /* a peer naming the same file shares its slot: compare resolved names */
+        char real[PATH_MAX];
+        if (realpath(cfg->path, real) && strlen(real) < sizeof cfg->path)
+            snprintf(cfg->path, sizeof cfg->path, "%s", real);
+    }
     if (!cfg->device[0]) snprintf(cfg->device, sizeof cfg->device, "%s", s->set.device);
     if (!cfg->intra_threads) cfg->intra_threads = s->set.intra_threads;
     if (!cfg->lone_threads) cfg->lone_threads = s->set.lone_threads;
@@ -96,7 +138,7 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
         snprintf(s->device, sizeof s->device, "coreml");
     if (strcmp(rt, "test") != 0 && strcmp(rt, "onnxruntime") != 0 && strcmp(rt, "onnx") != 0 &&
         strcmp(rt, "coreml") != 0)
-        fprintf(stderr, "ospreyd: runtime '%s' is not built in; serving with ONNX Runtime\n", rt);
+        fprintf(stderr, "ospreyd: runtime '%.64s' is not built in; serving with ONNX Runtime\n", rt);
     s->load_bound_ms = h ? h->model_load_timeout_ms : 120000.0;
     if (!(s->load_bound_ms > 0)) s->load_bound_ms = 120000.0;
     if (s->load_bound_ms > 1e12) s->load_bound_ms = 1e12;
@@ -127,7 +169,8 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
 
 /* Startup models load before the ready reply (nothing is served before it);
  * one that fails leaves its slot empty. */
-static void handshake_models(server_t *s, const cJSON *models, int *loaded, int *total) {
+static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, int *loaded,
+                             int *total) {
     *loaded = *total = 0;
     const cJSON *mc;
     int i = 0;
@@ -147,7 +190,7 @@ static void handshake_models(server_t *s, const cJSON *models, int *loaded, int 
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(mc, "path");
             const cJSON *n = cJSON_GetObjectItemCaseSensitive(mc, "model");
             osp_model_cfg_t want;
-            if (srv_model_cfg(s, mc, &want, err, sizeof err) == 0 &&
+            if (srv_model_cfg(s, from, mc, &want, err, sizeof err) == 0 &&
                 strcmp(want.path, srv_loaded_path(srv_slot(s, i))) == 0 && (p || n)) {
                 (*loaded)++;
                 i++;
@@ -155,8 +198,12 @@ static void handshake_models(server_t *s, const cJSON *models, int *loaded, int 
             }
         }
         osp_model_t *m = NULL;
-        if (srv_model_cfg(s, mc, &cfg, err, sizeof err) == 0) {
+        if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0) {
             fprintf(stderr, "ospreyd: loading model %d: %s\n", i, cfg.path);
+            char rerr[1200];
+            if (from == SRV_FROM_OPERATOR &&
+                osp_paths_add_dir_of(s->roots, cfg.path, rerr, sizeof rerr) == 0)
+                fprintf(stderr, "ospreyd: model root: the folder of %s\n", cfg.path);
             if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0) {
                 loaded_t *l = srv_loaded_new(m, &cfg);
                 if (l) {
@@ -282,9 +329,12 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         osp_model_cfg_t cfg;
         p->total++;
         loaded_t *have = srv_slot(s, i);
-        if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, mc, &cfg, err, sizeof err)) {
+        if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, SRV_FROM_PEER, mc, &cfg, err, sizeof err)) {
             fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i,
                     i >= OSP_MAX_SLOTS ? "too many models" : err);
+        } else if (!have && s->opts.read_only) {
+            fprintf(stderr,
+                    "ospreyd: model %d: not loaded for a socket connection (--read-only)\n", i);
         } else if (have) {
             if (strcmp(srv_loaded_path(have), cfg.path) == 0)
                 p->loaded++;
@@ -313,6 +363,12 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
     return 0;
 }
 
+static int hello_authorized(server_t *s, const osp_wire_hello_t *h) {
+    const cJSON *t = h->root ? cJSON_GetObjectItemCaseSensitive(h->root, "authToken") : NULL;
+    const char *given = cJSON_IsString(t) ? t->valuestring : NULL;
+    return srv_auth_check(s->auth, given, given ? strlen(given) : 0);
+}
+
 void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     osp_wire_hello_t h;
     char err[OSP_WIRE_ERRLEN + 64];
@@ -324,12 +380,30 @@ void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
         srv_conn_fatal(c); /* stdio: the process exits 1; a socket: that connection closes */
         return;
     }
+    if (!srv_conn_is_stdio(c) && s->auth && !hello_authorized(s, &h)) {
+        /* nothing of its config is used, not even to start the pools */
+        fprintf(stderr, "ospreyd: connection %u: startup config without the right authToken; closed\n",
+                srv_conn_id(c));
+        osp_jw_t *w = srv_reply_buf(s);
+        size_t at = osp_wire_reply_begin(w);
+        osp_jw_obj_open(w);
+        osp_jw_key(w, "status");
+        osp_jw_str(w, "error");
+        osp_jw_key(w, "error");
+        osp_jw_str(w, "authentication failed");
+        osp_jw_obj_close(w);
+        osp_wire_reply_end(w, at, f->req_id);
+        srv_send(s, c, w);
+        osp_wire_hello_free(&h);
+        srv_conn_fatal(c);
+        return;
+    }
     if (start_pools(s, &h)) {
         osp_wire_hello_free(&h);
         srv_conn_fatal(c);
         return;
     }
-    srv_conn_set_handshaken(c, h.wire_version);
+    srv_conn_set_handshaken(s, c, h.wire_version);
     if (!srv_conn_is_stdio(c)) {
         if (hello_socket(s, c, h.models, f->req_id, &t0)) {
             fprintf(stderr, "ospreyd: out of memory in a handshake\n");
@@ -341,7 +415,7 @@ void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     /* stdio: the models load before the ready reply, as the Python worker
      * did; nothing else is being served yet */
     int loaded = 0, total = 0;
-    handshake_models(s, h.models, &loaded, &total);
+    handshake_models(s, SRV_FROM_HOST, h.models, &loaded, &total);
     send_ready(s, c, f->req_id, loaded, total, (int64_t)llround(osp_gate_ms_since(&s->started)));
     osp_wire_hello_free(&h);
 }
@@ -369,7 +443,7 @@ int srv_hello_preload(server_t *s) {
     free(buf);
     int rc = start_pools(s, &h);
     int loaded = 0, total = 0;
-    if (!rc) handshake_models(s, h.models, &loaded, &total);
+    if (!rc) handshake_models(s, SRV_FROM_OPERATOR, h.models, &loaded, &total);
     fprintf(stderr, "ospreyd: %d/%d model(s) preloaded from %s\n", loaded, total, s->opts.config_path);
     osp_wire_hello_free(&h);
     return rc ? 1 : 0;

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/loop.h"
+#include "server/streams.h"
 
 #define TAG_LISTEN 0xFFFFFFF0u
 #define TAG_MAILBOX 0xFFFFFFF1u
@@ -99,7 +103,32 @@ static void set_nonblock(int fd) {
     if (fl >= 0) fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-static int listen_on(const char *spec, char *err, size_t errlen) {
+/* Whether a bound address is the machine's own (127.0.0.0/8, ::1, or
+ * IPv4 loopback mapped into IPv6). */
+static int is_loopback(const struct sockaddr *sa) {
+    if (sa->sa_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+    }
+    return 0;
+}
+
+/* A unix socket created with no permissions at all, then given `mode`:
+ * no one can connect between the two. */
+static int bind_unix(int fd, const struct sockaddr_un *sa, int mode) {
+    mode_t old = umask(0777);
+    int rc = bind(fd, (const struct sockaddr *)sa, sizeof *sa);
+    umask(old);
+    if (rc == 0 && chmod(sa->sun_path, (mode_t)mode) != 0) rc = -1;
+    return rc;
+}
+
+/* The listening socket. TCP binds loopback unless HOST says otherwise,
+ * and another address only with a token (a peer that reaches the port
+ * could otherwise load, replace and unload every model). */
+static int listen_on(server_t *s, const char *spec, char *err, size_t errlen) {
     int fd = -1;
     if (strncmp(spec, "unix:", 5) == 0) {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -108,9 +137,12 @@ static int listen_on(const char *spec, char *err, size_t errlen) {
             return -1;
         }
         strcpy(sa.sun_path, spec + 5);
-        unlink(sa.sun_path);
+        struct stat st;
+        /* a stale socket of an earlier run goes; any other file stays (bind fails) */
+        if (lstat(sa.sun_path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(sa.sun_path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0) goto sys_fail;
+        if (fd < 0 || bind_unix(fd, &sa, s->opts.socket_mode ? s->opts.socket_mode : 0660) < 0)
+            goto sys_fail;
     } else if (strncmp(spec, "tcp:", 4) == 0) {
         char host[256];
         const char *colon = strrchr(spec + 4, ':');
@@ -122,11 +154,19 @@ static int listen_on(const char *spec, char *err, size_t errlen) {
         host[colon - (spec + 4)] = '\0';
         struct addrinfo hints = {.ai_family = AF_UNSPEC,
                                  .ai_socktype = SOCK_STREAM,
-                                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                                 .ai_flags = AI_NUMERICSERV},
                         *ai = NULL;
-        int gr = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &ai);
+        int gr = getaddrinfo(host[0] ? host : "127.0.0.1", colon + 1, &hints, &ai);
         if (gr != 0) {
             snprintf(err, errlen, "cannot resolve %s: %s", spec, gai_strerror(gr));
+            return -1;
+        }
+        if (!is_loopback(ai->ai_addr) && !s->auth) {
+            snprintf(err, errlen,
+                     "%s is not a loopback address: listening there needs --auth-token-file "
+                     "(every connection then presents the token)",
+                     host);
+            freeaddrinfo(ai);
             return -1;
         }
         fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -151,7 +191,7 @@ sys_fail:
 }
 
 int srv_loop_listen(server_t *s, const char *spec, char *err, size_t errlen) {
-    int fd = listen_on(spec, err, errlen);
+    int fd = listen_on(s, spec, err, errlen);
     if (fd < 0) return -1;
     s->loop->listen_fd = fd;
     srv_loop_add(s, fd, EPOLLIN, TAG_LISTEN);
@@ -180,8 +220,10 @@ static void start_stopping(server_t *s) {
 
 /* The nearest timer: a model load's bound or a batch window's end. */
 static int next_timeout(server_t *s) {
-    int t = srv_cmds_timer_ms(s), wt = srv_dispatch_timer_ms(s);
-    if (wt >= 0 && (t < 0 || wt < t)) t = wt;
+    int t = srv_cmds_timer_ms(s),
+        more[] = {srv_dispatch_timer_ms(s), srv_conns_hello_timer_ms(s), srv_streams_timer_ms(s)};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
+        if (more[i] >= 0 && (t < 0 || more[i] < t)) t = more[i];
     return t;
 }
 
@@ -192,7 +234,8 @@ int srv_loop_run(server_t *s) {
         /* retire finished connections; in stdio mode that is the end */
         if (srv_conns_retire(s, &exit_code)) return exit_code;
         if (s->stopping && srv_conns_empty(s) && srv_idle(s)) return exit_code;
-        int n = epoll_wait(s->loop->epfd, evs, 64, next_timeout(s));
+        int busy = srv_conns_read_unpolled(s);
+        int n = epoll_wait(s->loop->epfd, evs, 64, busy ? 0 : next_timeout(s));
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "ospreyd: epoll_wait: %s\n", strerror(errno));
             return 1;
@@ -215,5 +258,7 @@ int srv_loop_run(server_t *s) {
         }
         srv_cmds_check_timers(s);
         srv_dispatch_flush_due(s);
+        srv_conns_expire_hellos(s);
+        srv_streams_check_timers(s);
     }
 }

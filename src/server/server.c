@@ -6,14 +6,18 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "model/loader.h"
+#include "model/model.h"
+#include "model/paths.h"
 #include "sched/bufpool.h"
 #include "sched/cache.h"
 #include "sched/ctxpool.h"
 #include "sched/sched.h"
 #include "sched/window.h"
+#include "server/auth.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
@@ -43,6 +47,8 @@ static void server_free(server_t *s) {
     osp_cache_free(s->cache);
     srv_stats_free(s->stats);
     srv_loop_free(s->loop);
+    osp_paths_free(s->roots);
+    srv_auth_free(s->auth);
     free(s);
 }
 
@@ -65,8 +71,9 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->cache = osp_cache_new(256, 256, (size_t)1 << 30);
     s->bufs = osp_bufpool_new(BUF_KEEP);
     s->ctxs = osp_ctxpool_new();
-    if (!s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->shm || !s->streams ||
-        !s->cache || !s->bufs || !s->ctxs) {
+    s->roots = osp_paths_new();
+    if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->shm ||
+        !s->streams || !s->cache || !s->bufs || !s->ctxs) {
         fprintf(stderr, "ospreyd: out of memory\n");
         server_free(s);
         return NULL;
@@ -74,10 +81,37 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     return s;
 }
 
+/* What socket peers may reach: the model roots (the --config models'
+ * folders join them as they load) and the token. 0 or the exit status. */
+static int exposure_setup(server_t *s) {
+    const osp_server_opts_t *o = &s->opts;
+    char err[1200];
+    if (!o->listen) return 0;
+    for (int i = 0; i < o->n_model_roots; i++) {
+        if (osp_paths_add(s->roots, o->model_roots[i], err, sizeof err)) {
+            fprintf(stderr, "ospreyd: --model-root: %s\n", err);
+            return 2;
+        }
+    }
+    if (!o->n_model_roots) {
+        char dir[1100];
+        osp_cache_dir(dir, sizeof dir - 8);
+        strcat(dir, "/models");
+        if (osp_paths_add(s->roots, dir, err, sizeof err))
+            fprintf(stderr, "ospreyd: %s; socket peers may name only --config's models\n", err);
+    }
+    if (o->auth_token_file && !(s->auth = srv_auth_load(o->auth_token_file, err, sizeof err))) {
+        fprintf(stderr, "ospreyd: %s\n", err);
+        return 2;
+    }
+    return 0;
+}
+
 int osp_server_run(const osp_server_opts_t *opts) {
     server_t *s = server_new(opts);
     if (!s) return 1;
-    int rc = srv_hello_preload(s);
+    int rc = exposure_setup(s);
+    if (!rc) rc = srv_hello_preload(s);
     if (rc) {
         server_free(s);
         return rc;

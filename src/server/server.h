@@ -10,11 +10,20 @@
 
 #include <stdint.h>
 
+#define OSP_SERVER_MAX_ROOTS 16
+
 typedef struct {
     const char *listen;      /* NULL: stdin/stdout; "unix:PATH" or "tcp:HOST:PORT" */
     const char *config_path; /* socket mode: a startup config whose models preload */
     uint32_t max_frame;      /* declared-length cap; 0 = 64 MiB */
     int stdio_in, stdio_out; /* without listen: the host's pipes (ospreyd: 0 and 1) */
+    /* what socket peers may reach (docs/security.md); stdio is the host's own */
+    const char *model_roots[OSP_SERVER_MAX_ROOTS]; /* none: <cache>/models */
+    int n_model_roots;
+    const char *auth_token_file; /* NULL: no token; required for a non-loopback bind */
+    int socket_mode;             /* a unix socket's permissions; 0 = 0660 */
+    int read_only;               /* sockets may not load, replace, unload or reconfigure */
+    int handshake_ms;            /* a socket's handshake must arrive within it; 0 = 10000 */
 } osp_server_opts_t;
 
 /* Run until stdin closes (stdio) or SIGTERM/SIGINT; returns the exit status. */

@@ -31,6 +31,12 @@
 #include "wire/peek.h"
 
 
+/* Registrations a peer may hold: each is a mapping of the server's
+ * address space and a descriptor's worth of kernel state; 2 000 were once
+ * taken by one connection without limit. */
+#define SHM_PER_CONN 64
+#define SHM_MAX 256
+
 struct shm_region {
     struct shm_region *next;
     int fd; /* kept open: its size is checked before each frame */
@@ -87,9 +93,10 @@ srv_shm_t *srv_shm_new(void) { return calloc(1, sizeof(srv_shm_t)); }
 
 int srv_shm_registered(const server_t *s) { return s->shm->head != NULL; }
 
-static shm_region_t *find(server_t *s, uint32_t id) {
+/* A region of connection `owner`: a peer reaches only its own. */
+static shm_region_t *find(server_t *s, uint32_t id, uint32_t owner) {
     for (shm_region_t *r = s->shm->head; r; r = r->next)
-        if (r->id == id) return r;
+        if (r->id == id && r->owner == owner) return r;
     return NULL;
 }
 
@@ -97,6 +104,17 @@ static void region_free(shm_region_t *r) {
     munmap((void *)r->base, r->size);
     close(r->fd);
     free(r);
+}
+
+/* Regions registered by connection owner, and in all. */
+static int regions_of(const srv_shm_t *sh, uint32_t owner, int *all) {
+    int mine = 0;
+    *all = 0;
+    for (const shm_region_t *r = sh->head; r; r = r->next) {
+        (*all)++;
+        mine += r->owner == owner;
+    }
+    return mine;
 }
 
 void srv_shm_release(server_t *s, shm_region_t *r) {
@@ -167,6 +185,13 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
                   "register_shm: \"size\" must be a positive whole number of bytes", NULL);
             return 1;
         }
+        int all, mine = regions_of(s->shm, srv_conn_id(c), &all);
+        if (mine >= SHM_PER_CONN || all >= SHM_MAX) {
+            snprintf(err, sizeof err, "register_shm: at most %d regions on a connection and %d in all",
+                     SHM_PER_CONN, SHM_MAX);
+            reply(s, c, req_id, name, err, NULL);
+            return 1;
+        }
         int fd = shm_open(nm->valuestring, O_RDONLY, 0);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0) {
@@ -212,7 +237,7 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
     if (strcmp(name, "unregister_shm") == 0) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(cmd, "regionId");
         shm_region_t *r = cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble <= 4294967295.0
-                              ? find(s, (uint32_t)id->valuedouble)
+                              ? find(s, (uint32_t)id->valuedouble, srv_conn_id(c))
                               : NULL;
         if (!r) {
             reply(s, c, req_id, name, "unregister_shm: no such \"regionId\"", NULL);
@@ -238,7 +263,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
         osp_buf_put(s->bufs, frame);
         return;
     }
-    shm_region_t *r = find(s, m.region);
+    shm_region_t *r = find(s, m.region, srv_conn_id(c));
     if (!r) {
         snprintf(err, sizeof err, "shm region %u not registered", m.region);
         shm_error(s, c, f->req_id, err);

@@ -28,12 +28,14 @@ typedef struct srv_cmds srv_cmds_t;       /* cmds.h */
 typedef struct srv_stats srv_stats_t;     /* stats.h */
 typedef struct srv_shm srv_shm_t;         /* shm.h */
 typedef struct srv_streams srv_streams_t; /* streams.h */
+typedef struct srv_auth srv_auth_t;       /* auth.h */
 struct osp_sched;
 struct osp_window;
 struct osp_cache;
 struct osp_bufpool;
 struct osp_ctxpool;
 struct osp_loader;
+struct osp_paths;
 
 /* Written once, when the worker pools start (the first handshake, or the
  * startup config of --listen --config: hello.c); read-only after. */
@@ -73,6 +75,8 @@ struct server {
     struct osp_cache *cache;   /* frames and tensors (sched/cache.h) */
     struct osp_bufpool *bufs;  /* frame buffers, I/O thread only (sched/bufpool.h) */
     struct osp_ctxpool *ctxs;  /* inference contexts (sched/ctxpool.h) */
+    struct osp_paths *roots; /* where socket peers' files may lie (model/paths.h); fixed at startup */
+    srv_auth_t *auth;        /* the socket token, or NULL (auth.h) */
 };
 
 #endif

@@ -11,10 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "model/model.h"
+#include "model/paths.h"
 #include "sched/pool.h"
 #include "server/cmds.h"
 #include "server/conn.h"
@@ -27,6 +30,17 @@
 #include "wire/peek.h"
 
 #define STREAM_JOIN_MS 1000
+/* What one peer may ask of the server's memory and threads (docs/security.md):
+ * each stream is a scoring thread and a ring of (window + stride x backlog)
+ * frames; 100 streams of the largest ring a connection could once ask for
+ * took 1.1 GB and 112 threads. */
+#define STREAM_MAX_FRAME_LEN 65536
+#define STREAM_MAX_WINDOW 4096
+#define STREAM_MAX_STRIDE 4096
+#define STREAM_MAX_BACKLOG 1024
+#define STREAM_MAX_RING_FLOATS (16u << 20) /* 64 MiB */
+#define STREAMS_PER_CONN 8                 /* open or opening */
+#define STREAMS_MAX 64                     /* in all */
 
 typedef struct srv_stream srv_stream_t;
 
@@ -42,12 +56,20 @@ struct srv_stream {
 struct srv_streams {
     srv_stream_t *head;
     uint32_t next_id;
+    int opening;              /* open_stream loads under way (abandoned ones too: their
+                            * threads still run) */
+    uint32_t *opening_by;     /* ... the connection of each (STREAMS_MAX entries) */
+    struct open_arg *pending; /* the loads under way, for their bound */
 };
 
 /* An open_stream in progress: loaded on a thread of its own, handed back
- * as an event job. */
-typedef struct {
+ * as an event job. The thread reads the request's fields and writes
+ * made/err; next, due and abandoned are the I/O thread's. */
+typedef struct open_arg {
     srv_job_t h;
+    struct open_arg *next;
+    struct timespec due; /* answered with an error if not loaded by then */
+    int abandoned;       /* answered so: the result is dropped when it comes */
     server_t *s;
     uint32_t conn_id, req_id;
     char path[1024];
@@ -57,6 +79,18 @@ typedef struct {
     srv_stream_t *made;
     char err[512];
 } open_arg_t;
+
+static void pending_unlink(srv_streams_t *sts, open_arg_t *a) {
+    open_arg_t **pp = &sts->pending;
+    while (*pp && *pp != a) pp = &(*pp)->next;
+    if (*pp) *pp = a->next;
+}
+
+static int64_t ms_until(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)(t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
+}
 
 static void stream_free(srv_stream_t *st) {
     if (!st) return;
@@ -118,9 +152,41 @@ static void *open_main(void *arg) {
     return NULL;
 }
 
+static void opening_add(srv_streams_t *sts, uint32_t conn_id) {
+    sts->opening_by[sts->opening++] = conn_id;
+}
+
+static void opening_remove(srv_streams_t *sts, uint32_t conn_id) {
+    for (int i = 0; i < sts->opening; i++)
+        if (sts->opening_by[i] == conn_id) {
+            sts->opening_by[i] = sts->opening_by[--sts->opening];
+            return;
+        }
+}
+
+/* Streams open or opening: on connection conn_id, and in all. */
+static int streams_of(const srv_streams_t *sts, uint32_t conn_id, int *all) {
+    int mine = 0;
+    *all = sts->opening;
+    for (int i = 0; i < sts->opening; i++) mine += sts->opening_by[i] == conn_id;
+    for (const srv_stream_t *st = sts->head; st; st = st->next) {
+        (*all)++;
+        mine += st->owner == conn_id;
+    }
+    return mine;
+}
+
 static void stream_opened(server_t *s, srv_job_t *h) {
     open_arg_t *a = (open_arg_t *)h;
     conn_t *c = srv_conn_find(s, a->conn_id);
+    pending_unlink(s->streams, a);
+    opening_remove(s->streams, a->conn_id);
+    if (a->abandoned) { /* answered at its bound */
+        fprintf(stderr, "ospreyd: the stream load of %s returned after its bound; dropped\n", a->path);
+        stream_free(a->made);
+        free(a);
+        return;
+    }
     srv_jobs_hold(s, -1);
     if (c) srv_conn_inflight(c, -1);
     if (!a->made) {
@@ -158,10 +224,19 @@ static int int_key(const cJSON *o, const char *k, int dflt, int lo, int hi, int 
     return 0;
 }
 
+/* The model file must be a regular file: ONNX Runtime's open of a FIFO
+ * would hold the opening thread (and the connection's answer) forever. */
+static int check_file(const open_arg_t *a, char *err, size_t errlen) {
+    int fd = osp_paths_open(a->path, "model file", OSP_MODEL_MAX_BYTES, NULL, err, errlen);
+    if (fd >= 0) close(fd);
+    return fd < 0 && fd != OSP_PATHS_ENOENT ? -1 : 0; /* a missing one: the runtime says so */
+}
+
 /* Fill a from {"model": "silero-vad"} or {"path", "frameLen", "window",
  * "stride", "backlog", "channels", "input", "output", "state": [[in, out]…],
  * "intInput", "intValue"}. */
-static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen) {
+static int parse_open(server_t *s, const conn_t *conn, open_arg_t *a, const cJSON *cfg, char *err,
+                      size_t errlen) {
     int n = 0;
     const char *model = str_key(cfg, "model", NULL);
     if (model && strcmp(model, "silero-vad") == 0) {
@@ -181,7 +256,7 @@ static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen)
                                        .backlog = 64,
                                        .channels = 1,
                                        .join_timeout_ms = STREAM_JOIN_MS};
-        return 0;
+        return check_file(a, err, errlen);
     }
     if (model) {
         snprintf(err, errlen,
@@ -193,17 +268,33 @@ static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "open_stream needs \"config\" with \"model\" or \"path\"");
         return -1;
     }
-    snprintf(a->path, sizeof a->path, "%s", path);
+    if (srv_from(conn) == SRV_FROM_PEER) {
+        if (osp_paths_confine(s->roots, path, "model file", a->path, sizeof a->path, err, errlen))
+            return -1;
+    } else {
+        snprintf(a->path, sizeof a->path, "%s", path);
+    }
     osp_stream_config_t c = {.join_timeout_ms = STREAM_JOIN_MS};
     int window, stride, backlog, channels, frame_len, iv;
-    if (int_key(cfg, "frameLen", 0, 1, 1 << 20, &frame_len) || frame_len == 0 ||
-        int_key(cfg, "window", 1, 1, 1 << 16, &window) ||
-        int_key(cfg, "stride", 0, 0, 1 << 16, &stride) ||
-        int_key(cfg, "backlog", 0, 0, 1 << 16, &backlog) ||
+    if (int_key(cfg, "frameLen", 0, 1, STREAM_MAX_FRAME_LEN, &frame_len) || frame_len == 0 ||
+        int_key(cfg, "window", 1, 1, STREAM_MAX_WINDOW, &window) ||
+        int_key(cfg, "stride", 0, 0, STREAM_MAX_STRIDE, &stride) ||
+        int_key(cfg, "backlog", 0, 0, STREAM_MAX_BACKLOG, &backlog) ||
         int_key(cfg, "channels", 1, 1, OSP_STREAM_MAX_CHANNELS, &channels) ||
         int_key(cfg, "intValue", 0, -2147483647, 2147483647, &iv)) {
         snprintf(err, errlen,
-                 "open_stream: frameLen (required), window, stride, backlog, channels and intValue must be whole numbers in range");
+                 "open_stream: frameLen (required, 1 to %d), window (1 to %d), stride (0 to %d), "
+                 "backlog (0 to %d), channels (1 to %d) and intValue must be whole numbers in range",
+                 STREAM_MAX_FRAME_LEN, STREAM_MAX_WINDOW, STREAM_MAX_STRIDE, STREAM_MAX_BACKLOG,
+                 OSP_STREAM_MAX_CHANNELS);
+        return -1;
+    }
+    uint64_t ring = ((uint64_t)window + (uint64_t)stride * (uint64_t)(backlog ? backlog : 1)) *
+                    (uint64_t)frame_len;
+    if (ring > STREAM_MAX_RING_FLOATS) {
+        snprintf(err, errlen,
+                 "open_stream: (window + stride x backlog) x frameLen is %llu values; at most %u",
+                 (unsigned long long)ring, STREAM_MAX_RING_FLOATS);
         return -1;
     }
     c.frame_len = frame_len;
@@ -237,7 +328,7 @@ static int parse_open(open_arg_t *a, const cJSON *cfg, char *err, size_t errlen)
         snprintf(a->names[n], 128, "%s", out->valuestring);
         a->spec.state_out[a->spec.n_state++] = a->names[n++];
     }
-    return 0;
+    return check_file(a, err, errlen);
 }
 
 static srv_stream_t *find(server_t *s, const cJSON *id) {
@@ -262,7 +353,15 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
             return 1;
         }
         const cJSON *cfg = cJSON_GetObjectItemCaseSensitive(cmd, "config");
-        if (!cJSON_IsObject(cfg) || parse_open(a, cfg, err, sizeof err)) {
+        int all, mine = streams_of(s->streams, srv_conn_id(c), &all);
+        if (mine >= STREAMS_PER_CONN || all >= STREAMS_MAX) {
+            snprintf(err, sizeof err, "open_stream: at most %d streams on a connection and %d in all",
+                     STREAMS_PER_CONN, STREAMS_MAX);
+            reply_cmd(s, srv_conn_id(c), req_id, name, err, NULL, NULL);
+            free(a);
+            return 1;
+        }
+        if (!cJSON_IsObject(cfg) || parse_open(s, c, a, cfg, err, sizeof err)) {
             if (!cJSON_IsObject(cfg))
                 snprintf(err, sizeof err, "open_stream needs a \"config\" object");
             reply_cmd(s, srv_conn_id(c), req_id, name, err, NULL, NULL);
@@ -272,6 +371,13 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
         a->h.kind = SRV_JOB_EVENT;
         a->h.done = stream_opened;
         a->s = s;
+        /* bounded as a model load is: a peer waits no longer than that */
+        double bound = s->set.load_bound_ms > 0 ? s->set.load_bound_ms : 120000.0;
+        if (bound > 86400000.0) bound = 86400000.0;
+        clock_gettime(CLOCK_MONOTONIC, &a->due);
+        int64_t ns = (int64_t)a->due.tv_nsec + (int64_t)(bound * 1e6);
+        a->due.tv_sec += (time_t)(ns / 1000000000);
+        a->due.tv_nsec = (long)(ns % 1000000000);
         a->conn_id = srv_conn_id(c);
         a->req_id = req_id;
         if (osp_thread_detached(open_main, a)) {
@@ -281,6 +387,9 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
         }
         srv_jobs_hold(s, 1);
         srv_conn_inflight(c, 1);
+        opening_add(s->streams, a->conn_id);
+        a->next = s->streams->pending;
+        s->streams->pending = a;
         return 1;
     }
     if (strcmp(name, "close_stream") == 0) {
@@ -301,6 +410,35 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
     return 0;
 }
 
+int srv_streams_timer_ms(server_t *s) {
+    int64_t best = -1;
+    for (open_arg_t *a = s->streams->pending; a; a = a->next) {
+        if (a->abandoned) continue;
+        int64_t ms = ms_until(&a->due) + 1;
+        if (ms < 0) ms = 0;
+        if (best < 0 || ms < best) best = ms;
+    }
+    return best > 3600000 ? 3600000 : (int)best;
+}
+
+void srv_streams_check_timers(server_t *s) {
+    for (open_arg_t *a = s->streams->pending; a; a = a->next) {
+        if (a->abandoned || ms_until(&a->due) > 0) continue;
+        /* a native load cannot be stopped: it is left to finish, its thread
+         * still counted against the connection's streams */
+        a->abandoned = 1;
+        srv_jobs_hold(s, -1);
+        conn_t *c = srv_conn_find(s, a->conn_id);
+        if (c) srv_conn_inflight(c, -1);
+        char err[1200];
+        snprintf(err, sizeof err,
+                 "open_stream: loading %s took longer than %.0f ms; left to finish, then dropped",
+                 a->path, s->set.load_bound_ms);
+        fprintf(stderr, "ospreyd: %s\n", err);
+        reply_cmd(s, a->conn_id, a->req_id, "open_stream", err, NULL, NULL);
+    }
+}
+
 void srv_streams_conn_closed(server_t *s, uint32_t conn_id) {
     for (srv_stream_t *st = s->streams->head, *n; st; st = n) {
         n = st->next;
@@ -311,7 +449,14 @@ void srv_streams_conn_closed(server_t *s, uint32_t conn_id) {
     }
 }
 
-srv_streams_t *srv_streams_new(void) { return calloc(1, sizeof(srv_streams_t)); }
+srv_streams_t *srv_streams_new(void) {
+    srv_streams_t *sts = calloc(1, sizeof *sts);
+    if (sts && !(sts->opening_by = calloc(STREAMS_MAX, sizeof *sts->opening_by))) {
+        free(sts);
+        return NULL;
+    }
+    return sts;
+}
 
 int srv_streams_open(const server_t *s) { return s->streams->head != NULL; }
 
@@ -322,6 +467,7 @@ void srv_streams_free(srv_streams_t *sts) {
         sts->head = st->next;
         stream_free(st);
     }
+    free(sts->opening_by);
     free(sts);
 }
 

@@ -52,12 +52,22 @@ int osp_wire_scan(const uint8_t *buf, size_t len, uint32_t max_frame, osp_wire_f
     memset(f, 0, sizeof *f);
     *need = 0;
     if (len < 4) {
-        *need = 8 - len; /* 8 bytes can already decide "too large" */
+        *need = 4 - len; /* 4 bytes can already decide "below the header" */
         return 0;
     }
     uint32_t tl = osp_wire_rd32(buf);
     f->total_len = tl;
     if (len >= 8) f->req_id = osp_wire_rd32(buf + 4);
+    if (tl < 5) {
+        /* the frame is the 4 + total_len bytes the host wrote; a req_id is
+         * among them only from total_len 4 on (else the reply goes on 0) */
+        if (len < 4 + (size_t)tl) {
+            *need = 4 + (size_t)tl - len;
+            return 0;
+        }
+        f->req_id = tl >= 4 ? osp_wire_rd32(buf + 4) : 0;
+        return OSP_WIRE_ESHORT;
+    }
     if (tl > frame_cap(max_frame)) {
         if (len < 8) {
             *need = 8 - len;
@@ -65,8 +75,7 @@ int osp_wire_scan(const uint8_t *buf, size_t len, uint32_t max_frame, osp_wire_f
         }
         return OSP_WIRE_ETOOBIG;
     }
-    /* the seed reads 9 header bytes, then max(0, total_len - 5) */
-    size_t flen = 4 + (size_t)(tl < 5 ? 5 : tl);
+    size_t flen = 4 + (size_t)tl;
     f->frame_len = flen;
     if (len >= 9) f->msg_type = buf[8];
     if (len < flen) {
@@ -529,6 +538,12 @@ void osp_wire_json_not_cached(osp_jw_t *w, uint32_t frame_id) {
 void osp_wire_json_too_large(osp_jw_t *w, uint32_t total_len, uint32_t max_frame) {
     char msg[80];
     snprintf(msg, sizeof msg, "frame too large: %u bytes (max %u)", total_len, frame_cap(max_frame));
+    osp_wire_json_error(w, msg);
+}
+
+void osp_wire_json_too_short(osp_jw_t *w, uint32_t total_len) {
+    char msg[80];
+    snprintf(msg, sizeof msg, "frame length %u is below the 5-byte header", total_len);
     osp_wire_json_error(w, msg);
 }
 

@@ -27,6 +27,7 @@ enum {
     OSP_WIRE_EINVAL = -1,  /* a malformed payload or config: answer, read on */
     OSP_WIRE_ETOOBIG = -2, /* a frame over the cap: answer if possible, close */
     OSP_WIRE_ENOMEM = -3,
+    OSP_WIRE_ESHORT = -4, /* total_len below the 5-byte header: answer, close */
 };
 
 /* Message types (the first byte after req_id). */
@@ -60,10 +61,11 @@ enum {
 /* ---- framing ------------------------------------------------------------------
  *
  * Request: [u32 total_len][u32 req_id][u8 msg_type][payload], little-endian,
- * total_len = 5 + len(payload). A total_len below 5 is what the seed reads
- * as a 9-byte frame with an empty payload (it reads the 9 header bytes, then
- * max(0, total_len - 5) more): osprey does the same, so such a frame is
- * answered like any empty payload and the stream stays in step with the seed.
+ * total_len = 5 + len(payload). A total_len below 5 cannot hold the req_id
+ * and msg_type it must count. The seed read 9 header bytes anyway, so a
+ * host that wrote only 4 + total_len bytes lost frame sync and got replies
+ * on request ids it never sent; osprey refuses such a frame
+ * (OSP_WIRE_ESHORT): the stream cannot be trusted past it.
  */
 
 typedef struct {
@@ -72,7 +74,7 @@ typedef struct {
     uint8_t msg_type;
     const uint8_t *payload; /* into the scanned buffer; NULL-safe when len 0 */
     size_t payload_len;
-    size_t frame_len; /* bytes the frame occupies: 4 + max(total_len, 5) */
+    size_t frame_len; /* bytes the frame occupies: 4 + total_len */
 } osp_wire_frame_t;
 
 /*
@@ -86,6 +88,10 @@ typedef struct {
  *  OSP_WIRE_ETOOBIG: total_len > max_frame; reported once the req_id is
  *    readable (8 bytes), with f->total_len and f->req_id filled. The stream
  *    cannot be resynchronised: answer (osp_wire_json_too_large) and close.
+ *  OSP_WIRE_ESHORT: total_len < 5, reported once the 4 + total_len bytes
+ *    the host wrote for it are in, with f->total_len and f->req_id filled
+ *    (req_id 0 when total_len < 4 left no room for one): answer
+ *    (osp_wire_json_too_short) and close.
  * max_frame 0 means OSP_WIRE_MAX_FRAME_DEFAULT; values below 5 count as 5.
  */
 int osp_wire_scan(const uint8_t *buf, size_t len, uint32_t max_frame, osp_wire_frame_t *f,
@@ -315,6 +321,8 @@ void osp_wire_json_not_loaded(osp_jw_t *w, uint8_t msg_type, unsigned model_idx)
 void osp_wire_json_not_cached(osp_jw_t *w, uint32_t frame_id);
 /* {"error": "frame too large: N bytes (max M)"}: the reply before closing. */
 void osp_wire_json_too_large(osp_jw_t *w, uint32_t total_len, uint32_t max_frame);
+/* {"error": "frame length N is below the 5-byte header"}: the reply before closing. */
+void osp_wire_json_too_short(osp_jw_t *w, uint32_t total_len);
 /* {"status": "cached", "frameId", "width", "height"} */
 void osp_wire_json_cached(osp_jw_t *w, uint32_t frame_id, uint32_t width, uint32_t height);
 

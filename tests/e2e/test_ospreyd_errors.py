@@ -131,14 +131,6 @@ def test_jpeg_model_not_loaded(v1):
     still_serving(v1)
 
 
-def test_short_total_len_is_an_empty_payload(v1):
-    # total_len below 5: the seed reads the 9 header bytes and an empty payload
-    rid = 4242
-    v1.conn.send_bytes(struct.pack("<IIB", 2, rid, MSG_JPEG))
-    assert v1.conn.reply(rid) == {"error": "empty infer_jpeg payload"}
-    still_serving(v1)
-
-
 def test_errors_counted(v1):
     before = v1.conn.mem_stats()["counters"]
     v1.conn.request(9, b"")

@@ -219,7 +219,8 @@ def test_events_reach_connections(spawn, tmp_path):
     0xFFFFFFFF: a socket host that issued the load sees it."""
     release = tmp_path / "go"
     hang = tb_script(tmp_path / "hang.json", load_block_file=release)
-    w = serve(spawn, tmp_path, tb_config([], timeout_ms=300))
+    # nothing preloaded: the script's folder is named a root
+    w = serve(spawn, tmp_path, tb_config([], timeout_ms=300), "unix", "--model-root", tmp_path)
     c, d = w.connect(), w.connect()
     hello(c, 2)
     hello(d, 1)

@@ -230,7 +230,7 @@ static void check_peek(const ref_t *r, const uint8_t *stream, int version) {
 
 /* An encoded frame and the frame it was read from: the same req_id and
  * payload bytes (the type may differ: every payload is read as each
- * extension; a total_len below 5 reads as 5). */
+ * extension). */
 static int same_body(const uint8_t *enc, const uint8_t *fr, size_t n) {
     return memcmp(enc + 4, fr + 4, 4) == 0 && memcmp(enc + 9, fr + 9, n - 9) == 0;
 }
@@ -338,7 +338,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             CHECK(rc < 0 || need >= 1);
             break;
         }
-        CHECK(f.frame_len >= 9 && f.frame_len <= n - off);
+        CHECK(f.frame_len >= 9 && f.frame_len <= n - off && f.frame_len == 4 + (size_t)f.total_len);
         CHECK(f.payload == s + off + 9 && f.payload_len == f.frame_len - 9);
         ref[nref++] = (ref_t){off, f.frame_len, f.req_id, f.msg_type};
         off += f.frame_len;
@@ -376,8 +376,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(rc == end_rc);
         if (rc < 0) {
             CHECK(f.req_id == bad.req_id && f.total_len == bad.total_len);
+            CHECK(rc == OSP_WIRE_ETOOBIG || rc == OSP_WIRE_ESHORT);
+            CHECK(rc != OSP_WIRE_ESHORT || f.total_len < 5);
             size_t at2 = osp_wire_reply_begin(&w);
-            osp_wire_json_too_large(&w, f.total_len, cap);
+            if (rc == OSP_WIRE_ESHORT)
+                osp_wire_json_too_short(&w, f.total_len);
+            else
+                osp_wire_json_too_large(&w, f.total_len, cap);
             check_reply(&w, at2, f.req_id);
         }
     }
