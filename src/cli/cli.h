@@ -18,6 +18,7 @@ int osp_cli_open_model(const char *cmd, const char *name, float threshold, struc
 int osp_cli_parse_unit(const char *cmd, const char *opt, const char *s, float *out);
 int osp_cmd_listen(int argc, char **argv);
 int osp_cmd_segment(int argc, char **argv);
+int osp_cmd_quantize(int argc, char **argv);
 
 #define OSP_VERSION "0.1.0"
 
