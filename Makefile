@@ -41,8 +41,9 @@ deps:
 	@test -s $(BUILD)/.ort-root.tmp || { echo "make: scripts/bootstrap.sh did not report ONNX Runtime" >&2; exit 1; }
 	@mv $(BUILD)/.ort-root.tmp $(BUILD)/.ort-root
 
+# the int8 models are made by the osprey binary of this build (osprey quantize)
 assets:
-	@scripts/fetch-assets.sh
+	@OSPREY_BIN=$(abspath $(BUILD))/bin scripts/fetch-assets.sh
 
 build: deps
 	@cmake -S . -B $(BUILD) -DONNXRUNTIME_ROOT="$$(cat $(BUILD)/.ort-root)" \
