@@ -108,6 +108,7 @@ bench: build assets
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
 	$(BUILD)/bin/bench_post
 	$(BUILD)/bin/bench_stream "$(OSPREY_CACHE)"
+	$(BUILD)/bin/bench_quant "$(OSPREY_CACHE)"
 	@$(PY) -c "import sys, pathlib; sys.path.insert(0, 'tests/e2e'); \
 	    from test_segment import frame_diff_model; frame_diff_model(pathlib.Path('$(BUILD)/framediff.onnx'))"
 	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)" 3 $(BUILD)/framediff.onnx
@@ -125,6 +126,10 @@ bench: build assets
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame shm  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@echo "the int8 catalog models (osprey quantize), each against its own limit:"
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4-int8 --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4-int8 --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ultraface-int8 --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
 	@echo "one frame in flight (K=1): p50-raw = p50 minus the median run of the 1-session raw loop; paired ="
 	@echo "the same with one request and one raw run in turns (both see the same load), medians of 5;"
 	@echo "pipe alone = the same bytes through a pipe to a thread that only reads them, in turns too:"
