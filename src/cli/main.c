@@ -15,6 +15,7 @@ static void usage(FILE *out) {
           "  models   list the built-in model catalog and which models are downloaded\n"
           "  ocr      read the text in images (text detection + recognition), JSON lines\n"
           "  compare  cosine similarity of the faces in two images\n"
+          "  quantize make an int8 model from a float one, calibrated on images and videos\n"
           "  segment  cut a video into events, describe them with a VLM, check a procedure\n"
           "  version  print the version\n"
           "\n"
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "ocr") == 0) return osp_cmd_ocr(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0) return osp_cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "listen") == 0) return osp_cmd_listen(argc - 1, argv + 1);
+    if (strcmp(cmd, "quantize") == 0) return osp_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(cmd, "segment") == 0) return osp_cmd_segment(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("osprey %s\n", OSP_VERSION);

@@ -60,8 +60,9 @@ typedef struct {
     osp_fit_t fit;
     float mean[3], std[3];
     float confidence, nms_iou;
-    const char *labels; /* built-in labels, '\n'-separated; NULL: a .labels file */
-    int batches;        /* the model file has a dynamic batch axis */
+    const char *labels;      /* built-in labels, '\n'-separated; NULL: a .labels file */
+    const char *labels_file; /* under <cache>/models, when not the model file's own */
+    int batches;             /* the model file has a dynamic batch axis */
     const char *description;
 } osp_catalog_entry_t;
 

@@ -273,13 +273,19 @@ cleanup:
 static int ort_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, char *err,
                    size_t errlen) {
     ort_model_t *om = m->impl;
-    OrtValue *vin[16] = {0}, *vout[16] = {0};
+    OrtValue *vin[16] = {0}, *vout_small[16] = {0};
     OrtStatus *st = NULL;
     int rc = OSP_RT_OK;
-    if (m->n_inputs > 16 || m->n_outputs > 16) {
-        snprintf(err, errlen, "model has too many inputs or outputs (%d, %d; at most 16)",
-                 m->n_inputs, m->n_outputs);
+    if (m->n_inputs > 16) {
+        snprintf(err, errlen, "model has too many inputs (%d; at most 16)", m->n_inputs);
         return OSP_RT_EINVAL;
+    }
+    /* models served have a few outputs; a calibration model (osprey
+     * quantize) has one per tensor it measures, and only it pays for this */
+    OrtValue **vout = vout_small;
+    if (m->n_outputs > 16 && !(vout = calloc((size_t)m->n_outputs, sizeof *vout))) {
+        snprintf(err, errlen, "out of memory");
+        return OSP_RT_ENOMEM;
     }
     for (int i = 0; i < m->n_inputs; i++) {
         size_t need = osp_dims_count(in[i].dims, in[i].rank) * osp_dtype_size(in[i].dtype);
@@ -353,10 +359,11 @@ static int ort_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out,
             }
     }
 done:
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < 16; i++)
         if (vin[i]) g_api->ReleaseValue(vin[i]);
+    for (int i = 0; i < m->n_outputs; i++)
         if (vout[i]) g_api->ReleaseValue(vout[i]);
-    }
+    if (vout != vout_small) free(vout);
     return rc;
 }
 
