@@ -14,6 +14,7 @@
 #include "sched/ctxpool.h"
 #include "sched/sched.h"
 #include "sched/window.h"
+#include "server/board.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
@@ -42,6 +43,7 @@ static void server_free(server_t *s) {
     osp_bufpool_free(s->bufs);
     osp_cache_free(s->cache);
     srv_stats_free(s->stats);
+    srv_board_free(s->board);
     srv_loop_free(s->loop);
     free(s);
 }
@@ -62,11 +64,12 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->stats = srv_stats_new();
     s->shm = srv_shm_new();
     s->streams = srv_streams_new();
+    s->board = srv_board_new();
     s->cache = osp_cache_new(256, 256, (size_t)1 << 30);
     s->bufs = osp_bufpool_new(BUF_KEEP);
     s->ctxs = osp_ctxpool_new();
     if (!s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->shm || !s->streams ||
-        !s->cache || !s->bufs || !s->ctxs) {
+        !s->board || !s->cache || !s->bufs || !s->ctxs) {
         fprintf(stderr, "ospreyd: out of memory\n");
         server_free(s);
         return NULL;
@@ -77,6 +80,7 @@ static server_t *server_new(const osp_server_opts_t *opts) {
 int osp_server_run(const osp_server_opts_t *opts) {
     server_t *s = server_new(opts);
     if (!s) return 1;
+    if (opts->listen && !opts->config_path) srv_board_configured(s); /* nothing to wait for */
     int rc = srv_hello_preload(s);
     if (rc) {
         server_free(s);
