@@ -8,9 +8,11 @@
 #include <string.h>
 
 #include "server/server.h"
+#include "wire/http.h"
 
 static void usage(FILE *out) {
     fputs("usage: ospreyd [--listen unix:PATH|tcp:HOST:PORT] [--config FILE] [--max-frame BYTES]\n"
+          "               [--http [HOST:]PORT]\n"
           "\n"
           "The osprey pool worker. Without --listen it reads request frames on stdin and\n"
           "writes replies on stdout (stderr carries logs only): the first frame is the\n"
@@ -25,6 +27,10 @@ static void usage(FILE *out) {
           "  --max-frame BYTES      largest request frame accepted (default 67108864);\n"
           "                         a larger one is answered with an error and its\n"
           "                         connection closed\n"
+          "  --http [HOST:]PORT     serve HTTP on its own threads: /healthz, /readyz,\n"
+          "                         /v1/models, /v1/stats, /metrics (Prometheus) and a\n"
+          "                         live dashboard at / (docs/http.md); HOST defaults\n"
+          "                         to 127.0.0.1, anything else is logged\n"
           "  -h, --help             this text\n"
           "\n"
           "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0.\n",
@@ -37,6 +43,7 @@ int main(int argc, char **argv) {
         {"listen", required_argument, NULL, 'l'},
         {"config", required_argument, NULL, 'c'},
         {"max-frame", required_argument, NULL, 'm'},
+        {"http", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
     int c;
@@ -44,6 +51,7 @@ int main(int argc, char **argv) {
         switch (c) {
         case 'l': o.listen = optarg; break;
         case 'c': o.config_path = optarg; break;
+        case 'H': o.http = optarg; break;
         case 'm': {
             char *end;
             errno = 0;
@@ -62,6 +70,14 @@ int main(int argc, char **argv) {
     if (optind < argc) {
         fprintf(stderr, "ospreyd: unexpected argument '%s'\n", argv[optind]);
         return 2;
+    }
+    if (o.http) {
+        char host[256], err[300];
+        unsigned port;
+        if (osp_http_bind_parse(o.http, host, sizeof host, &port, err, sizeof err)) {
+            fprintf(stderr, "ospreyd: %s\n", err);
+            return 2;
+        }
     }
     if (o.config_path && !o.listen) {
         fprintf(stderr, "ospreyd: --config goes with --listen (on stdin the first frame is the config)\n");

@@ -18,6 +18,7 @@
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
+#include "server/http.h"
 #include "server/job.h"
 #include "server/loop.h"
 #include "server/shm.h"
@@ -29,6 +30,11 @@
 
 static void server_free(server_t *s) {
     if (!s) return;
+    if (s->http) {
+        srv_http_stop(s->http); /* its threads read the parts below */
+        s->http = NULL;
+        srv_drain(s);           /* a /v1/stats it asked for that the loop had not taken */
+    }
     srv_exec_free(s->exec);
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
@@ -80,6 +86,14 @@ static server_t *server_new(const osp_server_opts_t *opts) {
 int osp_server_run(const osp_server_opts_t *opts) {
     server_t *s = server_new(opts);
     if (!s) return 1;
+    if (opts->http) { /* before the models load: /readyz says what is still loading */
+        char err[300];
+        if (!(s->http = srv_http_start(s, opts->http, err, sizeof err))) {
+            fprintf(stderr, "ospreyd: %s\n", err);
+            server_free(s);
+            return 1;
+        }
+    }
     if (opts->listen && !opts->config_path) srv_board_configured(s); /* nothing to wait for */
     int rc = srv_hello_preload(s);
     if (rc) {
