@@ -17,7 +17,8 @@ PACKAGES=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
     python3-onnx python3-numpy python3-pytest
     espeak-ng python3-pil fonts-dejavu-core ffmpeg libmosquitto-dev mosquitto mosquitto-clients
     librdkafka-dev
-    gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good)
+    gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+    libmicrohttpd-dev prometheus chromium)
 
 usage() {
     cat <<EOF
@@ -43,6 +44,10 @@ Prepares this machine to build and test osprey:
         only; SHA-256 checked) and the C API headers from Debian 13's
         libonnxruntime-dev (apt-get download with a private apt state; the
         system's apt configuration is not changed).
+
+ 3. npm packages the end-to-end tests use, from tests/e2e/browser/package-lock.json
+    (npm ci into tests/e2e/browser/node_modules, when the lockfile changed;
+    no browser is downloaded: the tests drive Debian's chromium).
 
 The last line on stdout is the ONNX Runtime root it settled on:
     ONNXRUNTIME_ROOT=/path
@@ -240,6 +245,21 @@ ort_fetch() {
 if [[ $skip_packages -eq 0 ]]; then
     check_packages
 fi
+
+# --- 3. npm packages for the tests -----------------------------------------
+npm_tests() {
+    local dir stamp want
+    dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/e2e/browser" && pwd)
+    stamp=$dir/node_modules/.osprey-lock-sha256
+    want=$(sha256_of "$dir/package-lock.json")
+    [[ -f $stamp && $(cat "$stamp") == "$want" ]] && return 0
+    need_cmd npm "install Debian's npm"
+    log "installing the tests' npm packages (tests/e2e/browser/package-lock.json) ..."
+    (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund \
+        --no-update-notifier) >&2 || die "npm ci in $dir failed"
+    printf '%s\n' "$want" > "$stamp"
+}
+npm_tests
 
 ORT_ROOT=
 if [[ -n ${ONNXRUNTIME_ROOT:-} ]]; then

@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "server/server.h"
+#include "wire/http.h"
 
 static void usage(FILE *out) {
     fputs("usage: ospreyd [--listen unix:PATH|tcp:HOST:PORT] [--config FILE] [--max-frame BYTES]\n"
           "               [--model-root DIR]... [--auth-token-file FILE] [--socket-mode MODE]\n"
           "               [--read-only] [--handshake-timeout-ms MS]\n"
+          "               [--http [HOST:]PORT]\n"
           "\n"
           "The osprey pool worker. Without --listen it reads request frames on stdin and\n"
           "writes replies on stdout (stderr carries logs only): the first frame is the\n"
@@ -38,6 +40,10 @@ static void usage(FILE *out) {
           "                         reconfigure models\n"
           "  --handshake-timeout-ms MS  a socket connection whose startup config has not\n"
           "                         arrived within MS is closed (default 10000)\n"
+          "  --http [HOST:]PORT     serve HTTP on its own threads: /healthz, /readyz,\n"
+          "                         /v1/models, /v1/stats, /metrics (Prometheus) and a\n"
+          "                         live dashboard at / (docs/http.md); HOST defaults\n"
+          "                         to 127.0.0.1, anything else is logged\n"
           "  -h, --help             this text\n"
           "\n"
           "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0.\n",
@@ -54,6 +60,7 @@ int main(int argc, char **argv) {
                                              {"socket-mode", required_argument, NULL, 's'},
                                              {"read-only", no_argument, NULL, 'o'},
                                              {"handshake-timeout-ms", required_argument, NULL, 'w'},
+                                             {"http", required_argument, NULL, 'H'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c;
@@ -61,6 +68,7 @@ int main(int argc, char **argv) {
         switch (c) {
         case 'l': o.listen = optarg; break;
         case 'c': o.config_path = optarg; break;
+        case 'H': o.http = optarg; break;
         case 'm': {
             char *end;
             errno = 0;
@@ -115,6 +123,14 @@ int main(int argc, char **argv) {
     if (optind < argc) {
         fprintf(stderr, "ospreyd: unexpected argument '%s'\n", argv[optind]);
         return 2;
+    }
+    if (o.http) {
+        char host[256], err[300];
+        unsigned port;
+        if (osp_http_bind_parse(o.http, host, sizeof host, &port, err, sizeof err)) {
+            fprintf(stderr, "ospreyd: %s\n", err);
+            return 2;
+        }
     }
     if (o.config_path && !o.listen) {
         fprintf(stderr,

@@ -17,6 +17,7 @@
 
 #include "model/loader.h"
 #include "sched/cache.h"
+#include "server/board.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/job.h"
@@ -142,6 +143,7 @@ static void load_done(server_t *s, srv_job_t *h) {
         if (l) {
             r->model = NULL; /* the slot's now */
             srv_slot_install(s, info.index, l);
+            srv_board_sync(s, info.index, r->load_ms);
             fprintf(stderr, "ospreyd: model %d %s: %s (%.0f ms)\n", info.index,
                     strcmp(name, "load") == 0 ? "loaded" : "replaced", srv_loaded_path(l),
                     r->load_ms);
@@ -153,6 +155,7 @@ static void load_done(server_t *s, srv_job_t *h) {
         } else {
             if (r->rc == 0) snprintf(r->err, sizeof r->err, "out of memory");
             fprintf(stderr, "ospreyd: model %d load failed: %s\n", info.index, r->err);
+            srv_board_failed(s, info.index, info.model_id, r->err);
             srv_cmd_error(s, q->conn_id, q->req_id, name, info.index, r->err);
         }
         osp_loader_result_free(r);
@@ -173,6 +176,11 @@ static void load_done(server_t *s, srv_job_t *h) {
         osp_wire_reply_event_late(&w, &ev);
         srv_broadcast(s, &w);
         osp_jw_free(&w);
+        if (srv_slot(s, info.index))
+            srv_board_sync(s, info.index, -1);
+        else
+            srv_board_failed(s, info.index, info.model_id,
+                             "its load returned after its bound; result discarded");
     }
     osp_loader_result_free(r);
 }
@@ -209,6 +217,7 @@ void srv_cmds_check_timers(server_t *s) {
              "background and no other load starts until it does",
              info.model_id, info.index, bound);
     fprintf(stderr, "ospreyd: model %d: %s\n", info.index, msg);
+    srv_board_poisoned(s, info.index, info.model_id, (double)bound);
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = srv_cmd_begin(w, cmd_name(q->cmd), info.index, "error");
     osp_jw_key(w, "reason");
@@ -284,6 +293,7 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
         return 0;
     }
     if (srv_model_cfg(s, srv_from(srv_conn_find(s, q->conn_id)), config, &cfg, err, sizeof err)) {
+        srv_board_failed(s, index, model_id, err);
         srv_cmd_error(s, q->conn_id, q->req_id, name, index, err);
         osp_loader_note_failed(ld);
         return 0;
@@ -292,7 +302,9 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
     srv_slots_grow(s, index);
     fprintf(stderr, "ospreyd: model %d load started: %s (bound %.0f ms)\n", index, cfg.path,
             osp_loader_bound_ms(ld));
+    srv_board_loading(s, index, &cfg);
     if (osp_loader_start(ld, &cfg, s->set.backend, index, model_id)) {
+        srv_board_failed(s, index, cfg.name, "cannot start a loader thread");
         srv_cmd_error(s, q->conn_id, q->req_id, name, index, "cannot start a loader thread");
         return 0;
     }
@@ -307,6 +319,7 @@ static void run_unload(server_t *s, cmdq_t *q) {
         return;
     }
     if (srv_slot_clear(s, index)) fprintf(stderr, "ospreyd: model %d unloaded\n", index);
+    srv_board_sync(s, index, -1);
     osp_jw_t *w = srv_reply_buf(s);
     srv_cmd_send(s, q->conn_id, w, srv_cmd_begin(w, "unload", index, "ok"), q->req_id);
 }

@@ -74,13 +74,36 @@ static void next_after(server_t *s, int idx) {
     frame_job_t *next;
     while ((next = osp_sched_complete(s->sched, idx)) && !run_admitted(s, next)) {
     }
+    srv_stat_depth(s, idx);
+}
+
+/* A served frame's stages into its model's histograms: total from the job's
+ * making to now; queue is what is neither preparing nor running (waiting
+ * for a run slot, in the pools' queues, the hand-back). A frame prepared
+ * as it was read (rows.c: no worker started its prepare, t0) was prepared
+ * before its job was made: that time is added to its total. */
+static void count_served(server_t *s, const frame_job_t *j) {
+    int idx = j->r.model_idx;
+    double prep = j->ctx ? j->ctx->prep_ms : 0, pred = j->r.predict_ms;
+    int as_read = j->r.t0.tv_sec == 0 && j->r.t0.tv_nsec == 0;
+    double total = osp_gate_ms_since(&j->r.arrived) + (as_read ? prep : 0);
+    double queue = total - prep - pred;
+    srv_stat_frames(s, idx, SRV_OUT_SERVED, 1);
+    srv_stat_duration(s, idx, SRV_STAGE_QUEUE, queue > 0 ? queue : 0);
+    srv_stat_duration(s, idx, SRV_STAGE_PREPROCESS, prep);
+    srv_stat_duration(s, idx, SRV_STAGE_PREDICT, pred);
+    srv_stat_duration(s, idx, SRV_STAGE_TOTAL, total);
 }
 
 static void frame_done(server_t *s, srv_job_t *h) {
     frame_job_t *j = (frame_job_t *)h;
     int idx = j->r.model_idx, admitted = j->admitted;
     if (j->r.shed) srv_stat_shed_deadline(s, idx, j->r.deadline_ms, 1);
-    if (j->r.failed) srv_stat_add(s, SRV_ST_ERRORS, 1);
+    if (j->r.failed) {
+        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
+    }
+    if (!j->r.shed && !j->r.failed) count_served(s, j);
     srv_job_retire(s, h);
     if (admitted) next_after(s, idx);
 }
@@ -89,7 +112,12 @@ static void batch_done(server_t *s, srv_job_t *h) {
     batch_job_t *b = (batch_job_t *)h;
     if (b->r.shed)
         srv_stat_shed_deadline(s, b->r.model_idx, b->r.deadline_ms, b->r.rq.u.batch.count);
-    if (b->r.failed) srv_stat_add(s, SRV_ST_ERRORS, 1);
+    if (b->r.failed) {
+        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_stat_frames(s, b->r.model_idx, SRV_OUT_ERROR, b->r.rq.u.batch.count);
+    }
+    if (!b->r.shed && !b->r.failed)
+        srv_stat_frames(s, b->r.model_idx, SRV_OUT_SERVED, b->r.rq.u.batch.count);
     srv_job_retire(s, h);
 }
 
@@ -144,6 +172,7 @@ static int run_admitted(server_t *s, frame_job_t *j) {
     }
     loaded_t *l = srv_slot(s, idx);
     if (!l) {
+        srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
         osp_jw_reset(&j->r.out);
         size_t at = osp_wire_reply_begin(&j->r.out);
         osp_wire_json_not_loaded(&j->r.out, j->r.msg_type, (unsigned)idx);
@@ -175,6 +204,7 @@ void srv_dispatch_submit(server_t *s, frame_job_t *j) {
         job_drop(s, shed, OSP_WIRE_SHED_QUEUE_FULL);
     }
     if (run && !run_admitted(s, j)) next_after(s, idx);
+    srv_stat_depth(s, idx);
 }
 
 /* ---- requests --------------------------------------------------------------------------- */

@@ -238,10 +238,12 @@ static void predict_single(frame_job_t *j) {
     }
     osp_result_t res;
     j->ctx->lone = r->lone;
-    if (osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err))
+    if (osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err)) {
         reply_infer_error(r, err, 0);
-    else
+    } else {
+        r->predict_ms = res.predict_ms;
         reply_result(r, &res, 1);
+    }
     finish(r);
 }
 
@@ -270,10 +272,12 @@ static void predict_window(window_job_t *w, wstate_t *ws) {
         n = 0;
     }
     for (int i = 0; i < n; i++) {
-        if (rcs[i])
+        if (rcs[i]) {
             reply_infer_error(&live[i]->r, err, 0);
-        else
+        } else {
+            live[i]->r.predict_ms = res[i].predict_ms;
             reply_result(&live[i]->r, &res[i], n);
+        }
     }
     server_t *s = w->srv;
     for (int i = 0; i < w->n; i++) finish(&w->items[i]->r);

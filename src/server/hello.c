@@ -21,6 +21,7 @@
 #include "sched/sched.h"
 #include "sched/window.h"
 #include "server/auth.h"
+#include "server/board.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
@@ -174,6 +175,20 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
     *loaded = *total = 0;
     const cJSON *mc;
     int i = 0;
+    /* every model on the board first: /readyz must not say ready between two loads */
+    cJSON_ArrayForEach(mc, models) {
+        char err[600];
+        osp_model_cfg_t cfg;
+        if (i < OSP_MAX_SLOTS && !srv_slot(s, i)) {
+            if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0)
+                srv_board_loading(s, i, &cfg);
+            else
+                srv_board_failed(s, i, "", err);
+        }
+        i++;
+    }
+    srv_board_configured(s);
+    i = 0;
     cJSON_ArrayForEach(mc, models) {
         char err[600];
         osp_model_cfg_t cfg;
@@ -198,12 +213,16 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             }
         }
         osp_model_t *m = NULL;
+        const char *name = "";
         if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0) {
             fprintf(stderr, "ospreyd: loading model %d: %s\n", i, cfg.path);
             char rerr[1200];
             if (from == SRV_FROM_OPERATOR &&
                 osp_paths_add_dir_of(s->roots, cfg.path, rerr, sizeof rerr) == 0)
                 fprintf(stderr, "ospreyd: model root: the folder of %s\n", cfg.path);
+            name = cfg.name;
+            struct timespec t0;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0) {
                 loaded_t *l = srv_loaded_new(m, &cfg);
                 if (l) {
@@ -212,11 +231,13 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
                 } else {
                     osp_model_free(m);
                 }
+                srv_board_sync(s, i, osp_gate_ms_since(&t0));
                 i++;
                 continue;
             }
         }
         fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i, err);
+        if (name[0]) srv_board_failed(s, i, name, err); /* a bad config is on the board already */
         i++;
     }
 }
@@ -268,17 +289,22 @@ static void hello_done(server_t *s, srv_job_t *h) {
     srv_jobs_hold(s, -1);
     for (int i = 0; i < p->n; i++) {
         int idx = p->index[i];
-        if (!p->m[i]) continue;
+        if (!p->m[i]) {
+            srv_board_failed(s, idx, p->cfg[i].name, "the handshake's load failed (see the log)");
+            continue;
+        }
         loaded_t *have = srv_slot(s, idx);
         if (have) {
             /* another connection filled it meanwhile */
             if (strcmp(srv_loaded_path(have), p->cfg[i].path) == 0) p->loaded++;
+            srv_board_sync(s, idx, -1);
             continue;
         }
         loaded_t *l = srv_loaded_new(p->m[i], &p->cfg[i]);
         if (!l) continue;
         p->m[i] = NULL;
         srv_slot_install(s, idx, l);
+        srv_board_sync(s, idx, osp_gate_ms_since(&p->t0));
         p->loaded++;
     }
     if (c) {
@@ -345,9 +371,11 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         } else {
             p->index[p->n] = i;
             p->cfg[p->n++] = cfg;
+            srv_board_loading(s, i, &cfg);
         }
         i++;
     }
+    srv_board_configured(s);
     if (p->n == 0) {
         send_ready(s, c, req_id, p->loaded, p->total, (int64_t)llround(osp_gate_ms_since(t0)));
         plan_free(p);

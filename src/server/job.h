@@ -62,6 +62,8 @@ typedef struct {
     int failed;            /* a worker answered it with an error */
     osp_jw_t out;          /* the reply frame, written by a worker */
     struct timespec t0;
+    struct timespec arrived; /* when the job was made (the per-model histograms) */
+    double predict_ms;       /* a single frame's run and decode, set by its predict worker */
 } srv_req_t;
 
 typedef struct {

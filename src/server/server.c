@@ -18,9 +18,11 @@
 #include "sched/sched.h"
 #include "sched/window.h"
 #include "server/auth.h"
+#include "server/board.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
+#include "server/http.h"
 #include "server/job.h"
 #include "server/loop.h"
 #include "server/shm.h"
@@ -32,6 +34,11 @@
 
 static void server_free(server_t *s) {
     if (!s) return;
+    if (s->http) {
+        srv_http_stop(s->http); /* its threads read the parts below */
+        s->http = NULL;
+        srv_drain(s); /* a /v1/stats it asked for that the loop had not taken */
+    }
     srv_exec_free(s->exec);
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
@@ -46,6 +53,7 @@ static void server_free(server_t *s) {
     osp_bufpool_free(s->bufs);
     osp_cache_free(s->cache);
     srv_stats_free(s->stats);
+    srv_board_free(s->board);
     srv_loop_free(s->loop);
     osp_paths_free(s->roots);
     srv_auth_free(s->auth);
@@ -68,12 +76,13 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->stats = srv_stats_new();
     s->shm = srv_shm_new();
     s->streams = srv_streams_new();
+    s->board = srv_board_new();
     s->cache = osp_cache_new(256, 256, (size_t)1 << 30);
     s->bufs = osp_bufpool_new(BUF_KEEP);
     s->ctxs = osp_ctxpool_new();
     s->roots = osp_paths_new();
     if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->shm ||
-        !s->streams || !s->cache || !s->bufs || !s->ctxs) {
+        !s->streams || !s->board || !s->cache || !s->bufs || !s->ctxs) {
         fprintf(stderr, "ospreyd: out of memory\n");
         server_free(s);
         return NULL;
@@ -111,6 +120,16 @@ int osp_server_run(const osp_server_opts_t *opts) {
     server_t *s = server_new(opts);
     if (!s) return 1;
     int rc = exposure_setup(s);
+    if (!rc && opts->http) { /* before the models load: /readyz says what is still loading */
+        char err[300];
+        if (!(s->http = srv_http_start(s, opts->http, err, sizeof err))) {
+            fprintf(stderr, "ospreyd: %s\n", err);
+            server_free(s);
+            return 1;
+        }
+    }
+    if (!rc && opts->listen && !opts->config_path)
+        srv_board_configured(s); /* nothing to wait for */
     if (!rc) rc = srv_hello_preload(s);
     if (rc) {
         server_free(s);

@@ -16,6 +16,7 @@ typedef struct {
     const char *listen;      /* NULL: stdin/stdout; "unix:PATH" or "tcp:HOST:PORT" */
     const char *config_path; /* socket mode: a startup config whose models preload */
     uint32_t max_frame;      /* declared-length cap; 0 = 64 MiB */
+    const char *http; /* "[HOST:]PORT": health, metrics and the dashboard (http.h), or NULL */
     int stdio_in, stdio_out; /* without listen: the host's pipes (ospreyd: 0 and 1) */
     /* what socket peers may reach (docs/security.md); stdio is the host's own */
     const char *model_roots[OSP_SERVER_MAX_ROOTS]; /* none: <cache>/models */

@@ -29,6 +29,8 @@ typedef struct srv_stats srv_stats_t;     /* stats.h */
 typedef struct srv_shm srv_shm_t;         /* shm.h */
 typedef struct srv_streams srv_streams_t; /* streams.h */
 typedef struct srv_auth srv_auth_t;       /* auth.h */
+typedef struct srv_board srv_board_t;     /* board.h */
+typedef struct srv_http srv_http_t;       /* http.h */
 struct osp_sched;
 struct osp_window;
 struct osp_cache;
@@ -69,6 +71,8 @@ struct server {
     srv_stats_t *stats;
     srv_shm_t *shm;
     srv_streams_t *streams;
+    srv_board_t *board;        /* model states for other threads (board.h) */
+    srv_http_t *http;          /* the HTTP door, or NULL (http.h) */
     struct osp_sched *sched;   /* admission (sched/sched.h) */
     struct osp_window *window; /* window batching (sched/window.h) once started, or NULL */
     struct osp_loader *loader; /* bounded model loads (model/loader.h) */

@@ -16,9 +16,26 @@
 #include "sched/sched.h"
 #include "server/slots.h"
 
+/* One model slot's counters. Frames are counted where they are answered
+ * (mostly on the I/O thread, the workers' gate from the I/O thread too):
+ * relaxed adds to memory no other model shares a line with often enough
+ * to matter; readers sum them when scraped. */
+typedef struct {
+    _Atomic int64_t frames[SRV_OUT_COUNT];
+    _Atomic int64_t buckets[SRV_STAGE_COUNT][SRV_HIST_BOUNDS + 1];
+    _Atomic int64_t sum_us[SRV_STAGE_COUNT];
+    _Atomic int running, pending;
+} model_counts_t;
+
 struct srv_stats {
     _Atomic int64_t v[SRV_ST_COUNT];
+    model_counts_t m[OSP_MAX_SLOTS];
 };
+
+/* 1 ms to 1 s, dense where camera models answer (5-100 ms) */
+const double srv_hist_bounds_s[SRV_HIST_BOUNDS] = {0.001, 0.002, 0.003, 0.005, 0.0075, 0.01,
+                                                   0.015, 0.02,  0.03,  0.05,  0.075,  0.1,
+                                                   0.15,  0.2,   0.3,   0.5,   0.75,   1.0};
 
 srv_stats_t *srv_stats_new(void) { return calloc(1, sizeof(srv_stats_t)); }
 void srv_stats_free(srv_stats_t *st) { free(st); }
@@ -31,7 +48,52 @@ int64_t srv_stat_get(const server_t *s, srv_stat_t which) {
     return atomic_load_explicit(&s->stats->v[which], memory_order_relaxed);
 }
 
+static model_counts_t *model_of(server_t *s, int idx) {
+    return idx >= 0 && idx < OSP_MAX_SLOTS ? &s->stats->m[idx] : NULL;
+}
+
+void srv_stat_frames(server_t *s, int idx, srv_outcome_t out, int64_t n) {
+    model_counts_t *m = model_of(s, idx);
+    if (m) atomic_fetch_add_explicit(&m->frames[out], n, memory_order_relaxed);
+}
+
+void srv_stat_duration(server_t *s, int idx, srv_stage_t stage, double ms) {
+    model_counts_t *m = model_of(s, idx);
+    if (!m) return;
+    if (!(ms > 0)) ms = 0;
+    double sec = ms / 1000.0;
+    int b = 0;
+    while (b < SRV_HIST_BOUNDS && sec > srv_hist_bounds_s[b]) b++;
+    atomic_fetch_add_explicit(&m->buckets[stage][b], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->sum_us[stage], (int64_t)llround(ms * 1000.0), memory_order_relaxed);
+}
+
+void srv_stat_depth(server_t *s, int idx) {
+    model_counts_t *m = model_of(s, idx);
+    if (!m || !s->sched) return;
+    int running, pending;
+    osp_sched_depth(s->sched, idx, &running, &pending);
+    atomic_store_explicit(&m->running, running, memory_order_relaxed);
+    atomic_store_explicit(&m->pending, pending, memory_order_relaxed);
+}
+
+void srv_stats_model(srv_stats_t *st, int idx, srv_model_counts_t *out) {
+    memset(out, 0, sizeof *out);
+    if (idx < 0 || idx >= OSP_MAX_SLOTS) return;
+    model_counts_t *m = &st->m[idx];
+    for (int o = 0; o < SRV_OUT_COUNT; o++)
+        out->frames[o] = atomic_load_explicit(&m->frames[o], memory_order_relaxed);
+    for (int g = 0; g < SRV_STAGE_COUNT; g++) {
+        for (int b = 0; b <= SRV_HIST_BOUNDS; b++)
+            out->buckets[g][b] = atomic_load_explicit(&m->buckets[g][b], memory_order_relaxed);
+        out->sum_s[g] = (double)atomic_load_explicit(&m->sum_us[g], memory_order_relaxed) / 1e6;
+    }
+    out->running = atomic_load_explicit(&m->running, memory_order_relaxed);
+    out->pending = atomic_load_explicit(&m->pending, memory_order_relaxed);
+}
+
 void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t n) {
+    srv_stat_frames(s, idx, SRV_OUT_EXPIRED, n);
     int64_t before = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_DEADLINE], n,
                                                memory_order_relaxed);
     int64_t total = before + n;
@@ -43,6 +105,7 @@ void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t 
 }
 
 void srv_stat_shed_queue(server_t *s, int idx) {
+    srv_stat_frames(s, idx, SRV_OUT_SHED, 1);
     int64_t total = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_QUEUE_FULL], 1,
                                               memory_order_relaxed) +
                     1;

@@ -41,6 +41,44 @@ void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t 
 /* A queue-full shed of one frame of model idx: counted and logged sampled. */
 void srv_stat_shed_queue(server_t *s, int idx);
 
+/* ---- per model, by slot (summed from atomics when read; no lock) ---------------- */
+
+typedef enum {
+    SRV_OUT_SERVED,
+    SRV_OUT_SHED,
+    SRV_OUT_EXPIRED,
+    SRV_OUT_ERROR,
+    SRV_OUT_COUNT
+} srv_outcome_t;
+typedef enum {
+    SRV_STAGE_QUEUE,
+    SRV_STAGE_PREPROCESS,
+    SRV_STAGE_PREDICT,
+    SRV_STAGE_TOTAL,
+    SRV_STAGE_COUNT
+} srv_stage_t;
+/* Histogram bounds in seconds, 1 ms to 1 s; a last bucket past them. */
+#define SRV_HIST_BOUNDS 18
+extern const double srv_hist_bounds_s[SRV_HIST_BOUNDS];
+
+/* n frames (batch items) of model idx answered with outcome: any thread.
+ * Shed and expired frames are also counted by the two functions below. */
+void srv_stat_frames(server_t *s, int idx, srv_outcome_t out, int64_t n);
+/* A served frame of model idx took ms in stage: any thread. */
+void srv_stat_duration(server_t *s, int idx, srv_stage_t stage, double ms);
+/* Publish model idx's admission depth (running, waiting): the I/O thread,
+ * whenever it changes. */
+void srv_stat_depth(server_t *s, int idx);
+
+typedef struct {
+    int64_t frames[SRV_OUT_COUNT];
+    int64_t buckets[SRV_STAGE_COUNT][SRV_HIST_BOUNDS + 1]; /* not cumulative */
+    double sum_s[SRV_STAGE_COUNT];
+    int running, pending;
+} srv_model_counts_t;
+/* Model idx's counters as they are now: any thread. */
+void srv_stats_model(srv_stats_t *st, int idx, srv_model_counts_t *out);
+
 /* The mem_stats record ({"cmd": "mem_stats", "status": "ok", ...}) into w. */
 void srv_write_mem_stats(server_t *s, osp_jw_t *w);
 
