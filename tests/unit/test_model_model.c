@@ -23,27 +23,7 @@
 
 #include "model/model.h"
 
-static char g_dir[] = "/tmp/osp_model_XXXXXX";
-
-static int setup_dir(void **s) {
-    (void)s;
-    return mkdtemp(g_dir) ? 0 : -1;
-}
-
-static int remove_dir(void **s) {
-    (void)s;
-    DIR *d = opendir(g_dir);
-    if (!d) return -1;
-    struct dirent *e;
-    char p[512];
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(p, sizeof p, "%s/%s", g_dir, e->d_name);
-            unlink(p);
-        }
-    closedir(d);
-    return rmdir(g_dir);
-}
+#include "tmpdir.h"
 
 static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
