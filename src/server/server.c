@@ -23,12 +23,14 @@
 #include "server/slots.h"
 #include "server/stats.h"
 #include "server/streams.h"
+#include "server/zmq.h"
 
 #define BUF_KEEP 24 /* frame buffers kept for reuse */
 
 static void server_free(server_t *s) {
     if (!s) return;
     srv_exec_free(s->exec);
+    srv_zmq_free(s->zmq); /* after the pools: no job holds one of its requests */
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
     srv_slots_free(s->slots);
@@ -90,9 +92,17 @@ int osp_server_run(const osp_server_opts_t *opts) {
             return 1;
         }
         fprintf(stderr, "ospreyd: listening on %s\n", opts->listen);
-    } else if (!srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
+    } else if (!(opts->zmq && opts->config_path) && !srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
         server_free(s);
         return 1;
+    }
+    if (opts->zmq) {
+        char err[1200];
+        if (!(s->zmq = srv_zmq_start(s, err, sizeof err))) {
+            fprintf(stderr, "ospreyd: --zmq: %s\n", err);
+            server_free(s);
+            return 1;
+        }
     }
     rc = srv_loop_run(s);
     server_free(s);

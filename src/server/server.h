@@ -15,9 +15,15 @@ typedef struct {
     const char *config_path; /* socket mode: a startup config whose models preload */
     uint32_t max_frame;      /* declared-length cap; 0 = 64 MiB */
     int stdio_in, stdio_out; /* without listen: the host's pipes (ospreyd: 0 and 1) */
+    const char *zmq;              /* Frigate's detector protocol on this endpoint, or NULL */
+    const char *zmq_labelmap;     /* the Frigate labelmap to answer in; NULL = Frigate's default */
+    const char *zmq_accept_models; /* a directory for models Frigate uploads; NULL = refuse them */
+    int zmq_bgr;                  /* Frigate sends BGR (input_pixel_format: bgr) */
 } osp_server_opts_t;
 
-/* Run until stdin closes (stdio) or SIGTERM/SIGINT; returns the exit status. */
+/* Run until stdin closes (stdio) or SIGTERM/SIGINT; returns the exit status.
+ * With zmq and config_path but no listen there is no stdio host: it runs
+ * until a signal. */
 int osp_server_run(const osp_server_opts_t *opts);
 
 #endif

@@ -28,6 +28,7 @@ typedef struct srv_cmds srv_cmds_t;       /* cmds.h */
 typedef struct srv_stats srv_stats_t;     /* stats.h */
 typedef struct srv_shm srv_shm_t;         /* shm.h */
 typedef struct srv_streams srv_streams_t; /* streams.h */
+typedef struct srv_zmq srv_zmq_t;         /* zmq.h */
 struct osp_sched;
 struct osp_window;
 struct osp_cache;
@@ -67,6 +68,7 @@ struct server {
     srv_stats_t *stats;
     srv_shm_t *shm;
     srv_streams_t *streams;
+    srv_zmq_t *zmq;              /* Frigate's detector protocol (--zmq), or NULL */
     struct osp_sched *sched;     /* admission (sched/sched.h) */
     struct osp_window *window;   /* window batching (sched/window.h) once started, or NULL */
     struct osp_loader *loader;   /* bounded model loads (model/loader.h) */
