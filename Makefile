@@ -67,13 +67,14 @@ ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory fuzz
 endif
 
-# libFuzzer (clang) over the wire codec: every parser a peer reaches. One
+# libFuzzer (clang) over the wire codecs: every parser a peer reaches. One
 # binary per target, each run for FUZZ_SECONDS on its committed seeds
 # (tests/fuzz/corpus/<target>/) and what earlier runs found ($(BUILD)/fuzz/corpus-<target>).
-FUZZ_TARGETS := wire json http
+FUZZ_TARGETS := wire json http frigate
 FUZZ_WHAT_wire := the wire codec (frames, payloads, peeks, encoders, replies)
 FUZZ_WHAT_json := the startup config and command JSON
 FUZZ_WHAT_http := the HTTP door's routes, bind spec, metric labels and quantiles
+FUZZ_WHAT_frigate := Frigate's zmq detector protocol (headers, tensors, rows, labelmaps)
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c src/wire/*.c src/wire/*.h
 	@mkdir -p $(dir $@)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
@@ -81,7 +82,7 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c src/wire/*.c src/wire/*.h
 
 fuzz: deps $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 	@status=0; for t in $(FUZZ_TARGETS); do \
-	    case $$t in wire) what="$(FUZZ_WHAT_wire)";; json) what="$(FUZZ_WHAT_json)";; http) what="$(FUZZ_WHAT_http)";; esac; \
+	    case $$t in wire) what="$(FUZZ_WHAT_wire)";; json) what="$(FUZZ_WHAT_json)";; http) what="$(FUZZ_WHAT_http)";; frigate) what="$(FUZZ_WHAT_frigate)";; esac; \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$t; \
 	    echo "fuzz_$$t: $(FUZZ_SECONDS) s of libFuzzer over $$what"; \
 	    $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \

@@ -1,6 +1,7 @@
 /* ospreyd: the pool worker. A host starts it and speaks the binary pool
  * protocol over stdin/stdout (docs/protocol.md), or connects to it over a
- * socket with --listen. */
+ * socket with --listen; Frigate reaches it as its zmq detector with --zmq
+ * (docs/frigate.md). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@ static void usage(FILE *out) {
           "               [--model-root DIR]... [--auth-token-file FILE] [--socket-mode MODE]\n"
           "               [--read-only] [--handshake-timeout-ms MS]\n"
           "               [--http [HOST:]PORT]\n"
+          "               [--zmq ENDPOINT [--zmq-labelmap FILE] [--zmq-accept-models DIR]\n"
+          "                [--zmq-pixel-format rgb|bgr]]\n"
           "\n"
           "The osprey pool worker. Without --listen it reads request frames on stdin and\n"
           "writes replies on stdout (stderr carries logs only): the first frame is the\n"
@@ -24,8 +27,10 @@ static void usage(FILE *out) {
           "  --listen unix:PATH     serve many connections on a Unix socket (extension);\n"
           "  --listen tcp:HOST:PORT   or on TCP; each connection does its own handshake,\n"
           "                         and all share the loaded models\n"
-          "  --config FILE          with --listen: a startup config (the same JSON as the\n"
-          "                         first frame) whose models are loaded before serving\n"
+          "  --config FILE          with --listen or --zmq: a startup config (the same JSON\n"
+          "                         as the first frame) whose models are loaded before\n"
+          "                         serving; with --zmq and no --listen there is no host on\n"
+          "                         stdin, and ospreyd serves until SIGTERM or SIGINT\n"
           "  --max-frame BYTES      largest request frame accepted (default 67108864);\n"
           "                         a larger one is answered with an error and its\n"
           "                         connection closed\n"
@@ -44,6 +49,21 @@ static void usage(FILE *out) {
           "                         /v1/models, /v1/stats, /metrics (Prometheus) and a\n"
           "                         live dashboard at / (docs/http.md); HOST defaults\n"
           "                         to 127.0.0.1, anything else is logged\n"
+          "  --zmq ENDPOINT         also be Frigate's `zmq` detector on ipc://PATH or\n"
+          "                         tcp://HOST:PORT (a ROUTER socket Frigate's REQ connects\n"
+          "                         to; see docs/frigate.md): its frames go through the same\n"
+          "                         admission as the pipe's, and are answered with 20 rows\n"
+          "                         [class, score, y_min, x_min, y_max, x_max] in Frigate's\n"
+          "                         class ids; a frame that cannot be served in time gets\n"
+          "                         zero rows. A tcp address other than loopback is logged\n"
+          "  --zmq-labelmap FILE    the Frigate labelmap whose ids to answer in (default:\n"
+          "                         Frigate's own, COCO's 91 ids minus one); labels map by\n"
+          "                         name, a label it lacks is left out\n"
+          "  --zmq-accept-models DIR  accept the model files Frigate uploads, written inside\n"
+          "                         DIR (at most 512 MiB, a plain file name) and loaded;\n"
+          "                         without it uploads are refused\n"
+          "  --zmq-pixel-format rgb|bgr  the channel order Frigate sends (its model's\n"
+          "                         input_pixel_format; default rgb)\n"
           "  -h, --help             this text\n"
           "\n"
           "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0.\n",
@@ -61,6 +81,10 @@ int main(int argc, char **argv) {
                                              {"read-only", no_argument, NULL, 'o'},
                                              {"handshake-timeout-ms", required_argument, NULL, 'w'},
                                              {"http", required_argument, NULL, 'H'},
+                                             {"zmq", required_argument, NULL, 'z'},
+                                             {"zmq-labelmap", required_argument, NULL, 'L'},
+                                             {"zmq-accept-models", required_argument, NULL, 'A'},
+                                             {"zmq-pixel-format", required_argument, NULL, 'P'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c;
@@ -116,6 +140,16 @@ int main(int argc, char **argv) {
             o.handshake_ms = (int)v;
             break;
         }
+        case 'z': o.zmq = optarg; break;
+        case 'L': o.zmq_labelmap = optarg; break;
+        case 'A': o.zmq_accept_models = optarg; break;
+        case 'P':
+            if (strcmp(optarg, "rgb") != 0 && strcmp(optarg, "bgr") != 0) {
+                fprintf(stderr, "ospreyd: --zmq-pixel-format takes rgb or bgr, not '%s'\n", optarg);
+                return 2;
+            }
+            o.zmq_bgr = strcmp(optarg, "bgr") == 0;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -132,9 +166,14 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (o.config_path && !o.listen) {
+    if (o.config_path && !o.listen && !o.zmq) {
         fprintf(stderr,
-                "ospreyd: --config goes with --listen (on stdin the first frame is the config)\n");
+                "ospreyd: --config goes with --listen or --zmq (on stdin the first frame is the config)\n");
+        return 2;
+    }
+    if (!o.zmq && (o.zmq_labelmap || o.zmq_accept_models || o.zmq_bgr)) {
+        fprintf(stderr,
+                "ospreyd: --zmq-labelmap, --zmq-accept-models and --zmq-pixel-format go with --zmq\n");
         return 2;
     }
     if (!o.listen &&

@@ -150,7 +150,10 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         return;
     }
     set_params(r, j->ctx);
-    switch (r->msg_type) {
+    switch (r->tp ? -1 : r->msg_type) {
+    case -1: /* a transport's own frame */
+        rc = r->tp->prepare(r, m, j->ctx, err, sizeof err);
+        break;
     case OSP_WIRE_MSG_INFER_JPEG: {
         if (!ws->dec && !(ws->dec = osp_decoder_new())) {
             reply_infer_error(r, "out of memory", 0);
@@ -220,6 +223,10 @@ static void put_result(const srv_req_t *r, osp_jw_t *w, const osp_result_t *res,
 }
 
 static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
+    if (r->tp) {
+        r->tp->result(r, srv_loaded_model(r->model), res);
+        return;
+    }
     osp_jw_reset(&r->out);
     size_t at = osp_wire_reply_begin(&r->out);
     put_result(r, &r->out, res, batch);

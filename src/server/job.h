@@ -43,10 +43,26 @@ typedef struct srv_job {
     void (*done)(server_t *s, struct srv_job *j);
 } srv_job_t;
 
-/* A request for one model: a frame or a batch. */
+struct srv_req;
+
+/* A transport whose requests are not a host connection's (zmq.c): how a
+ * frame's pixels become its model's tensor (a prepare worker), how its
+ * result is written (a predict worker), and where its reply goes (the I/O
+ * thread, from srv_job_retire, whatever the outcome: r->shed and
+ * r->failed say it). Requests of a connection have none. */
 typedef struct {
+    int (*prepare)(struct srv_req *r, const osp_model_t *m, osp_infer_ctx_t *ctx, char *err,
+                   size_t errlen);
+    void (*result)(struct srv_req *r, const osp_model_t *m, const osp_result_t *res);
+    void (*send)(server_t *s, struct srv_req *r);
+} srv_transport_t;
+
+/* A request for one model: a frame or a batch. */
+typedef struct srv_req {
     srv_job_t h;
     server_t *srv;
+    const srv_transport_t *tp; /* NULL: the reply goes to connection conn_id */
+    void *tp_arg;              /* the transport's own request */
     uint32_t conn_id, req_id;
     uint8_t msg_type;
     uint64_t deadline_ms;
@@ -94,15 +110,17 @@ void srv_jobs_free(srv_jobs_t *p);
 
 /* A frame or batch job for request rq of connection c, holding `frame`
  * (taken: returned to s->bufs when the job is freed); counted as in
- * flight on c until srv_job_retire. NULL when out of memory (frame is then
- * still the caller's). */
+ * flight on c until srv_job_retire. c is NULL for a transport's request
+ * (the caller sets r.tp and r.tp_arg; frame is NULL). NULL when out of
+ * memory (frame is then still the caller's). */
 frame_job_t *srv_frame_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
                                uint8_t *frame, size_t len);
 batch_job_t *srv_batch_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
                                uint8_t *frame, size_t len);
 window_job_t *srv_window_job_new(server_t *s, int model_idx);
 /* Send the job's reply (j->out) to its connection, if it is still there,
- * end its time in flight, and give everything it holds back. */
+ * or hand it to its transport; end its time in flight, and give
+ * everything it holds back. */
 void srv_job_retire(server_t *s, srv_job_t *j);
 /* Give a window job back (its items are retired one by one). */
 void srv_window_job_free(server_t *s, window_job_t *w);

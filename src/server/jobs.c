@@ -53,7 +53,7 @@ static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, conn_t *c,
     r->out = out;
     r->h.kind = kind;
     r->srv = s;
-    r->conn_id = srv_conn_id(c);
+    r->conn_id = c ? srv_conn_id(c) : 0; /* ids start at 1 */
     r->req_id = rq->req_id;
     r->msg_type = rq->msg_type;
     r->deadline_ms = rq->deadline_ms;
@@ -61,7 +61,7 @@ static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, conn_t *c,
     r->frame = frame;
     r->frame_len = len;
     clock_gettime(CLOCK_MONOTONIC, &r->arrived);
-    srv_conn_inflight(c, 1);
+    if (c) srv_conn_inflight(c, 1);
     s->jobs->inflight++;
 }
 
@@ -105,9 +105,13 @@ void srv_window_job_free(server_t *s, window_job_t *w) {
 void srv_job_retire(server_t *s, srv_job_t *h) {
     srv_jobs_t *p = s->jobs;
     srv_req_t *r = (srv_req_t *)h;
-    conn_t *c = srv_conn_find(s, r->conn_id);
-    srv_send(s, c, &r->out);
-    if (c) srv_conn_inflight(c, -1);
+    if (r->tp) {
+        r->tp->send(s, r);
+    } else {
+        conn_t *c = srv_conn_find(s, r->conn_id);
+        srv_send(s, c, &r->out);
+        if (c) srv_conn_inflight(c, -1);
+    }
     p->inflight--;
     srv_loaded_release(r->model);
     r->model = NULL;

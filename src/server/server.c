@@ -29,6 +29,7 @@
 #include "server/slots.h"
 #include "server/stats.h"
 #include "server/streams.h"
+#include "server/zmq.h"
 
 #define BUF_KEEP 24 /* frame buffers kept for reuse */
 
@@ -40,6 +41,7 @@ static void server_free(server_t *s) {
         srv_drain(s); /* a /v1/stats it asked for that the loop had not taken */
     }
     srv_exec_free(s->exec);
+    srv_zmq_free(s->zmq); /* after the pools: no job holds one of its requests */
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
     srv_slots_free(s->slots);
@@ -143,9 +145,18 @@ int osp_server_run(const osp_server_opts_t *opts) {
             return 1;
         }
         fprintf(stderr, "ospreyd: listening on %s\n", opts->listen);
-    } else if (!srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
+    } else if (!(opts->zmq && opts->config_path) &&
+               !srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
         server_free(s);
         return 1;
+    }
+    if (opts->zmq) {
+        char err[1200];
+        if (!(s->zmq = srv_zmq_start(s, err, sizeof err))) {
+            fprintf(stderr, "ospreyd: --zmq: %s\n", err);
+            server_free(s);
+            return 1;
+        }
     }
     rc = srv_loop_run(s);
     server_free(s);

@@ -1,0 +1,324 @@
+"""ospreyd --zmq: Frigate's `zmq` detector protocol, driven by a client that
+behaves as Frigate's plugin (frigate/detectors/plugins/zmq_ipc.py) does: a
+REQ socket with 200 ms send and receive timeouts and linger 0, the model
+handshake once per socket (30 s for its answer), each frame as
+[JSON header, C-order tensor bytes], and on a timeout or error a new socket,
+a new handshake, and zeros for that frame. The real ssd-oidv4 detector
+finds the person in messi5.jpg; the test backend (a test double for a
+model runtime, docs/test-backend.md) makes a model slow, to saturate it."""
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+from PIL import Image as PILImage
+
+from ospreyd_client import (MEDIA, MESSI_PERSON, MODELS, SANITIZED, SSD_CATALOG, iou, need,  # noqa: F401
+                            spawn, tb_config, tb_script)
+
+ZEROS = np.zeros((20, 6), np.float32)
+
+
+class FrigateZmq:
+    """Frigate's zmq detector, as its plugin talks: one request at a time."""
+
+    def __init__(self, ctx, endpoint, model_name, timeout_ms=200):
+        self.ctx, self.endpoint, self.model_name = ctx, endpoint, model_name
+        self.timeout_ms = timeout_ms
+        self.sock = None
+        self.timeouts = 0
+        self.ready = False
+        self.handshake = None
+        self._create_socket()
+        self._initialize_model()
+
+    def _create_socket(self):
+        if self.sock is not None:
+            self.sock.close(linger=0)
+        self.sock = self.ctx.socket(zmq.REQ)
+        self.sock.setsockopt(zmq.RCVTIMEO, self.timeout_ms)
+        self.sock.setsockopt(zmq.SNDTIMEO, self.timeout_ms)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(self.endpoint)
+
+    def _initialize_model(self):
+        self.sock.send_multipart([json.dumps({"model_request": True,
+                                              "model_name": self.model_name}).encode("utf-8")])
+        self.sock.setsockopt(zmq.RCVTIMEO, 30000)
+        try:
+            frames = self.sock.recv_multipart()
+        finally:
+            self.sock.setsockopt(zmq.RCVTIMEO, self.timeout_ms)
+        assert len(frames) == 1, frames
+        self.handshake = json.loads(frames[0].decode("utf-8"))
+        self.ready = bool(self.handshake.get("model_available") and self.handshake.get("model_loaded"))
+
+    def upload(self, name, data):
+        self.sock.send_multipart([json.dumps({"model_data": True, "model_name": name}).encode(), data])
+        self.sock.setsockopt(zmq.RCVTIMEO, 30000)
+        try:
+            frames = self.sock.recv_multipart()
+        finally:
+            self.sock.setsockopt(zmq.RCVTIMEO, self.timeout_ms)
+        assert len(frames) == 1, frames
+        return json.loads(frames[0].decode("utf-8"))
+
+    def send_raw(self, parts):
+        """Any parts; the reply parts, or None on Frigate's timeout."""
+        try:
+            self.sock.send_multipart(parts)
+            return self.sock.recv_multipart()
+        except zmq.Again:
+            self.timeouts += 1
+            self._create_socket()
+            self._initialize_model()
+            return None
+
+    def detect_raw(self, tensor):
+        header = json.dumps({"shape": list(tensor.shape), "dtype": str(tensor.dtype.name),
+                             "model_type": "ssd"}).encode("utf-8")
+        frames = self.send_raw([header, memoryview(tensor.tobytes(order="C"))])
+        return None if frames is None else decode(frames)
+
+    def close(self):
+        self.sock.close(linger=0)
+
+
+def decode(frames):
+    """The reply as Frigate reads it, checked to be what osprey promises."""
+    assert len(frames) == 2, frames
+    header = json.loads(frames[0].decode("utf-8"))
+    assert header == {"shape": [20, 6], "dtype": "float32"}, header
+    assert len(frames[1]) == 480
+    return np.frombuffer(frames[1], dtype=np.float32).reshape((20, 6))
+
+
+def check_rows(rows):
+    """Falling scores, boxes inside 0..1, zero rows after the last."""
+    n = int(np.count_nonzero(rows[:, 1] > 0))
+    assert all(rows[i, 1] >= rows[i + 1, 1] for i in range(n - 1)), rows
+    assert not rows[n:].any(), rows
+    assert ((rows[:n, 2:] >= 0) & (rows[:n, 2:] <= 1)).all(), rows
+    return rows[:n]
+
+
+def messi(size=(300, 300)):
+    img = PILImage.open(need(MEDIA / "messi5.jpg")).convert("RGB").resize(size)
+    return np.asarray(img, dtype=np.uint8)[None]  # [1, H, W, 3]
+
+
+def person_iou(rows):
+    """IoU of the best person row (Frigate's id 0) with the person in messi5.jpg."""
+    w, h = 548, 342
+    want = [MESSI_PERSON[0] / w, MESSI_PERSON[1] / h, MESSI_PERSON[2] / w, MESSI_PERSON[3] / h]
+    people = [r for r in rows if int(r[0]) == 0 and r[1] >= 0.4]
+    return max((iou([r[3], r[2], r[5], r[4]], want) for r in people), default=0.0)
+
+
+def wait_serving(w, timeout=120):
+    end = time.monotonic() + timeout
+    while "serving Frigate's zmq detector" not in w.stderr_text():
+        assert w.alive(), w.describe()
+        assert time.monotonic() < end, w.describe()
+        time.sleep(0.05)
+
+
+def start(spawn, tmp_path, config, *extra, listen=True):
+    cfg = tmp_path / "models.json"
+    cfg.write_text(json.dumps(config))
+    endpoint = f"ipc://{tmp_path}/zmq_detector"
+    args = ["--config", cfg, "--zmq", endpoint, *extra]
+    sock = tmp_path / "ospreyd.sock"
+    if listen:
+        args = ["--listen", f"unix:{sock}", *args]
+    w = spawn(*args, stdio=False)
+    wait_serving(w)
+    w.endpoint = endpoint
+    if listen:
+        w.host = w.connect_unix(sock)
+        w.host.hello({})
+    return w
+
+
+def counters(w):
+    return w.host.mem_stats()["counters"]
+
+
+@pytest.fixture
+def ctx():
+    c = zmq.Context()
+    yield c
+    c.destroy(linger=0)  # closes what a failed test left open
+
+
+@pytest.fixture
+def ssd(spawn, tmp_path):
+    need(MODELS / "ssd-oidv4.onnx")
+    return start(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 2})
+
+
+def test_person_in_frigate_ids_and_order(ssd, ctx):
+    f = FrigateZmq(ctx, ssd.endpoint, "ssd-oidv4")
+    assert f.handshake == {"model_available": True, "model_loaded": True}
+    frame = messi()
+    rows = f.detect_raw(frame)
+    assert rows is not None, "no reply within Frigate's 200 ms"
+    found = check_rows(rows)
+    assert person_iou(found) >= 0.6, found  # Frigate's id 0, y before x
+    assert 28 in found[:, 0].astype(int), found  # ssd-oidv4's "Footwear" is Frigate's "shoe"
+    # the same frame as Frigate sends it for other models: NCHW, float 0..1 and 0..255
+    for tensor in (frame.transpose(0, 3, 1, 2).copy(), frame.astype(np.float32) / 255.0,
+                   frame.transpose(0, 3, 1, 2).astype(np.float32)):
+        other = f.detect_raw(np.ascontiguousarray(tensor))
+        assert other is not None
+        assert person_iou(check_rows(other)) >= 0.6, other
+    assert counters(ssd)["inferZmq"] == 4
+    f.close()
+
+
+def test_budget_met_at_the_model_rate(ssd, ctx):
+    """Frames back to back, as a camera's detector sends them: every reply
+    arrives within Frigate's own 200 ms timeout, and finds the person."""
+    f = FrigateZmq(ctx, ssd.endpoint, "ssd-oidv4.onnx")  # Frigate sends the file's name
+    assert f.ready
+    frame = messi()
+    found = 0
+    for _ in range(60):
+        rows = f.detect_raw(frame)
+        assert rows is not None, f"a reply missed Frigate's 200 ms ({f.timeouts} timeouts)"
+        found += person_iou(check_rows(rows)) >= 0.6
+    assert found == 60
+    assert f.timeouts == 0
+    f.close()
+
+
+def test_bad_requests_answered_with_zeros_and_counted(ssd, ctx):
+    f = FrigateZmq(ctx, ssd.endpoint, "ssd-oidv4")
+    before = counters(ssd)
+    good = messi()
+    bad = [
+        [b"not json", b"x"],
+        [json.dumps({"shape": [1, 300, 300, 3], "dtype": "int16"}).encode(), b"x" * 10],
+        [json.dumps({"shape": [1, 300, 300, 3], "dtype": "uint8"}).encode(), good.tobytes()[:-1]],
+        [json.dumps({"shape": [1, 300, 300, 4], "dtype": "uint8"}).encode(), b"x" * 360000],
+        [json.dumps({"shape": [1, 300, 300, 3], "dtype": "uint8"}).encode()],
+        [json.dumps({"shape": [1, 300, 300, 3], "dtype": "uint8"}).encode(), good.tobytes(), b"extra"],
+    ]
+    for parts in bad:
+        frames = f.send_raw(parts)
+        assert frames is not None, f"no reply in time to {parts[0][:60]!r}"
+        assert (decode(frames) == ZEROS).all()
+    after = counters(ssd)
+    assert after["errors"] - before["errors"] == len(bad)
+    assert after["inferZmq"] - before["inferZmq"] == len(bad)
+    # the same socket still serves
+    assert person_iou(check_rows(f.detect_raw(good))) >= 0.6
+    f.close()
+
+
+def test_unknown_model_and_refused_upload(ssd, ctx, tmp_path):
+    f = FrigateZmq(ctx, ssd.endpoint, "nope.onnx")
+    assert f.handshake == {"model_available": False, "model_loaded": False}
+    assert f.upload("nope.onnx", b"\x08\x01" * 100) == {"model_saved": False, "model_loaded": False}
+    assert not any(p.name.startswith("nope") for p in tmp_path.iterdir())
+    f.close()
+
+
+def test_saturated_model_answered_with_zeros_in_time(spawn, tmp_path, ctx):
+    """One run slot, two waiting, each run 40 ms: of six frames sent at once
+    three are shed by admission, and those are answered at once with zeros;
+    every frame is answered within Frigate's 200 ms."""
+    model = tb_script(tmp_path / "slow.json", run_delay_ms=40, faces=[(0.9, [0.1, 0.2, 0.5, 0.6])])
+    labelmap = tmp_path / "labelmap.txt"
+    labelmap.write_text("0  face\n")
+    w = start(spawn, tmp_path, tb_config([model]), "--zmq-labelmap", labelmap)
+    n = 6
+    clients = [FrigateZmq(ctx, w.endpoint, "slow.json") for _ in range(n)]
+    assert all(c.ready for c in clients)
+    frame = np.full((1, 32, 32, 3), 128, np.uint8)
+    before = counters(w)
+    replies = [None] * n
+    go = threading.Barrier(n)
+
+    def one(i):
+        go.wait()
+        replies[i] = clients[i].detect_raw(frame)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r is not None for r in replies), f"{sum(r is None for r in replies)} missed 200 ms"
+    served = [r for r in replies if r[0, 1] > 0]
+    zeros = [r for r in replies if (r == ZEROS).all()]
+    assert len(served) + len(zeros) == n
+    assert served and zeros, replies
+    for r in served:  # the face, in the labelmap's id 0, y before x
+        np.testing.assert_allclose(r[0], [0, 0.9, 0.2, 0.1, 0.6, 0.5], atol=1e-5)
+    after = counters(w)
+    shed = (after["shedQueueFull"] - before["shedQueueFull"]) + \
+           (after["shedDeadlineExpired"] - before["shedDeadlineExpired"])
+    assert shed == len(zeros)
+    for c in clients:
+        c.close()
+
+
+def test_reconnect_after_the_client_drops(spawn, tmp_path, ctx):
+    """zmq alone (no host on stdin, no --listen): a client that goes away
+    with a frame in flight, then comes back with a new socket, is served
+    as before; SIGTERM ends the process cleanly."""
+    need(MODELS / "ssd-oidv4.onnx")
+    w = start(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG]}, listen=False)
+    frame = messi()
+    f = FrigateZmq(ctx, w.endpoint, "ssd-oidv4")
+    header = json.dumps({"shape": list(frame.shape), "dtype": "uint8", "model_type": "ssd"}).encode()
+    for _ in range(3):
+        f.sock.send_multipart([header, frame.tobytes()])
+        f.close()  # gone before its reply
+        f = FrigateZmq(ctx, w.endpoint, "ssd-oidv4")
+        assert f.ready
+        assert person_iou(check_rows(f.detect_raw(frame))) >= 0.6
+    f.close()
+    w.signal()
+    assert w.wait() == 0, w.describe()
+
+
+def yolo_script(path):
+    """A test-backend script for a YOLO-shaped model ([1, 84, 100] out of a
+    [1, 3, 32, 32] input) that "finds" one person (COCO class 0) at
+    x 12..20, y 8..24 of its input."""
+    sets = [{"at": [0, k, 0], "value": v} for k, v in enumerate([16, 16, 8, 16, 0.8])]
+    path.write_text(json.dumps({
+        "inputs": [{"name": "images", "dtype": "float32", "shape": [1, 3, 32, 32]}],
+        "outputs": [{"name": "output0", "dtype": "float32", "shape": [1, 84, 100], "fill": 0,
+                     "set": sets}]}))
+    return path.read_bytes()
+
+
+def test_upload_accepted_only_inside_its_directory(spawn, tmp_path, ctx):
+    models = tmp_path / "uploads"
+    models.mkdir()
+    other = tb_script(tmp_path / "other.json")
+    w = start(spawn, tmp_path, tb_config([other]), "--zmq-accept-models", models)
+    script = yolo_script(tmp_path / "made.json")
+    f = FrigateZmq(ctx, w.endpoint, "uploaded.json")
+    assert f.handshake == {"model_available": False, "model_loaded": False}
+    # what a peer may not do: a path, a hidden name
+    for name in ("../evil.json", "/tmp/evil.json", ".hidden.json", "a/b.json"):
+        assert f.upload(name, script) == {"model_saved": False, "model_loaded": False}
+    assert not (tmp_path / "evil.json").exists() and not any(models.iterdir())
+    # Frigate's own upload, then frames on it
+    assert f.upload("uploaded.json", script) == {"model_saved": True, "model_loaded": True}
+    assert (models / "uploaded.json").read_bytes() == script
+    assert sorted(p.name for p in models.iterdir()) == ["uploaded.json"]
+    rows = f.detect_raw(np.full((1, 32, 32, 3), 100, np.uint8))
+    assert rows is not None
+    np.testing.assert_allclose(check_rows(rows)[0], [0, 0.8, 0.25, 0.375, 0.75, 0.625], atol=1e-5)
+    # a new socket's handshake now finds it loaded
+    g = FrigateZmq(ctx, w.endpoint, "uploaded.json")
+    assert g.handshake == {"model_available": True, "model_loaded": True}
+    f.close()
+    g.close()
