@@ -92,15 +92,17 @@ static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp) {
         if ((s[i] & 0xC0) != 0x80) return 0;
         v = (v << 6) | (s[i] & 0x3F);
     }
-    if ((len == 3 && (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF))) ||
-        (len == 4 && (v < 0x10000 || v > 0x10FFFF)))
-        return 0;
+    /* an encoded surrogate (0xD800-0xDFFF) is taken: the JSON reader stores
+     * a lone \udXXX that way (Python's surrogatepass), and json.dumps writes
+     * it back as \udXXX */
+    if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10FFFF))) return 0;
     *cp = v;
     return len;
 }
 
 /* A JSON string with ensure_ascii, as json.dumps writes it: non-ASCII as
- * \uXXXX (surrogate pairs above U+FFFF); invalid UTF-8 bytes as U+FFFD. */
+ * \uXXXX (surrogate pairs above U+FFFF, a lone encoded surrogate as
+ * itself); invalid UTF-8 bytes as U+FFFD. */
 static void put_string(osp_jw_t *w, const char *s, size_t n) {
     putc1(w, '"');
     size_t start = 0;

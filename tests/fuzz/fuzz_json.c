@@ -17,12 +17,17 @@
 #include <string.h>
 
 #include "wire/frame.h"
+#include <stdio.h>
+
 #include "wire/jsonw.h"
 #include "wire/pyjson.h"
 
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
+#define CHECK(c)                                                         \
+    do {                                                                 \
+        if (!(c)) {                                                      \
+            fprintf(stderr, "CHECK failed line %d: %s\n", __LINE__, #c); \
+            __builtin_trap();                                            \
+        }                                                                \
     } while (0)
 
 /* The tree as osprey's replies would write it (depth is bounded by the

@@ -44,6 +44,12 @@ static void test_escaping(void **s) {
     osp_jw_str(&w, "\xff\xe2\x80\x94x"); /* an invalid byte, then an em dash */
     assert_string_equal(w.buf, "\"\\ufffd\\u2014x\"");
     osp_jw_reset(&w);
+    /* a lone surrogate as the JSON reader stores it (surrogatepass) is
+     * written back as itself, as json.dumps writes "\ud801": two different
+     * ones must not both become U+FFFD */
+    osp_jw_str(&w, "\xed\xa0\x81x\xed\xb8\x80");
+    assert_string_equal(w.buf, "\"\\ud801x\\ude00\"");
+    osp_jw_reset(&w);
     osp_jw_strn(&w, "x\0y", 3);
     assert_string_equal(w.buf, "\"x\\u0000y\"");
     osp_jw_free(&w);
