@@ -5,67 +5,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What a model and its int8 variant share: the input, its preparation and
+ * the decoding (the variants are made from the float files by
+ * scripts/fetch-assets.sh, osprey quantize, and take the same tensors). */
+#define SSD_OIDV4_IO                                                                           \
+    .batches = 1, /* tools/tflite2onnx.py emits a dynamic batch axis */                        \
+        .postprocessor = "ssd", .width = 300, .height = 300, .channels = 3, .layout = "NHWC",  \
+    .fit = OSP_FIT_RESIZE, /* px/127.5 - 1 */                                                  \
+        .mean = {127.5f, 127.5f, 127.5f}, .std = {127.5f, 127.5f, 127.5f}, .confidence = 0.3f, \
+    .nms_iou = 0.45f
+#define ULTRAFACE_IO                                                                            \
+    .postprocessor = "ultraface", .width = 320, .height = 240, .channels = 3, .layout = "NCHW", \
+    .fit = OSP_FIT_RESIZE, /* (px - 127) / 128 */                                               \
+        .mean = {127.f, 127.f, 127.f}, .std = {128.f, 128.f, 128.f}, .confidence = 0.5f,        \
+    .nms_iou = 0.4f, .labels = "face"
+
 static const osp_catalog_entry_t CATALOG[] = {
     {.name = "ssd-oidv4",
      .file = "ssd-oidv4.onnx",
-     .batches = 1, /* tools/tflite2onnx.py emits a dynamic batch axis */
-     .postprocessor = "ssd",
-     .width = 300,
-     .height = 300,
-     .channels = 3,
-     .layout = "NHWC",
-     .fit = OSP_FIT_RESIZE,
-     /* px/127.5 - 1 */
-     .mean = {127.5f, 127.5f, 127.5f},
-     .std = {127.5f, 127.5f, 127.5f},
-     .confidence = 0.3f,
-     .nms_iou = 0.45f,
+     SSD_OIDV4_IO,
      .description = "SSD-MobileNetV2, Open Images V4, 24 classes (people, vehicles, animals, objects)"},
-    /* the int8 variants: made from the float files by scripts/fetch-assets.sh
-     * (osprey quantize); inputs, outputs and decoding are the float model's */
     {.name = "ssd-oidv4-int8",
      .file = "ssd-oidv4-int8.onnx",
      .labels_file = "ssd-oidv4.labels",
-     .batches = 1,
-     .postprocessor = "ssd",
-     .width = 300,
-     .height = 300,
-     .channels = 3,
-     .layout = "NHWC",
-     .fit = OSP_FIT_RESIZE,
-     .mean = {127.5f, 127.5f, 127.5f},
-     .std = {127.5f, 127.5f, 127.5f},
-     .confidence = 0.3f,
-     .nms_iou = 0.45f,
+     SSD_OIDV4_IO,
      .description = "ssd-oidv4 quantized to int8 (QDQ, calibrated; docs/models.md)"},
     {.name = "ultraface",
      .file = "ultraface-rfb320.onnx",
-     .postprocessor = "ultraface",
-     .width = 320,
-     .height = 240,
-     .channels = 3,
-     .layout = "NCHW",
-     .fit = OSP_FIT_RESIZE,
-     /* (px - 127) / 128 */
-     .mean = {127.f, 127.f, 127.f},
-     .std = {128.f, 128.f, 128.f},
-     .confidence = 0.5f,
-     .nms_iou = 0.4f,
-     .labels = "face",
+     ULTRAFACE_IO,
      .description = "UltraFace RFB-320 face detector"},
     {.name = "ultraface-int8",
      .file = "ultraface-int8.onnx",
-     .postprocessor = "ultraface",
-     .width = 320,
-     .height = 240,
-     .channels = 3,
-     .layout = "NCHW",
-     .fit = OSP_FIT_RESIZE,
-     .mean = {127.f, 127.f, 127.f},
-     .std = {128.f, 128.f, 128.f},
-     .confidence = 0.5f,
-     .nms_iou = 0.4f,
-     .labels = "face",
+     ULTRAFACE_IO,
      .description = "ultraface quantized to int8 (QDQ, calibrated; docs/models.md)"},
     {.name = "face-embed",
      .file = "face-embed.onnx",
