@@ -18,7 +18,8 @@ PACKAGES=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
     espeak-ng python3-pil fonts-dejavu-core ffmpeg libmosquitto-dev mosquitto mosquitto-clients
     librdkafka-dev libzmq3-dev python3-zmq
     gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good
-    libmicrohttpd-dev prometheus chromium)
+    libmicrohttpd-dev prometheus chromium
+    libhiredis-dev redis-server libcurl4-openssl-dev libjemalloc-dev)
 
 usage() {
     cat <<EOF
