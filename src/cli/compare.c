@@ -18,6 +18,7 @@
 #include "image/text.h"
 #include "model/model.h"
 #include "wire/jsonw.h"
+#include "log/log.h"
 
 #define EMB_MAX 4096
 
@@ -54,20 +55,20 @@ typedef struct {
 static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det_t *face) {
     char err[512];
     if (osp_image_load(c->dec, input, &c->img, err, sizeof err)) {
-        fprintf(stderr, "osprey compare: %s: %s\n", input, err);
+        osp_log(OSP_LOG_ERROR, "osprey compare: %s: %s", input, err);
         return 2;
     }
     osp_view_t v = osp_image_view(&c->img);
     osp_result_t r;
     if (osp_model_infer(c->det, &c->ctx, &v, 0, 0, &r, err, sizeof err)) {
-        fprintf(stderr, "osprey compare: %s: face detection failed: %s\n", input, err);
+        osp_log(OSP_LOG_ERROR, "osprey compare: %s: face detection failed: %s", input, err);
         return 1;
     }
     int best = -1;
     for (int i = 0; i < r.n_dets; i++)
         if (best < 0 || r.dets[i].score > r.dets[best].score) best = i;
     if (best < 0) {
-        fprintf(stderr, "osprey compare: %s: no face found\n", input);
+        osp_log(OSP_LOG_ERROR, "osprey compare: %s: no face found", input);
         return 1;
     }
     *face = r.dets[best];
@@ -78,16 +79,16 @@ static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det
     const float quad[4][2] = {{cx - h, cy - h}, {cx + h, cy - h}, {cx + h, cy + h}, {cx - h, cy + h}};
     int s = (int)lrintf(side);
     if (osp_crop_quad(&v, quad, s, s, &c->crop)) {
-        fprintf(stderr, "osprey compare: %s: cannot crop the face\n", input);
+        osp_log(OSP_LOG_ERROR, "osprey compare: %s: cannot crop the face", input);
         return 1;
     }
     osp_view_t fv = osp_image_view(&c->crop);
     if (osp_model_infer(c->emb, &c->ctx, &fv, 0, 0, &r, err, sizeof err)) {
-        fprintf(stderr, "osprey compare: %s: embedding failed: %s\n", input, err);
+        osp_log(OSP_LOG_ERROR, "osprey compare: %s: embedding failed: %s", input, err);
         return 1;
     }
     if (r.kind != OSP_REC_EMBEDDING || r.vec_dim < 1 || r.vec_dim > EMB_MAX) {
-        fprintf(stderr, "osprey compare: the embedder gave no embedding (postprocessor %s)\n",
+        osp_log(OSP_LOG_ERROR, "osprey compare: the embedder gave no embedding (postprocessor %s)",
                 c->emb->dec->name);
         return 1;
     }
@@ -160,13 +161,13 @@ int osp_cmd_compare(int argc, char **argv) {
     int status = osp_cli_open_model("compare", det_name, -1, &cm.det);
     if (!status) status = osp_cli_open_model("compare", emb_name, -1, &cm.emb);
     if (!status && !(cm.dec = osp_decoder_new())) {
-        fprintf(stderr, "osprey compare: out of memory\n");
+        osp_log(OSP_LOG_ERROR, "osprey compare: out of memory");
         status = 1;
     }
     if (!status) status = embed_face(&cm, argv[optind], va, &da, &fa);
     if (!status) status = embed_face(&cm, argv[optind + 1], vb, &db, &fb);
     if (!status && da != db) {
-        fprintf(stderr, "osprey compare: embeddings differ in size (%d, %d)\n", da, db);
+        osp_log(OSP_LOG_ERROR, "osprey compare: embeddings differ in size (%d, %d)", da, db);
         status = 1;
     }
     if (!status) {

@@ -37,6 +37,7 @@
 #include "video/url.h"
 #include "video/video.h"
 #include "wire/jsonw.h"
+#include "log/log.h"
 
 #include <cjson/cJSON.h>
 
@@ -214,9 +215,9 @@ static void write_snapshot(const opts_t *o, const char *input, tally_t *t, const
     }
     osp_view_t v = osp_image_view(&t->best);
     if (osp_image_save(dec, &v, path, err, sizeof err))
-        fprintf(stderr, "osprey detect: cannot write snapshot: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: cannot write snapshot: %s", err);
     else
-        fprintf(stderr, "osprey detect: snapshot of frame %ld (%d %s) -> %s\n", t->best_frame,
+        osp_log(OSP_LOG_INFO, "osprey detect: snapshot of frame %ld (%d %s) -> %s", t->best_frame,
                 t->best_count, person_class(m) >= 0 ? "people" : "detections", path);
 }
 
@@ -309,20 +310,21 @@ static int run_image(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
         (buf = malloc(len ? (size_t)len : 1)) && fread(buf, 1, (size_t)len, f) == (size_t)len) {
         /* ok */
     } else {
-        fprintf(stderr, "osprey detect: cannot read %s: %s\n", input, strerror(errno ? errno : EIO));
+        osp_log(OSP_LOG_ERROR, "osprey detect: cannot read %s: %s", input,
+                strerror(errno ? errno : EIO));
         rc = 2;
         goto done;
     }
     if (osp_image_decode(dec, buf, (size_t)len, m->prep.width, m->prep.height, &img, &ow, &oh, err,
                          sizeof err)) {
-        fprintf(stderr, "osprey detect: %s: %s\n", input, err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s: %s", input, err);
         rc = 2;
         goto done;
     }
     osp_view_t v = osp_image_view(&img);
     osp_result_t r;
     if (osp_model_infer(m, &ctx, &v, ow, oh, &r, err, sizeof err)) {
-        fprintf(stderr, "osprey detect: %s: %s\n", input, err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s: %s", input, err);
         format_line(&w, input, 0, -1, m, NULL, err);
         emit(o, &w, t0, 0);
         rc = 1;
@@ -517,7 +519,7 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     scfg.on_event = on_source_event;
     scfg.ctx = (void *)o;
     if (osp_source_open(input, &scfg, &src, err, sizeof err)) {
-        fprintf(stderr, "osprey detect: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 2;
     }
     const osp_video_info_t *info = osp_source_info(src);
@@ -531,7 +533,7 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     if (!p.slots || (live && osp_newest_start(src, &p.newest, err, sizeof err))) {
         free(p.slots);
         osp_source_close(src);
-        fprintf(stderr, "osprey detect: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 1;
     }
     pthread_mutex_init(&p.mu, NULL);
@@ -590,10 +592,10 @@ static int run_video(const opts_t *o, osp_model_t *m, osp_decoder_t *dec, const 
     }
     write_snapshot(o, name, &t, m, dec);
     if (p.read_rc == OSP_SOURCE_EGAVEUP) {
-        fprintf(stderr, "osprey detect: %s\n", p.read_err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s", p.read_err);
         rc = 1;
     } else if (p.read_err[0]) {
-        fprintf(stderr, "osprey detect: %s: %s\n", name, p.read_err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s: %s", name, p.read_err);
         rc = 2;
     }
     for (int i = 0; i < p.nslots; i++) {
@@ -770,7 +772,7 @@ int osp_cmd_detect(int argc, char **argv) {
     osp_model_cfg_t cfg;
     if (osp_model_cfg_resolve(o.model, &cfg, err, sizeof err) ||
         (o.config && load_config(o.config, o.model, &cfg, err, sizeof err))) {
-        fprintf(stderr, "osprey detect: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 2;
     }
     if (o.postprocessor && snprintf(cfg.postprocessor, sizeof cfg.postprocessor, "%s",
@@ -781,11 +783,12 @@ int osp_cmd_detect(int argc, char **argv) {
     struct stat st;
     if (stat(cfg.path, &st) != 0) {
         if (osp_catalog_find(o.model))
-            fprintf(stderr,
-                    "osprey detect: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh\n",
+            osp_log(OSP_LOG_ERROR,
+                    "osprey detect: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh",
                     o.model, cfg.path);
         else
-            fprintf(stderr, "osprey detect: cannot open model %s: %s\n", cfg.path, strerror(errno));
+            osp_log(OSP_LOG_ERROR, "osprey detect: cannot open model %s: %s", cfg.path,
+                    strerror(errno));
         return 2;
     }
     if (o.threshold >= 0) cfg.confidence = o.threshold;
@@ -793,12 +796,12 @@ int osp_cmd_detect(int argc, char **argv) {
     cfg.intra_threads = o.workers > 1 ? 1 : 0;
     osp_model_t *m = NULL;
     if (osp_model_open(&cfg, NULL, &m, err, sizeof err)) {
-        fprintf(stderr, "osprey detect: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 2;
     }
     osp_decoder_t *dec = osp_decoder_new();
     if (!dec) {
-        fprintf(stderr, "osprey detect: out of memory\n");
+        osp_log(OSP_LOG_ERROR, "osprey detect: out of memory");
         osp_model_free(m);
         return 1;
     }

@@ -1,12 +1,13 @@
 /* Source events on stderr and as records (events.h). */
 #include "cli/events.h"
+#include "log/log.h"
 
 #include <stdio.h>
 
 void osp_cli_event_log(const char *cmd, const osp_source_event_t *e) {
     char text[768];
     osp_source_event_text(e, text, sizeof text);
-    fprintf(stderr, "osprey %s: %s\n", cmd, text); /* stderr is unbuffered: one write */
+    osp_log(OSP_LOG_WARN, "osprey %s: %s", cmd, text); /* stderr is unbuffered: one write */
 }
 
 void osp_cli_event_record(osp_jw_t *w, const osp_source_event_t *e, const char *sensor_id) {

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "model/model.h"
 #include "stream/stream.h"
+#include "log/log.h"
 
 #define RATE 16000
 #define CHUNK 512          /* samples per model call at 16 kHz (32 ms) */
@@ -141,7 +142,7 @@ int osp_cmd_listen(int argc, char **argv) {
     size_t n = 0;
     int rate_in = 0;
     if (osp_wav_read(input, RATE, &samples, &n, &rate_in, err, sizeof err) != 0) {
-        fprintf(stderr, "osprey listen: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey listen: %s", err);
         return 2;
     }
 
@@ -156,7 +157,7 @@ int osp_cmd_listen(int argc, char **argv) {
 
     osp_rt_opts_t ro = {.intra_threads = 1, .device = "cpu"};
     if (osp_backend_onnxruntime.load(path, &ro, &m, err, sizeof err) != 0) {
-        fprintf(stderr, "osprey listen: %s%s\n", err,
+        osp_log(OSP_LOG_ERROR, "osprey listen: %s%s", err,
                 strcmp(model_arg, "silero-vad") == 0 ? " (run scripts/fetch-assets.sh)" : "");
         goto done;
     }
@@ -177,19 +178,19 @@ int osp_cmd_listen(int argc, char **argv) {
         spec.state_in[0] = "state", spec.state_out[0] = "stateN";
     }
     if (osp_stream_ort_new(m, &spec, &bind, err, sizeof err) != 0) {
-        fprintf(stderr, "osprey listen: %s is not a Silero VAD model: %s\n", path, err);
+        osp_log(OSP_LOG_ERROR, "osprey listen: %s is not a Silero VAD model: %s", path, err);
         goto done;
     }
     osp_stream_config_t cfg = {.frame_len = CHUNK, .channels = 1};
     if (live) cfg.window = 1, cfg.stride = 1, cfg.backlog = LIVE_BACKLOG;
     osp_stream_fn_t fn = osp_stream_ort_fn(bind);
     if (osp_stream_new(&cfg, &fn, &s, err, sizeof err) != 0) {
-        fprintf(stderr, "osprey listen: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey listen: %s", err);
         goto done;
     }
     osp_stream_set_sink(s, on_score, &l);
     if (osp_stream_start(s, err, sizeof err) != 0) {
-        fprintf(stderr, "osprey listen: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey listen: %s", err);
         goto done;
     }
 
@@ -217,7 +218,7 @@ int osp_cmd_listen(int argc, char **argv) {
         pthread_mutex_unlock(&l.print_lock);
     }
     if (osp_stream_drain(s, 10000) != 0 || osp_stream_stop(s) != 0) {
-        fprintf(stderr, "osprey listen: the scorer did not finish\n");
+        osp_log(OSP_LOG_ERROR, "osprey listen: the scorer did not finish");
         goto done;
     }
     osp_stream_reading_t r;
@@ -225,7 +226,7 @@ int osp_cmd_listen(int argc, char **argv) {
     osp_vad_segment_t seg;
     if (osp_vad_seg_finish(&l.seg, &seg)) print_segment(&l, &seg);
     if (r.failures > 0) {
-        fprintf(stderr, "osprey listen: %lld of %zu chunks failed to score\n",
+        osp_log(OSP_LOG_ERROR, "osprey listen: %lld of %zu chunks failed to score",
                 (long long)r.failures, chunks);
         goto done;
     }

@@ -3,9 +3,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "log/log.h"
 
 static void usage(FILE *out) {
-    fputs("usage: osprey <command> [options]\n"
+    fputs("usage: osprey [--log-format plain|text|json | --log-json] <command> [options]\n"
           "\n"
           "Real-time inference for camera and video analytics.\n"
           "\n"
@@ -20,12 +21,29 @@ static void usage(FILE *out) {
           "  version  print the version\n"
           "\n"
           "Run 'osprey <command> --help' for a command's options.\n"
+          "Messages on stderr (a model loaded, a camera dropped, an input that failed) are\n"
+          "plain lines; --log-format text puts a UTC timestamp and a level before each,\n"
+          "--log-json (--log-format json) makes each a JSON object {\"time\",\"level\",\"msg\"}.\n"
           "Models and media live in $OSPREY_CACHE (default ~/.cache/osprey);\n"
           "scripts/fetch-assets.sh downloads them.\n",
           out);
 }
 
 int main(int argc, char **argv) {
+    while (argc >= 2 && strncmp(argv[1], "--log-", 6) == 0) {
+        osp_log_format_t f = OSP_LOG_JSON;
+        if (strcmp(argv[1], "--log-format") == 0 && argc >= 3 &&
+            osp_log_format_parse(argv[2], &f) == 0) {
+            argc--;
+            argv++;
+        } else if (strcmp(argv[1], "--log-json") != 0) {
+            fprintf(stderr, "osprey: %s: use --log-format plain|text|json or --log-json\n", argv[1]);
+            return 2;
+        }
+        osp_log_set_format(f);
+        argc--;
+        argv++;
+    }
     if (argc < 2) {
         usage(stderr);
         return 2;

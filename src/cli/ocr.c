@@ -20,6 +20,7 @@
 #include "model/model.h"
 #include "post/dbnet.h"
 #include "wire/jsonw.h"
+#include "log/log.h"
 
 static void usage(FILE *out) {
     fputs("usage: osprey ocr [options] IMAGE...\n"
@@ -50,22 +51,23 @@ int osp_cli_open_model(const char *cmd, const char *name, float threshold, osp_m
     osp_model_cfg_t cfg;
     *out = NULL;
     if (osp_model_cfg_resolve(name, &cfg, err, sizeof err)) {
-        fprintf(stderr, "osprey %s: %s\n", cmd, err);
+        osp_log(OSP_LOG_ERROR, "osprey %s: %s", cmd, err);
         return 2;
     }
     struct stat st;
     if (stat(cfg.path, &st) != 0) {
         if (osp_catalog_find(name))
-            fprintf(stderr,
-                    "osprey %s: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh\n",
+            osp_log(OSP_LOG_ERROR,
+                    "osprey %s: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh",
                     cmd, name, cfg.path);
         else
-            fprintf(stderr, "osprey %s: cannot open model %s: %s\n", cmd, cfg.path, strerror(errno));
+            osp_log(OSP_LOG_ERROR, "osprey %s: cannot open model %s: %s", cmd, cfg.path,
+                    strerror(errno));
         return 2;
     }
     if (threshold >= 0) cfg.confidence = threshold;
     if (osp_model_open(&cfg, NULL, out, err, sizeof err)) {
-        fprintf(stderr, "osprey %s: %s\n", cmd, err);
+        osp_log(OSP_LOG_ERROR, "osprey %s: %s", cmd, err);
         return 2;
     }
     return 0;
@@ -169,13 +171,13 @@ typedef struct {
 static int ocr_image(ocr_t *o, const char *input) {
     char err[512];
     if (osp_image_load(o->dec, input, &o->img, err, sizeof err)) {
-        fprintf(stderr, "osprey ocr: %s: %s\n", input, err);
+        osp_log(OSP_LOG_ERROR, "osprey ocr: %s: %s", input, err);
         return 2;
     }
     osp_view_t v = osp_image_view(&o->img);
     osp_result_t r;
     if (osp_model_infer(o->det, &o->det_ctx, &v, 0, 0, &r, err, sizeof err)) {
-        fprintf(stderr, "osprey ocr: %s: text detection failed: %s\n", input, err);
+        osp_log(OSP_LOG_ERROR, "osprey ocr: %s: text detection failed: %s", input, err);
         return 1;
     }
     /* the boxes live in the detector's ctx: keep a copy while the recognizer runs */
@@ -183,7 +185,7 @@ static int ocr_image(ocr_t *o, const char *input) {
     if (n > o->box_cap) {
         osp_det_t *b = realloc(o->boxes, (size_t)n * sizeof *b);
         if (!b) {
-            fprintf(stderr, "osprey ocr: out of memory\n");
+            osp_log(OSP_LOG_ERROR, "osprey ocr: out of memory");
             return 1;
         }
         o->boxes = b;
@@ -202,7 +204,7 @@ static int ocr_image(ocr_t *o, const char *input) {
         osp_view_t cv = osp_image_view(&o->crop);
         osp_result_t t;
         if (osp_model_infer(o->rec, &o->rec_ctx, &cv, 0, 0, &t, err, sizeof err)) {
-            fprintf(stderr, "osprey ocr: %s: text recognition failed: %s\n", input, err);
+            osp_log(OSP_LOG_ERROR, "osprey ocr: %s: text recognition failed: %s", input, err);
             status = 1;
             continue;
         }
@@ -298,7 +300,7 @@ int osp_cmd_ocr(int argc, char **argv) {
     int status = osp_cli_open_model("ocr", det_name, threshold, &o.det);
     if (!status) status = osp_cli_open_model("ocr", rec_name, -1, &o.rec);
     if (!status && !(o.dec = osp_decoder_new())) {
-        fprintf(stderr, "osprey ocr: out of memory\n");
+        osp_log(OSP_LOG_ERROR, "osprey ocr: out of memory");
         status = 1;
     }
     if (!status && strcmp(o.rec->dec->name, "ctc") != 0) {

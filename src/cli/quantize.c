@@ -28,6 +28,7 @@
 #include "model/calib.h"
 #include "model/model.h"
 #include "video/video.h"
+#include "log/log.h"
 
 #ifndef OSP_TOOLS_DIR
 #define OSP_TOOLS_DIR "tools"
@@ -563,7 +564,7 @@ int osp_cmd_quantize(int argc, char **argv) {
         return 2;
     }
     if (!mkdtemp(dir)) {
-        fprintf(stderr, "osprey quantize: cannot create %s: %s\n", dir, strerror(errno));
+        osp_log(OSP_LOG_ERROR, "osprey quantize: cannot create %s: %s", dir, strerror(errno));
         osp_model_free(m);
         return 1;
     }
@@ -625,7 +626,7 @@ int osp_cmd_quantize(int argc, char **argv) {
     status = 0;
     goto done;
 fail:
-    fprintf(stderr, "osprey quantize: %s\n", err);
+    osp_log(OSP_LOG_ERROR, "osprey quantize: %s", err);
 done:
     calib_free(&c);
     free(g.dets);

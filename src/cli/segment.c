@@ -19,6 +19,7 @@
 #include "segment/sink.h"
 #include "video/url.h"
 #include "video/video.h"
+#include "log/log.h"
 
 static void usage(FILE *out) {
     fputs("usage: osprey segment INPUT [--uniform SECONDS] [--max-length S] [--live]\n"
@@ -343,16 +344,16 @@ int osp_cmd_segment(int argc, char **argv) {
     if (rc && st.frames_read == 0) {
         /* the source's messages name it (masked); the others do not */
         if (strstr(err, shown))
-            fprintf(stderr, "osprey segment: %s\n", err);
+            osp_log(OSP_LOG_ERROR, "osprey segment: %s", err);
         else
-            fprintf(stderr, "osprey segment: %s: %s\n", shown, err);
+            osp_log(OSP_LOG_ERROR, "osprey segment: %s: %s", shown, err);
         status = err[0] && strstr(err, "VLM") ? 1 : 2;
         goto out;
     }
     if (err[0] && strstr(err, shown))
-        fprintf(stderr, "osprey segment: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "osprey segment: %s", err);
     else if (err[0])
-        fprintf(stderr, "osprey segment: %s: %s\n", shown, err);
+        osp_log(OSP_LOG_ERROR, "osprey segment: %s: %s", shown, err);
     fprintf(stderr,
             "{\"segment_stats\": {\"fps\": %.3f, \"duration\": %.3f, \"frames_read\": %lld, "
             "\"frames_dropped\": %lld, \"frames_described\": %lld, \"chunks\": %lld, "

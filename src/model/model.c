@@ -2,6 +2,7 @@
 #include "model/model.h"
 #include "image/text.h"
 #include "model/paths.h"
+#include "log/log.h"
 
 #include <errno.h>
 #include <math.h>
@@ -271,8 +272,9 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
     const char *builtin = cfg->builtin_labels ? cfg->builtin_labels
                                               : osp_post_default_labels(cfg->postprocessor);
     if ((rc = load_labels(m, lp, builtin, err, errlen))) goto fail;
-    fprintf(stderr, "osprey: model %s loaded on %s (input %dx%d %s %s)\n", cfg->name, m->rt->provider,
-            m->prep.width, m->prep.height, m->prep.layout == OSP_LAYOUT_NHWC ? "NHWC" : "NCHW",
+    osp_log(OSP_LOG_INFO, "osprey: model %s loaded on %s (input %dx%d %s %s)", cfg->name,
+            m->rt->provider, m->prep.width, m->prep.height,
+            m->prep.layout == OSP_LAYOUT_NHWC ? "NHWC" : "NCHW",
             m->prep.elem == OSP_ELEM_U8 ? "uint8" : "float32");
     *out = m;
     return OSP_MODEL_OK;

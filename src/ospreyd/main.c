@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/log.h"
 #include "server/server.h"
 #include "wire/http.h"
 
@@ -15,7 +16,7 @@ static void usage(FILE *out) {
     fputs("usage: ospreyd [--listen unix:PATH|tcp:HOST:PORT] [--config FILE] [--max-frame BYTES]\n"
           "               [--model-root DIR]... [--auth-token-file FILE] [--socket-mode MODE]\n"
           "               [--read-only] [--handshake-timeout-ms MS]\n"
-          "               [--http [HOST:]PORT]\n"
+          "               [--http [HOST:]PORT] [--log-format plain|text|json] [--log-json]\n"
           "               [--zmq ENDPOINT [--zmq-labelmap FILE] [--zmq-accept-models DIR]\n"
           "                [--zmq-pixel-format rgb|bgr]]\n"
           "\n"
@@ -63,7 +64,16 @@ static void usage(FILE *out) {
           "                         DIR (at most 512 MiB, a plain file name) and loaded;\n"
           "                         without it uploads are refused\n"
           "  --zmq-pixel-format rgb|bgr  the channel order Frigate sends (its model's\n"
-          "                         input_pixel_format; default rgb)\n"
+          "                         input_pixel_format; default rgb)\n",
+          out);
+    /* in two parts: one literal may not exceed 4095 characters */
+    fputs("  --log-format plain|text|json  the shape of log lines on stderr: the message\n"
+          "                         alone (plain), after a UTC timestamp and a level\n"
+          "                         (text), or one JSON object {\"time\",\"level\",\"msg\"}\n"
+          "                         (json). Default: plain when a host reads the pipe (the\n"
+          "                         Python worker's lines), text with --listen or with\n"
+          "                         --zmq and --config\n"
+          "  --log-json             the same as --log-format json\n"
           "  -h, --help             this text\n"
           "\n"
           "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0.\n",
@@ -85,9 +95,12 @@ int main(int argc, char **argv) {
                                              {"zmq-labelmap", required_argument, NULL, 'L'},
                                              {"zmq-accept-models", required_argument, NULL, 'A'},
                                              {"zmq-pixel-format", required_argument, NULL, 'P'},
+                                             {"log-format", required_argument, NULL, 'F'},
+                                             {"log-json", no_argument, NULL, 'J'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
-    int c;
+    int c, log_set = 0;
+    osp_log_format_t log_format = OSP_LOG_PLAIN;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         switch (c) {
         case 'l': o.listen = optarg; break;
@@ -150,6 +163,17 @@ int main(int argc, char **argv) {
             }
             o.zmq_bgr = strcmp(optarg, "bgr") == 0;
             break;
+        case 'F':
+            if (osp_log_format_parse(optarg, &log_format)) {
+                fprintf(stderr, "ospreyd: --log-format takes plain, text or json, not '%s'\n", optarg);
+                return 2;
+            }
+            log_set = 1;
+            break;
+        case 'J':
+            log_format = OSP_LOG_JSON;
+            log_set = 1;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -183,5 +207,9 @@ int main(int argc, char **argv) {
                         "--handshake-timeout-ms go with --listen\n");
         return 2;
     }
+    /* a host on the pipe reads the lines the Python worker wrote; a daemon's
+     * lines go to a log that wants the time and the level */
+    int pipe_host = !o.listen && !(o.zmq && o.config_path);
+    osp_log_set_format(log_set ? log_format : pipe_host ? OSP_LOG_PLAIN : OSP_LOG_TEXT);
     return osp_server_run(&o);
 }

@@ -5,6 +5,7 @@
  * runs it (OrtSession Run is thread-safe).
  */
 #include "runtime/runtime.h"
+#include "log/log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -38,8 +39,11 @@ static void ort_log(void *param, OrtLoggingLevel severity, const char *category,
     (void)code_location;
     if (tl_probing) return;
     static const char *const names[] = {"verbose", "info", "warning", "error", "fatal"};
+    static const osp_log_level_t levels[] = {OSP_LOG_DEBUG, OSP_LOG_INFO, OSP_LOG_WARN,
+                                             OSP_LOG_ERROR, OSP_LOG_ERROR};
     int s = (int)severity;
-    fprintf(stderr, "osprey: onnxruntime %s: %s\n", (s >= 0 && s <= 4) ? names[s] : "log", message);
+    osp_log((s >= 0 && s <= 4) ? levels[s] : OSP_LOG_INFO, "osprey: onnxruntime %s: %s",
+            (s >= 0 && s <= 4) ? names[s] : "log", message);
 }
 
 static void ort_init(void) {
@@ -171,7 +175,7 @@ static void choose_providers(OrtSessionOptions *so, const char *device, char *ch
             /* auto mode tries what the platform suggests: silence is right
              * when it is absent; a pin the user asked for deserves a word */
             if (device && *device && strcmp(device, "auto") != 0)
-                fprintf(stderr, "osprey: onnxruntime: %s not usable here, using the next (%s)\n",
+                osp_log(OSP_LOG_WARN, "osprey: onnxruntime: %s not usable here, using the next (%s)",
                         order[i], g_api->GetErrorMessage(st));
             g_api->ReleaseStatus(st);
             continue;

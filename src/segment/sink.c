@@ -1,6 +1,7 @@
 /* sink: see sink.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "segment/sink.h"
+#include "log/log.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -90,8 +91,8 @@ static void *publisher(void *arg) {
                 pthread_mutex_lock(&s->mu);
                 s->st.failures++;
                 if (!s->reported)
-                    fprintf(stderr, "osprey segment: MQTT broker %s:%d: %s; retrying\n", s->host,
-                            s->port, mosquitto_strerror(rc));
+                    osp_log(OSP_LOG_WARN, "osprey segment: MQTT broker %s:%d: %s; retrying",
+                            s->host, s->port, mosquitto_strerror(rc));
                 s->reported = true;
                 pthread_mutex_unlock(&s->mu);
                 backoff = backoff * 2 > 10 ? 10 : backoff * 2;
@@ -157,7 +158,7 @@ static void kafka_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *o
         s->st.failures++;
         s->st.dropped++;
         if (!s->reported)
-            fprintf(stderr, "osprey segment: Kafka delivery to %s failed: %s\n", s->topic,
+            osp_log(OSP_LOG_ERROR, "osprey segment: Kafka delivery to %s failed: %s", s->topic,
                     rd_kafka_err2str(m->err));
         s->reported = true;
     } else {
@@ -172,7 +173,7 @@ static void kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaqu
     pthread_mutex_lock(&s->mu);
     s->st.failures++;
     if (!s->reported)
-        fprintf(stderr, "osprey segment: Kafka %s: %s (%s); retrying\n", s->host, reason,
+        osp_log(OSP_LOG_WARN, "osprey segment: Kafka %s: %s (%s); retrying", s->host, reason,
                 rd_kafka_err2name((rd_kafka_resp_err_t)err));
     s->reported = true;
     pthread_mutex_unlock(&s->mu);

@@ -1,5 +1,6 @@
 /* The socket token (auth.h). */
 #include "server/auth.h"
+#include "log/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,8 +45,9 @@ srv_auth_t *srv_auth_load(const char *path, char *err, size_t errlen) {
         goto done;
     }
     if (st.st_mode & 0077)
-        fprintf(stderr, "ospreyd: warning: --auth-token-file %s can be read by others (mode %03o)\n",
-                path, (unsigned)(st.st_mode & 0777));
+        osp_log(OSP_LOG_WARN,
+                "ospreyd: warning: --auth-token-file %s can be read by others (mode %03o)", path,
+                (unsigned)(st.st_mode & 0777));
 done:
     if (fd >= 0) close(fd);
     return a;

@@ -26,6 +26,7 @@
 #include "server/slots.h"
 #include "server/stats.h"
 #include "server/streams.h"
+#include "log/log.h"
 
 static const char *const RECONFIGURABLE[] = {"confidence", "maxDetections", "nmsIouThreshold"};
 #define N_RECONF (sizeof RECONFIGURABLE / sizeof RECONFIGURABLE[0])
@@ -144,7 +145,7 @@ static void load_done(server_t *s, srv_job_t *h) {
             r->model = NULL; /* the slot's now */
             srv_slot_install(s, info.index, l);
             srv_board_sync(s, info.index, r->load_ms);
-            fprintf(stderr, "ospreyd: model %d %s: %s (%.0f ms)\n", info.index,
+            osp_log(OSP_LOG_INFO, "ospreyd: model %d %s: %s (%.0f ms)", info.index,
                     strcmp(name, "load") == 0 ? "loaded" : "replaced", srv_loaded_path(l),
                     r->load_ms);
             osp_jw_t *w = srv_reply_buf(s);
@@ -154,7 +155,7 @@ static void load_done(server_t *s, srv_job_t *h) {
             srv_cmd_send(s, q->conn_id, w, at, q->req_id);
         } else {
             if (r->rc == 0) snprintf(r->err, sizeof r->err, "out of memory");
-            fprintf(stderr, "ospreyd: model %d load failed: %s\n", info.index, r->err);
+            osp_log(OSP_LOG_ERROR, "ospreyd: model %d load failed: %s", info.index, r->err);
             srv_board_failed(s, info.index, info.model_id, r->err);
             srv_cmd_error(s, q->conn_id, q->req_id, name, info.index, r->err);
         }
@@ -163,9 +164,9 @@ static void load_done(server_t *s, srv_job_t *h) {
         return;
     }
     if (out == OSP_LOAD_LATE) {
-        fprintf(stderr,
+        osp_log(OSP_LOG_WARN,
                 "ospreyd: the load of %s (index %d) returned after its bound, in %" PRId64
-                " ms (%s); result discarded, loads accepted again\n",
+                " ms (%s); result discarded, loads accepted again",
                 info.model_id, info.index, (int64_t)llround(info.elapsed_ms), r->rc ? r->err : "ok");
         osp_jw_t w = {0};
         osp_wire_late_t ev = {.index = info.index,
@@ -216,7 +217,7 @@ void srv_cmds_check_timers(server_t *s) {
              "loading %s (index %d) took longer than %" PRId64 " ms; it is left to finish in the "
              "background and no other load starts until it does",
              info.model_id, info.index, bound);
-    fprintf(stderr, "ospreyd: model %d: %s\n", info.index, msg);
+    osp_log(OSP_LOG_ERROR, "ospreyd: model %d: %s", info.index, msg);
     srv_board_poisoned(s, info.index, info.model_id, (double)bound);
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = srv_cmd_begin(w, cmd_name(q->cmd), info.index, "error");
@@ -300,7 +301,7 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
     }
     model_id_of(cfg.path, model_id, sizeof model_id);
     srv_slots_grow(s, index);
-    fprintf(stderr, "ospreyd: model %d load started: %s (bound %.0f ms)\n", index, cfg.path,
+    osp_log(OSP_LOG_INFO, "ospreyd: model %d load started: %s (bound %.0f ms)", index, cfg.path,
             osp_loader_bound_ms(ld));
     srv_board_loading(s, index, &cfg);
     if (osp_loader_start(ld, &cfg, s->set.backend, index, model_id)) {
@@ -318,7 +319,7 @@ static void run_unload(server_t *s, cmdq_t *q) {
         srv_cmd_error(s, q->conn_id, q->req_id, "unload", -1, "unload needs an integer \"index\"");
         return;
     }
-    if (srv_slot_clear(s, index)) fprintf(stderr, "ospreyd: model %d unloaded\n", index);
+    if (srv_slot_clear(s, index)) osp_log(OSP_LOG_INFO, "ospreyd: model %d unloaded", index);
     srv_board_sync(s, index, -1);
     osp_jw_t *w = srv_reply_buf(s);
     srv_cmd_send(s, q->conn_id, w, srv_cmd_begin(w, "unload", index, "ok"), q->req_id);
@@ -383,8 +384,8 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
         srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", index, err);
         return;
     }
-    fprintf(stderr,
-            "ospreyd: model %d reconfigured: confidence %.3g -> %.3g, nmsIouThreshold %.3g -> %.3g, maxDetections %d -> %d\n",
+    osp_log(OSP_LOG_INFO,
+            "ospreyd: model %d reconfigured: confidence %.3g -> %.3g, nmsIouThreshold %.3g -> %.3g, maxDetections %d -> %d",
             index, conf0, conf, nms0, nms, maxdet0, maxdet);
     srv_loaded_set_params(l, conf, nms, maxdet);
     osp_jw_t *w = srv_reply_buf(s);

@@ -39,6 +39,7 @@
 #include "server/stats.h"
 #include "server/streams.h"
 #include "wire/frame.h"
+#include "log/log.h"
 
 #define STAGE_CAP (256u << 10)     /* frames up to this size are read through the staging buffer */
 #define ROWS_MIN (64u << 10)       /* raw frames from this size are prepared as they are read */
@@ -190,7 +191,8 @@ void srv_conns_expire_hellos(server_t *s) {
     for (conn_t *c = cs->head; c; c = c->next) {
         if (c->stdio || c->handshaken || c->fatal) continue;
         if (ms_until(&c->hello_due, &now) <= 0) {
-            fprintf(stderr, "ospreyd: connection %u sent no startup config in time; closed\n", c->id);
+            osp_log(OSP_LOG_WARN, "ospreyd: connection %u sent no startup config in time; closed",
+                    c->id);
             c->fatal = 1;
             rd_enter(s, c, RD_CLOSED);
             continue;
@@ -543,11 +545,11 @@ static void conn_read(server_t *s, conn_t *c) {
             if (c->stdio && !c->handshaken && !c->fatal) {
                 /* nothing to serve without a config: a failed start, as the
                  * Python worker's was */
-                fprintf(stderr, "ospreyd: stdin closed before the startup config\n");
+                osp_log(OSP_LOG_ERROR, "ospreyd: stdin closed before the startup config");
                 c->fatal = 1;
             } else if (c->stdio && (c->in_len || c->rd != RD_STAGE)) {
-                fprintf(stderr,
-                        "ospreyd: stdin closed inside a frame; the partial frame is ignored\n");
+                osp_log(OSP_LOG_WARN,
+                        "ospreyd: stdin closed inside a frame; the partial frame is ignored");
             }
             rd_enter(s, c, RD_CLOSED);
             break;

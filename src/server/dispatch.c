@@ -17,6 +17,7 @@
 #include "server/stats.h"
 #include "server/streams.h"
 #include "wire/frame.h"
+#include "log/log.h"
 
 /* ---- replies written here ------------------------------------------------------ */
 
@@ -39,7 +40,8 @@ void srv_reply_too_large(server_t *s, conn_t *c, uint32_t total_len, uint32_t re
     osp_wire_json_too_large(w, total_len, cap);
     osp_wire_reply_end(w, at, req_id);
     srv_send(s, c, w);
-    fprintf(stderr, "ospreyd: frame of %u bytes (req %u) exceeds the limit; closing the connection\n",
+    osp_log(OSP_LOG_ERROR,
+            "ospreyd: frame of %u bytes (req %u) exceeds the limit; closing the connection",
             total_len, req_id);
     srv_stat_add(s, SRV_ST_ERRORS, 1);
 }
@@ -50,8 +52,8 @@ void srv_reply_too_short(server_t *s, conn_t *c, uint32_t total_len, uint32_t re
     osp_wire_json_too_short(w, total_len);
     osp_wire_reply_end(w, at, req_id);
     srv_send(s, c, w);
-    fprintf(stderr,
-            "ospreyd: frame length %u (req %u) is below the 5-byte header; closing the connection\n",
+    osp_log(OSP_LOG_ERROR,
+            "ospreyd: frame length %u (req %u) is below the 5-byte header; closing the connection",
             total_len, req_id);
     srv_stat_add(s, SRV_ST_ERRORS, 1);
 }

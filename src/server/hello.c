@@ -28,6 +28,7 @@
 #include "server/job.h"
 #include "server/loop.h"
 #include "server/slots.h"
+#include "log/log.h"
 
 srv_from_t srv_from(const conn_t *c) {
     return c && srv_conn_is_stdio(c) ? SRV_FROM_HOST : SRV_FROM_PEER;
@@ -139,7 +140,8 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
         snprintf(s->device, sizeof s->device, "coreml");
     if (strcmp(rt, "test") != 0 && strcmp(rt, "onnxruntime") != 0 && strcmp(rt, "onnx") != 0 &&
         strcmp(rt, "coreml") != 0)
-        fprintf(stderr, "ospreyd: runtime '%.64s' is not built in; serving with ONNX Runtime\n", rt);
+        osp_log(OSP_LOG_WARN,
+                "ospreyd: runtime '%.64s' is not built in; serving with ONNX Runtime", rt);
     s->load_bound_ms = h ? h->model_load_timeout_ms : 120000.0;
     if (!(s->load_bound_ms > 0)) s->load_bound_ms = 120000.0;
     if (s->load_bound_ms > 1e12) s->load_bound_ms = 1e12;
@@ -150,17 +152,17 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
     if (!(srv->sched = osp_sched_new(OSP_MAX_SLOTS, s->workers, OSP_PENDING_MAX)) ||
         (s->batch_mode == OSP_WIRE_BATCH_WINDOW &&
          !(srv->window = osp_window_new(OSP_MAX_SLOTS, s->max_batch, s->window_ms)))) {
-        fprintf(stderr, "ospreyd: out of memory\n");
+        osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
         return -1;
     }
     if (!(srv->exec = srv_exec_new(srv))) {
-        fprintf(stderr, "ospreyd: cannot start worker threads\n");
+        osp_log(OSP_LOG_ERROR, "ospreyd: cannot start worker threads");
         return -1;
     }
-    fprintf(stderr,
+    osp_log(OSP_LOG_INFO,
             "ospreyd: runtime %s on %d core(s): %d prepare + %d predict worker(s) (%s), "
             "%d intra-op thread(s) per run (%d for a frame that runs alone), predict workers "
-            "nicer by %d, wire version up to %d\n",
+            "nicer by %d, wire version up to %d",
             s->backend->name, s->cores, s->workers, s->workers,
             strcmp(s->threads_source, "cores") == 0 ? "raised to the core count" : "as configured",
             s->intra_threads, s->lone_threads > 1 ? s->lone_threads : s->intra_threads,
@@ -194,8 +196,8 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
         osp_model_cfg_t cfg;
         (*total)++;
         if (i >= OSP_MAX_SLOTS) {
-            fprintf(stderr, "ospreyd: model %d failed to load: too many models (at most %d)\n", i,
-                    OSP_MAX_SLOTS);
+            osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: too many models (at most %d)",
+                    i, OSP_MAX_SLOTS);
             i++;
             continue;
         }
@@ -215,11 +217,11 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
         osp_model_t *m = NULL;
         const char *name = "";
         if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0) {
-            fprintf(stderr, "ospreyd: loading model %d: %s\n", i, cfg.path);
+            osp_log(OSP_LOG_INFO, "ospreyd: loading model %d: %s", i, cfg.path);
             char rerr[1200];
             if (from == SRV_FROM_OPERATOR &&
                 osp_paths_add_dir_of(s->roots, cfg.path, rerr, sizeof rerr) == 0)
-                fprintf(stderr, "ospreyd: model root: the folder of %s\n", cfg.path);
+                osp_log(OSP_LOG_INFO, "ospreyd: model root: the folder of %s", cfg.path);
             name = cfg.name;
             struct timespec t0;
             clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -236,7 +238,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
                 continue;
             }
         }
-        fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i, err);
+        osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", i, err);
         if (name[0]) srv_board_failed(s, i, name, err); /* a bad config is on the board already */
         i++;
     }
@@ -244,8 +246,8 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
 
 static void send_ready(server_t *s, conn_t *c, uint32_t req_id, int loaded, int total,
                        int64_t startup_ms) {
-    fprintf(stderr, "ospreyd: ready, %d/%d model(s) in %" PRId64 " ms (wire version %d)\n", loaded,
-            total, startup_ms, srv_conn_version(c));
+    osp_log(OSP_LOG_INFO, "ospreyd: ready, %d/%d model(s) in %" PRId64 " ms (wire version %d)",
+            loaded, total, startup_ms, srv_conn_version(c));
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = osp_wire_reply_begin(w);
     osp_wire_ready_t r = {.models = loaded,
@@ -321,7 +323,7 @@ static void *hello_main(void *arg) {
     for (int i = 0; i < p->n; i++) {
         char err[600];
         if (osp_model_open(&p->cfg[i], p->backend, &p->m[i], err, sizeof err))
-            fprintf(stderr, "ospreyd: model %d failed to load: %s\n", p->index[i], err);
+            osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", p->index[i], err);
     }
     srv_post(p->s, &p->h);
     return NULL;
@@ -356,18 +358,18 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         p->total++;
         loaded_t *have = srv_slot(s, i);
         if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, SRV_FROM_PEER, mc, &cfg, err, sizeof err)) {
-            fprintf(stderr, "ospreyd: model %d failed to load: %s\n", i,
+            osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", i,
                     i >= OSP_MAX_SLOTS ? "too many models" : err);
         } else if (!have && s->opts.read_only) {
-            fprintf(stderr,
-                    "ospreyd: model %d: not loaded for a socket connection (--read-only)\n", i);
+            osp_log(OSP_LOG_WARN,
+                    "ospreyd: model %d: not loaded for a socket connection (--read-only)", i);
         } else if (have) {
             if (strcmp(srv_loaded_path(have), cfg.path) == 0)
                 p->loaded++;
             else
-                fprintf(stderr,
-                        "ospreyd: model %d: slot holds %s, not %s; left as it is (use replace)\n",
-                        i, srv_loaded_path(have), cfg.path);
+                osp_log(OSP_LOG_WARN,
+                        "ospreyd: model %d: slot holds %s, not %s; left as it is (use replace)", i,
+                        srv_loaded_path(have), cfg.path);
         } else {
             p->index[p->n] = i;
             p->cfg[p->n++] = cfg;
@@ -404,13 +406,14 @@ void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (osp_wire_hello_parse(f->msg_type, f->payload, f->payload_len, OSP_WIRE_VERSION, &h, err,
                              sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        osp_log(OSP_LOG_ERROR, "%s", err);
         srv_conn_fatal(c); /* stdio: the process exits 1; a socket: that connection closes */
         return;
     }
     if (!srv_conn_is_stdio(c) && s->auth && !hello_authorized(s, &h)) {
         /* nothing of its config is used, not even to start the pools */
-        fprintf(stderr, "ospreyd: connection %u: startup config without the right authToken; closed\n",
+        osp_log(OSP_LOG_WARN,
+                "ospreyd: connection %u: startup config without the right authToken; closed",
                 srv_conn_id(c));
         osp_jw_t *w = srv_reply_buf(s);
         size_t at = osp_wire_reply_begin(w);
@@ -434,7 +437,7 @@ void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     srv_conn_set_handshaken(s, c, h.wire_version);
     if (!srv_conn_is_stdio(c)) {
         if (hello_socket(s, c, h.models, f->req_id, &t0)) {
-            fprintf(stderr, "ospreyd: out of memory in a handshake\n");
+            osp_log(OSP_LOG_ERROR, "ospreyd: out of memory in a handshake");
             srv_conn_fatal(c);
         }
         osp_wire_hello_free(&h);
@@ -453,7 +456,7 @@ int srv_hello_preload(server_t *s) {
     /* socket mode with a config file: the pools and the preloaded models */
     FILE *f = fopen(s->opts.config_path, "rb");
     if (!f) {
-        fprintf(stderr, "ospreyd: cannot read %s: %s\n", s->opts.config_path, strerror(errno));
+        osp_log(OSP_LOG_ERROR, "ospreyd: cannot read %s: %s", s->opts.config_path, strerror(errno));
         return 2;
     }
     size_t cap = 1 << 20;
@@ -464,7 +467,7 @@ int srv_hello_preload(server_t *s) {
     osp_wire_hello_t h;
     char err[OSP_WIRE_ERRLEN + 64];
     if (osp_wire_hello_parse(OSP_WIRE_MSG_COMMAND, buf, n, OSP_WIRE_VERSION, &h, err, sizeof err)) {
-        fprintf(stderr, "ospreyd: %s: %s\n", s->opts.config_path, err);
+        osp_log(OSP_LOG_ERROR, "ospreyd: %s: %s", s->opts.config_path, err);
         free(buf);
         return 2;
     }
@@ -472,7 +475,8 @@ int srv_hello_preload(server_t *s) {
     int rc = start_pools(s, &h);
     int loaded = 0, total = 0;
     if (!rc) handshake_models(s, SRV_FROM_OPERATOR, h.models, &loaded, &total);
-    fprintf(stderr, "ospreyd: %d/%d model(s) preloaded from %s\n", loaded, total, s->opts.config_path);
+    osp_log(OSP_LOG_INFO, "ospreyd: %d/%d model(s) preloaded from %s", loaded, total,
+            s->opts.config_path);
     osp_wire_hello_free(&h);
     return rc ? 1 : 0;
 }

@@ -28,6 +28,7 @@
 #include "server/pages.h"
 #include "server/stats.h"
 #include "wire/http.h"
+#include "log/log.h"
 
 #define HTTP_CONNECTIONS 32 /* threads the door may take */
 #define HTTP_STREAMS 8      /* of them, open event streams */
@@ -277,8 +278,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void log_mhd(void *cls, const char *fmt, va_list ap) {
     (void)cls;
-    fputs("ospreyd: http: ", stderr);
-    vfprintf(stderr, fmt, ap);
+    char msg[1024];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    osp_log(OSP_LOG_WARN, "ospreyd: http: %s", msg);
 }
 
 srv_http_t *srv_http_start(server_t *s, const char *spec, char *err, size_t errlen) {
@@ -323,11 +325,11 @@ srv_http_t *srv_http_start(server_t *s, const char *spec, char *err, size_t errl
         return NULL;
     }
     if (osp_http_host_is_loopback(host))
-        fprintf(stderr, "ospreyd: http on %s port %u\n", host, port);
+        osp_log(OSP_LOG_INFO, "ospreyd: http on %s port %u", host, port);
     else
-        fprintf(stderr,
+        osp_log(OSP_LOG_WARN,
                 "ospreyd: warning: http on %s port %u is reachable from other machines, and "
-                "it has no authentication (the default is 127.0.0.1)\n",
+                "it has no authentication (the default is 127.0.0.1)",
                 host, port);
     return h;
 }

@@ -26,6 +26,7 @@
 #include "server/dispatch.h"
 #include "server/loop.h"
 #include "server/streams.h"
+#include "log/log.h"
 
 #define TAG_LISTEN 0xFFFFFFF0u
 #define TAG_MAILBOX 0xFFFFFFF1u
@@ -42,7 +43,7 @@ srv_loop_t *srv_loop_new(void) {
     l->sigfd = l->listen_fd = -1;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (l->epfd < 0 || osp_mailbox_init(&l->done)) {
-        fprintf(stderr, "ospreyd: cannot set up the event loop: %s\n", strerror(errno));
+        osp_log(OSP_LOG_ERROR, "ospreyd: cannot set up the event loop: %s", strerror(errno));
         if (l->epfd >= 0) close(l->epfd);
         free(l);
         return NULL;
@@ -237,7 +238,7 @@ int srv_loop_run(server_t *s) {
         int busy = srv_conns_read_unpolled(s);
         int n = epoll_wait(s->loop->epfd, evs, 64, busy ? 0 : next_timeout(s));
         if (n < 0 && errno != EINTR) {
-            fprintf(stderr, "ospreyd: epoll_wait: %s\n", strerror(errno));
+            osp_log(OSP_LOG_ERROR, "ospreyd: epoll_wait: %s", strerror(errno));
             return 1;
         }
         for (int i = 0; i < n; i++) {
@@ -247,7 +248,7 @@ int srv_loop_run(server_t *s) {
             } else if (tag == TAG_SIGNAL) {
                 struct signalfd_siginfo si;
                 while (read(s->loop->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-                    fprintf(stderr, "ospreyd: %s: finishing what is in flight, then exiting\n",
+                    osp_log(OSP_LOG_INFO, "ospreyd: %s: finishing what is in flight, then exiting",
                             strsignal((int)si.ssi_signo));
                 start_stopping(s);
             } else if (tag == TAG_LISTEN) {

@@ -30,6 +30,7 @@
 #include "server/stats.h"
 #include "server/streams.h"
 #include "server/zmq.h"
+#include "log/log.h"
 
 #define BUF_KEEP 24 /* frame buffers kept for reuse */
 
@@ -85,7 +86,7 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->roots = osp_paths_new();
     if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->shm ||
         !s->streams || !s->board || !s->cache || !s->bufs || !s->ctxs) {
-        fprintf(stderr, "ospreyd: out of memory\n");
+        osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
         server_free(s);
         return NULL;
     }
@@ -100,7 +101,7 @@ static int exposure_setup(server_t *s) {
     if (!o->listen) return 0;
     for (int i = 0; i < o->n_model_roots; i++) {
         if (osp_paths_add(s->roots, o->model_roots[i], err, sizeof err)) {
-            fprintf(stderr, "ospreyd: --model-root: %s\n", err);
+            osp_log(OSP_LOG_ERROR, "ospreyd: --model-root: %s", err);
             return 2;
         }
     }
@@ -109,10 +110,10 @@ static int exposure_setup(server_t *s) {
         osp_cache_dir(dir, sizeof dir - 8);
         strcat(dir, "/models");
         if (osp_paths_add(s->roots, dir, err, sizeof err))
-            fprintf(stderr, "ospreyd: %s; socket peers may name only --config's models\n", err);
+            osp_log(OSP_LOG_WARN, "ospreyd: %s; socket peers may name only --config's models", err);
     }
     if (o->auth_token_file && !(s->auth = srv_auth_load(o->auth_token_file, err, sizeof err))) {
-        fprintf(stderr, "ospreyd: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
         return 2;
     }
     return 0;
@@ -125,7 +126,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
     if (!rc && opts->http) { /* before the models load: /readyz says what is still loading */
         char err[300];
         if (!(s->http = srv_http_start(s, opts->http, err, sizeof err))) {
-            fprintf(stderr, "ospreyd: %s\n", err);
+            osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
             server_free(s);
             return 1;
         }
@@ -140,11 +141,11 @@ int osp_server_run(const osp_server_opts_t *opts) {
     if (opts->listen) {
         char err[256];
         if (srv_loop_listen(s, opts->listen, err, sizeof err)) {
-            fprintf(stderr, "ospreyd: %s\n", err);
+            osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
             server_free(s);
             return 1;
         }
-        fprintf(stderr, "ospreyd: listening on %s\n", opts->listen);
+        osp_log(OSP_LOG_INFO, "ospreyd: listening on %s", opts->listen);
     } else if (!(opts->zmq && opts->config_path) &&
                !srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
         server_free(s);
@@ -153,7 +154,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
     if (opts->zmq) {
         char err[1200];
         if (!(s->zmq = srv_zmq_start(s, err, sizeof err))) {
-            fprintf(stderr, "ospreyd: --zmq: %s\n", err);
+            osp_log(OSP_LOG_ERROR, "ospreyd: --zmq: %s", err);
             server_free(s);
             return 1;
         }

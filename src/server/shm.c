@@ -29,6 +29,7 @@
 #include "server/shm.h"
 #include "server/stats.h"
 #include "wire/peek.h"
+#include "log/log.h"
 
 
 /* Registrations a peer may hold: each is a mapping of the server's
@@ -229,8 +230,8 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
         r->refs = 1;
         r->next = s->shm->head;
         s->shm->head = r;
-        fprintf(stderr, "ospreyd: shared memory %s registered as region %u (%zu bytes)\n", r->name,
-                r->id, size);
+        osp_log(OSP_LOG_INFO, "ospreyd: shared memory %s registered as region %u (%zu bytes)",
+                r->name, r->id, size);
         reply(s, c, req_id, name, NULL, r);
         return 1;
     }

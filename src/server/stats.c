@@ -15,6 +15,7 @@
 #include "sched/gate.h"
 #include "sched/sched.h"
 #include "server/slots.h"
+#include "log/log.h"
 
 /* One model slot's counters. Frames are counted where they are answered
  * (mostly on the I/O thread, the workers' gate from the I/O thread too):
@@ -98,9 +99,9 @@ void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t 
                                                memory_order_relaxed);
     int64_t total = before + n;
     if (before == 0 || total / 500 != before / 500)
-        fprintf(stderr,
+        osp_log(OSP_LOG_WARN,
                 "ospreyd: shed %" PRId64
-                " request(s) past their deadline so far (model %d, %" PRId64 " ms late)\n",
+                " request(s) past their deadline so far (model %d, %" PRId64 " ms late)",
                 total, idx, osp_gate_epoch_ms() - (int64_t)deadline_ms);
 }
 
@@ -110,9 +111,9 @@ void srv_stat_shed_queue(server_t *s, int idx) {
                                               memory_order_relaxed) +
                     1;
     if (total == 1 || total % 500 == 0)
-        fprintf(stderr,
+        osp_log(OSP_LOG_WARN,
                 "ospreyd: shed %" PRId64
-                " queued frame(s) under overload so far (model %d: drop-oldest)\n",
+                " queued frame(s) under overload so far (model %d: drop-oldest)",
                 total, idx);
 }
 

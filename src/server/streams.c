@@ -28,6 +28,7 @@
 #include "server/streams.h"
 #include "stream/stream.h"
 #include "wire/peek.h"
+#include "log/log.h"
 
 #define STREAM_JOIN_MS 1000
 /* What one peer may ask of the server's memory and threads (docs/security.md):
@@ -182,7 +183,8 @@ static void stream_opened(server_t *s, srv_job_t *h) {
     pending_unlink(s->streams, a);
     opening_remove(s->streams, a->conn_id);
     if (a->abandoned) { /* answered at its bound */
-        fprintf(stderr, "ospreyd: the stream load of %s returned after its bound; dropped\n", a->path);
+        osp_log(OSP_LOG_WARN, "ospreyd: the stream load of %s returned after its bound; dropped",
+                a->path);
         stream_free(a->made);
         free(a);
         return;
@@ -199,8 +201,8 @@ static void stream_opened(server_t *s, srv_job_t *h) {
         st->owner = a->conn_id;
         st->next = s->streams->head;
         s->streams->head = st;
-        fprintf(stderr, "ospreyd: stream %u open on %s (%d values per frame)\n", st->id, a->path,
-                st->frame_len);
+        osp_log(OSP_LOG_INFO, "ospreyd: stream %u open on %s (%d values per frame)", st->id,
+                a->path, st->frame_len);
         reply_cmd(s, a->conn_id, a->req_id, "open_stream", NULL, st, NULL);
     }
     free(a);
@@ -434,7 +436,7 @@ void srv_streams_check_timers(server_t *s) {
         snprintf(err, sizeof err,
                  "open_stream: loading %s took longer than %.0f ms; left to finish, then dropped",
                  a->path, s->set.load_bound_ms);
-        fprintf(stderr, "ospreyd: %s\n", err);
+        osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
         reply_cmd(s, a->conn_id, a->req_id, "open_stream", err, NULL, NULL);
     }
 }

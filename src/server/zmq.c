@@ -46,6 +46,7 @@
 #include "server/slots.h"
 #include "server/stats.h"
 #include "wire/frigate.h"
+#include "log/log.h"
 
 #define ZMQ_BUDGET_MS 150 /* of Frigate's 200 ms: the rest carries the zeros back */
 #define ZREQ_MAX 64       /* requests past the socket at once; more are answered with zeros */
@@ -257,7 +258,7 @@ static void load_done(server_t *s, srv_job_t *h) {
         if (l) {
             L->m = NULL;
             srv_slot_install(s, idx, l);
-            fprintf(stderr, "ospreyd: zmq: model %s loaded into slot %d for Frigate\n",
+            osp_log(OSP_LOG_INFO, "ospreyd: zmq: model %s loaded into slot %d for Frigate",
                     L->cfg.path, idx);
         } else {
             idx = -1;
@@ -274,9 +275,9 @@ static void *load_main(void *arg) {
     zload_t *L = arg;
     char err[600];
     (void)pthread_setname_np(pthread_self(), "osp-zmq-load");
-    fprintf(stderr, "ospreyd: zmq: loading %s\n", L->cfg.path);
+    osp_log(OSP_LOG_INFO, "ospreyd: zmq: loading %s", L->cfg.path);
     if (osp_model_open(&L->cfg, L->backend, &L->m, err, sizeof err)) {
-        fprintf(stderr, "ospreyd: zmq: %s failed to load: %s\n", L->cfg.path, err);
+        osp_log(OSP_LOG_ERROR, "ospreyd: zmq: %s failed to load: %s", L->cfg.path, err);
         L->m = NULL;
     }
     srv_post(L->q->z->s, &L->h);
@@ -408,7 +409,7 @@ static void send_answers(srv_zmq_t *z) {
 static void log_bad(srv_zmq_t *z, const char *why) {
     srv_stat_add(z->s, SRV_ST_ERRORS, 1);
     if (z->bad++ % 500 == 0)
-        fprintf(stderr, "ospreyd: zmq: answered zeros to a bad request (%lld so far): %s\n",
+        osp_log(OSP_LOG_WARN, "ospreyd: zmq: answered zeros to a bad request (%lld so far): %s",
                 (long long)z->bad, why);
 }
 
@@ -493,7 +494,7 @@ static int receive_one(srv_zmq_t *z) {
         int saved = z->accept_fd >= 0 && n == 2 && osp_frigate_name_ok(rq.model_name) &&
                     save_upload(z, rq.model_name, &part[1]) == 0;
         if (z->accept_fd >= 0)
-            fprintf(stderr, "ospreyd: zmq: an upload of %s (%zu bytes) %s\n", rq.model_name,
+            osp_log(OSP_LOG_INFO, "ospreyd: zmq: an upload of %s (%zu bytes) %s", rq.model_name,
                     n == 2 ? zmq_msg_size(&part[1]) : 0, saved ? "saved" : "refused");
         if (!saved) {
             char text[96];
@@ -538,7 +539,7 @@ static void *zmq_main(void *arg) {
     while (!atomic_load(&z->stop)) {
         if (zmq_poll(items, 2, -1) < 0) {
             if (zmq_errno() == EINTR) continue;
-            fprintf(stderr, "ospreyd: zmq: poll: %s; Frigate is no longer served\n",
+            osp_log(OSP_LOG_ERROR, "ospreyd: zmq: poll: %s; Frigate is no longer served",
                     zmq_strerror(zmq_errno()));
             break;
         }
@@ -620,16 +621,16 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen) {
         goto fail;
     }
     if (strncmp(ep, "tcp://", 6) == 0 && !loopback(ep))
-        fprintf(stderr,
+        osp_log(OSP_LOG_WARN,
                 "ospreyd: zmq: %s is reachable from other machines; anyone who can reach it "
-                "gets detections%s\n",
+                "gets detections%s",
                 ep, z->accept_fd >= 0 ? " and may upload models" : "");
     if (pthread_create(&z->thread, NULL, zmq_main, z)) {
         snprintf(err, errlen, "cannot start the zmq thread");
         goto fail;
     }
     z->running = 1;
-    fprintf(stderr, "ospreyd: serving Frigate's zmq detector on %s (%s labelmap, %s)\n", ep,
+    osp_log(OSP_LOG_INFO, "ospreyd: serving Frigate's zmq detector on %s (%s labelmap, %s)", ep,
             s->opts.zmq_labelmap ? s->opts.zmq_labelmap : "Frigate's default",
             s->opts.zmq_bgr ? "BGR" : "RGB");
     return z;
