@@ -35,7 +35,25 @@
 struct srv_loop {
     int epfd, sigfd, listen_fd;
     osp_mailbox_t done; /* finished jobs, from any thread */
+    /* the unix socket file this server made, removed when it stops
+     * listening if it is still the same file (dev, ino) */
+    char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    dev_t sock_dev;
+    ino_t sock_ino;
 };
+
+/* The socket file goes with the listening socket: a path that stays
+ * behind reads as a server to whoever connects next. Another file put
+ * there since is left alone. */
+static void unlisten(srv_loop_t *l) {
+    if (l->listen_fd >= 0) close(l->listen_fd);
+    l->listen_fd = -1;
+    struct stat st;
+    if (l->sock_path[0] && lstat(l->sock_path, &st) == 0 && st.st_dev == l->sock_dev &&
+        st.st_ino == l->sock_ino)
+        unlink(l->sock_path);
+    l->sock_path[0] = '\0';
+}
 
 srv_loop_t *srv_loop_new(void) {
     srv_loop_t *l = calloc(1, sizeof *l);
@@ -67,7 +85,7 @@ srv_loop_t *srv_loop_new(void) {
 void srv_loop_free(srv_loop_t *l) {
     if (!l) return;
     osp_mailbox_destroy(&l->done);
-    if (l->listen_fd >= 0) close(l->listen_fd);
+    unlisten(l);
     if (l->sigfd >= 0) close(l->sigfd);
     close(l->epfd);
     free(l);
@@ -126,6 +144,61 @@ static int bind_unix(int fd, const struct sockaddr_un *sa, int mode) {
     return rc;
 }
 
+/* Whether a unix socket path may be bound: free, or a socket file no
+ * server answers on (left by a run that was killed; removed here when
+ * remove_stale). A server that answers there keeps it — taking its path
+ * over would leave it running, deaf — and so does any other kind of file.
+ * 0, or -1 with the reason in err. */
+static int unix_claim(const char *path, int remove_stale, char *err, size_t errlen) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        snprintf(err, errlen, "cannot listen on unix:%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "cannot listen on unix:%s: the path exists and is not a socket", path);
+        return -1;
+    }
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot listen on unix:%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = connect(fd, (const struct sockaddr *)&sa, sizeof sa), e = errno;
+    close(fd);
+    if (rc == 0 || e == EAGAIN) { /* EAGAIN: it listens, its backlog is full */
+        snprintf(err, errlen,
+                 "cannot listen on unix:%s: a server is answering there (another ospreyd?); "
+                 "it keeps its socket: stop it first, or choose another path",
+                 path);
+        return -1;
+    }
+    if (e == ENOENT) return 0; /* gone meanwhile */
+    if (e != ECONNREFUSED) {
+        snprintf(err, errlen,
+                 "cannot listen on unix:%s: cannot tell whether a server answers "
+                 "there: %s",
+                 path, strerror(e));
+        return -1;
+    }
+    if (remove_stale) {
+        if (unlink(path) != 0 && errno != ENOENT) {
+            snprintf(err, errlen, "cannot remove the stale socket %s: %s", path, strerror(errno));
+            return -1;
+        }
+        osp_log(OSP_LOG_INFO, "ospreyd: %s was a stale socket (no server answered); replaced", path);
+    }
+    return 0;
+}
+
+int srv_loop_listen_check(const char *spec, char *err, size_t errlen) {
+    if (strncmp(spec, "unix:", 5) != 0) return 0;
+    return unix_claim(spec + 5, 0, err, errlen);
+}
+
 /* The listening socket. TCP binds loopback unless HOST says otherwise,
  * and another address only with a token (a peer that reaches the port
  * could otherwise load, replace and unload every model). */
@@ -138,12 +211,17 @@ static int listen_on(server_t *s, const char *spec, char *err, size_t errlen) {
             return -1;
         }
         strcpy(sa.sun_path, spec + 5);
-        struct stat st;
-        /* a stale socket of an earlier run goes; any other file stays (bind fails) */
-        if (lstat(sa.sun_path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(sa.sun_path);
+        if (unix_claim(sa.sun_path, 1, err, errlen)) return -1;
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0 || bind_unix(fd, &sa, s->opts.socket_mode ? s->opts.socket_mode : 0660) < 0)
             goto sys_fail;
+        struct stat st;
+        if (stat(sa.sun_path, &st) == 0) {
+            srv_loop_t *l = s->loop;
+            snprintf(l->sock_path, sizeof l->sock_path, "%s", sa.sun_path);
+            l->sock_dev = st.st_dev;
+            l->sock_ino = st.st_ino;
+        }
     } else if (strncmp(spec, "tcp:", 4) == 0) {
         char host[256];
         const char *colon = strrchr(spec + 4, ':');
@@ -211,11 +289,8 @@ static void start_stopping(server_t *s) {
     if (s->stopping) return;
     s->stopping = 1;
     srv_loop_t *l = s->loop;
-    if (l->listen_fd >= 0) {
-        srv_loop_del(s, l->listen_fd);
-        close(l->listen_fd);
-        l->listen_fd = -1;
-    }
+    if (l->listen_fd >= 0) srv_loop_del(s, l->listen_fd);
+    unlisten(l);
     srv_conns_stop_reading(s);
 }
 

@@ -25,8 +25,14 @@ void srv_loop_mod(server_t *s, int fd, uint32_t events, uint32_t tag);
 void srv_loop_del(server_t *s, int fd);
 
 /* Serve connections on spec ("unix:PATH" or "tcp:HOST:PORT"); 0 or -1
- * with the reason in err. */
+ * with the reason in err. A unix socket file at PATH that a server
+ * answers on is refused, one that none answers on is replaced; the file
+ * is removed when the server stops listening. */
 int srv_loop_listen(server_t *s, const char *spec, char *err, size_t errlen);
+/* Whether srv_loop_listen would refuse spec because of what is at its
+ * path now (checked before the models load, and again at the bind);
+ * touches nothing. 0, or -1 with the reason in err. */
+int srv_loop_listen_check(const char *spec, char *err, size_t errlen);
 
 /* Hand a finished job back to the I/O thread: any thread. */
 void srv_post(server_t *s, srv_job_t *j);

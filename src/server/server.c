@@ -123,6 +123,13 @@ int osp_server_run(const osp_server_opts_t *opts) {
     server_t *s = server_new(opts);
     if (!s) return 1;
     int rc = exposure_setup(s);
+    if (!rc && opts->listen) { /* before minutes of model loads, not after */
+        char err[300];
+        if (srv_loop_listen_check(opts->listen, err, sizeof err)) {
+            osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
+            rc = 1;
+        }
+    }
     if (!rc && opts->http) { /* before the models load: /readyz says what is still loading */
         char err[300];
         if (!(s->http = srv_http_start(s, opts->http, err, sizeof err))) {

@@ -1,6 +1,7 @@
 """ospreyd --listen (extension): many connections, each with its own
 handshake and wire version, sharing the models the --config file preloads."""
 import json
+import signal
 import socket
 import struct
 import threading
@@ -254,3 +255,70 @@ def test_handshake_load_does_not_stall_others(spawn, tmp_path):
     ready = b.reply(0, timeout=10)
     assert ready["status"] == "ready" and ready["models"] == 2, ready
     assert took < 1.0, f"another connection waited {took:.1f}s behind a handshake load"
+
+
+# ---- the socket file: one server per path, replaced only when stale, gone at exit ----------
+
+
+def test_second_daemon_refused_first_keeps_answering(spawn, tmp_path):
+    m = tb_script(tmp_path / "m.json", faces=[(0.9, [0.1, 0.1, 0.5, 0.5])])
+    first = serve(spawn, tmp_path, tb_config([m]))
+    a = first.connect()
+    hello(a, 2)
+    sock = tmp_path / "ospreyd.sock"
+    second = spawn("--listen", f"unix:{sock}", "--config", tmp_path / "ospreyd.json", stdio=False)
+    assert second.wait() == 1, second.describe()
+    err = second.stderr_text()
+    assert f"cannot listen on unix:{sock}: a server is answering there" in err, err
+    assert "loading model" not in err  # refused before its models load
+    # the first still owns the path: the open connection and a new one are served
+    assert a.infer_raw(0, solid(32, 32))["detections"]
+    b = first.connect()
+    hello(b, 1)
+    assert b.infer_raw(0, solid(32, 32))["detections"]
+    assert first.alive()
+
+
+def test_stale_socket_replaced(spawn, tmp_path):
+    sock = tmp_path / "ospreyd.sock"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(sock))  # a socket file no server answers on, as a killed run leaves
+    dead.close()
+    assert sock.is_socket()
+    w = serve(spawn, tmp_path, tb_config([tb_script(tmp_path / "m.json")]))
+    c = w.connect()
+    hello(c, 2)
+    assert c.mem_stats()["status"] == "ok"
+    assert "was a stale socket (no server answered); replaced" in w.stderr_text()
+
+
+def test_other_file_at_socket_path_kept(spawn, tmp_path):
+    sock = tmp_path / "ospreyd.sock"
+    sock.write_text("not a socket")
+    w = serve(spawn, tmp_path, tb_config([tb_script(tmp_path / "m.json")]))
+    assert w.wait() == 1
+    assert "the path exists and is not a socket" in w.stderr_text()
+    assert sock.read_text() == "not a socket"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_socket_file_removed_on_exit(spawn, tmp_path, sig):
+    sock = tmp_path / "ospreyd.sock"
+    w = serve(spawn, tmp_path, tb_config([tb_script(tmp_path / "m.json")]))
+    c = w.connect()
+    hello(c, 2)
+    assert sock.is_socket()
+    w.signal(sig)
+    assert w.wait() == 0, w.describe()
+    assert not sock.exists()
+
+
+def test_socket_file_removed_on_failed_start(spawn, tmp_path):
+    # listening worked, a later part (the zmq endpoint) did not: the exit
+    # leaves no socket file behind either
+    sock = tmp_path / "ospreyd.sock"
+    w = serve(spawn, tmp_path, tb_config([tb_script(tmp_path / "m.json")]), "unix",
+              "--zmq", f"ipc://{tmp_path}/no/such/dir/zmq")
+    assert w.wait() == 1, w.describe()
+    assert "--zmq" in w.stderr_text()
+    assert not sock.exists()
