@@ -24,6 +24,5 @@ int osp_cmd_listen(int argc, char **argv);
 int osp_cmd_segment(int argc, char **argv);
 int osp_cmd_quantize(int argc, char **argv);
 
-#define OSP_VERSION "0.1.0"
 
 #endif

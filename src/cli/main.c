@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "log/log.h"
+#include "version/version.h"
 
 static void usage(FILE *out) {
     fputs("usage: osprey [--log-format plain|text|json | --log-json] <command> [options]\n"
@@ -18,7 +19,7 @@ static void usage(FILE *out) {
           "  compare  cosine similarity of the faces in two images\n"
           "  quantize make an int8 model from a float one, calibrated on images and videos\n"
           "  segment  cut a video into events, describe them with a VLM, check a procedure\n"
-          "  version  print the version\n"
+          "  version  the version, the git commit, ONNX Runtime's version and providers\n"
           "\n"
           "Run 'osprey <command> --help' for a command's options.\n"
           "Messages on stderr (a model loaded, a camera dropped, an input that failed) are\n"
@@ -57,7 +58,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "quantize") == 0) return osp_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(cmd, "segment") == 0) return osp_cmd_segment(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
-        printf("osprey %s\n", OSP_VERSION);
+        osp_version_print(stdout, "osprey");
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

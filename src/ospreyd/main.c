@@ -10,6 +10,7 @@
 
 #include "log/log.h"
 #include "server/server.h"
+#include "version/version.h"
 #include "wire/http.h"
 
 static void usage(FILE *out) {
@@ -17,6 +18,7 @@ static void usage(FILE *out) {
           "               [--model-root DIR]... [--auth-token-file FILE] [--socket-mode MODE]\n"
           "               [--read-only] [--handshake-timeout-ms MS]\n"
           "               [--http [HOST:]PORT] [--log-format plain|text|json] [--log-json]\n"
+          "       ospreyd --version\n"
           "               [--zmq ENDPOINT [--zmq-labelmap FILE] [--zmq-accept-models DIR]\n"
           "                [--zmq-pixel-format rgb|bgr]]\n"
           "\n"
@@ -74,6 +76,8 @@ static void usage(FILE *out) {
           "                         Python worker's lines), text with --listen or with\n"
           "                         --zmq and --config\n"
           "  --log-json             the same as --log-format json\n"
+          "  --version              osprey's version, the git commit it was built from,\n"
+          "                         the ONNX Runtime version and its execution providers\n"
           "  -h, --help             this text\n"
           "\n"
           "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0.\n",
@@ -97,6 +101,7 @@ int main(int argc, char **argv) {
                                              {"zmq-pixel-format", required_argument, NULL, 'P'},
                                              {"log-format", required_argument, NULL, 'F'},
                                              {"log-json", no_argument, NULL, 'J'},
+                                             {"version", no_argument, NULL, 'V'},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c, log_set = 0;
@@ -174,6 +179,7 @@ int main(int argc, char **argv) {
             log_format = OSP_LOG_JSON;
             log_set = 1;
             break;
+        case 'V': osp_version_print(stdout, "ospreyd"); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

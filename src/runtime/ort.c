@@ -139,6 +139,36 @@ static OrtStatus *describe_all(OrtSession *s, OrtAllocator *alloc, int is_input,
     return st;
 }
 
+const char *osp_ort_version(void) {
+    const OrtApiBase *base = OrtGetApiBase();
+    const char *v = base ? base->GetVersionString() : NULL;
+    return v && *v ? v : "unknown";
+}
+
+int osp_ort_providers(char *buf, size_t len) {
+    const OrtApiBase *base = OrtGetApiBase();
+    const OrtApi *api = base ? base->GetApi(ORT_API_VERSION) : NULL;
+    if (!api) {
+        snprintf(buf, len, "ONNX Runtime %s does not provide C API version %d", osp_ort_version(),
+                 ORT_API_VERSION);
+        return -1;
+    }
+    char **avail = NULL;
+    int n = 0;
+    OrtStatus *st = api->GetAvailableProviders(&avail, &n);
+    if (st) {
+        snprintf(buf, len, "%s", api->GetErrorMessage(st));
+        api->ReleaseStatus(st);
+        return -1;
+    }
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? ", " : "", avail[i]);
+    if ((st = api->ReleaseAvailableProviders(avail, n))) api->ReleaseStatus(st);
+    return 0;
+}
+
 /* Append the hardware providers in order; the first that appends is the one
  * that serves. Providers the library lacks or that fail are dropped. */
 static void choose_providers(OrtSessionOptions *so, const char *device, char *chosen,

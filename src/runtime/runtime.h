@@ -119,6 +119,14 @@ static inline void osp_rt_model_free(osp_rt_model_t *m) {
     if (m) m->backend->free_model(m);
 }
 
+/* The version of the ONNX Runtime library loaded at run time ("1.20.1");
+ * a static string, "unknown" when the library does not say. */
+const char *osp_ort_version(void);
+/* The execution providers that library was built with, in its order,
+ * joined by ", " into buf (the caller's); the CPU provider is always
+ * among them. 0, or -1 with the reason in buf. */
+int osp_ort_providers(char *buf, size_t len);
+
 size_t osp_dtype_size(osp_dtype_t t);
 const char *osp_dtype_name(osp_dtype_t t);
 /* Element count of dims (every dim must be >= 0); 0 on overflow. */
