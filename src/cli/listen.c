@@ -127,9 +127,7 @@ int osp_cmd_listen(int argc, char **argv) {
 
     char path[1024], err[512];
     if (strcmp(model_arg, "silero-vad") == 0) {
-        char dir[900];
-        osp_cache_dir(dir, sizeof dir);
-        snprintf(path, sizeof path, "%s/models/silero_vad_v5.onnx", dir);
+        osp_catalog_file("silero_vad_v5.onnx", path, sizeof path);
     } else if (strchr(model_arg, '/') || strstr(model_arg, ".onnx")) {
         snprintf(path, sizeof path, "%s", model_arg);
     } else {

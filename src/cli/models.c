@@ -1,7 +1,6 @@
 /* osprey models: the built-in catalog. */
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "model/model.h"
@@ -14,10 +13,12 @@ int osp_cmd_models(int argc, char **argv) {
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             puts("usage: osprey models [--json]\n"
                  "\n"
-                 "Lists the built-in models: name, file, input shape, postprocessor, whether\n"
-                 "it runs batches as one call (a dynamic batch axis), and whether the file\n"
-                 "is present in the cache ($OSPREY_CACHE, default\n"
-                 "~/.cache/osprey). scripts/fetch-assets.sh downloads them.\n"
+                 "Lists the built-in models: name, whether the file is present, where it is\n"
+                 "(or \"not downloaded\"), input shape, postprocessor and whether it runs\n"
+                 "batches as one call (a dynamic batch axis). A file is looked for in the\n"
+                 "cache's models folder ($OSPREY_CACHE, default ~/.cache/osprey), then in\n"
+                 "share/osprey/models beside an installed osprey's bin/ (make install).\n"
+                 "scripts/fetch-assets.sh downloads them into the cache.\n"
                  "\n"
                  "  --json   one JSON object per model instead of a table");
             return 0;
@@ -26,15 +27,25 @@ int osp_cmd_models(int argc, char **argv) {
             return 2;
         }
     }
-    if (!json)
-        printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", "NAME", "PRESENT", "FILE", "INPUT",
-               "POST", "BATCH", "DESCRIPTION");
-    for (int i = 0; i < osp_catalog_count(); i++) {
+    /* FILE: where the file is, or "not downloaded (<file>)" */
+    int n = osp_catalog_count(), width = 4;
+    for (int i = 0; i < n; i++) {
+        char path[1024];
         const osp_catalog_entry_t *e = osp_catalog_at(i);
-        char path[1024], shape[64];
-        struct stat st;
-        osp_catalog_path(e, path, sizeof path);
-        int present = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        int w = osp_catalog_path(e, path, sizeof path) ? (int)strlen(path) : (int)strlen(e->file) + 17;
+        if (w > width) width = w;
+    }
+    if (!json)
+        printf("%-15s %-8s %-*s %-19s %-15s %-6s %s\n", "NAME", "PRESENT", width, "FILE", "INPUT",
+               "POST", "BATCH", "DESCRIPTION");
+    for (int i = 0; i < n; i++) {
+        const osp_catalog_entry_t *e = osp_catalog_at(i);
+        char path[1024], shape[64], where[1100];
+        int present = osp_catalog_path(e, path, sizeof path);
+        if (present)
+            snprintf(where, sizeof where, "%s", path);
+        else
+            snprintf(where, sizeof where, "not downloaded (%s)", e->file);
         if (strcmp(e->layout, "NHWC") == 0)
             snprintf(shape, sizeof shape, "[1,%d,%d,%d] NHWC", e->height, e->width, e->channels);
         else
@@ -60,8 +71,8 @@ int osp_cmd_models(int argc, char **argv) {
             printf("%s\n", w.buf);
             osp_jw_free(&w);
         } else
-            printf("%-15s %-8s %-28s %-19s %-15s %-6s %s\n", e->name, present ? "yes" : "no",
-                   e->file, shape, e->postprocessor, e->batches ? "yes" : "no", e->description);
+            printf("%-15s %-8s %-*s %-19s %-15s %-6s %s\n", e->name, present ? "yes" : "no", width,
+                   where, shape, e->postprocessor, e->batches ? "yes" : "no", e->description);
     }
     return 0;
 }

@@ -1,9 +1,12 @@
 /* The built-in model catalog: models osprey knows how to fetch and run. */
 #include "model/model.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* What a model and its int8 variant share: the input, its preparation and
  * the decoding (the variants are made from the float files by
@@ -148,8 +151,38 @@ void osp_cache_dir(char *buf, size_t n) {
     snprintf(buf, n, "%s/.cache/osprey", home && *home ? home : ".");
 }
 
-void osp_catalog_path(const osp_catalog_entry_t *e, char *buf, size_t n) {
-    char dir[900];
+void osp_data_dir(char *buf, size_t n) {
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    buf[0] = '\0';
+    if (len <= 0) return;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    *slash = '\0'; /* the binary's folder */
+    slash = strrchr(exe, '/');
+    if (!slash || strcmp(slash + 1, "bin") != 0) return;
+    *slash = '\0';
+    snprintf(buf, n, "%s/share/osprey", exe);
+}
+
+static int is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int osp_catalog_file(const char *file, char *buf, size_t n) {
+    char dir[900], data[900], at[1100];
     osp_cache_dir(dir, sizeof dir);
-    snprintf(buf, n, "%s/models/%s", dir, e->file);
+    snprintf(buf, n, "%s/models/%s", dir, file);
+    if (is_file(buf)) return 1;
+    osp_data_dir(data, sizeof data);
+    snprintf(at, sizeof at, "%s/models/%s", data, file);
+    if (!data[0] || !is_file(at)) return 0;
+    snprintf(buf, n, "%s", at);
+    return 1;
+}
+
+int osp_catalog_path(const osp_catalog_entry_t *e, char *buf, size_t n) {
+    return osp_catalog_file(e->file, buf, n);
 }

@@ -48,11 +48,8 @@ int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err
     cfg->confidence = e->confidence;
     cfg->nms_iou = e->nms_iou;
     cfg->builtin_labels = e->labels;
-    if (e->labels_file) {
-        char dir[900];
-        osp_cache_dir(dir, sizeof dir);
-        snprintf(cfg->labels_path, sizeof cfg->labels_path, "%s/models/%s", dir, e->labels_file);
-    }
+    if (e->labels_file)
+        osp_catalog_file(e->labels_file, cfg->labels_path, sizeof cfg->labels_path);
     return OSP_MODEL_OK;
 }
 

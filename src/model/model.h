@@ -71,8 +71,17 @@ const osp_catalog_entry_t *osp_catalog_at(int i);
 const osp_catalog_entry_t *osp_catalog_find(const char *name);
 /* The asset cache: $OSPREY_CACHE, else $HOME/.cache/osprey. */
 void osp_cache_dir(char *buf, size_t n);
-/* <cache>/models/<file> of an entry. */
-void osp_catalog_path(const osp_catalog_entry_t *e, char *buf, size_t n);
+/* share/osprey beside the bin/ folder of the running binary — where
+ * `make install` puts the catalog's files — or "" when the binary is not
+ * in a bin/ folder. Relative to the binary, so an installed tree works
+ * wherever it is unpacked. */
+void osp_data_dir(char *buf, size_t n);
+/* Where a catalog file (a model, a labels file) is: <cache>/models/<file>
+ * when it is there, else <data dir>/models/<file> when it is there (1);
+ * else <cache>/models/<file>, where scripts/fetch-assets.sh puts it (0). */
+int osp_catalog_file(const char *file, char *buf, size_t n);
+/* osp_catalog_file of an entry's model file. */
+int osp_catalog_path(const osp_catalog_entry_t *e, char *buf, size_t n);
 
 /* ---- configuration --------------------------------------------------------- */
 

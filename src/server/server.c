@@ -105,11 +105,15 @@ static int exposure_setup(server_t *s) {
             return 2;
         }
     }
-    if (!o->n_model_roots) {
-        char dir[1100];
+    if (!o->n_model_roots) { /* the cache's models, and an installed osprey's */
+        char dir[1100], data[1100], derr[1200];
         osp_cache_dir(dir, sizeof dir - 8);
         strcat(dir, "/models");
-        if (osp_paths_add(s->roots, dir, err, sizeof err))
+        osp_data_dir(data, sizeof data - 8);
+        strcat(data, "/models");
+        int cache_rc = osp_paths_add(s->roots, dir, err, sizeof err);
+        int data_rc = data[0] != '/' ? -1 : osp_paths_add(s->roots, data, derr, sizeof derr);
+        if (cache_rc && data_rc)
             osp_log(OSP_LOG_WARN, "ospreyd: %s; socket peers may name only --config's models", err);
     }
     if (o->auth_token_file && !(s->auth = srv_auth_load(o->auth_token_file, err, sizeof err))) {

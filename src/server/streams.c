@@ -242,9 +242,7 @@ static int parse_open(server_t *s, const conn_t *conn, open_arg_t *a, const cJSO
     int n = 0;
     const char *model = str_key(cfg, "model", NULL);
     if (model && strcmp(model, "silero-vad") == 0) {
-        char dir[900];
-        osp_cache_dir(dir, sizeof dir);
-        snprintf(a->path, sizeof a->path, "%s/models/silero_vad_v5.onnx", dir);
+        osp_catalog_file("silero_vad_v5.onnx", a->path, sizeof a->path);
         a->spec = (osp_stream_ort_spec_t){.input = "input",
                                           .output = "output",
                                           .n_state = 1,

@@ -220,11 +220,8 @@ static int resolve(srv_zmq_t *z, const char *name, osp_model_cfg_t *cfg) {
     if (!osp_frigate_name_ok(name)) return -1; /* a file name, never a path */
     if (z->accept_fd >= 0 && fstatat(z->accept_fd, name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
         snprintf(path, sizeof path, "%s/%s", z->accept_dir, name);
-    } else {
-        char dir[1024];
-        osp_cache_dir(dir, sizeof dir);
-        snprintf(path, sizeof path, "%s/models/%s", dir, name);
-        if (stat(path, &st) || !S_ISREG(st.st_mode)) return -1;
+    } else if (!osp_catalog_file(name, path, sizeof path)) {
+        return -1;
     }
     return osp_model_cfg_resolve(path, cfg, err, sizeof err) ? -1 : 0;
 }
