@@ -20,7 +20,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets check check-tsan unit e2e fuzz format-check format demo bench bench-peer clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer clean help
 
 all: build
 
@@ -34,6 +34,8 @@ help:
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
+	@echo "make install  PREFIX=/usr/local (default) [DESTDIR=…]: binaries, ONNX Runtime, catalog models,"
+	@echo "              the systemd unit and its user, an example config (docs/operations.md)"
 	@echo "make clean    remove build output"
 
 # Installs missing packages and ONNX Runtime; remembers where ONNX Runtime is.
@@ -52,6 +54,12 @@ build: deps
 	    -DOSPREY_WERROR=$(WERROR) -DOSPREY_SANITIZE=$(SANITIZE) > $(BUILD)/cmake.log || \
 	    { cat $(BUILD)/cmake.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# The installed tree finds ONNX Runtime and the models relative to its
+# bin/, so PREFIX is only written into the systemd unit.
+PREFIX ?= /usr/local
+install: build
+	@DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(abspath $(PREFIX))"
 
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
