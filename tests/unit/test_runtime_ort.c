@@ -453,6 +453,24 @@ static void test_runs_from_several_threads(void **s) {
     osp_rt_model_free(m);
 }
 
+/* What --version says of the runtime: the library's own version, and the
+ * providers it offers, in a buffer of any size. */
+static void test_version_and_providers(void **s) {
+    (void)s;
+    const char *v = osp_ort_version();
+    int major = -1, minor = -1;
+    assert_int_equal(sscanf(v, "%d.%d", &major, &minor), 2);
+    assert_true(major >= 1 && minor >= 16); /* the API osprey is built for */
+    char buf[512];
+    assert_int_equal(osp_ort_providers(buf, sizeof buf), 0);
+    assert_non_null(strstr(buf, "CPUExecutionProvider"));
+    char tiny[8];
+    memset(tiny, 'x', sizeof tiny);
+    assert_int_equal(osp_ort_providers(tiny, sizeof tiny), 0);
+    assert_int_equal(strlen(tiny), sizeof tiny - 1); /* cut, terminated, not overrun */
+    assert_memory_equal(tiny, buf, sizeof tiny - 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_describe),
@@ -462,6 +480,7 @@ int main(void) {
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_thread_and_graph_options),
         cmocka_unit_test(test_runs_from_several_threads),
+        cmocka_unit_test(test_version_and_providers),
     };
     return cmocka_run_group_tests(tests, find_model, remove_dir);
 }
