@@ -1,6 +1,7 @@
 /* The worker pools; see exec.h. */
 #include "server/exec.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +26,90 @@ typedef struct {
     srv_rows_t *rows;
 } wstate_t;
 
+/* The run a predict worker is inside, for the watchdog (srv_exec_runs). */
+typedef struct {
+    int active;   /* inside the runtime now */
+    uint64_t seq; /* which run this is; 0 once given up (the index is the next thread's) */
+    struct timespec started;
+    srv_job_t *job;
+    int model_idx;
+    const loaded_t *model;
+} run_t;
+
 struct srv_exec {
     server_t *s;
     osp_pool_t *prepare, *predict;
-    wstate_t *prep_ws, *pred_ws; /* one per worker of each pool */
+    wstate_t *prep_ws;  /* one per prepare worker */
+    wstate_t **pred_ws; /* one per predict worker index; a thread given up keeps its own */
     int workers;
+    pthread_mutex_t mu; /* guards runs, seq, stuck, closed */
+    run_t *runs;        /* one per predict worker index */
+    uint64_t seq;
+    int stuck;  /* runs given up whose threads have not returned */
+    int closed; /* srv_exec_free ran: a returning thread touches nothing of the server */
 };
 
 static void wstate_free(wstate_t *w) {
+    if (!w) return;
     osp_decoder_free(w->dec);
     osp_image_free(&w->img);
     for (int i = 0; i < OSP_WINDOW_MAX; i++) osp_infer_ctx_free(&w->ctx[i]);
     osp_batch_buf_free(&w->buf);
     srv_rows_free(NULL, w->rows);
+}
+
+/* ---- runs, as the watchdog sees them -------------------------------------------- */
+
+/* A predict worker enters the runtime for job h; returns the run's seq. */
+static uint64_t run_begin(srv_exec_t *e, int worker, srv_job_t *h, const srv_req_t *r) {
+    pthread_mutex_lock(&e->mu);
+    run_t *u = &e->runs[worker];
+    u->active = 1;
+    uint64_t seq = u->seq = ++e->seq;
+    u->job = h;
+    u->model_idx = r->model_idx;
+    u->model = r->model;
+    clock_gettime(CLOCK_MONOTONIC, &u->started);
+    pthread_mutex_unlock(&e->mu);
+    return seq;
+}
+
+/* Back from the runtime: 0, or 1 when the watchdog gave the run up
+ * meanwhile (its requests were answered on the I/O thread; this thread
+ * hands the job back to be released and leaves the pool). */
+static int run_end(srv_exec_t *e, int worker, uint64_t seq) {
+    pthread_mutex_lock(&e->mu);
+    run_t *u = &e->runs[worker];
+    int gone = u->seq != seq;
+    if (!gone) {
+        u->active = 0;
+        u->job = NULL;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return gone;
+}
+
+static void exec_destroy(srv_exec_t *e) {
+    pthread_mutex_destroy(&e->mu);
+    free(e->runs);
+    free(e->prep_ws);
+    free(e->pred_ws);
+    free(e);
+}
+
+/* On the thread of a run given up, once the run returned: its working
+ * memory is its own to free; the job goes back to the I/O thread (its
+ * done was set by whoever gave it up), unless the server is gone. This
+ * thread no longer belongs to the pool. */
+static void run_returned_late(srv_exec_t *e, srv_job_t *h, wstate_t *ws) {
+    wstate_free(ws);
+    free(ws);
+    pthread_mutex_lock(&e->mu);
+    e->stuck--;
+    int closed = e->closed, last = closed && e->stuck == 0;
+    if (!closed) srv_post(e->s, h); /* under the lock: srv_exec_free waits for it */
+    pthread_mutex_unlock(&e->mu);
+    if (last) exec_destroy(e);
 }
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -233,7 +305,7 @@ static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
     osp_wire_reply_end(&r->out, at, r->req_id);
 }
 
-static void predict_single(frame_job_t *j) {
+static void predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *ws) {
     char err[512];
     srv_req_t *r = &j->r;
     /* the gate immediately before the model runs: a frame that waited in the
@@ -245,7 +317,13 @@ static void predict_single(frame_job_t *j) {
     }
     osp_result_t res;
     j->ctx->lone = r->lone;
-    if (osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err)) {
+    uint64_t seq = run_begin(e, worker, &r->h, r);
+    int rc = osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err);
+    if (run_end(e, worker, seq)) {
+        run_returned_late(e, &r->h, ws);
+        return;
+    }
+    if (rc) {
         reply_infer_error(r, err, 0);
     } else {
         r->predict_ms = res.predict_ms;
@@ -256,7 +334,7 @@ static void predict_single(frame_job_t *j) {
 
 /* A window flush: every frame prepared here, the live ones run together,
  * each answered on its own request id with batchSize = frames run. */
-static void predict_window(window_job_t *w, wstate_t *ws) {
+static void predict_window(srv_exec_t *e, int worker, window_job_t *w, wstate_t *ws) {
     char err[512];
     osp_infer_ctx_t *ctxs[OSP_WINDOW_MAX];
     frame_job_t *live[OSP_WINDOW_MAX];
@@ -273,8 +351,17 @@ static void predict_window(window_job_t *w, wstate_t *ws) {
         live[n] = j;
         ctxs[n++] = j->ctx;
     }
-    if (n && osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs,
-                                     &ws->buf, err, sizeof err)) {
+    int rc = 0;
+    if (n) {
+        uint64_t seq = run_begin(e, worker, &w->h, &live[0]->r);
+        rc = osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs,
+                                     &ws->buf, err, sizeof err);
+        if (run_end(e, worker, seq)) {
+            run_returned_late(e, &w->h, ws);
+            return;
+        }
+    }
+    if (rc) {
         for (int i = 0; i < n; i++) reply_infer_error(&live[i]->r, err, 0);
         n = 0;
     }
@@ -293,7 +380,7 @@ static void predict_window(window_job_t *w, wstate_t *ws) {
 
 /* An infer_batch: its items prepared into the worker's contexts and run in
  * stacked groups of up to OSP_WINDOW_MAX; one reply with every result. */
-static void predict_batch(batch_job_t *b, wstate_t *ws) {
+static void predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *ws) {
     char err[512];
     srv_req_t *r = &b->r;
     osp_wire_batch_iter_t it;
@@ -329,7 +416,15 @@ static void predict_batch(batch_job_t *b, wstate_t *ws) {
             ok[i] = 1;
             ctxs[n++] = &ws->ctx[i];
         }
-        int run_rc = n ? osp_model_predict_batch(m, ctxs, n, res, rcs, &ws->buf, err, sizeof err) : 0;
+        int run_rc = 0;
+        if (n) {
+            uint64_t seq = run_begin(e, worker, &r->h, r);
+            run_rc = osp_model_predict_batch(m, ctxs, n, res, rcs, &ws->buf, err, sizeof err);
+            if (run_end(e, worker, seq)) {
+                run_returned_late(e, &r->h, ws);
+                return;
+            }
+        }
         for (int i = 0, k = 0; i < group; i++) {
             if (!ok[i]) {
                 osp_wire_json_infer_error(&r->out, item_err[i]);
@@ -352,10 +447,11 @@ static void predict_batch(batch_job_t *b, wstate_t *ws) {
 static void exec_predict(void *arg, osp_qnode_t *item, int worker) {
     srv_exec_t *e = arg;
     srv_job_t *h = (srv_job_t *)item;
+    wstate_t *ws = e->pred_ws[worker]; /* replaced (for the next thread) only while this one is stuck */
     switch (h->kind) {
-    case SRV_JOB_WINDOW: predict_window((window_job_t *)h, &e->pred_ws[worker]); break;
-    case SRV_JOB_BATCH: predict_batch((batch_job_t *)h, &e->pred_ws[worker]); break;
-    default: predict_single((frame_job_t *)h); break;
+    case SRV_JOB_WINDOW: predict_window(e, worker, (window_job_t *)h, ws); break;
+    case SRV_JOB_BATCH: predict_batch(e, worker, (batch_job_t *)h, ws); break;
+    default: predict_single(e, worker, (frame_job_t *)h, ws); break;
     }
 }
 
@@ -366,9 +462,14 @@ srv_exec_t *srv_exec_new(server_t *s) {
     if (!e) return NULL;
     e->s = s;
     e->workers = s->set.workers;
+    pthread_mutex_init(&e->mu, NULL);
     e->prep_ws = calloc((size_t)e->workers, sizeof *e->prep_ws);
     e->pred_ws = calloc((size_t)e->workers, sizeof *e->pred_ws);
-    if (!e->prep_ws || !e->pred_ws) {
+    e->runs = calloc((size_t)e->workers, sizeof *e->runs);
+    int ok = e->prep_ws && e->pred_ws && e->runs;
+    for (int i = 0; ok && i < e->workers; i++)
+        ok = (e->pred_ws[i] = calloc(1, sizeof **e->pred_ws)) != NULL;
+    if (!ok) {
         srv_exec_free(e);
         return NULL;
     }
@@ -384,12 +485,74 @@ srv_exec_t *srv_exec_new(server_t *s) {
 void srv_exec_free(srv_exec_t *e) {
     if (!e) return;
     osp_pool_free(e->prepare);
-    osp_pool_free(e->predict);
+    osp_pool_free(e->predict); /* joins every thread but those given up */
     for (int i = 0; e->prep_ws && i < e->workers; i++) wstate_free(&e->prep_ws[i]);
-    for (int i = 0; e->pred_ws && i < e->workers; i++) wstate_free(&e->pred_ws[i]);
-    free(e->prep_ws);
-    free(e->pred_ws);
-    free(e);
+    for (int i = 0; e->pred_ws && i < e->workers; i++) {
+        wstate_free(e->pred_ws[i]);
+        free(e->pred_ws[i]);
+    }
+    pthread_mutex_lock(&e->mu);
+    e->closed = 1;
+    int stuck = e->stuck; /* each of them still reads e when it returns: the last frees it */
+    pthread_mutex_unlock(&e->mu);
+    if (!stuck) exec_destroy(e);
+}
+
+int srv_exec_runs(server_t *s, srv_run_t *out, int cap) {
+    srv_exec_t *e = s->exec;
+    int n = 0;
+    if (!e) return 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < e->workers && n < cap; i++) {
+        const run_t *u = &e->runs[i];
+        if (!u->active) continue;
+        out[n++] = (srv_run_t){.worker = i,
+                               .seq = u->seq,
+                               .job = u->job,
+                               .model_idx = u->model_idx,
+                               .model = u->model,
+                               .elapsed_ms = (double)(now.tv_sec - u->started.tv_sec) * 1e3 +
+                                             (double)(now.tv_nsec - u->started.tv_nsec) / 1e6};
+    }
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+int srv_exec_abandon(server_t *s, const srv_run_t *run, void (*late)(server_t *s, srv_job_t *j)) {
+    srv_exec_t *e = s->exec;
+    wstate_t *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) return -1;
+    int rc = 1;
+    pthread_mutex_lock(&e->mu);
+    run_t *u = &e->runs[run->worker];
+    wstate_t *old = e->pred_ws[run->worker];
+    if (!u->active || u->seq != run->seq) {
+        rc = 0; /* it returned meanwhile: nothing to give up */
+    } else {
+        e->pred_ws[run->worker] = fresh; /* the new thread's; the stuck one keeps old */
+        if (osp_pool_abandon(e->predict, run->worker)) {
+            e->pred_ws[run->worker] = old;
+            rc = -1;
+        } else {
+            u->job->done = late; /* before the thread can return and post it */
+            *u = (run_t){0};
+            e->stuck++;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (rc != 1) free(fresh);
+    return rc;
+}
+
+int srv_exec_stuck(server_t *s) {
+    srv_exec_t *e = s->exec;
+    if (!e) return 0;
+    pthread_mutex_lock(&e->mu);
+    int n = e->stuck;
+    pthread_mutex_unlock(&e->mu);
+    return n;
 }
 
 void srv_exec_prepare(server_t *s, frame_job_t *j) {

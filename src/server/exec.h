@@ -9,6 +9,8 @@
 #ifndef OSP_EXEC_H
 #define OSP_EXEC_H
 
+#include <stdint.h>
+
 #include "server/job.h"
 #include "server/srv.h"
 
@@ -20,5 +22,26 @@ void srv_exec_free(srv_exec_t *e);
 void srv_exec_prepare(server_t *s, frame_job_t *j);
 /* A batch or window job to the predict pool. */
 void srv_exec_predict(server_t *s, srv_job_t *j);
+
+/* A run in progress on a predict worker (watchdog.c reads them). */
+typedef struct {
+    int worker;
+    uint64_t seq;   /* names the run to srv_exec_abandon */
+    srv_job_t *job; /* a frame, window or batch job, still the worker's */
+    int model_idx;
+    const loaded_t *model; /* the reference the job holds */
+    double elapsed_ms;
+} srv_run_t;
+/* The runs in progress now, at most cap of them, into out. */
+int srv_exec_runs(server_t *s, srv_run_t *out, int cap);
+/* Give up run `run` (I/O thread): its worker is replaced by a new thread
+ * and the job's requests become the caller's to answer. Its thread keeps
+ * the job's memory until the run returns, if ever; it then posts the job
+ * back with `late` as its done, and leaves. 1 when given up, 0 when the
+ * run returned meanwhile (it is answered as usual), -1 when no thread
+ * could be started (nothing changed). */
+int srv_exec_abandon(server_t *s, const srv_run_t *run, void (*late)(server_t *s, srv_job_t *j));
+/* Runs given up whose threads have not returned. */
+int srv_exec_stuck(server_t *s);
 
 #endif

@@ -1,0 +1,29 @@
+/*
+ * watchdog: a bound on every model run, on the I/O thread. A run that
+ * does not return within its model's bound (the model config's
+ * runTimeoutMs, else --run-timeout-ms, else 20 x the model's measured p99
+ * and at least 5 s) is given up: its requests are answered with an error
+ * that names the model, its predict worker is replaced by a new thread
+ * (the stuck one is abandoned, never killed, and counted), the model's
+ * frames are refused while a fresh session of it loads in the background,
+ * and every connection is told on request id 0xFFFFFFFF. The struct is
+ * private to watchdog.c.
+ */
+#ifndef OSP_WATCHDOG_H
+#define OSP_WATCHDOG_H
+
+#include "server/srv.h"
+
+srv_watchdog_t *srv_watchdog_new(void);
+/* The runs still stuck keep their jobs: nothing of theirs is freed here. */
+void srv_watchdog_free(srv_watchdog_t *wd);
+
+/* Milliseconds until the nearest run or reload reaches its bound (-1:
+ * none), and what to do once one has. */
+int srv_watchdog_timer_ms(server_t *s);
+void srv_watchdog_check(server_t *s);
+
+/* The bound on one run of the model in slot idx. */
+double srv_watchdog_bound_ms(server_t *s, int idx);
+
+#endif
