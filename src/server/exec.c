@@ -34,6 +34,7 @@ typedef struct {
     srv_job_t *job;
     int model_idx;
     const loaded_t *model;
+    int items; /* frames run together */
 } run_t;
 
 struct srv_exec {
@@ -60,8 +61,9 @@ static void wstate_free(wstate_t *w) {
 
 /* ---- runs, as the watchdog sees them -------------------------------------------- */
 
-/* A predict worker enters the runtime for job h; returns the run's seq. */
-static uint64_t run_begin(srv_exec_t *e, int worker, srv_job_t *h, const srv_req_t *r) {
+/* A predict worker enters the runtime for job h, a run of `items` frames;
+ * returns the run's seq. */
+static uint64_t run_begin(srv_exec_t *e, int worker, srv_job_t *h, const srv_req_t *r, int items) {
     pthread_mutex_lock(&e->mu);
     run_t *u = &e->runs[worker];
     u->active = 1;
@@ -69,6 +71,7 @@ static uint64_t run_begin(srv_exec_t *e, int worker, srv_job_t *h, const srv_req
     u->job = h;
     u->model_idx = r->model_idx;
     u->model = r->model;
+    u->items = items;
     clock_gettime(CLOCK_MONOTONIC, &u->started);
     pthread_mutex_unlock(&e->mu);
     return seq;
@@ -317,7 +320,7 @@ static void predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *
     }
     osp_result_t res;
     j->ctx->lone = r->lone;
-    uint64_t seq = run_begin(e, worker, &r->h, r);
+    uint64_t seq = run_begin(e, worker, &r->h, r, 1);
     int rc = osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err);
     if (run_end(e, worker, seq)) {
         run_returned_late(e, &r->h, ws);
@@ -353,7 +356,7 @@ static void predict_window(srv_exec_t *e, int worker, window_job_t *w, wstate_t 
     }
     int rc = 0;
     if (n) {
-        uint64_t seq = run_begin(e, worker, &w->h, &live[0]->r);
+        uint64_t seq = run_begin(e, worker, &w->h, &live[0]->r, n);
         rc = osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs,
                                      &ws->buf, err, sizeof err);
         if (run_end(e, worker, seq)) {
@@ -418,7 +421,7 @@ static void predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *w
         }
         int run_rc = 0;
         if (n) {
-            uint64_t seq = run_begin(e, worker, &r->h, r);
+            uint64_t seq = run_begin(e, worker, &r->h, r, n);
             run_rc = osp_model_predict_batch(m, ctxs, n, res, rcs, &ws->buf, err, sizeof err);
             if (run_end(e, worker, seq)) {
                 run_returned_late(e, &r->h, ws);
@@ -513,6 +516,7 @@ int srv_exec_runs(server_t *s, srv_run_t *out, int cap) {
                                .job = u->job,
                                .model_idx = u->model_idx,
                                .model = u->model,
+                               .items = u->items,
                                .elapsed_ms = (double)(now.tv_sec - u->started.tv_sec) * 1e3 +
                                              (double)(now.tv_nsec - u->started.tv_nsec) / 1e6};
     }

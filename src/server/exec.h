@@ -30,6 +30,7 @@ typedef struct {
     srv_job_t *job; /* a frame, window or batch job, still the worker's */
     int model_idx;
     const loaded_t *model; /* the reference the job holds */
+    int items;             /* frames run together (a window or a batch's group) */
     double elapsed_ms;
 } srv_run_t;
 /* The runs in progress now, at most cap of them, into out. */

@@ -121,14 +121,15 @@ static double measured_ms(server_t *s, int idx) {
     return n < WARM_RUNS ? fmax(ms, COLD_MS) : ms;
 }
 
-static double bound_of(server_t *s, int idx, const loaded_t *l) {
+/* The bound on a run of `items` frames: a configured one as given, the
+ * measured one (per frame) that many times over. */
+static double bound_of(server_t *s, int idx, const loaded_t *l, int items) {
     int own = l ? srv_loaded_model(l)->cfg.run_timeout_ms : 0;
     if (own > 0) return own;
     if (s->opts.run_timeout_ms > 0) return s->opts.run_timeout_ms;
-    return measured_ms(s, idx);
+    return measured_ms(s, idx) * (items > 1 ? items : 1);
 }
 
-double srv_watchdog_bound_ms(server_t *s, int idx) { return bound_of(s, idx, srv_slot(s, idx)); }
 
 /* ---- events on 0xFFFFFFFF ------------------------------------------------------- */
 
@@ -358,7 +359,7 @@ int srv_watchdog_timer_ms(server_t *s) {
     int n = retry > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
     double best = retry > 0 ? (double)retry : -1;
     for (int i = 0; i < n; i++) {
-        double left = bound_of(s, runs[i].model_idx, runs[i].model) - runs[i].elapsed_ms;
+        double left = bound_of(s, runs[i].model_idx, runs[i].model, runs[i].items) - runs[i].elapsed_ms;
         if (best < 0 || left < best) best = left < 0 ? 0 : left;
     }
     /* a run starts on a worker, which does not wake this thread: while
@@ -379,7 +380,7 @@ void srv_watchdog_check(server_t *s) {
     srv_run_t runs[MAX_RUNS];
     int n = ms_until(&wd->retry_at) > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
     for (int i = 0; i < n; i++) {
-        double bound = bound_of(s, runs[i].model_idx, runs[i].model);
+        double bound = bound_of(s, runs[i].model_idx, runs[i].model, runs[i].items);
         if (runs[i].elapsed_ms >= bound) give_up(s, &runs[i], bound);
     }
     for (reload_t *r = wd->reloads; r; r = r->next) {

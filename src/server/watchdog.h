@@ -2,7 +2,7 @@
  * watchdog: a bound on every model run, on the I/O thread. A run that
  * does not return within its model's bound (the model config's
  * runTimeoutMs, else --run-timeout-ms, else 20 x the model's measured p99
- * and at least 5 s) is given up: its requests are answered with an error
+ * and at least 5 s, per frame of the run) is given up: its requests are answered with an error
  * that names the model, its predict worker is replaced by a new thread
  * (the stuck one is abandoned, never killed, and counted), the model's
  * frames are refused while a fresh session of it loads in the background,
@@ -22,8 +22,5 @@ void srv_watchdog_free(srv_watchdog_t *wd);
  * none), and what to do once one has. */
 int srv_watchdog_timer_ms(server_t *s);
 void srv_watchdog_check(server_t *s);
-
-/* The bound on one run of the model in slot idx. */
-double srv_watchdog_bound_ms(server_t *s, int idx);
 
 #endif
