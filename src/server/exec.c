@@ -15,39 +15,47 @@
 #include "server/shm.h"
 #include "server/slots.h"
 
+/* The run a predict thread is inside, for the watchdog (srv_exec_runs):
+ * kept in the thread's own state, which follows the thread when its
+ * worker index goes to another. */
+typedef struct run {
+    struct run *next; /* on srv_exec.running while inside the runtime */
+    uint64_t seq;
+    struct timespec started;
+    srv_job_t *job;
+    int worker, model_idx, items;
+    const loaded_t *model;
+    int abandoned; /* given up: its requests were answered on the I/O thread */
+} run_t;
+
 /* What one pool thread keeps between frames (indexed by its worker number):
  * the JPEG decoder and its buffer, contexts for batch items, the stacking
- * buffer of batched runs, a prepare worker's ring for parked frames. */
+ * buffer of batched runs, a prepare worker's ring for parked frames; a
+ * predict thread's run. */
 typedef struct {
     osp_decoder_t *dec;
     osp_image_t img;
     osp_infer_ctx_t ctx[OSP_WINDOW_MAX];
     osp_batch_buf_t buf;
     srv_rows_t *rows;
+    run_t run;
+    int lent;    /* its index went to a new thread: this one leaves after its job */
+    int leaving; /* lent, as its thread last saw it (its own copy, read without the lock) */
 } wstate_t;
-
-/* The run a predict worker is inside, for the watchdog (srv_exec_runs). */
-typedef struct {
-    int active;   /* inside the runtime now */
-    uint64_t seq; /* which run this is; 0 once given up (the index is the next thread's) */
-    struct timespec started;
-    srv_job_t *job;
-    int model_idx;
-    const loaded_t *model;
-    int items; /* frames run together */
-} run_t;
 
 struct srv_exec {
     server_t *s;
     osp_pool_t *prepare, *predict;
     wstate_t *prep_ws;  /* one per prepare worker */
-    wstate_t **pred_ws; /* one per predict worker index; a thread given up keeps its own */
+    wstate_t **pred_ws; /* one per predict worker index; a thread that left it keeps its own */
     int workers;
-    pthread_mutex_t mu; /* guards runs, seq, stuck, closed */
-    run_t *runs;        /* one per predict worker index */
+    pthread_mutex_t mu; /* guards running, seq, every run_t and lent, lent_out, stuck, closed */
+    pthread_cond_t cv;  /* lent_out went down */
+    run_t *running;     /* the runs in progress */
     uint64_t seq;
-    int stuck;  /* runs given up whose threads have not returned */
-    int closed; /* srv_exec_free ran: a returning thread touches nothing of the server */
+    int lent_out; /* threads lent that have not finished their job */
+    int stuck;    /* runs given up whose threads have not returned */
+    int closed;   /* srv_exec_free ran: a returning thread touches nothing of the server */
 };
 
 static void wstate_free(wstate_t *w) {
@@ -61,40 +69,44 @@ static void wstate_free(wstate_t *w) {
 
 /* ---- runs, as the watchdog sees them -------------------------------------------- */
 
-/* A predict worker enters the runtime for job h, a run of `items` frames;
- * returns the run's seq. */
-static uint64_t run_begin(srv_exec_t *e, int worker, srv_job_t *h, const srv_req_t *r, int items) {
+/* A predict thread enters the runtime for job h, a run of `items` frames. */
+static void run_begin(srv_exec_t *e, wstate_t *ws, int worker, srv_job_t *h, const srv_req_t *r,
+                      int items) {
+    run_t *u = &ws->run;
     pthread_mutex_lock(&e->mu);
-    run_t *u = &e->runs[worker];
-    u->active = 1;
-    uint64_t seq = u->seq = ++e->seq;
-    u->job = h;
-    u->model_idx = r->model_idx;
-    u->model = r->model;
-    u->items = items;
+    *u = (run_t){.next = e->running,
+                 .seq = ++e->seq,
+                 .job = h,
+                 .worker = worker,
+                 .model_idx = r->model_idx,
+                 .items = items,
+                 .model = r->model};
     clock_gettime(CLOCK_MONOTONIC, &u->started);
+    e->running = u;
     pthread_mutex_unlock(&e->mu);
-    return seq;
+}
+
+static void unlink_run(srv_exec_t *e, run_t *u) {
+    run_t **pp = &e->running;
+    while (*pp && *pp != u) pp = &(*pp)->next;
+    if (*pp) *pp = u->next;
 }
 
 /* Back from the runtime: 0, or 1 when the watchdog gave the run up
  * meanwhile (its requests were answered on the I/O thread; this thread
  * hands the job back to be released and leaves the pool). */
-static int run_end(srv_exec_t *e, int worker, uint64_t seq) {
+static int run_end(srv_exec_t *e, wstate_t *ws) {
     pthread_mutex_lock(&e->mu);
-    run_t *u = &e->runs[worker];
-    int gone = u->seq != seq;
-    if (!gone) {
-        u->active = 0;
-        u->job = NULL;
-    }
+    int gone = ws->run.abandoned;
+    if (!gone) unlink_run(e, &ws->run); /* a run given up was unlinked then */
+    ws->leaving = ws->lent;             /* no longer on the list: it cannot change now */
     pthread_mutex_unlock(&e->mu);
     return gone;
 }
 
 static void exec_destroy(srv_exec_t *e) {
     pthread_mutex_destroy(&e->mu);
-    free(e->runs);
+    pthread_cond_destroy(&e->cv);
     free(e->prep_ws);
     free(e->pred_ws);
     free(e);
@@ -308,7 +320,9 @@ static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
     osp_wire_reply_end(&r->out, at, r->req_id);
 }
 
-static void predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *ws) {
+/* Each predict_* returns 1 when its run was given up (the job and ws are
+ * no longer its thread's), else 0. */
+static int predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *ws) {
     char err[512];
     srv_req_t *r = &j->r;
     /* the gate immediately before the model runs: a frame that waited in the
@@ -316,15 +330,15 @@ static void predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *
     if (osp_gate_expired(r->deadline_ms)) {
         reply_dropped(r);
         finish(r);
-        return;
+        return 0;
     }
     osp_result_t res;
     j->ctx->lone = r->lone;
-    uint64_t seq = run_begin(e, worker, &r->h, r, 1);
+    run_begin(e, ws, worker, &r->h, r, 1);
     int rc = osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err);
-    if (run_end(e, worker, seq)) {
+    if (run_end(e, ws)) {
         run_returned_late(e, &r->h, ws);
-        return;
+        return 1;
     }
     if (rc) {
         reply_infer_error(r, err, 0);
@@ -333,11 +347,12 @@ static void predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *
         reply_result(r, &res, 1);
     }
     finish(r);
+    return 0;
 }
 
 /* A window flush: every frame prepared here, the live ones run together,
  * each answered on its own request id with batchSize = frames run. */
-static void predict_window(srv_exec_t *e, int worker, window_job_t *w, wstate_t *ws) {
+static int predict_window(srv_exec_t *e, int worker, window_job_t *w, wstate_t *ws) {
     char err[512];
     osp_infer_ctx_t *ctxs[OSP_WINDOW_MAX];
     frame_job_t *live[OSP_WINDOW_MAX];
@@ -356,12 +371,12 @@ static void predict_window(srv_exec_t *e, int worker, window_job_t *w, wstate_t 
     }
     int rc = 0;
     if (n) {
-        uint64_t seq = run_begin(e, worker, &w->h, &live[0]->r, n);
+        run_begin(e, ws, worker, &w->h, &live[0]->r, n);
         rc = osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs,
                                      &ws->buf, err, sizeof err);
-        if (run_end(e, worker, seq)) {
+        if (run_end(e, ws)) {
             run_returned_late(e, &w->h, ws);
-            return;
+            return 1;
         }
     }
     if (rc) {
@@ -379,11 +394,12 @@ static void predict_window(srv_exec_t *e, int worker, window_job_t *w, wstate_t 
     server_t *s = w->srv;
     for (int i = 0; i < w->n; i++) finish(&w->items[i]->r);
     srv_post(s, &w->h); /* after its frames: it only goes back to the pool */
+    return 0;
 }
 
 /* An infer_batch: its items prepared into the worker's contexts and run in
  * stacked groups of up to OSP_WINDOW_MAX; one reply with every result. */
-static void predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *ws) {
+static int predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *ws) {
     char err[512];
     srv_req_t *r = &b->r;
     osp_wire_batch_iter_t it;
@@ -421,11 +437,11 @@ static void predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *w
         }
         int run_rc = 0;
         if (n) {
-            uint64_t seq = run_begin(e, worker, &r->h, r, n);
+            run_begin(e, ws, worker, &r->h, r, n);
             run_rc = osp_model_predict_batch(m, ctxs, n, res, rcs, &ws->buf, err, sizeof err);
-            if (run_end(e, worker, seq)) {
+            if (run_end(e, ws)) {
                 run_returned_late(e, &r->h, ws);
-                return;
+                return 1;
             }
         }
         for (int i = 0, k = 0; i < group; i++) {
@@ -445,17 +461,28 @@ static void predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *w
     osp_jw_obj_close(&r->out);
     osp_wire_reply_end(&r->out, at, r->req_id);
     finish(r);
+    return 0;
 }
 
 static void exec_predict(void *arg, osp_qnode_t *item, int worker) {
     srv_exec_t *e = arg;
     srv_job_t *h = (srv_job_t *)item;
-    wstate_t *ws = e->pred_ws[worker]; /* replaced (for the next thread) only while this one is stuck */
+    wstate_t *ws = e->pred_ws[worker]; /* replaced (for the next thread) only while this one runs */
+    int gone;
     switch (h->kind) {
-    case SRV_JOB_WINDOW: predict_window(e, worker, (window_job_t *)h, ws); break;
-    case SRV_JOB_BATCH: predict_batch(e, worker, (batch_job_t *)h, ws); break;
-    default: predict_single(e, worker, (frame_job_t *)h, ws); break;
+    case SRV_JOB_WINDOW: gone = predict_window(e, worker, (window_job_t *)h, ws); break;
+    case SRV_JOB_BATCH: gone = predict_batch(e, worker, (batch_job_t *)h, ws); break;
+    default: gone = predict_single(e, worker, (frame_job_t *)h, ws); break;
     }
+    if (gone || !ws->leaving) return;
+    /* lent: its job is answered and the pool has another thread at its
+     * index; it leaves (osp_pool_abandon) with its own state */
+    wstate_free(ws);
+    free(ws);
+    pthread_mutex_lock(&e->mu);
+    e->lent_out--;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu); /* e may be gone from here on */
 }
 
 /* ---- the pools ------------------------------------------------------------------- */
@@ -466,10 +493,10 @@ srv_exec_t *srv_exec_new(server_t *s) {
     e->s = s;
     e->workers = s->set.workers;
     pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
     e->prep_ws = calloc((size_t)e->workers, sizeof *e->prep_ws);
     e->pred_ws = calloc((size_t)e->workers, sizeof *e->pred_ws);
-    e->runs = calloc((size_t)e->workers, sizeof *e->runs);
-    int ok = e->prep_ws && e->pred_ws && e->runs;
+    int ok = e->prep_ws && e->pred_ws;
     for (int i = 0; ok && i < e->workers; i++)
         ok = (e->pred_ws[i] = calloc(1, sizeof **e->pred_ws)) != NULL;
     if (!ok) {
@@ -495,6 +522,8 @@ void srv_exec_free(srv_exec_t *e) {
         free(e->pred_ws[i]);
     }
     pthread_mutex_lock(&e->mu);
+    /* threads lent finish their last few steps (their jobs are answered) */
+    while (e->lent_out > 0) pthread_cond_wait(&e->cv, &e->mu);
     e->closed = 1;
     int stuck = e->stuck; /* each of them still reads e when it returns: the last frees it */
     pthread_mutex_unlock(&e->mu);
@@ -508,15 +537,14 @@ int srv_exec_runs(server_t *s, srv_run_t *out, int cap) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&e->mu);
-    for (int i = 0; i < e->workers && n < cap; i++) {
-        const run_t *u = &e->runs[i];
-        if (!u->active) continue;
-        out[n++] = (srv_run_t){.worker = i,
-                               .seq = u->seq,
+    for (const run_t *u = e->running; u && n < cap; u = u->next) {
+        const wstate_t *ws = (const wstate_t *)((const char *)u - offsetof(wstate_t, run));
+        out[n++] = (srv_run_t){.seq = u->seq,
                                .job = u->job,
                                .model_idx = u->model_idx,
                                .model = u->model,
                                .items = u->items,
+                               .lent = ws->lent,
                                .elapsed_ms = (double)(now.tv_sec - u->started.tv_sec) * 1e3 +
                                              (double)(now.tv_nsec - u->started.tv_nsec) / 1e6};
     }
@@ -524,29 +552,61 @@ int srv_exec_runs(server_t *s, srv_run_t *out, int cap) {
     return n;
 }
 
+/* Under e->mu: the run in progress with this seq, or NULL (it returned). */
+static run_t *find_run(srv_exec_t *e, uint64_t seq) {
+    run_t *u = e->running;
+    while (u && u->seq != seq) u = u->next;
+    return u;
+}
+
+/* Under e->mu: a new thread takes the worker index of u's thread, with
+ * fresh state; u's thread keeps its own and leaves after its job. */
+static int hand_over(srv_exec_t *e, run_t *u, wstate_t *fresh) {
+    wstate_t *ws = (wstate_t *)((char *)u - offsetof(wstate_t, run));
+    e->pred_ws[u->worker] = fresh;
+    if (osp_pool_abandon(e->predict, u->worker)) {
+        e->pred_ws[u->worker] = ws;
+        return -1;
+    }
+    ws->lent = 1;
+    e->lent_out++;
+    return 0;
+}
+
+int srv_exec_lend(server_t *s, const srv_run_t *run) {
+    srv_exec_t *e = s->exec;
+    wstate_t *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) return -1;
+    pthread_mutex_lock(&e->mu);
+    run_t *u = find_run(e, run->seq);
+    int rc = !u || run->lent ? 0 : hand_over(e, u, fresh) ? -1 : 1;
+    pthread_mutex_unlock(&e->mu);
+    if (rc != 1) free(fresh);
+    return rc;
+}
+
 int srv_exec_abandon(server_t *s, const srv_run_t *run, void (*late)(server_t *s, srv_job_t *j)) {
     srv_exec_t *e = s->exec;
     wstate_t *fresh = calloc(1, sizeof *fresh);
     if (!fresh) return -1;
-    int rc = 1;
+    int rc = 1, used = 0;
     pthread_mutex_lock(&e->mu);
-    run_t *u = &e->runs[run->worker];
-    wstate_t *old = e->pred_ws[run->worker];
-    if (!u->active || u->seq != run->seq) {
+    run_t *u = find_run(e, run->seq);
+    if (!u) {
         rc = 0; /* it returned meanwhile: nothing to give up */
+    } else if (!run->lent && hand_over(e, u, fresh)) {
+        rc = -1;
     } else {
-        e->pred_ws[run->worker] = fresh; /* the new thread's; the stuck one keeps old */
-        if (osp_pool_abandon(e->predict, run->worker)) {
-            e->pred_ws[run->worker] = old;
-            rc = -1;
-        } else {
-            u->job->done = late; /* before the thread can return and post it */
-            *u = (run_t){0};
-            e->stuck++;
-        }
+        used = !run->lent;
+        e->lent_out--; /* no longer finishing its job: stuck instead */
+        pthread_cond_broadcast(&e->cv);
+        u->abandoned = 1;
+        u->job->done = late; /* before the thread can return and post it */
+        unlink_run(e, u);
+        e->stuck++;
     }
     pthread_mutex_unlock(&e->mu);
-    if (rc != 1) free(fresh);
+    if (!used) free(fresh);
     return rc;
 }
 

@@ -31,12 +31,21 @@ typedef struct {
     int model_idx;
     const loaded_t *model; /* the reference the job holds */
     int items;             /* frames run together (a window or a batch's group) */
+    int lent;              /* its worker index has gone to another thread already */
     double elapsed_ms;
 } srv_run_t;
 /* The runs in progress now, at most cap of them, into out. */
 int srv_exec_runs(server_t *s, srv_run_t *out, int cap);
+/* Lend run's worker (I/O thread): a new thread takes its place in the
+ * pool, so a run much slower than its model's others does not keep other
+ * work from every worker; the run goes on and is answered as usual, and
+ * its thread leaves the pool afterwards. 1 when lent, 0 when the run
+ * returned meanwhile or was lent already, -1 when no thread could be
+ * started. */
+int srv_exec_lend(server_t *s, const srv_run_t *run);
 /* Give up run `run` (I/O thread): its worker is replaced by a new thread
- * and the job's requests become the caller's to answer. Its thread keeps
+ * (unless lent already) and the job's requests become the caller's to
+ * answer. Its thread keeps
  * the job's memory until the run returns, if ever; it then posts the job
  * back with `late` as its done, and leaves. 1 when given up, 0 when the
  * run returned meanwhile (it is answered as usual), -1 when no thread

@@ -37,7 +37,9 @@
 #define P99_FACTOR 20.0
 #define WARM_RUNS 10
 #define COLD_MS 30000.0
-#define MAX_RUNS 64 /* predict workers at most (hello.c) */
+#define LEND_FACTOR 4.0
+#define LEND_FLOOR_MS 1000.0
+#define MAX_RUNS 256 /* runs in progress looked at in one pass */
 #define TICK_MS 250.0
 
 /* A run given up, until its thread returns (if ever). */
@@ -102,34 +104,43 @@ static void stem_of(const char *path, char *out, size_t n) {
 
 /* ---- the bound ------------------------------------------------------------------ */
 
-static double measured_ms(server_t *s, int idx) {
+/* The p99 of model idx's runs so far (0 when none), and how many there were. */
+static double p99_ms(server_t *s, int idx, int64_t *runs) {
     srv_model_counts_t c;
     srv_stats_model(s->stats, idx, &c);
     const int64_t *b = c.buckets[SRV_STAGE_PREDICT];
-    int64_t n = 0;
+    int64_t n = 0, seen = 0;
     for (int i = 0; i <= SRV_HIST_BOUNDS; i++) n += b[i];
-    double p99_ms = 0;
-    int64_t want = (n * 99 + 99) / 100, seen = 0;
+    *runs = n;
+    int64_t want = (n * 99 + 99) / 100;
     for (int i = 0; i <= SRV_HIST_BOUNDS && n; i++) {
         seen += b[i];
         if (seen < want) continue;
-        p99_ms = i < SRV_HIST_BOUNDS ? srv_hist_bounds_s[i] * 1e3
-                                     : fmax(1e3, 2e3 * c.sum_s[SRV_STAGE_PREDICT] / (double)n);
-        break;
+        return i < SRV_HIST_BOUNDS ? srv_hist_bounds_s[i] * 1e3
+                                   : fmax(1e3, 2e3 * c.sum_s[SRV_STAGE_PREDICT] / (double)n);
     }
-    double ms = fmax(FLOOR_MS, P99_FACTOR * p99_ms);
-    return n < WARM_RUNS ? fmax(ms, COLD_MS) : ms;
+    return 0;
 }
 
-/* The bound on a run of `items` frames: a configured one as given, the
- * measured one (per frame) that many times over. */
-static double bound_of(server_t *s, int idx, const loaded_t *l, int items) {
-    int own = l ? srv_loaded_model(l)->cfg.run_timeout_ms : 0;
-    if (own > 0) return own;
-    if (s->opts.run_timeout_ms > 0) return s->opts.run_timeout_ms;
-    return measured_ms(s, idx) * (items > 1 ? items : 1);
+/* When run r is given up (*bound: a configured bound as given; the
+ * measured one per frame, that many times over) and when its worker is
+ * lent (*lend: a run LEND_FACTOR x slower than the model's p99, and
+ * LEND_FLOOR_MS at least, per frame, gets a new thread beside it so that
+ * the other models are not kept from the workers until its bound). */
+static void limits(server_t *s, const srv_run_t *r, double *lend, double *bound) {
+    int64_t n;
+    double p99 = p99_ms(s, r->model_idx, &n), items = r->items > 1 ? r->items : 1;
+    int own = r->model ? srv_loaded_model(r->model)->cfg.run_timeout_ms : 0;
+    if (own > 0) {
+        *bound = own;
+    } else if (s->opts.run_timeout_ms > 0) {
+        *bound = s->opts.run_timeout_ms;
+    } else {
+        double ms = fmax(FLOOR_MS, P99_FACTOR * p99);
+        *bound = (n < WARM_RUNS ? fmax(ms, COLD_MS) : ms) * items;
+    }
+    *lend = fmin(*bound, fmax(LEND_FLOOR_MS, LEND_FACTOR * p99) * items);
 }
-
 
 /* ---- events on 0xFFFFFFFF ------------------------------------------------------- */
 
@@ -359,7 +370,9 @@ int srv_watchdog_timer_ms(server_t *s) {
     int n = retry > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
     double best = retry > 0 ? (double)retry : -1;
     for (int i = 0; i < n; i++) {
-        double left = bound_of(s, runs[i].model_idx, runs[i].model, runs[i].items) - runs[i].elapsed_ms;
+        double lend, bound;
+        limits(s, &runs[i], &lend, &bound);
+        double left = (runs[i].lent ? bound : lend) - runs[i].elapsed_ms;
         if (best < 0 || left < best) best = left < 0 ? 0 : left;
     }
     /* a run starts on a worker, which does not wake this thread: while
@@ -380,8 +393,14 @@ void srv_watchdog_check(server_t *s) {
     srv_run_t runs[MAX_RUNS];
     int n = ms_until(&wd->retry_at) > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
     for (int i = 0; i < n; i++) {
-        double bound = bound_of(s, runs[i].model_idx, runs[i].model, runs[i].items);
-        if (runs[i].elapsed_ms >= bound) give_up(s, &runs[i], bound);
+        double lend, bound;
+        limits(s, &runs[i], &lend, &bound);
+        if (runs[i].elapsed_ms >= bound) {
+            give_up(s, &runs[i], bound);
+        } else if (!runs[i].lent && runs[i].elapsed_ms >= lend && srv_exec_lend(s, &runs[i]) < 0) {
+            clock_gettime(CLOCK_MONOTONIC, &wd->retry_at); /* no thread: try again later */
+            wd->retry_at.tv_sec += 1;
+        }
     }
     for (reload_t *r = wd->reloads; r; r = r->next) {
         if (r->abandoned || ms_until(&r->due) > 0) continue;

@@ -92,6 +92,30 @@ def test_a_stuck_run_is_answered_and_its_model_reloaded(worker, tmp_path):
 
 
 def test_other_models_keep_their_workers(worker, tmp_path):
+    """Both predict workers held by runs far slower than their model's
+    others, and far from their 20 s bound: each worker is lent (a new
+    thread takes its place), the other model is served while they still
+    run, and they finish as usual once they return."""
+    stuck, release = stuck_model(tmp_path, bound_ms=20000)
+    w, _ = worker(tb_config([stuck, healthy_model(tmp_path)], concurrency=2))
+    c = w.conn
+    ids = [c.send(0x02, _raw(0)) for _ in range(2)]
+    c.wait_for(lambda: predict_threads(w) == 4, 30, "both workers lent")
+    rec = c.reply(c.send(0x02, _raw(1)), timeout=30)
+    assert rec.get("detections"), rec
+    assert not any(c.has_reply(i) for i in ids), "served while the slow runs still run"
+    assert EVENT_ID not in c.replies, c.replies.get(EVENT_ID)
+    release.touch()
+    for i in ids:
+        assert c.reply(i, timeout=30)["detections"], "a lent run is answered as usual"
+    assert c.mem_stats()["counters"]["runsAbandoned"] == 0
+    c.wait_for(lambda: predict_threads(w) == 2, 30, "the lent threads gone")
+    assert c.infer_raw(0, solid(32, 32))["detections"]
+    w.close_stdin()
+    assert w.wait(30) == 0
+
+
+def test_frames_waiting_for_a_stuck_model_are_refused(worker, tmp_path):
     stuck, release = stuck_model(tmp_path, bound_ms=1000)
     w, _ = worker(tb_config([stuck, healthy_model(tmp_path)], concurrency=2))
     c = w.conn
