@@ -41,12 +41,13 @@ typedef struct {
     float confidence;
     float nms_iou;
     int max_detections;
-    int intra_threads; /* 0 = runtime default */
-    int no_spin;       /* the runtime's helper threads sleep between runs */
-    int lone_threads;  /* >1: a second session with this many threads for frames that
+    int intra_threads;  /* 0 = runtime default */
+    int no_spin;        /* the runtime's helper threads sleep between runs */
+    int lone_threads;   /* >1: a second session with this many threads for frames that
                               * run alone (osp_infer_ctx_t.lone); ONNX Runtime only */
-    int embedding_b64; /* "embeddingEncoding": "base64": pack vectors (extension) */
-    int graph_opt;     /* runtime graph optimisation: 0 default (all), -1 none, 1, 2, 3 */
+    int embedding_b64;  /* "embeddingEncoding": "base64": pack vectors (extension) */
+    int graph_opt;      /* runtime graph optimisation: 0 default (all), -1 none, 1, 2, 3 */
+    int run_timeout_ms; /* the bound on one run in ospreyd ("runTimeoutMs"); 0 = its default */
 } osp_model_cfg_t;
 
 /* ---- catalog --------------------------------------------------------------- */

@@ -16,7 +16,7 @@
 static void usage(FILE *out) {
     fputs("usage: ospreyd [--listen unix:PATH|tcp:HOST:PORT] [--config FILE] [--max-frame BYTES]\n"
           "               [--model-root DIR]... [--auth-token-file FILE] [--socket-mode MODE]\n"
-          "               [--read-only] [--handshake-timeout-ms MS]\n"
+          "               [--read-only] [--handshake-timeout-ms MS] [--run-timeout-ms MS]\n"
           "               [--http [HOST:]PORT] [--log-format plain|text|json] [--log-json]\n"
           "       ospreyd --version\n"
           "               [--zmq ENDPOINT [--zmq-labelmap FILE] [--zmq-accept-models DIR]\n"
@@ -48,7 +48,13 @@ static void usage(FILE *out) {
           "                         reconfigure models\n"
           "  --handshake-timeout-ms MS  a socket connection whose startup config has not\n"
           "                         arrived within MS is closed (default 10000)\n"
-          "  --http [HOST:]PORT     serve HTTP on its own threads: /healthz, /readyz,\n"
+          "  --run-timeout-ms MS    the bound on one model run, for models whose config\n"
+          "                         has no runTimeoutMs (default: 20 x the model's\n"
+          "                         measured p99 run, at least 5000; 30000 until it has\n"
+          "                         run 10 times); a run past it is answered with an\n"
+          "                         error, abandoned, and its model reloaded\n",
+          out);
+    fputs("  --http [HOST:]PORT     serve HTTP on its own threads: /healthz, /readyz,\n"
           "                         /v1/models, /v1/stats, /metrics (Prometheus) and a\n"
           "                         live dashboard at / (docs/http.md); HOST defaults\n"
           "                         to 127.0.0.1, anything else is logged\n"
@@ -80,7 +86,8 @@ static void usage(FILE *out) {
           "                         the ONNX Runtime version and its execution providers\n"
           "  -h, --help             this text\n"
           "\n"
-          "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0.\n",
+          "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0\n"
+          "(3 when a run abandoned past its bound had still not returned).\n",
           out);
 }
 
@@ -94,6 +101,7 @@ int main(int argc, char **argv) {
                                              {"socket-mode", required_argument, NULL, 's'},
                                              {"read-only", no_argument, NULL, 'o'},
                                              {"handshake-timeout-ms", required_argument, NULL, 'w'},
+                                             {"run-timeout-ms", required_argument, NULL, 'T'},
                                              {"http", required_argument, NULL, 'H'},
                                              {"zmq", required_argument, NULL, 'z'},
                                              {"zmq-labelmap", required_argument, NULL, 'L'},
@@ -156,6 +164,18 @@ int main(int argc, char **argv) {
                 return 2;
             }
             o.handshake_ms = (int)v;
+            break;
+        }
+        case 'T': {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 1 || v > 86400000) {
+                fprintf(stderr, "ospreyd: --run-timeout-ms must be from 1 to 86400000, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o.run_timeout_ms = (int)v;
             break;
         }
         case 'z': o.zmq = optarg; break;

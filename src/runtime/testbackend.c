@@ -32,7 +32,7 @@
 #define TB_MAX_VALUES 65536            /* entries of "values" and of "set" */
 #define TB_BLOCK_POLL_MS 10            /* how often a blocked load or run looks for its file */
 
-typedef enum { TB_FILL, TB_VALUES, TB_FROM_INPUT_MEAN } tb_source_t;
+typedef enum { TB_FILL, TB_VALUES, TB_FROM_INPUT_MEAN, TB_FROM_INPUT_COPY } tb_source_t;
 
 typedef struct {
     int64_t at[OSP_RT_MAX_DIMS]; /* at[0] == -1: every batch item */
@@ -292,13 +292,23 @@ static int parse_output(const cJSON *t, const char *where, osp_rt_model_t *m, in
             return OSP_RT_ELOAD;
         o->source = TB_VALUES;
     } else if (from) {
-        if (!cJSON_IsString(from) || strcmp(from->valuestring, "mean") != 0)
-            return load_fail(err, errlen, path, "%s.from_input must be \"mean\"", where);
+        int copy = cJSON_IsString(from) && strcmp(from->valuestring, "copy") == 0;
+        if (!copy && (!cJSON_IsString(from) || strcmp(from->valuestring, "mean") != 0))
+            return load_fail(err, errlen, path, "%s.from_input must be \"mean\" or \"copy\"", where);
         if (m->n_inputs < 1 || m->inputs[0].dtype == OSP_DT_F16)
             return load_fail(err, errlen, path,
                              "%s.from_input needs a first input of float32 or an integer type",
                              where);
-        o->source = TB_FROM_INPUT_MEAN;
+        o->source = copy ? TB_FROM_INPUT_COPY : TB_FROM_INPUT_MEAN;
+        long long in_per = 1, out_per = 1;
+        for (int j = 1; copy && j < m->inputs[0].rank; j++)
+            in_per = m->inputs[0].dims[j] < 0 ? -1 : in_per * m->inputs[0].dims[j];
+        for (int j = 1; copy && j < d->rank; j++) out_per *= o->run_dims[j];
+        if (copy && in_per != out_per)
+            return load_fail(err, errlen, path,
+                             "%s.from_input \"copy\" needs as many values per item as the first "
+                             "input declares (%lld), not %lld",
+                             where, in_per, out_per);
     }
     const cJSON *sets = cJSON_GetObjectItemCaseSensitive(t, "set");
     if (sets) {
@@ -533,8 +543,15 @@ static void fill_output(const tb_output_t *o, const osp_tensor_t *in0, osp_tenso
     int64_t items = t->rank > 0 ? t->dims[0] : 1;
     if (count == 0 || items <= 0) return;
     size_t per = count / (size_t)items;
+    int64_t in_items = in0 && in0->rank > 0 ? in0->dims[0] : 1;
     for (int64_t b = 0; b < items; b++) {
         size_t base = (size_t)b * per;
+        if (o->source == TB_FROM_INPUT_COPY) { /* per equals the input's, checked at load */
+            size_t from = (size_t)(b % in_items) * per;
+            for (size_t i = 0; i < per; i++)
+                store_elem(t->dtype, t->data, base + i, load_elem(in0->dtype, in0->data, from + i));
+            continue;
+        }
         double v = o->source == TB_FROM_INPUT_MEAN ? input_item_mean(in0, b) : o->fill;
         for (size_t i = 0; i < per; i++)
             store_elem(t->dtype, t->data, base + i,

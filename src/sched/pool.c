@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 struct osp_pool {
-    pthread_mutex_t mu; /* guards head, tail, queued, stopping, started */
+    pthread_mutex_t mu; /* guards head, tail, queued, stopping, started, gen, abandoned, freed */
     pthread_cond_t cv;
     pthread_cond_t started_cv; /* a worker has its name and niceness */
     int started;
@@ -21,12 +21,36 @@ struct osp_pool {
     osp_pool_fn fn;
     void *ctx;
     pthread_t *threads;
+    unsigned *gen; /* per worker index: bumped when its thread is given up */
+    int abandoned; /* threads given up that have not returned yet */
+    int freed;     /* osp_pool_free ran: the last abandoned thread to return frees p */
 };
 
 typedef struct {
     osp_pool_t *p;
     int index;
+    unsigned gen;
 } worker_arg_t;
+
+static void pool_destroy(osp_pool_t *p) {
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->started_cv);
+    free(p->threads);
+    free(p->gen);
+    free(p);
+}
+
+/* After each item: whether this thread was given up meanwhile (it then
+ * leaves, freeing the pool if it was the last one out after osp_pool_free). */
+static int given_up(osp_pool_t *p, const worker_arg_t *wa) {
+    pthread_mutex_lock(&p->mu);
+    int gone = p->gen[wa->index] != wa->gen;
+    int last = gone && --p->abandoned == 0 && p->freed;
+    pthread_mutex_unlock(&p->mu);
+    if (last) pool_destroy(p);
+    return gone;
+}
 
 static void *worker_main(void *arg) {
     worker_arg_t wa = *(worker_arg_t *)arg;
@@ -60,6 +84,7 @@ static void *worker_main(void *arg) {
         pthread_mutex_unlock(&p->mu);
         item->next = NULL;
         p->fn(p->ctx, item, wa.index);
+        if (given_up(p, &wa)) return NULL;
     }
 }
 
@@ -68,7 +93,10 @@ osp_pool_t *osp_pool_new(const char *name, int threads, int nice, osp_pool_fn fn
     osp_pool_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->threads = calloc((size_t)threads, sizeof *p->threads);
-    if (!p->threads) {
+    p->gen = calloc((size_t)threads, sizeof *p->gen);
+    if (!p->threads || !p->gen) {
+        free(p->threads);
+        free(p->gen);
         free(p);
         return NULL;
     }
@@ -82,7 +110,7 @@ osp_pool_t *osp_pool_new(const char *name, int threads, int nice, osp_pool_fn fn
     for (int i = 0; i < threads; i++) {
         worker_arg_t *wa = malloc(sizeof *wa);
         if (!wa) break;
-        *wa = (worker_arg_t){p, i};
+        *wa = (worker_arg_t){p, i, 0};
         if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
             free(wa);
             break;
@@ -133,6 +161,37 @@ int osp_pool_queued(osp_pool_t *p) {
 
 int osp_pool_threads(const osp_pool_t *p) { return p->nthreads; }
 
+int osp_pool_abandon(osp_pool_t *p, int worker) {
+    if (worker < 0 || worker >= p->nthreads) return -1;
+    worker_arg_t *wa = malloc(sizeof *wa);
+    if (!wa) return -1;
+    pthread_mutex_lock(&p->mu);
+    pthread_t old = p->threads[worker];
+    *wa = (worker_arg_t){p, worker, p->gen[worker] + 1};
+    p->started--; /* the new thread counts itself in */
+    if (pthread_create(&p->threads[worker], NULL, worker_main, wa) != 0) {
+        /* nothing changes: the old thread keeps its index */
+        p->started++;
+        p->threads[worker] = old;
+        pthread_mutex_unlock(&p->mu);
+        free(wa);
+        return -1;
+    }
+    p->gen[worker]++;
+    p->abandoned++;
+    while (p->started < p->nthreads) pthread_cond_wait(&p->started_cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    pthread_detach(old); /* never joined: it may never return */
+    return 0;
+}
+
+int osp_pool_abandoned(osp_pool_t *p) {
+    pthread_mutex_lock(&p->mu);
+    int n = p->abandoned;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
 void osp_pool_free(osp_pool_t *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
@@ -140,11 +199,11 @@ void osp_pool_free(osp_pool_t *p) {
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
-    pthread_cond_destroy(&p->started_cv);
-    free(p->threads);
-    free(p);
+    pthread_mutex_lock(&p->mu);
+    int out = p->abandoned;
+    p->freed = 1;
+    pthread_mutex_unlock(&p->mu);
+    if (!out) pool_destroy(p);
 }
 
 int osp_mailbox_init(osp_mailbox_t *mb) {

@@ -29,7 +29,17 @@ void osp_pool_push(osp_pool_t *p, osp_qnode_t *item);
 /* Items queued and not yet taken by a worker. */
 int osp_pool_queued(osp_pool_t *p);
 int osp_pool_threads(const osp_pool_t *p);
-/* Let the workers finish what is queued, join them, free the pool. */
+/* Give up the thread running as `worker` (its item will not return in
+ * time, and may never): it is detached and a new thread takes its index
+ * and the queue; the old one leaves when its item returns, without taking
+ * another. Call it only while that worker is inside fn, and exclude fn's
+ * own return meanwhile (the caller's lock). 0, or -1 when no thread could
+ * be started (nothing changed). */
+int osp_pool_abandon(osp_pool_t *p, int worker);
+/* Threads given up that have not returned. */
+int osp_pool_abandoned(osp_pool_t *p);
+/* Let the workers finish what is queued, join them, free the pool (or,
+ * while a thread given up has not returned, leave the last of them to). */
 void osp_pool_free(osp_pool_t *p);
 
 /* Run fn(arg) on a detached thread of its own (a load that may be

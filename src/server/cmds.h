@@ -68,5 +68,7 @@ srv_from_t srv_from(const conn_t *c);
  * not allowed". */
 int srv_model_cfg(server_t *s, srv_from_t from, const struct cJSON *config, osp_model_cfg_t *cfg,
                   char *err, size_t errlen);
+/* The largest runTimeoutMs (and --run-timeout-ms): a day. */
+#define SRV_RUN_TIMEOUT_MAX_MS 86400000
 
 #endif

@@ -125,6 +125,56 @@ static void batch_done(server_t *s, srv_job_t *h) {
 
 static void window_done(server_t *s, srv_job_t *h) { srv_window_job_free(s, (window_job_t *)h); }
 
+/* One request of a run given up: answered with msg unless its worker had
+ * answered it already (shed at the gate, failed to prepare), and counted. */
+static void answer_given_up(server_t *s, srv_req_t *r, const char *msg, int64_t items) {
+    if (!r->shed && !r->failed) {
+        osp_jw_reset(&r->out);
+        size_t at = osp_wire_reply_begin(&r->out);
+        if (r->h.kind == SRV_JOB_BATCH)
+            osp_wire_json_error_shaped(&r->out, OSP_WIRE_ERR_RESULTS, msg);
+        else
+            osp_wire_json_infer_error(&r->out, msg);
+        osp_wire_reply_end(&r->out, at, r->req_id);
+        r->failed = 1;
+    }
+    if (r->shed) srv_stat_shed_deadline(s, r->model_idx, r->deadline_ms, items);
+    if (r->failed) {
+        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_stat_frames(s, r->model_idx, SRV_OUT_ERROR, items);
+    }
+    srv_job_answer(s, &r->h);
+}
+
+int srv_dispatch_abandoned(server_t *s, srv_job_t *h, const char *msg) {
+    if (h->kind == SRV_JOB_WINDOW) {
+        window_job_t *w = (window_job_t *)h;
+        for (int i = 0; i < w->n; i++) answer_given_up(s, &w->items[i]->r, msg, 1);
+        return w->n;
+    }
+    srv_req_t *r = (srv_req_t *)h;
+    if (h->kind == SRV_JOB_BATCH) {
+        answer_given_up(s, r, msg, r->rq.u.batch.count);
+        return 1;
+    }
+    frame_job_t *j = (frame_job_t *)h;
+    int admitted = j->admitted;
+    j->admitted = 0;
+    answer_given_up(s, r, msg, 1);
+    if (admitted) next_after(s, r->model_idx); /* its run slot is the next frame's */
+    return 1;
+}
+
+void srv_dispatch_returned(server_t *s, srv_job_t *h) {
+    if (h->kind != SRV_JOB_WINDOW) {
+        srv_job_release(s, h);
+        return;
+    }
+    window_job_t *w = (window_job_t *)h;
+    for (int i = 0; i < w->n; i++) srv_job_release(s, &w->items[i]->r.h);
+    srv_window_job_free(s, w);
+}
+
 /* Answer a frame job here, on the I/O thread, as dropped. */
 static void job_drop(server_t *s, frame_job_t *j, osp_wire_shed_t why) {
     osp_jw_reset(&j->r.out);
@@ -178,6 +228,17 @@ static int run_admitted(server_t *s, frame_job_t *j) {
         osp_jw_reset(&j->r.out);
         size_t at = osp_wire_reply_begin(&j->r.out);
         osp_wire_json_not_loaded(&j->r.out, j->r.msg_type, (unsigned)idx);
+        osp_wire_reply_end(&j->r.out, at, j->r.req_id);
+        srv_job_retire(s, &j->r.h);
+        return 0;
+    }
+    const char *stuck = srv_loaded_stuck(j->r.model ? j->r.model : l);
+    if (stuck) { /* its session is being reloaded after a run past its bound (watchdog.c) */
+        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
+        osp_jw_reset(&j->r.out);
+        size_t at = osp_wire_reply_begin(&j->r.out);
+        osp_wire_json_infer_error(&j->r.out, stuck);
         osp_wire_reply_end(&j->r.out, at, j->r.req_id);
         srv_job_retire(s, &j->r.h);
         return 0;
@@ -269,6 +330,13 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     loaded_t *l = srv_slot(s, idx);
     if (!l) {
         reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx);
+        osp_buf_put(s->bufs, frame);
+        return;
+    }
+    if (srv_loaded_stuck(l)) {
+        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_stat_frames(s, idx, SRV_OUT_ERROR, rq->u.batch.count);
+        srv_reply_error(s, c, rq->req_id, SRV_ERR_RESULTS, srv_loaded_stuck(l));
         osp_buf_put(s->bufs, frame);
         return;
     }

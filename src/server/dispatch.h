@@ -28,6 +28,14 @@ void srv_dispatch_submit(server_t *s, frame_job_t *j);
 int srv_dispatch_timer_ms(server_t *s);
 void srv_dispatch_flush_due(server_t *s);
 
+/* A job whose run was given up (watchdog.c): each of its requests answered
+ * now with msg (or with what its worker had answered already), counted,
+ * its run slot freed for the next frame; what the job holds stays with
+ * the stuck run. Returns the requests answered. */
+int srv_dispatch_abandoned(server_t *s, srv_job_t *h, const char *msg);
+/* That job back from its stuck run: what it holds given back, no reply. */
+void srv_dispatch_returned(server_t *s, srv_job_t *h);
+
 typedef enum {
     SRV_ERR_PLAIN,   /* {"error": text} */
     SRV_ERR_RESULTS, /* {"error": text, "results": []} */

@@ -1,6 +1,7 @@
 /* The worker pools; see exec.h. */
 #include "server/exec.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,30 +15,116 @@
 #include "server/shm.h"
 #include "server/slots.h"
 
+/* The run a predict thread is inside, for the watchdog (srv_exec_runs):
+ * kept in the thread's own state, which follows the thread when its
+ * worker index goes to another. */
+typedef struct run {
+    struct run *next; /* on srv_exec.running while inside the runtime */
+    uint64_t seq;
+    struct timespec started;
+    srv_job_t *job;
+    int worker, model_idx, items;
+    const loaded_t *model;
+    int abandoned; /* given up: its requests were answered on the I/O thread */
+} run_t;
+
 /* What one pool thread keeps between frames (indexed by its worker number):
  * the JPEG decoder and its buffer, contexts for batch items, the stacking
- * buffer of batched runs, a prepare worker's ring for parked frames. */
+ * buffer of batched runs, a prepare worker's ring for parked frames; a
+ * predict thread's run. */
 typedef struct {
     osp_decoder_t *dec;
     osp_image_t img;
     osp_infer_ctx_t ctx[OSP_WINDOW_MAX];
     osp_batch_buf_t buf;
     srv_rows_t *rows;
+    run_t run;
+    int lent;    /* its index went to a new thread: this one leaves after its job */
+    int leaving; /* lent, as its thread last saw it (its own copy, read without the lock) */
 } wstate_t;
 
 struct srv_exec {
     server_t *s;
     osp_pool_t *prepare, *predict;
-    wstate_t *prep_ws, *pred_ws; /* one per worker of each pool */
+    wstate_t *prep_ws;  /* one per prepare worker */
+    wstate_t **pred_ws; /* one per predict worker index; a thread that left it keeps its own */
     int workers;
+    pthread_mutex_t mu; /* guards running, seq, every run_t and lent, lent_out, stuck, closed */
+    pthread_cond_t cv;  /* lent_out went down */
+    run_t *running;     /* the runs in progress */
+    uint64_t seq;
+    int lent_out; /* threads lent that have not finished their job */
+    int stuck;    /* runs given up whose threads have not returned */
+    int closed;   /* srv_exec_free ran: a returning thread touches nothing of the server */
 };
 
 static void wstate_free(wstate_t *w) {
+    if (!w) return;
     osp_decoder_free(w->dec);
     osp_image_free(&w->img);
     for (int i = 0; i < OSP_WINDOW_MAX; i++) osp_infer_ctx_free(&w->ctx[i]);
     osp_batch_buf_free(&w->buf);
     srv_rows_free(NULL, w->rows);
+}
+
+/* ---- runs, as the watchdog sees them -------------------------------------------- */
+
+/* A predict thread enters the runtime for job h, a run of `items` frames. */
+static void run_begin(srv_exec_t *e, wstate_t *ws, int worker, srv_job_t *h, const srv_req_t *r,
+                      int items) {
+    run_t *u = &ws->run;
+    pthread_mutex_lock(&e->mu);
+    *u = (run_t){.next = e->running,
+                 .seq = ++e->seq,
+                 .job = h,
+                 .worker = worker,
+                 .model_idx = r->model_idx,
+                 .items = items,
+                 .model = r->model};
+    clock_gettime(CLOCK_MONOTONIC, &u->started);
+    e->running = u;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void unlink_run(srv_exec_t *e, run_t *u) {
+    run_t **pp = &e->running;
+    while (*pp && *pp != u) pp = &(*pp)->next;
+    if (*pp) *pp = u->next;
+}
+
+/* Back from the runtime: 0, or 1 when the watchdog gave the run up
+ * meanwhile (its requests were answered on the I/O thread; this thread
+ * hands the job back to be released and leaves the pool). */
+static int run_end(srv_exec_t *e, wstate_t *ws) {
+    pthread_mutex_lock(&e->mu);
+    int gone = ws->run.abandoned;
+    if (!gone) unlink_run(e, &ws->run); /* a run given up was unlinked then */
+    ws->leaving = ws->lent;             /* no longer on the list: it cannot change now */
+    pthread_mutex_unlock(&e->mu);
+    return gone;
+}
+
+static void exec_destroy(srv_exec_t *e) {
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e->prep_ws);
+    free(e->pred_ws);
+    free(e);
+}
+
+/* On the thread of a run given up, once the run returned: its working
+ * memory is its own to free; the job goes back to the I/O thread (its
+ * done was set by whoever gave it up), unless the server is gone. This
+ * thread no longer belongs to the pool. */
+static void run_returned_late(srv_exec_t *e, srv_job_t *h, wstate_t *ws) {
+    wstate_free(ws);
+    free(ws);
+    pthread_mutex_lock(&e->mu);
+    e->stuck--;
+    int closed = e->closed, last = closed && e->stuck == 0;
+    if (!closed) srv_post(e->s, h); /* under the lock: srv_exec_free waits for it */
+    pthread_mutex_unlock(&e->mu);
+    if (last) exec_destroy(e);
 }
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -233,7 +320,9 @@ static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
     osp_wire_reply_end(&r->out, at, r->req_id);
 }
 
-static void predict_single(frame_job_t *j) {
+/* Each predict_* returns 1 when its run was given up (the job and ws are
+ * no longer its thread's), else 0. */
+static int predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *ws) {
     char err[512];
     srv_req_t *r = &j->r;
     /* the gate immediately before the model runs: a frame that waited in the
@@ -241,22 +330,29 @@ static void predict_single(frame_job_t *j) {
     if (osp_gate_expired(r->deadline_ms)) {
         reply_dropped(r);
         finish(r);
-        return;
+        return 0;
     }
     osp_result_t res;
     j->ctx->lone = r->lone;
-    if (osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err)) {
+    run_begin(e, ws, worker, &r->h, r, 1);
+    int rc = osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err);
+    if (run_end(e, ws)) {
+        run_returned_late(e, &r->h, ws);
+        return 1;
+    }
+    if (rc) {
         reply_infer_error(r, err, 0);
     } else {
         r->predict_ms = res.predict_ms;
         reply_result(r, &res, 1);
     }
     finish(r);
+    return 0;
 }
 
 /* A window flush: every frame prepared here, the live ones run together,
  * each answered on its own request id with batchSize = frames run. */
-static void predict_window(window_job_t *w, wstate_t *ws) {
+static int predict_window(srv_exec_t *e, int worker, window_job_t *w, wstate_t *ws) {
     char err[512];
     osp_infer_ctx_t *ctxs[OSP_WINDOW_MAX];
     frame_job_t *live[OSP_WINDOW_MAX];
@@ -273,8 +369,17 @@ static void predict_window(window_job_t *w, wstate_t *ws) {
         live[n] = j;
         ctxs[n++] = j->ctx;
     }
-    if (n && osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs,
-                                     &ws->buf, err, sizeof err)) {
+    int rc = 0;
+    if (n) {
+        run_begin(e, ws, worker, &w->h, &live[0]->r, n);
+        rc = osp_model_predict_batch(srv_loaded_model(live[0]->r.model), ctxs, n, res, rcs,
+                                     &ws->buf, err, sizeof err);
+        if (run_end(e, ws)) {
+            run_returned_late(e, &w->h, ws);
+            return 1;
+        }
+    }
+    if (rc) {
         for (int i = 0; i < n; i++) reply_infer_error(&live[i]->r, err, 0);
         n = 0;
     }
@@ -289,11 +394,12 @@ static void predict_window(window_job_t *w, wstate_t *ws) {
     server_t *s = w->srv;
     for (int i = 0; i < w->n; i++) finish(&w->items[i]->r);
     srv_post(s, &w->h); /* after its frames: it only goes back to the pool */
+    return 0;
 }
 
 /* An infer_batch: its items prepared into the worker's contexts and run in
  * stacked groups of up to OSP_WINDOW_MAX; one reply with every result. */
-static void predict_batch(batch_job_t *b, wstate_t *ws) {
+static int predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *ws) {
     char err[512];
     srv_req_t *r = &b->r;
     osp_wire_batch_iter_t it;
@@ -329,7 +435,15 @@ static void predict_batch(batch_job_t *b, wstate_t *ws) {
             ok[i] = 1;
             ctxs[n++] = &ws->ctx[i];
         }
-        int run_rc = n ? osp_model_predict_batch(m, ctxs, n, res, rcs, &ws->buf, err, sizeof err) : 0;
+        int run_rc = 0;
+        if (n) {
+            run_begin(e, ws, worker, &r->h, r, n);
+            run_rc = osp_model_predict_batch(m, ctxs, n, res, rcs, &ws->buf, err, sizeof err);
+            if (run_end(e, ws)) {
+                run_returned_late(e, &r->h, ws);
+                return 1;
+            }
+        }
         for (int i = 0, k = 0; i < group; i++) {
             if (!ok[i]) {
                 osp_wire_json_infer_error(&r->out, item_err[i]);
@@ -347,16 +461,28 @@ static void predict_batch(batch_job_t *b, wstate_t *ws) {
     osp_jw_obj_close(&r->out);
     osp_wire_reply_end(&r->out, at, r->req_id);
     finish(r);
+    return 0;
 }
 
 static void exec_predict(void *arg, osp_qnode_t *item, int worker) {
     srv_exec_t *e = arg;
     srv_job_t *h = (srv_job_t *)item;
+    wstate_t *ws = e->pred_ws[worker]; /* replaced (for the next thread) only while this one runs */
+    int gone;
     switch (h->kind) {
-    case SRV_JOB_WINDOW: predict_window((window_job_t *)h, &e->pred_ws[worker]); break;
-    case SRV_JOB_BATCH: predict_batch((batch_job_t *)h, &e->pred_ws[worker]); break;
-    default: predict_single((frame_job_t *)h); break;
+    case SRV_JOB_WINDOW: gone = predict_window(e, worker, (window_job_t *)h, ws); break;
+    case SRV_JOB_BATCH: gone = predict_batch(e, worker, (batch_job_t *)h, ws); break;
+    default: gone = predict_single(e, worker, (frame_job_t *)h, ws); break;
     }
+    if (gone || !ws->leaving) return;
+    /* lent: its job is answered and the pool has another thread at its
+     * index; it leaves (osp_pool_abandon) with its own state */
+    wstate_free(ws);
+    free(ws);
+    pthread_mutex_lock(&e->mu);
+    e->lent_out--;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu); /* e may be gone from here on */
 }
 
 /* ---- the pools ------------------------------------------------------------------- */
@@ -366,9 +492,14 @@ srv_exec_t *srv_exec_new(server_t *s) {
     if (!e) return NULL;
     e->s = s;
     e->workers = s->set.workers;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
     e->prep_ws = calloc((size_t)e->workers, sizeof *e->prep_ws);
     e->pred_ws = calloc((size_t)e->workers, sizeof *e->pred_ws);
-    if (!e->prep_ws || !e->pred_ws) {
+    int ok = e->prep_ws && e->pred_ws;
+    for (int i = 0; ok && i < e->workers; i++)
+        ok = (e->pred_ws[i] = calloc(1, sizeof **e->pred_ws)) != NULL;
+    if (!ok) {
         srv_exec_free(e);
         return NULL;
     }
@@ -384,12 +515,108 @@ srv_exec_t *srv_exec_new(server_t *s) {
 void srv_exec_free(srv_exec_t *e) {
     if (!e) return;
     osp_pool_free(e->prepare);
-    osp_pool_free(e->predict);
+    osp_pool_free(e->predict); /* joins every thread but those given up */
     for (int i = 0; e->prep_ws && i < e->workers; i++) wstate_free(&e->prep_ws[i]);
-    for (int i = 0; e->pred_ws && i < e->workers; i++) wstate_free(&e->pred_ws[i]);
-    free(e->prep_ws);
-    free(e->pred_ws);
-    free(e);
+    for (int i = 0; e->pred_ws && i < e->workers; i++) {
+        wstate_free(e->pred_ws[i]);
+        free(e->pred_ws[i]);
+    }
+    pthread_mutex_lock(&e->mu);
+    /* threads lent finish their last few steps (their jobs are answered) */
+    while (e->lent_out > 0) pthread_cond_wait(&e->cv, &e->mu);
+    e->closed = 1;
+    int stuck = e->stuck; /* each of them still reads e when it returns: the last frees it */
+    pthread_mutex_unlock(&e->mu);
+    if (!stuck) exec_destroy(e);
+}
+
+int srv_exec_runs(server_t *s, srv_run_t *out, int cap) {
+    srv_exec_t *e = s->exec;
+    int n = 0;
+    if (!e) return 0;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&e->mu);
+    for (const run_t *u = e->running; u && n < cap; u = u->next) {
+        const wstate_t *ws = (const wstate_t *)((const char *)u - offsetof(wstate_t, run));
+        out[n++] = (srv_run_t){.seq = u->seq,
+                               .job = u->job,
+                               .model_idx = u->model_idx,
+                               .model = u->model,
+                               .items = u->items,
+                               .lent = ws->lent,
+                               .elapsed_ms = (double)(now.tv_sec - u->started.tv_sec) * 1e3 +
+                                             (double)(now.tv_nsec - u->started.tv_nsec) / 1e6};
+    }
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+/* Under e->mu: the run in progress with this seq, or NULL (it returned). */
+static run_t *find_run(srv_exec_t *e, uint64_t seq) {
+    run_t *u = e->running;
+    while (u && u->seq != seq) u = u->next;
+    return u;
+}
+
+/* Under e->mu: a new thread takes the worker index of u's thread, with
+ * fresh state; u's thread keeps its own and leaves after its job. */
+static int hand_over(srv_exec_t *e, run_t *u, wstate_t *fresh) {
+    wstate_t *ws = (wstate_t *)((char *)u - offsetof(wstate_t, run));
+    e->pred_ws[u->worker] = fresh;
+    if (osp_pool_abandon(e->predict, u->worker)) {
+        e->pred_ws[u->worker] = ws;
+        return -1;
+    }
+    ws->lent = 1;
+    e->lent_out++;
+    return 0;
+}
+
+int srv_exec_lend(server_t *s, const srv_run_t *run) {
+    srv_exec_t *e = s->exec;
+    wstate_t *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) return -1;
+    pthread_mutex_lock(&e->mu);
+    run_t *u = find_run(e, run->seq);
+    int rc = !u || run->lent ? 0 : hand_over(e, u, fresh) ? -1 : 1;
+    pthread_mutex_unlock(&e->mu);
+    if (rc != 1) free(fresh);
+    return rc;
+}
+
+int srv_exec_abandon(server_t *s, const srv_run_t *run, void (*late)(server_t *s, srv_job_t *j)) {
+    srv_exec_t *e = s->exec;
+    wstate_t *fresh = calloc(1, sizeof *fresh);
+    if (!fresh) return -1;
+    int rc = 1, used = 0;
+    pthread_mutex_lock(&e->mu);
+    run_t *u = find_run(e, run->seq);
+    if (!u) {
+        rc = 0; /* it returned meanwhile: nothing to give up */
+    } else if (!run->lent && hand_over(e, u, fresh)) {
+        rc = -1;
+    } else {
+        used = !run->lent;
+        e->lent_out--; /* no longer finishing its job: stuck instead */
+        pthread_cond_broadcast(&e->cv);
+        u->abandoned = 1;
+        u->job->done = late; /* before the thread can return and post it */
+        unlink_run(e, u);
+        e->stuck++;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (!used) free(fresh);
+    return rc;
+}
+
+int srv_exec_stuck(server_t *s) {
+    srv_exec_t *e = s->exec;
+    if (!e) return 0;
+    pthread_mutex_lock(&e->mu);
+    int n = e->stuck;
+    pthread_mutex_unlock(&e->mu);
+    return n;
 }
 
 void srv_exec_prepare(server_t *s, frame_job_t *j) {

@@ -9,6 +9,8 @@
 #ifndef OSP_EXEC_H
 #define OSP_EXEC_H
 
+#include <stdint.h>
+
 #include "server/job.h"
 #include "server/srv.h"
 
@@ -20,5 +22,36 @@ void srv_exec_free(srv_exec_t *e);
 void srv_exec_prepare(server_t *s, frame_job_t *j);
 /* A batch or window job to the predict pool. */
 void srv_exec_predict(server_t *s, srv_job_t *j);
+
+/* A run in progress on a predict worker (watchdog.c reads them). */
+typedef struct {
+    int worker;
+    uint64_t seq;   /* names the run to srv_exec_abandon */
+    srv_job_t *job; /* a frame, window or batch job, still the worker's */
+    int model_idx;
+    const loaded_t *model; /* the reference the job holds */
+    int items;             /* frames run together (a window or a batch's group) */
+    int lent;              /* its worker index has gone to another thread already */
+    double elapsed_ms;
+} srv_run_t;
+/* The runs in progress now, at most cap of them, into out. */
+int srv_exec_runs(server_t *s, srv_run_t *out, int cap);
+/* Lend run's worker (I/O thread): a new thread takes its place in the
+ * pool, so a run much slower than its model's others does not keep other
+ * work from every worker; the run goes on and is answered as usual, and
+ * its thread leaves the pool afterwards. 1 when lent, 0 when the run
+ * returned meanwhile or was lent already, -1 when no thread could be
+ * started. */
+int srv_exec_lend(server_t *s, const srv_run_t *run);
+/* Give up run `run` (I/O thread): its worker is replaced by a new thread
+ * (unless lent already) and the job's requests become the caller's to
+ * answer. Its thread keeps
+ * the job's memory until the run returns, if ever; it then posts the job
+ * back with `late` as its done, and leaves. 1 when given up, 0 when the
+ * run returned meanwhile (it is answered as usual), -1 when no thread
+ * could be started (nothing changed). */
+int srv_exec_abandon(server_t *s, const srv_run_t *run, void (*late)(server_t *s, srv_job_t *j));
+/* Runs given up whose threads have not returned. */
+int srv_exec_stuck(server_t *s);
 
 #endif

@@ -64,6 +64,16 @@ static int confine_files(server_t *s, osp_model_cfg_t *cfg, char *err, size_t er
 int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_model_cfg_t *cfg,
                   char *err, size_t errlen) {
     if (osp_model_cfg_from_json(config, cfg, err, errlen)) return -1;
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(config, "runTimeoutMs");
+    if (rt && !cJSON_IsNull(rt)) {
+        if (!cJSON_IsNumber(rt) || rt->valuedouble != floor(rt->valuedouble) ||
+            rt->valuedouble < 1 || rt->valuedouble > SRV_RUN_TIMEOUT_MAX_MS) {
+            snprintf(err, errlen, "runTimeoutMs must be a whole number of milliseconds from 1 to %d",
+                     SRV_RUN_TIMEOUT_MAX_MS);
+            return -1;
+        }
+        cfg->run_timeout_ms = (int)rt->valuedouble;
+    }
     if (from == SRV_FROM_PEER && confine_files(s, cfg, err, errlen)) return -1;
     if (from == SRV_FROM_OPERATOR) {
         /* a peer naming the same file shares its slot: compare resolved names */

@@ -122,6 +122,11 @@ window_job_t *srv_window_job_new(server_t *s, int model_idx);
  * or hand it to its transport; end its time in flight, and give
  * everything it holds back. */
 void srv_job_retire(server_t *s, srv_job_t *j);
+/* The two halves of srv_job_retire, for a job whose run was given up
+ * (watchdog.c): its reply sent and its time in flight ended now; what it
+ * holds given back only when the stuck run has returned. */
+void srv_job_answer(server_t *s, srv_job_t *j);
+void srv_job_release(server_t *s, srv_job_t *j);
 /* Give a window job back (its items are retired one by one). */
 void srv_window_job_free(server_t *s, window_job_t *w);
 /* Requests in flight in the whole server (jobs made and not retired, and

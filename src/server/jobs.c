@@ -102,8 +102,7 @@ void srv_window_job_free(server_t *s, window_job_t *w) {
         free(w);
 }
 
-void srv_job_retire(server_t *s, srv_job_t *h) {
-    srv_jobs_t *p = s->jobs;
+void srv_job_answer(server_t *s, srv_job_t *h) {
     srv_req_t *r = (srv_req_t *)h;
     if (r->tp) {
         r->tp->send(s, r);
@@ -112,7 +111,17 @@ void srv_job_retire(server_t *s, srv_job_t *h) {
         srv_send(s, c, &r->out);
         if (c) srv_conn_inflight(c, -1);
     }
-    p->inflight--;
+    s->jobs->inflight--;
+}
+
+void srv_job_retire(server_t *s, srv_job_t *h) {
+    srv_job_answer(s, h);
+    srv_job_release(s, h);
+}
+
+void srv_job_release(server_t *s, srv_job_t *h) {
+    srv_jobs_t *p = s->jobs;
+    srv_req_t *r = (srv_req_t *)h;
     srv_loaded_release(r->model);
     r->model = NULL;
     osp_buf_put(s->bufs, r->frame);

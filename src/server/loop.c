@@ -27,6 +27,7 @@
 #include "server/loop.h"
 #include "server/streams.h"
 #include "log/log.h"
+#include "server/watchdog.h"
 
 #define TAG_LISTEN 0xFFFFFFF0u
 #define TAG_MAILBOX 0xFFFFFFF1u
@@ -294,10 +295,10 @@ static void start_stopping(server_t *s) {
     srv_conns_stop_reading(s);
 }
 
-/* The nearest timer: a model load's bound or a batch window's end. */
+/* The nearest timer: a model load's or a run's bound, or a batch window's end. */
 static int next_timeout(server_t *s) {
-    int t = srv_cmds_timer_ms(s),
-        more[] = {srv_dispatch_timer_ms(s), srv_conns_hello_timer_ms(s), srv_streams_timer_ms(s)};
+    int t = srv_cmds_timer_ms(s), more[] = {srv_dispatch_timer_ms(s), srv_conns_hello_timer_ms(s),
+                                            srv_streams_timer_ms(s), srv_watchdog_timer_ms(s)};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
         if (more[i] >= 0 && (t < 0 || more[i] < t)) t = more[i];
     return t;
@@ -336,5 +337,6 @@ int srv_loop_run(server_t *s) {
         srv_dispatch_flush_due(s);
         srv_conns_expire_hellos(s);
         srv_streams_check_timers(s);
+        srv_watchdog_check(s);
     }
 }

@@ -29,6 +29,7 @@
 #include "server/slots.h"
 #include "server/stats.h"
 #include "server/streams.h"
+#include "server/watchdog.h"
 #include "server/zmq.h"
 #include "log/log.h"
 
@@ -43,6 +44,7 @@ static void server_free(server_t *s) {
     }
     srv_exec_free(s->exec);
     srv_zmq_free(s->zmq); /* after the pools: no job holds one of its requests */
+    srv_watchdog_free(s->watchdog);
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
     srv_slots_free(s->slots);
@@ -80,12 +82,13 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->shm = srv_shm_new();
     s->streams = srv_streams_new();
     s->board = srv_board_new();
+    s->watchdog = srv_watchdog_new();
     s->cache = osp_cache_new(256, 256, (size_t)1 << 30);
     s->bufs = osp_bufpool_new(BUF_KEEP);
     s->ctxs = osp_ctxpool_new();
     s->roots = osp_paths_new();
     if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->shm ||
-        !s->streams || !s->board || !s->cache || !s->bufs || !s->ctxs) {
+        !s->streams || !s->board || !s->watchdog || !s->cache || !s->bufs || !s->ctxs) {
         osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
         server_free(s);
         return NULL;
@@ -171,6 +174,13 @@ int osp_server_run(const osp_server_opts_t *opts) {
         }
     }
     rc = srv_loop_run(s);
+    int stuck = srv_exec_stuck(s);
+    if (stuck) {
+        /* they cannot be joined; the process ends without them */
+        osp_log(OSP_LOG_ERROR,
+                "ospreyd: exiting with %d run(s) stuck past their bound (exit status 3)", stuck);
+        if (rc == 0) rc = 3;
+    }
     server_free(s);
     return rc;
 }

@@ -25,8 +25,9 @@ typedef struct {
     int socket_mode;             /* a unix socket's permissions; 0 = 0660 */
     int read_only;               /* sockets may not load, replace, unload or reconfigure */
     int handshake_ms;            /* a socket's handshake must arrive within it; 0 = 10000 */
-    const char *zmq;             /* Frigate's detector protocol on this endpoint, or NULL */
-    const char *zmq_labelmap;    /* the Frigate labelmap to answer in; NULL = Frigate's default */
+    int run_timeout_ms; /* the bound on one run of a model without runTimeoutMs; 0 = measured */
+    const char *zmq;    /* Frigate's detector protocol on this endpoint, or NULL */
+    const char *zmq_labelmap; /* the Frigate labelmap to answer in; NULL = Frigate's default */
     const char *zmq_accept_models; /* a directory for models Frigate uploads; NULL = refuse them */
     int zmq_bgr;                   /* Frigate sends BGR (input_pixel_format: bgr) */
 } osp_server_opts_t;

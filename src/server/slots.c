@@ -11,6 +11,7 @@ struct loaded {
     char postprocessor[32];
     float confidence, nms_iou;
     int max_detections;
+    char stuck[320]; /* "": serving; else why its frames are refused (watchdog.c) */
 };
 
 struct srv_slots {
@@ -100,4 +101,10 @@ void srv_loaded_set_params(loaded_t *l, float confidence, float nms_iou, int max
     l->confidence = confidence;
     l->nms_iou = nms_iou;
     l->max_detections = max_detections;
+}
+
+const char *srv_loaded_stuck(const loaded_t *l) { return l && l->stuck[0] ? l->stuck : NULL; }
+
+void srv_loaded_set_stuck(loaded_t *l, const char *why) {
+    snprintf(l->stuck, sizeof l->stuck, "%s", why);
 }

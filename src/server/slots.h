@@ -41,5 +41,9 @@ const char *srv_loaded_postprocessor(const loaded_t *l);
 /* The decode settings a frame snapshots when it is dispatched. */
 void srv_loaded_params(const loaded_t *l, float *confidence, float *nms_iou, int *max_detections);
 void srv_loaded_set_params(loaded_t *l, float confidence, float nms_iou, int max_detections);
+/* A model whose run passed its bound is refused new frames until its
+ * reload replaces it (watchdog.c): the reason, or NULL when it serves. */
+const char *srv_loaded_stuck(const loaded_t *l);
+void srv_loaded_set_stuck(loaded_t *l, const char *why);
 
 #endif

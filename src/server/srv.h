@@ -18,20 +18,21 @@
 #define SRV_PIPE_BYTES (1u << 20) /* what the server asks of its stdin, stdout and own pipes */
 
 typedef struct server server_t;
-typedef struct conn conn_t;               /* conn.h */
-typedef struct srv_conns srv_conns_t;     /* conn.h */
-typedef struct srv_loop srv_loop_t;       /* loop.h */
-typedef struct srv_slots srv_slots_t;     /* slots.h */
-typedef struct srv_exec srv_exec_t;       /* exec.h */
-typedef struct srv_jobs srv_jobs_t;       /* job.h */
-typedef struct srv_cmds srv_cmds_t;       /* cmds.h */
-typedef struct srv_stats srv_stats_t;     /* stats.h */
-typedef struct srv_shm srv_shm_t;         /* shm.h */
-typedef struct srv_streams srv_streams_t; /* streams.h */
-typedef struct srv_auth srv_auth_t;       /* auth.h */
-typedef struct srv_board srv_board_t;     /* board.h */
-typedef struct srv_http srv_http_t;       /* http.h */
-typedef struct srv_zmq srv_zmq_t;         /* zmq.h */
+typedef struct conn conn_t;                 /* conn.h */
+typedef struct srv_conns srv_conns_t;       /* conn.h */
+typedef struct srv_loop srv_loop_t;         /* loop.h */
+typedef struct srv_slots srv_slots_t;       /* slots.h */
+typedef struct srv_exec srv_exec_t;         /* exec.h */
+typedef struct srv_jobs srv_jobs_t;         /* job.h */
+typedef struct srv_cmds srv_cmds_t;         /* cmds.h */
+typedef struct srv_stats srv_stats_t;       /* stats.h */
+typedef struct srv_shm srv_shm_t;           /* shm.h */
+typedef struct srv_streams srv_streams_t;   /* streams.h */
+typedef struct srv_auth srv_auth_t;         /* auth.h */
+typedef struct srv_board srv_board_t;       /* board.h */
+typedef struct srv_http srv_http_t;         /* http.h */
+typedef struct srv_zmq srv_zmq_t;           /* zmq.h */
+typedef struct srv_watchdog srv_watchdog_t; /* watchdog.h */
 struct osp_sched;
 struct osp_window;
 struct osp_cache;
@@ -75,6 +76,7 @@ struct server {
     srv_board_t *board;        /* model states for other threads (board.h) */
     srv_http_t *http;          /* the HTTP door, or NULL (http.h) */
     srv_zmq_t *zmq;            /* Frigate's detector protocol (--zmq), or NULL */
+    srv_watchdog_t *watchdog;  /* the bound on each run (watchdog.h) */
     struct osp_sched *sched;   /* admission (sched/sched.h) */
     struct osp_window *window; /* window batching (sched/window.h) once started, or NULL */
     struct osp_loader *loader; /* bounded model loads (model/loader.h) */

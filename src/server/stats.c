@@ -198,6 +198,7 @@ static void put_counters(const server_t *s, osp_jw_t *w) {
     K("framesPreparedAsRead", SRV_ST_PREPARED_AS_READ);
     K("bytesRelayed", SRV_ST_BYTES_RELAYED);
     K("inferZmq", SRV_ST_INFER_ZMQ);
+    K("runsAbandoned", SRV_ST_RUNS_ABANDONED);
     osp_jw_obj_close(w);
 #undef K
 }

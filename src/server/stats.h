@@ -28,6 +28,7 @@ typedef enum {
     SRV_ST_BYTES_RELAYED,    /* bytes read through relay pipes */
     SRV_ST_PREPARED_AS_READ, /* large raw frames prepared row by row as they were read */
     SRV_ST_INFER_ZMQ,        /* Frigate's frames (zmq.c), bad ones included */
+    SRV_ST_RUNS_ABANDONED,   /* runs past their bound, given up (watchdog.c) */
     SRV_ST_COUNT
 } srv_stat_t;
 

@@ -250,7 +250,8 @@ def jpeg_to_rgb(path) -> Image:
 # ---- test-backend scripts -----------------------------------------------------
 
 def tb_script(path: Path, *, run_delay_ms=0, load_delay_ms=0, load_block_file=None,
-                      load_error=None, run_error=None, counter_file=None, faces=(), side=32):
+                      load_error=None, run_error=None, counter_file=None, run_block_file=None,
+                      faces=(), side=32):
     """Write a test-backend script for an UltraFace-shaped model: input
     [1,3,side,side] float32, outputs scores [1,4,2] and boxes [1,4,4].
     faces: up to 4 (score, [x1,y1,x2,y2] normalised) the model "finds"."""
@@ -270,7 +271,8 @@ def tb_script(path: Path, *, run_delay_ms=0, load_delay_ms=0, load_block_file=No
     }
     for key, value in (("run_delay_ms", run_delay_ms), ("load_delay_ms", load_delay_ms),
                        ("load_block_file", load_block_file), ("load_error", load_error),
-                       ("run_error", run_error), ("counter_file", counter_file)):
+                       ("run_error", run_error), ("counter_file", counter_file),
+                       ("run_block_file", run_block_file)):
         if value:
             script[key] = str(value) if isinstance(value, Path) else value
     path.write_text(json.dumps(script))

@@ -189,6 +189,32 @@ static void test_run_batches(void **s) {
     osp_rt_model_free(m);
 }
 
+/* "from_input": "copy": each item's output is its input, value for value
+ * (in the output's dtype, clamped). */
+static void test_copy_of_input(void **s) {
+    (void)s;
+    osp_rt_model_t *m = load_ok("copy.json", "{" IMAGES ",\"outputs\":["
+                                             "{\"name\":\"same\",\"dtype\":\"float32\","
+                                             "\"shape\":[-1,48],\"from_input\":\"copy\"},"
+                                             "{\"name\":\"u8\",\"dtype\":\"uint8\","
+                                             "\"shape\":[-1,3,16],\"from_input\":\"copy\"}]}");
+    static input_t in;
+    char err[256];
+    osp_tensor_t out[16];
+    memset(out, 0, sizeof out);
+    make_input(&in, 3);
+    in.data[ITEM + 5] = 300.f;
+    assert_int_equal(osp_rt_run(m, &in.t, out, err, sizeof err), OSP_RT_OK);
+    assert_int_equal(out[0].dims[0], 3);
+    assert_memory_equal(out[0].data, in.data, 3 * ITEM * sizeof(float));
+    const uint8_t *u = out[1].data;
+    assert_int_equal(u[ITEM + 5], 255);
+    assert_int_equal(u[2 * ITEM + 1], 4); /* item 2: 3 + 1 */
+    assert_int_equal(u[0], 0);
+    osp_rt_release_outputs(m, out);
+    osp_rt_model_free(m);
+}
+
 static void test_caller_output_buffer(void **s) {
     (void)s;
     osp_rt_model_t *m = load_ok("callerbuf.json",
@@ -552,7 +578,10 @@ static const struct {
     {OUT1("\"shape\":[1],\"fill\":\"a\""), "outputs[0].fill must be a number"},
     {OUT1("\"shape\":[1],\"values\":[]"), "outputs[0].values must be an array of 1 to"},
     {OUT1("\"shape\":[1],\"values\":[1,\"a\"]"), "outputs[0].values[1] must be a number"},
-    {OUT1("\"shape\":[1],\"from_input\":\"median\""), "outputs[0].from_input must be \"mean\""},
+    {OUT1("\"shape\":[1],\"from_input\":\"median\""),
+     "outputs[0].from_input must be \"mean\" or \"copy\""},
+    {OUT1("\"shape\":[-1,3,4,3],\"from_input\":\"copy\""),
+     "outputs[0].from_input \"copy\" needs as many values per item as the first input declares (48), not 36"},
     {"{\"inputs\":[],\"outputs\":[{\"name\":\"o\",\"dtype\":\"float32\",\"shape\":[1],"
      "\"from_input\":\"mean\"}]}",
      "outputs[0].from_input needs a first input"},
@@ -594,6 +623,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_describe),
         cmocka_unit_test(test_run_batches),
+        cmocka_unit_test(test_copy_of_input),
         cmocka_unit_test(test_caller_output_buffer),
         cmocka_unit_test(test_bad_input_not_counted),
         cmocka_unit_test(test_load_delay),

@@ -409,6 +409,102 @@ static void test_mailbox_many_producers_no_lost_wakeup(void **st) {
     osp_mailbox_destroy(&mb);
 }
 
+
+/* ---- a worker given up ---------------------------------------------------------- */
+
+/* Item 0 blocks until `release`; every item notes the thread that ran it. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int release, returned;
+    int runs[8];
+    pthread_t by[8];
+} stuck_t;
+
+typedef struct {
+    osp_qnode_t q;
+    int id;
+} sitem_t;
+
+static void stuck_fn(void *ctx, osp_qnode_t *node, int worker) {
+    stuck_t *st = ctx;
+    sitem_t *it = (sitem_t *)node;
+    assert_int_equal(worker, 0);
+    pthread_mutex_lock(&st->mu);
+    st->runs[it->id]++;
+    st->by[it->id] = pthread_self();
+    pthread_cond_broadcast(&st->cv);
+    while (it->id == 0 && !st->release) pthread_cond_wait(&st->cv, &st->mu);
+    if (it->id == 0) st->returned = 1;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void stuck_wait_runs(stuck_t *st, int id, int n) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_S;
+    pthread_mutex_lock(&st->mu);
+    while (st->runs[id] < n)
+        assert_int_not_equal(pthread_cond_timedwait(&st->cv, &st->mu, &until), ETIMEDOUT);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void stuck_release(stuck_t *st) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += WAIT_S;
+    pthread_mutex_lock(&st->mu);
+    st->release = 1;
+    pthread_cond_broadcast(&st->cv);
+    while (!st->returned)
+        assert_int_not_equal(pthread_cond_timedwait(&st->cv, &st->mu, &until), ETIMEDOUT);
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void test_abandoned_worker_is_replaced(void **state) {
+    (void)state;
+    static stuck_t st = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    sitem_t items[4] = {{.id = 0}, {.id = 1}, {.id = 2}, {.id = 3}};
+    osp_pool_t *p = osp_pool_new("osp-test", 1, 0, stuck_fn, &st);
+    assert_non_null(p);
+    osp_pool_push(p, &items[0].q);
+    stuck_wait_runs(&st, 0, 1);
+    osp_pool_push(p, &items[1].q);
+    assert_int_equal(osp_pool_abandoned(p), 0);
+    assert_int_equal(osp_pool_abandon(p, 0), 0);
+    assert_int_equal(osp_pool_abandoned(p), 1);
+    stuck_wait_runs(&st, 1, 1); /* the new thread took the queue */
+    assert_false(pthread_equal(st.by[0], st.by[1]));
+    stuck_release(&st);
+    /* the old thread left without taking more: only the new one runs */
+    osp_pool_push(p, &items[2].q);
+    osp_pool_push(p, &items[3].q);
+    stuck_wait_runs(&st, 3, 1);
+    for (int i = 0; i < 4; i++) assert_int_equal(st.runs[i], 1);
+    assert_true(pthread_equal(st.by[2], st.by[1]) && pthread_equal(st.by[3], st.by[1]));
+    for (int i = 0; i < 200 && osp_pool_abandoned(p); i++) usleep(10000);
+    assert_int_equal(osp_pool_abandoned(p), 0);
+    assert_int_equal(osp_pool_abandon(p, 1), -1); /* no such worker */
+    osp_pool_free(p);
+}
+
+/* Freed while a thread given up is still inside fn: the free does not wait
+ * for it, and the thread frees the pool when it returns. */
+static void test_free_leaves_an_abandoned_thread(void **state) {
+    (void)state;
+    static stuck_t st = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    sitem_t item = {.id = 0};
+    osp_pool_t *p = osp_pool_new("osp-test", 1, 0, stuck_fn, &st);
+    assert_non_null(p);
+    osp_pool_push(p, &item.q);
+    stuck_wait_runs(&st, 0, 1);
+    assert_int_equal(osp_pool_abandon(p, 0), 0);
+    osp_pool_free(p); /* joins the new thread only */
+    stuck_release(&st);
+    usleep(100000); /* let it finish freeing before the process ends */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_worker_runs_in_push_order),
@@ -418,6 +514,8 @@ int main(void) {
         cmocka_unit_test(test_idle_free_and_thread_floor),
         cmocka_unit_test(test_thread_names),
         cmocka_unit_test(test_thread_niceness),
+        cmocka_unit_test(test_abandoned_worker_is_replaced),
+        cmocka_unit_test(test_free_leaves_an_abandoned_thread),
         cmocka_unit_test(test_mailbox_empty),
         cmocka_unit_test(test_mailbox_wakes_then_quiets),
         cmocka_unit_test(test_mailbox_many_producers_no_lost_wakeup),

@@ -1,0 +1,415 @@
+/*
+ * The run watchdog (watchdog.h). A run that never returns (a wedged
+ * driver, a runtime deadlock) used to hold its predict worker for good:
+ * its requests were never answered, the workers every model shares ran
+ * out, an unload changed nothing and the end of input never ended the
+ * process. A native run cannot be interrupted, so, as with a load past
+ * its bound (model/loader.c), it is abandoned, not killed: its thread is
+ * left to return if it ever does, and everything else moves on without
+ * it.
+ */
+#include "server/watchdog.h"
+#include "log/log.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model/model.h"
+#include "sched/gate.h"
+#include "sched/pool.h"
+#include "server/board.h"
+#include "server/conn.h"
+#include "server/dispatch.h"
+#include "server/exec.h"
+#include "server/loop.h"
+#include "server/slots.h"
+#include "server/stats.h"
+#include "wire/frame.h"
+
+/* The measured bound: 20 x the model's p99 run, at least 5 s; while fewer
+ * than WARM_RUNS runs are measured (a session's first runs are its
+ * slowest: lazy allocation, kernel selection) at least COLD_MS. */
+#define FLOOR_MS 5000.0
+#define P99_FACTOR 20.0
+#define WARM_RUNS 10
+#define COLD_MS 30000.0
+#define LEND_FACTOR 4.0
+#define LEND_FLOOR_MS 1000.0
+#define MAX_RUNS 256 /* runs in progress looked at in one pass */
+#define TICK_MS 250.0
+
+/* A run given up, until its thread returns (if ever). */
+typedef struct given_up {
+    struct given_up *next;
+    srv_job_t *job;
+    int index;
+    char model_id[128];
+    double elapsed_ms;  /* when it was given up */
+    struct timespec at; /* ... which was then */
+} given_up_t;
+
+/* A fresh session of a model whose run passed its bound, loading on a
+ * thread of its own. The thread writes m, rc, err and load_ms; the rest
+ * is the I/O thread's. */
+typedef struct reload {
+    srv_job_t h; /* posted back when loaded: must stay first */
+    struct reload *next;
+    server_t *s;
+    int index;
+    char model_id[128];
+    loaded_t *stuck; /* the slot's model when it started (a reference) */
+    osp_model_cfg_t cfg;
+    const osp_backend_t *backend;
+    struct timespec due;
+    int abandoned; /* its bound passed: the result is dropped when it comes */
+    osp_model_t *m;
+    int rc;
+    char err[512];
+    double load_ms;
+} reload_t;
+
+struct srv_watchdog {
+    given_up_t *given_up;
+    reload_t *reloads;
+    struct timespec retry_at; /* no thread could replace a stuck one: try again then */
+};
+
+srv_watchdog_t *srv_watchdog_new(void) { return calloc(1, sizeof(srv_watchdog_t)); }
+
+void srv_watchdog_free(srv_watchdog_t *wd) {
+    if (!wd) return;
+    for (given_up_t *g = wd->given_up, *n; g; g = n) {
+        n = g->next;
+        free(g);
+    }
+    free(wd);
+}
+
+static double ms_since(const struct timespec *t) { return osp_gate_ms_since(t); }
+
+static void stem_of(const char *path, char *out, size_t n) {
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    const char *dot = strrchr(b, '.');
+    size_t len = dot && dot != b ? (size_t)(dot - b) : strlen(b);
+    if (len >= n) len = n - 1;
+    memcpy(out, b, len);
+    out[len] = '\0';
+    if (!out[0]) snprintf(out, n, "unknown");
+}
+
+/* ---- the bound ------------------------------------------------------------------ */
+
+/* The p99 of model idx's runs so far (0 when none), and how many there were. */
+static double p99_ms(server_t *s, int idx, int64_t *runs) {
+    srv_model_counts_t c;
+    srv_stats_model(s->stats, idx, &c);
+    const int64_t *b = c.buckets[SRV_STAGE_PREDICT];
+    int64_t n = 0, seen = 0;
+    for (int i = 0; i <= SRV_HIST_BOUNDS; i++) n += b[i];
+    *runs = n;
+    int64_t want = (n * 99 + 99) / 100;
+    for (int i = 0; i <= SRV_HIST_BOUNDS && n; i++) {
+        seen += b[i];
+        if (seen < want) continue;
+        return i < SRV_HIST_BOUNDS ? srv_hist_bounds_s[i] * 1e3
+                                   : fmax(1e3, 2e3 * c.sum_s[SRV_STAGE_PREDICT] / (double)n);
+    }
+    return 0;
+}
+
+/* When run r is given up (*bound: a configured bound as given; the
+ * measured one per frame, that many times over) and when its worker is
+ * lent (*lend: a run LEND_FACTOR x slower than the model's p99, and
+ * LEND_FLOOR_MS at least, per frame, gets a new thread beside it so that
+ * the other models are not kept from the workers until its bound). */
+static void limits(server_t *s, const srv_run_t *r, double *lend, double *bound) {
+    int64_t n;
+    double p99 = p99_ms(s, r->model_idx, &n), items = r->items > 1 ? r->items : 1;
+    int own = r->model ? srv_loaded_model(r->model)->cfg.run_timeout_ms : 0;
+    if (own > 0) {
+        *bound = own;
+    } else if (s->opts.run_timeout_ms > 0) {
+        *bound = s->opts.run_timeout_ms;
+    } else {
+        double ms = fmax(FLOOR_MS, P99_FACTOR * p99);
+        *bound = (n < WARM_RUNS ? fmax(ms, COLD_MS) : ms) * items;
+    }
+    *lend = fmin(*bound, fmax(LEND_FLOOR_MS, LEND_FACTOR * p99) * items);
+}
+
+/* ---- events on 0xFFFFFFFF ------------------------------------------------------- */
+
+static size_t event_begin(osp_jw_t *w, const char *name, int index, const char *model_id) {
+    size_t at = osp_wire_reply_begin(w);
+    osp_jw_obj_open(w);
+    osp_jw_key(w, "event");
+    osp_jw_str(w, name);
+    osp_jw_key(w, "index");
+    osp_jw_int(w, index);
+    osp_jw_key(w, "modelId");
+    osp_jw_str(w, model_id);
+    return at;
+}
+
+static void event_send(server_t *s, osp_jw_t *w, size_t at) {
+    osp_jw_obj_close(w);
+    osp_wire_reply_end(w, at, 0xFFFFFFFFu);
+    srv_broadcast(s, w);
+    osp_jw_free(w);
+}
+
+static void event_reloaded(server_t *s, const reload_t *r, const char *error) {
+    osp_jw_t w = {0};
+    size_t at = event_begin(&w, "model-reloaded", r->index, r->model_id);
+    osp_jw_key(&w, "ok");
+    osp_jw_bool(&w, error == NULL);
+    osp_jw_key(&w, "loadMs");
+    osp_jw_int(&w, (int64_t)llround(r->load_ms));
+    if (error) {
+        osp_jw_key(&w, "error");
+        osp_jw_str(&w, error);
+    }
+    event_send(s, &w, at);
+}
+
+/* ---- reloading a stuck model ---------------------------------------------------- */
+
+static void reload_unlink(srv_watchdog_t *wd, reload_t *r) {
+    reload_t **pp = &wd->reloads;
+    while (*pp && *pp != r) pp = &(*pp)->next;
+    if (*pp) *pp = r->next;
+}
+
+static void reload_free(reload_t *r) {
+    osp_model_free(r->m);
+    srv_loaded_release(r->stuck);
+    free(r);
+}
+
+/* The slot still holds the model that got stuck (not unloaded or replaced
+ * meanwhile): it is emptied, with the reason on the board. */
+static void reload_failed(server_t *s, reload_t *r, const char *why) {
+    osp_log(OSP_LOG_ERROR, "ospreyd: model %d (%s) could not be reloaded: %s; its slot is empty",
+            r->index, r->model_id, why);
+    if (srv_slot(s, r->index) != r->stuck) return;
+    srv_slot_clear(s, r->index);
+    srv_board_failed(s, r->index, r->model_id, why);
+    event_reloaded(s, r, why);
+}
+
+static void reload_done(server_t *s, srv_job_t *h) {
+    reload_t *r = (reload_t *)h;
+    reload_unlink(s->watchdog, r);
+    if (r->abandoned) { /* answered at its bound */
+        osp_log(OSP_LOG_WARN, "ospreyd: the reload of model %d (%s) returned after its bound; dropped",
+                r->index, r->model_id);
+        reload_free(r);
+        return;
+    }
+    srv_jobs_hold(s, -1);
+    loaded_t *l = NULL;
+    if (srv_slot(s, r->index) != r->stuck) {
+        osp_log(OSP_LOG_INFO,
+                "ospreyd: model %d was unloaded or replaced while %s reloaded; reload dropped",
+                r->index, r->model_id);
+    } else if (r->rc || !(l = srv_loaded_new(r->m, &r->m->cfg))) {
+        reload_failed(s, r, r->rc ? r->err : "out of memory");
+    } else {
+        float conf, nms;
+        int maxdet;
+        srv_loaded_params(r->stuck, &conf, &nms, &maxdet); /* a reconfigure stays in force */
+        srv_loaded_set_params(l, conf, nms, maxdet);
+        r->m = NULL; /* the slot's now */
+        srv_slot_install(s, r->index, l);
+        srv_board_sync(s, r->index, r->load_ms);
+        osp_log(OSP_LOG_INFO, "ospreyd: model %d (%s) reloaded after a stuck run (%.0f ms)",
+                r->index, r->model_id, r->load_ms);
+        event_reloaded(s, r, NULL);
+    }
+    reload_free(r);
+}
+
+static void *reload_main(void *arg) {
+    reload_t *r = arg;
+    (void)pthread_setname_np(pthread_self(), "osp-reload");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    r->rc = osp_model_open(&r->cfg, r->backend, &r->m, r->err, sizeof r->err);
+    r->load_ms = ms_since(&t0);
+    srv_post(r->s, &r->h);
+    return NULL;
+}
+
+/* A fresh session for slot idx, whose model l got stuck; l is refused
+ * frames until it comes (or fails, and the slot is emptied). */
+static void reload_start(server_t *s, int idx, loaded_t *l, const char *model_id, double bound) {
+    char why[320];
+    snprintf(why, sizeof why,
+             "model %d (%s) is being reloaded: a run took longer than its bound of %" PRId64 " ms",
+             idx, model_id, (int64_t)llround(bound));
+    srv_loaded_set_stuck(l, why);
+    if (s->stopping) return; /* no one will use it */
+    reload_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        srv_slot_clear(s, idx);
+        srv_board_failed(s, idx, model_id, "out of memory");
+        return;
+    }
+    r->h.kind = SRV_JOB_EVENT;
+    r->h.done = reload_done;
+    r->s = s;
+    r->index = idx;
+    snprintf(r->model_id, sizeof r->model_id, "%s", model_id);
+    r->stuck = srv_loaded_ref(l);
+    r->cfg = srv_loaded_model(l)->cfg;
+    r->backend = s->set.backend;
+    clock_gettime(CLOCK_MONOTONIC, &r->due);
+    double ms = s->set.load_bound_ms > 0 ? fmin(s->set.load_bound_ms, 86400000.0) : 120000.0;
+    int64_t ns = (int64_t)r->due.tv_nsec + (int64_t)(ms * 1e6);
+    r->due.tv_sec += (time_t)(ns / 1000000000);
+    r->due.tv_nsec = (long)(ns % 1000000000);
+    if (osp_thread_detached(reload_main, r)) {
+        reload_failed(s, r, "cannot start a thread");
+        reload_free(r);
+        return;
+    }
+    srv_jobs_hold(s, 1); /* shutdown waits for it, up to its bound */
+    r->next = s->watchdog->reloads;
+    s->watchdog->reloads = r;
+}
+
+/* ---- runs past their bound -------------------------------------------------------- */
+
+/* A run given up returned (posted by its thread): its job is given back. */
+static void run_returned(server_t *s, srv_job_t *h) {
+    srv_watchdog_t *wd = s->watchdog;
+    given_up_t **pp = &wd->given_up, *g;
+    while ((g = *pp) && g->job != h) pp = &g->next;
+    if (g) {
+        *pp = g->next;
+        int64_t ms = (int64_t)llround(g->elapsed_ms + ms_since(&g->at));
+        osp_log(OSP_LOG_WARN,
+                "ospreyd: a run of model %d (%s) returned after %" PRId64
+                " ms, past its bound; result discarded, its thread gone",
+                g->index, g->model_id, ms);
+        osp_jw_t w = {0};
+        size_t at = event_begin(&w, "run-finished-late", g->index, g->model_id);
+        osp_jw_key(&w, "elapsedMs");
+        osp_jw_int(&w, ms);
+        event_send(s, &w, at);
+        free(g);
+    }
+    srv_dispatch_returned(s, h);
+}
+
+static void give_up(server_t *s, const srv_run_t *run, double bound) {
+    srv_watchdog_t *wd = s->watchdog;
+    given_up_t *g = calloc(1, sizeof *g);
+    if (!g) return; /* the next pass tries again */
+    int rc = srv_exec_abandon(s, run, run_returned);
+    if (rc != 1) {
+        free(g);
+        if (rc < 0) { /* no thread to replace it: not given up yet */
+            clock_gettime(CLOCK_MONOTONIC, &wd->retry_at);
+            wd->retry_at.tv_sec += 1;
+        }
+        return;
+    }
+    int idx = run->model_idx;
+    loaded_t *l = srv_slot(s, idx);
+    int in_slot = l && l == run->model; /* not unloaded or replaced meanwhile */
+    int reload = in_slot && !s->stopping;
+    char id[128], msg[400];
+    stem_of(srv_loaded_path(run->model), id, sizeof id);
+    int64_t bound_i = (int64_t)llround(bound), elapsed = (int64_t)llround(run->elapsed_ms);
+    snprintf(msg, sizeof msg,
+             "model %d (%s): the run took longer than its bound of %" PRId64 " ms; it is abandoned%s",
+             idx, id, bound_i, reload ? " and the model reloaded" : "");
+    /* refused frames first: answering frees run slots, and the frames that
+     * waited for them must not reach the stuck session */
+    if (in_slot && !srv_loaded_stuck(l)) reload_start(s, idx, l, id, bound);
+    int reloading = reload && srv_slot(s, idx) == l;
+    int answered = srv_dispatch_abandoned(s, run->job, msg);
+    srv_stat_add(s, SRV_ST_RUNS_ABANDONED, 1);
+    osp_log(OSP_LOG_WARN, "ospreyd: %s (%d request(s) answered, %d stuck run(s) in all)", msg,
+            answered, srv_exec_stuck(s));
+    osp_jw_t w = {0};
+    size_t at = event_begin(&w, "run-timeout", idx, id);
+    osp_jw_key(&w, "timeoutMs");
+    osp_jw_int(&w, bound_i);
+    osp_jw_key(&w, "elapsedMs");
+    osp_jw_int(&w, elapsed);
+    osp_jw_key(&w, "requests");
+    osp_jw_int(&w, answered);
+    osp_jw_key(&w, "reloading");
+    osp_jw_bool(&w, reloading);
+    event_send(s, &w, at);
+    g->job = run->job;
+    g->index = idx;
+    snprintf(g->model_id, sizeof g->model_id, "%s", id);
+    g->elapsed_ms = run->elapsed_ms;
+    clock_gettime(CLOCK_MONOTONIC, &g->at);
+    g->next = wd->given_up;
+    wd->given_up = g;
+}
+
+static int64_t ms_until(const struct timespec *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)(t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
+}
+
+int srv_watchdog_timer_ms(server_t *s) {
+    srv_run_t runs[MAX_RUNS];
+    int64_t retry = ms_until(&s->watchdog->retry_at);
+    int n = retry > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
+    double best = retry > 0 ? (double)retry : -1;
+    for (int i = 0; i < n; i++) {
+        double lend, bound;
+        limits(s, &runs[i], &lend, &bound);
+        double left = (runs[i].lent ? bound : lend) - runs[i].elapsed_ms;
+        if (best < 0 || left < best) best = left < 0 ? 0 : left;
+    }
+    /* a run starts on a worker, which does not wake this thread: while
+     * requests are in flight that may not have started theirs, look again
+     * every TICK_MS (the loop wakes far more often for their replies) */
+    if (retry <= 0 && srv_jobs_inflight(s) > n && (best < 0 || best > TICK_MS)) best = TICK_MS;
+    for (reload_t *r = s->watchdog->reloads; r; r = r->next) {
+        if (r->abandoned) continue;
+        double left = (double)ms_until(&r->due) + 1;
+        if (best < 0 || left < best) best = left < 0 ? 0 : left;
+    }
+    if (best < 0) return -1;
+    return best > 3600000 ? 3600000 : (int)ceil(best);
+}
+
+void srv_watchdog_check(server_t *s) {
+    srv_watchdog_t *wd = s->watchdog;
+    srv_run_t runs[MAX_RUNS];
+    int n = ms_until(&wd->retry_at) > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
+    for (int i = 0; i < n; i++) {
+        double lend, bound;
+        limits(s, &runs[i], &lend, &bound);
+        if (runs[i].elapsed_ms >= bound) {
+            give_up(s, &runs[i], bound);
+        } else if (!runs[i].lent && runs[i].elapsed_ms >= lend && srv_exec_lend(s, &runs[i]) < 0) {
+            clock_gettime(CLOCK_MONOTONIC, &wd->retry_at); /* no thread: try again later */
+            wd->retry_at.tv_sec += 1;
+        }
+    }
+    for (reload_t *r = wd->reloads; r; r = r->next) {
+        if (r->abandoned || ms_until(&r->due) > 0) continue;
+        r->abandoned = 1; /* its thread still runs; what it loads is dropped */
+        srv_jobs_hold(s, -1);
+        char why[200];
+        snprintf(why, sizeof why, "reloading took longer than %.0f ms", s->set.load_bound_ms);
+        r->load_ms = ms_since(&r->due) + s->set.load_bound_ms;
+        reload_failed(s, r, why);
+    }
+}
