@@ -55,6 +55,9 @@ static void usage(FILE *out) {
           "      --no-json          print no per-frame lines (summary only)\n"
           "      --postprocessor NAME  decode the outputs with NAME (yolo, yolox, yolonas,\n"
           "                         ssd, ssd-nms, scrfd, ...; default: the catalog's, else yolo)\n"
+          "      --per-class-nms    suppress overlapping boxes of the same label only; by\n"
+          "                         default boxes of different labels at IoU >= 0.7 keep\n"
+          "                         only the best (one object, one box)\n"
           "      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
           "                         defaults to --model\n"
@@ -144,6 +147,7 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"fps", required_argument, NULL, 'F'},
                                              {"reconnect-for", required_argument, NULL, 'R'},
                                              {"rtsp-transport", required_argument, NULL, 'T'},
+                                             {"per-class-nms", no_argument, NULL, 'N'},
                                              {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -180,6 +184,7 @@ int osp_cmd_detect(int argc, char **argv) {
         case 'J': o.no_json = 1; break;
         case 'P': o.postprocessor = optarg; break;
         case 'C': o.config = optarg; break;
+        case 'N': o.per_class_nms = 1; break;
         case 'F':
             if (osp_cli_parse_num("detect", "--fps", optarg, 0.001, 1000, &o.fps)) return 2;
             break;
@@ -260,6 +265,12 @@ int osp_cmd_detect(int argc, char **argv) {
         return 2;
     }
     if (o.threshold >= 0) cfg.confidence = o.threshold;
+    /* one object, one box: across labels too, unless asked (or configured) otherwise; a
+     * host on the wire gets the Python worker's per-class suppression (model/config.c) */
+    if (o.per_class_nms)
+        cfg.cross_iou = 0;
+    else if (cfg.cross_iou < 0)
+        cfg.cross_iou = OSP_CROSS_CLASS_IOU;
     /* N single-thread runs side by side beat one N-thread run on small machines */
     cfg.intra_threads = o.workers > 1 ? 1 : 0;
     osp_model_t *m = NULL;

@@ -116,6 +116,7 @@ static void dparams(const osp_model_t *m, const osp_infer_ctx_t *ctx, osp_dparam
     p->confidence = ctx && ctx->params_set ? ctx->confidence : m->cfg.confidence;
     p->nms_iou = ctx && ctx->params_set ? ctx->nms_iou : m->cfg.nms_iou;
     p->max_detections = ctx && ctx->params_set ? ctx->max_detections : m->cfg.max_detections;
+    p->cross_iou = m->cfg.cross_iou > 0 ? m->cfg.cross_iou : 0;
     p->top_k = 5;
     p->option = dec_option(m);
     if (ctx) {

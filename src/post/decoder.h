@@ -49,6 +49,7 @@ typedef struct {
     int in_w, in_h, in_c;
     float confidence, nms_iou;
     int max_detections;
+    float cross_iou; /* > 0: then across labels at this IoU (osp_nms_across); 0: off */
     float scale_x, scale_y, pad_x, pad_y;
     int frame_w, frame_h;
     int top_k;          /* classifiers: how many classes to report */
@@ -89,7 +90,8 @@ int osp_dres_reserve_text(osp_dres_t *r, size_t n);
 void osp_dres_reset(osp_dres_t *r);
 void osp_dres_free(osp_dres_t *r);
 
-/* Per-class NMS (p->nms_iou, p->max_detections) then mapping from
+/* Per-class NMS (p->nms_iou, p->max_detections), suppression across
+ * labels when p->cross_iou is set, then mapping from
  * normalised input coordinates to frame pixels: the usual end of a
  * detector's decode. */
 void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p);
