@@ -61,10 +61,12 @@ typedef struct {
     const char *layout; /* "NHWC" or "NCHW", for display */
     osp_fit_t fit;
     float mean[3], std[3];
-    float confidence, nms_iou;
-    const char *labels;      /* built-in labels, '\n'-separated; NULL: a .labels file */
-    const char *labels_file; /* under <cache>/models, when not the model file's own */
-    int batches;             /* the model file has a dynamic batch axis */
+    float confidence, nms_iou; /* what a model config naming the entry starts from */
+    float cli_confidence;      /* osprey detect's default threshold, measured on labelled
+                                * frames (docs/models.md); 0: confidence */
+    const char *labels;        /* built-in labels, '\n'-separated; NULL: a .labels file */
+    const char *labels_file;   /* under <cache>/models, when not the model file's own */
+    int batches;               /* the model file has a dynamic batch axis */
     const char *description;
 } osp_catalog_entry_t;
 
