@@ -13,8 +13,8 @@ struct osp_tally {
     int person; /* the class labelled "person", or -1 */
     long frames;
     long per_label[MAX_LABELS];
-    long other;     /* detections of classes past MAX_LABELS */
-    int best_count; /* people (or detections) in the best frame so far */
+    long other;      /* detections of classes past MAX_LABELS */
+    int best_people; /* people in the best frame so far (0 without a person label) */
     long best_frame;
     osp_image_t best; /* copy of that frame */
     float best_sx, best_sy;
@@ -85,11 +85,15 @@ void osp_tally_add(osp_tally_t *t, const osp_result_t *r, long frame, const osp_
             t->per_label[c]++;
         else
             t->other++;
-        if (t->person < 0 || c == t->person) people++;
+        people += c == t->person;
     }
-    if (!pixels || people <= t->best_count) return;
+    /* the most people, then the most detections: a cat photo has a best frame too */
+    if (!pixels || r->n_dets == 0 ||
+        (t->best.data &&
+         (people < t->best_people || (people == t->best_people && r->n_dets <= t->best_n))))
+        return;
     if (keep(t, r, pixels)) return;
-    t->best_count = people;
+    t->best_people = people;
     t->best_frame = frame;
 }
 
@@ -102,7 +106,7 @@ int osp_tally_best(osp_tally_t *t, osp_tally_best_t *out) {
     out->sx = t->best_sx;
     out->sy = t->best_sy;
     out->frame = t->best_frame;
-    out->people = t->person >= 0 ? t->best_count : -1;
+    out->people = t->person >= 0 ? t->best_people : -1;
     return 1;
 }
 
