@@ -57,7 +57,10 @@ static void usage(FILE *out) {
           "  -q, --quiet            no progress bar\n"
           "      --no-json          print no per-frame lines (summary only)\n"
           "      --postprocessor NAME  decode the outputs with NAME (yolo, yolox, yolonas,\n"
-          "                         ssd, ssd-nms, scrfd, ...; default: the catalog's, else yolo)\n"
+          "                         ssd, ssd-nms, scrfd, ...; default: the catalog's; for a\n"
+          "                         model file, the layout its output shapes fit)\n"
+          "      --labels FILE      class names, one a line (default: the catalog's, or\n"
+          "                         <model without .onnx>.labels beside a model file)\n"
           "      --per-class-nms    suppress overlapping boxes of the same label only; by\n"
           "                         default boxes of different labels at IoU >= 0.7 keep\n"
           "                         only the best (one object, one box)\n"
@@ -91,8 +94,13 @@ static void usage(FILE *out) {
 
 /* --config FILE: the model config of the protocol; without "path" or
  * "model" it configures the --model given (a catalog name or a file). */
-static int load_config(const char *file, const char *model, osp_model_cfg_t *cfg, int *conf_set,
-                       char *err, size_t errlen) {
+/* What a --config said, beyond the settings themselves. */
+typedef struct {
+    int confidence, model; /* the keys are there */
+} config_keys_t;
+
+static int load_config(const char *file, const char *model, osp_model_cfg_t *cfg,
+                       config_keys_t *keys, char *err, size_t errlen) {
     FILE *f = fopen(file, "rb");
     char *text = NULL;
     long len = -1;
@@ -113,7 +121,8 @@ static int load_config(const char *file, const char *model, osp_model_cfg_t *cfg
     if (!cJSON_GetObjectItemCaseSensitive(obj, "path") &&
         !cJSON_GetObjectItemCaseSensitive(obj, "model"))
         cJSON_AddStringToObject(obj, osp_catalog_find(model) ? "model" : "path", model);
-    *conf_set = cJSON_GetObjectItemCaseSensitive(obj, "confidence") != NULL;
+    keys->confidence = cJSON_GetObjectItemCaseSensitive(obj, "confidence") != NULL;
+    keys->model = cJSON_GetObjectItemCaseSensitive(obj, "model") != NULL;
     char inner[512];
     rc = osp_model_cfg_from_json(obj, cfg, inner, sizeof inner);
     if (rc) snprintf(err, errlen, "config %s: %s", file, inner);
@@ -161,6 +170,7 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"reconnect-for", required_argument, NULL, 'R'},
                                              {"rtsp-transport", required_argument, NULL, 'T'},
                                              {"per-class-nms", no_argument, NULL, 'N'},
+                                             {"labels", required_argument, NULL, 'L'},
                                              {NULL, 0, NULL, 0}};
     int c;
     optind = 1;
@@ -198,6 +208,7 @@ int osp_cmd_detect(int argc, char **argv) {
         case 'P': o.postprocessor = optarg; break;
         case 'C': o.config = optarg; break;
         case 'N': o.per_class_nms = 1; break;
+        case 'L': o.labels = optarg; break;
         case 'F':
             if (osp_cli_parse_num("detect", "--fps", optarg, 0.001, 1000, &o.fps)) return 2;
             break;
@@ -257,9 +268,9 @@ int osp_cmd_detect(int argc, char **argv) {
 
     char err[1024];
     osp_model_cfg_t cfg;
-    int conf_set = 0; /* the --config gives a confidence */
+    config_keys_t keys = {0};
     if (osp_model_cfg_resolve(o.model, &cfg, err, sizeof err) ||
-        (o.config && load_config(o.config, o.model, &cfg, &conf_set, err, sizeof err))) {
+        (o.config && load_config(o.config, o.model, &cfg, &keys, err, sizeof err))) {
         fprintf(stderr, "osprey detect: %s\n", err);
         return 2;
     }
@@ -280,10 +291,26 @@ int osp_cmd_detect(int argc, char **argv) {
     }
     /* the threshold measured for the command line (docs/models.md); a model
      * config on the wire keeps the catalog's confidence */
-    const osp_catalog_entry_t *entry = catalog_of(&cfg);
+    const osp_catalog_entry_t *entry = (o.config ? keys.model : osp_catalog_find(o.model) != NULL)
+                                           ? catalog_of(&cfg)
+                                           : NULL;
+    /* a model file of one's own: its outputs say how to decode it */
+    cfg.postprocessor_auto = !entry && !o.postprocessor && !o.config;
+    if (o.labels) {
+        if (access(o.labels, R_OK) != 0) {
+            fprintf(stderr, "osprey detect: cannot read labels %s: %s\n", o.labels, strerror(errno));
+            return 2;
+        }
+        if (snprintf(cfg.labels_path, sizeof cfg.labels_path, "%s", o.labels) >=
+            (int)sizeof cfg.labels_path) {
+            fprintf(stderr, "osprey detect: --labels path too long\n");
+            return 2;
+        }
+        cfg.labels_none = 0;
+    }
     if (o.threshold >= 0)
         cfg.confidence = o.threshold;
-    else if (!conf_set && entry && entry->cli_confidence > 0)
+    else if (!keys.confidence && entry && entry->cli_confidence > 0)
         cfg.confidence = entry->cli_confidence;
     /* one object, one box: across labels too, unless asked (or configured) otherwise; a
      * host on the wire gets the Python worker's per-class suppression (model/config.c) */

@@ -28,6 +28,7 @@ typedef struct {
     const char *postprocessor; /* NULL: the model's */
     const char *config;        /* a JSON model config file, or NULL */
     int per_class_nms;         /* --per-class-nms: no suppression across labels */
+    const char *labels;        /* --labels FILE, or NULL */
     double fps;                /* --fps: frames per second taken; 0: all */
     osp_source_cfg_t source;   /* transport, reconnection */
     atomic_bool *stop;         /* set by SIGINT/SIGTERM: inputs end as if they ended */

@@ -31,6 +31,9 @@ typedef struct {
     char name[64]; /* catalog name, or the file's stem */
     char path[1024];
     char postprocessor[32];
+    int postprocessor_auto;     /* none was given (osprey detect on a model file): the family
+                                 * whose outputs fit decodes it, prepared as its catalog
+                                 * model is (osp_model_open) */
     char labels_path[1024];     /* "" = <path without extension>.labels if present */
     int labels_none;            /* read no labels file (builtin_labels, or none) */
     const char *builtin_labels; /* static, '\n'-separated; used when no labels file */

@@ -120,5 +120,13 @@ int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int o
 const osp_decoder_t *osp_decoder_find(const char *name);
 /* "ssd, ultraface, …": the registered names, for error messages. */
 void osp_decoder_names(char *buf, size_t n);
+/* The detector families whose set-up accepts these outputs, most specific
+ * first (ssd and blazeface check their anchor counts, scrfd its strides,
+ * ssd-nms its four outputs; yolonas takes any boxes + scores pair and yolo
+ * any single output of its layouts, so they come last). Writes up to cap
+ * into fit and returns how many fit. For a model file whose config names
+ * no postprocessor. */
+int osp_decoder_fits(const osp_pdesc_t *outs, int n, const osp_dparams_t *p,
+                     const osp_decoder_t **fit, int cap);
 
 #endif
