@@ -132,7 +132,7 @@ def test_help_documents_every_flag(osprey):
     r = run(osprey, "detect", "--help")
     assert r.returncode == 0
     for flag in ("--model", "--threshold", "--every", "--out", "--workers", "--quiet",
-                 "--no-json", "--help"):
+                 "--no-json", "--help", "--per-class-nms", "--labels", "--postprocessor"):
         assert flag in r.stdout, flag
 
 
