@@ -65,11 +65,11 @@ unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 e2e: build assets
-	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py
+	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py
 
 check: build assets
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py
+	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py
 ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory fuzz

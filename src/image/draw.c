@@ -219,3 +219,60 @@ void osp_draw_label(osp_image_t *img, int x, int y, const char *text, const uint
                     fill(img, gx + col * s, gy + r * s, gx + (col + 1) * s, gy + (r + 1) * s, fpx);
     }
 }
+
+void osp_draw_class_colour(int i, uint8_t rgb[3]) {
+    /* bright, saturated and apart in hue; green first (the people of the SSD
+     * are class 4: orange) */
+    static const uint8_t palette[12][3] = {
+        {40, 220, 60},  {255, 60, 60},   {60, 140, 255}, {255, 200, 0},
+        {255, 120, 0},  {200, 60, 255},  {0, 220, 220},  {255, 60, 180},
+        {150, 255, 60}, {255, 255, 255}, {120, 80, 255}, {0, 160, 120},
+    };
+    memcpy(rgb, palette[(i < 0 ? 0 : i) % 12], 3);
+}
+
+static int64_t overlap(int64_t ax1, int64_t ay1, int64_t ax2, int64_t ay2, int64_t bx1,
+                       int64_t by1, int64_t bx2, int64_t by2) {
+    int64_t w = (ax2 < bx2 ? ax2 : bx2) - (ax1 > bx1 ? ax1 : bx1);
+    int64_t h = (ay2 < by2 ? ay2 : by2) - (ay1 > by1 ? ay1 : by1);
+    return w > 0 && h > 0 ? w * h : 0;
+}
+
+static int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+void osp_draw_place_labels(const osp_draw_box_t *boxes, const int *w, const int *h, int n,
+                           int img_w, int img_h, int *x, int *y) {
+    for (int i = 0; i < n; i++) {
+        const osp_draw_box_t *b = &boxes[i];
+        const int cand[5][2] = {{b->x1, b->y1 - h[i]},
+                                {b->x1, b->y2 + 1},
+                                {b->x2 + 1 - w[i], b->y1 - h[i]},
+                                {b->x2 + 1 - w[i], b->y2 + 1},
+                                {b->x1, b->y1}};
+        double best = -1;
+        for (int c = 0; c < 5; c++) {
+            int cx = clampi(cand[c][0], 0, img_w - w[i] > 0 ? img_w - w[i] : 0);
+            int cy = clampi(cand[c][1], 0, img_h - h[i] > 0 ? img_h - h[i] : 0);
+            int64_t lx2 = (int64_t)cx + w[i], ly2 = (int64_t)cy + h[i];
+            double cost = 0;
+            for (int j = 0; j < n; j++) { /* its own box too: a label inside hides it */
+                const osp_draw_box_t *o = &boxes[j];
+                int64_t area = ((int64_t)o->x2 - o->x1 + 1) * ((int64_t)o->y2 - o->y1 + 1);
+                if (area > 0)
+                    cost += (double)overlap(cx, cy, lx2, ly2, o->x1, o->y1, (int64_t)o->x2 + 1,
+                                            (int64_t)o->y2 + 1) /
+                            (double)area;
+            }
+            double label_area = (double)w[i] * (double)h[i];
+            for (int j = 0; j < i && label_area > 0; j++)
+                cost += (double)overlap(cx, cy, lx2, ly2, x[j], y[j], (int64_t)x[j] + w[j],
+                                        (int64_t)y[j] + h[j]) /
+                        label_area;
+            if (best < 0 || cost < best - 1e-9) {
+                best = cost;
+                x[i] = cx;
+                y[i] = cy;
+            }
+        }
+    }
+}

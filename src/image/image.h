@@ -186,4 +186,21 @@ void osp_draw_label(osp_image_t *img, int x, int y, const char *text, const uint
                     const uint8_t bg[3]);
 void osp_draw_label_size(const osp_image_t *img, const char *text, int *w, int *h);
 
+/* The colour of class i on snapshots: twelve that tell apart on a frame
+ * and from each other, in turn (i < 0 counts as 0). */
+void osp_draw_class_colour(int i, uint8_t rgb[3]);
+
+/* Where n labels go, one for each box (inclusive corners; label i is w[i]
+ * by h[i]): just above the box, else just below it, at its left or right
+ * edge, else inside its top, whichever covers the least of the other boxes
+ * (as a share of each box's area, so a small box counts as much as a big
+ * one) and of the labels placed before it; labels are placed in index
+ * order, so put the best detection first. Every label stays inside
+ * img_w x img_h when it fits. Writes x[i], y[i], the top-left corners. */
+typedef struct {
+    int x1, y1, x2, y2;
+} osp_draw_box_t;
+void osp_draw_place_labels(const osp_draw_box_t *boxes, const int *w, const int *h, int n,
+                           int img_w, int img_h, int *x, int *y);
+
 #endif

@@ -25,19 +25,23 @@
 
 static const osp_catalog_entry_t CATALOG[] = {
     {.name = "ssd-oidv4",
+     .cli_confidence = 0.40f, /* best F1 on people in vtest.avi, docs/models.md */
      .file = "ssd-oidv4.onnx",
      SSD_OIDV4_IO,
      .description = "SSD-MobileNetV2, Open Images V4, 24 classes (people, vehicles, animals, objects)"},
     {.name = "ssd-oidv4-int8",
+     .cli_confidence = 0.40f, /* the same measure as ssd-oidv4 */
      .file = "ssd-oidv4-int8.onnx",
      .labels_file = "ssd-oidv4.labels",
      SSD_OIDV4_IO,
      .description = "ssd-oidv4 quantized to int8 (QDQ, calibrated; docs/models.md)"},
     {.name = "ultraface",
+     .cli_confidence = 0.50f, /* best F1 on faces in the photo media and Megamind.avi */
      .file = "ultraface-rfb320.onnx",
      ULTRAFACE_IO,
      .description = "UltraFace RFB-320 face detector"},
     {.name = "ultraface-int8",
+     .cli_confidence = 0.45f, /* the same measure as ultraface */
      .file = "ultraface-int8.onnx",
      ULTRAFACE_IO,
      .description = "ultraface quantized to int8 (QDQ, calibrated; docs/models.md)"},
@@ -55,6 +59,7 @@ static const osp_catalog_entry_t CATALOG[] = {
      .nms_iou = 0.f,
      .description = "512-d face embedding of a 112x112 face crop"},
     {.name = "blazeface",
+     .cli_confidence = 0.45f, /* the same measure as ultraface */
      .file = "blazeface.onnx",
      .postprocessor = "blazeface",
      .width = 128,

@@ -2,6 +2,7 @@
 #include "model/model.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +18,7 @@ void osp_model_cfg_defaults(osp_model_cfg_t *cfg) {
     cfg->confidence = 0.25f;
     cfg->nms_iou = 0.45f;
     cfg->max_detections = 100;
+    cfg->cross_iou = -1; /* per-class NMS only, as the Python worker */
 }
 
 static void known_models(char *buf, size_t n) {
@@ -120,6 +122,82 @@ bad:
     return -1;
 }
 
+/* Every key a model config may carry: the Python worker's and osprey's. */
+static const char *const KNOWN_KEYS[] = {
+    "path",
+    "model",
+    "postprocessor",
+    "inputSize",
+    "inputWidth",
+    "inputHeight",
+    "inputChannels",
+    "preprocessMode",
+    "inputNormalization",
+    "mean",
+    "std",
+    "confidence",
+    "nmsIouThreshold",
+    "maxDetections",
+    "crossClassIou",
+    "device",
+    "gpuInferencePrecision",
+    "labels",
+    "embeddingEncoding",
+    "graphOptimization",
+    "threads",
+};
+
+/* Edit distance, letters compared without case ("Confidence" is one edit
+ * from nothing), of two short keys; 99 past 63 bytes. */
+static int distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            int v = diag + !same;
+            if (up + 1 < v) v = up + 1;
+            if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
+            row[j] = v;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* A key osprey does not know is ignored, as the Python worker ignored it (a
+ * host's config must keep loading), but said on stderr with the nearest
+ * known key: "confidnce" was a silent default threshold. Keys starting with
+ * "_" are a host's own. */
+static void warn_unknown_keys(const cJSON *obj) {
+    for (const cJSON *k = obj->child; k; k = k->next) {
+        if (!k->string || k->string[0] == '_') continue;
+        const char *near = NULL;
+        int best = 99, known = 0;
+        for (size_t i = 0; i < sizeof KNOWN_KEYS / sizeof KNOWN_KEYS[0] && !known; i++) {
+            if (strcmp(k->string, KNOWN_KEYS[i]) == 0) known = 1;
+            int d = distance(k->string, KNOWN_KEYS[i]);
+            /* a known key's start ("nmsIou") is as near as a typo */
+            if (strlen(k->string) >= 4 && strncasecmp(KNOWN_KEYS[i], k->string, strlen(k->string)) == 0)
+                d = 1;
+            if (d < best) best = d, near = KNOWN_KEYS[i];
+        }
+        if (known) continue;
+        /* a suggestion only when it is plausibly the same word */
+        if (near && best <= 1 + (int)strlen(near) / 4)
+            fprintf(stderr,
+                    "osprey: model config: unknown key \"%.64s\" ignored (did you mean \"%s\"?)\n",
+                    k->string, near);
+        else
+            fprintf(stderr, "osprey: model config: unknown key \"%.64s\" ignored\n", k->string);
+    }
+}
+
 int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, size_t errlen) {
     char tmp[1024];
     double d;
@@ -129,6 +207,7 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
         return OSP_MODEL_EINVAL;
     }
     osp_model_cfg_defaults(cfg);
+    warn_unknown_keys(obj);
     if ((r = get_str(obj, "model", tmp, 64, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r && osp_model_cfg_from_catalog(tmp, cfg, err, errlen)) return OSP_MODEL_EINVAL;
     if ((r = get_str(obj, "path", tmp, sizeof cfg->path, err, errlen)) < 0)
@@ -195,6 +274,8 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
     if ((r = get_num(obj, "maxDetections", 1, 100000, &d, err, errlen)) < 0)
         return OSP_MODEL_EINVAL;
     if (r) cfg->max_detections = (int)d;
+    if ((r = get_num(obj, "crossClassIou", 0, 1, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
+    if (r) cfg->cross_iou = (float)d;
     if ((r = get_str(obj, "embeddingEncoding", tmp, 32, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) {
         if (strcmp(tmp, "base64") != 0 && strcmp(tmp, "json") != 0) {

@@ -1,6 +1,7 @@
 /* A loaded model and the per-frame path: prepare, then predict + decode. */
 #include "model/model.h"
 #include "image/text.h"
+#include "model/fit.h"
 #include "model/paths.h"
 #include "log/log.h"
 
@@ -117,6 +118,7 @@ static void dparams(const osp_model_t *m, const osp_infer_ctx_t *ctx, osp_dparam
     p->confidence = ctx && ctx->params_set ? ctx->confidence : m->cfg.confidence;
     p->nms_iou = ctx && ctx->params_set ? ctx->nms_iou : m->cfg.nms_iou;
     p->max_detections = ctx && ctx->params_set ? ctx->max_detections : m->cfg.max_detections;
+    p->cross_iou = m->cfg.cross_iou > 0 ? m->cfg.cross_iou : 0;
     p->top_k = 5;
     p->option = dec_option(m);
     if (ctx) {
@@ -157,8 +159,18 @@ static int setup_decoder(osp_model_t *m, char *err, size_t errlen) {
         if (fd < 0 && fd != OSP_PATHS_ENOENT) return OSP_MODEL_EINVAL;
         p.option = lp;
     }
-    if (m->dec->setup && m->dec->setup(descs, rt->n_outputs, &p, &m->dec_state, err, errlen))
+    if (m->cfg.postprocessor_auto)
+        return osp_model_fit_decoder(m, descs, rt->n_outputs, &p, err, errlen);
+    if (m->dec->setup && m->dec->setup(descs, rt->n_outputs, &p, &m->dec_state, err, errlen)) {
+        /* say which names would fit, when some would */
+        const osp_decoder_t *fit[8];
+        int k = osp_decoder_fits(descs, rt->n_outputs, &p, fit, 8);
+        size_t len = strlen(err);
+        for (int i = 0; i < k && i < 8 && len < errlen; i++)
+            len += (size_t)snprintf(err + len, errlen - len, "%s%s",
+                                    i ? ", " : "; its outputs fit --postprocessor ", fit[i]->name);
         return OSP_MODEL_EINVAL;
+    }
     return 0;
 }
 
@@ -269,8 +281,8 @@ int osp_model_open(const osp_model_cfg_t *cfg, const osp_backend_t *backend, osp
     else
         default_labels_path(cfg->path, lp, sizeof lp);
     /* no catalog labels: the family's own (COCO for YOLO, post/labels_coco.c) */
-    const char *builtin = cfg->builtin_labels ? cfg->builtin_labels
-                                              : osp_post_default_labels(cfg->postprocessor);
+    const char *builtin = m->cfg.builtin_labels ? m->cfg.builtin_labels
+                                                : osp_post_default_labels(m->cfg.postprocessor);
     if ((rc = load_labels(m, lp, builtin, err, errlen))) goto fail;
     osp_log(OSP_LOG_INFO, "osprey: model %s loaded on %s (input %dx%d %s %s)", cfg->name,
             m->rt->provider, m->prep.width, m->prep.height,

@@ -31,6 +31,9 @@ typedef struct {
     char name[64]; /* catalog name, or the file's stem */
     char path[1024];
     char postprocessor[32];
+    int postprocessor_auto;     /* none was given (osprey detect on a model file): the family
+                                 * whose outputs fit decodes it, prepared as its catalog
+                                 * model is (osp_model_open) */
     char labels_path[1024];     /* "" = <path without extension>.labels if present */
     int labels_none;            /* read no labels file (builtin_labels, or none) */
     const char *builtin_labels; /* static, '\n'-separated; used when no labels file */
@@ -41,6 +44,8 @@ typedef struct {
     float confidence;
     float nms_iou;
     int max_detections;
+    float cross_iou;    /* "crossClassIou": suppression across labels at this IoU (0: off;
+                        * < 0: not set, off like the Python worker; osprey detect: 0.7) */
     int intra_threads;  /* 0 = runtime default */
     int no_spin;        /* the runtime's helper threads sleep between runs */
     int lone_threads;   /* >1: a second session with this many threads for frames that
@@ -60,10 +65,12 @@ typedef struct {
     const char *layout; /* "NHWC" or "NCHW", for display */
     osp_fit_t fit;
     float mean[3], std[3];
-    float confidence, nms_iou;
-    const char *labels;      /* built-in labels, '\n'-separated; NULL: a .labels file */
-    const char *labels_file; /* under <cache>/models, when not the model file's own */
-    int batches;             /* the model file has a dynamic batch axis */
+    float confidence, nms_iou; /* what a model config naming the entry starts from */
+    float cli_confidence;      /* osprey detect's default threshold, measured on labelled
+                                * frames (docs/models.md); 0: confidence */
+    const char *labels;        /* built-in labels, '\n'-separated; NULL: a .labels file */
+    const char *labels_file;   /* under <cache>/models, when not the model file's own */
+    int batches;               /* the model file has a dynamic batch axis */
     const char *description;
 } osp_catalog_entry_t;
 
@@ -98,7 +105,8 @@ int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *
 /* From a JSON model config of the protocol (§6): "model" (catalog name,
  * extension) then path, postprocessor, inputSize, inputWidth, inputHeight,
  * inputChannels, preprocessMode, inputNormalization, mean/std (extension),
- * confidence, nmsIouThreshold, maxDetections, device, labels. */
+ * confidence, nmsIouThreshold, maxDetections, crossClassIou (extension),
+ * device, labels. */
 int osp_model_cfg_from_json(const struct cJSON *obj, osp_model_cfg_t *cfg, char *err, size_t errlen);
 
 /* ---- loaded model ------------------------------------------------------------ */

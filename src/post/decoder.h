@@ -49,6 +49,7 @@ typedef struct {
     int in_w, in_h, in_c;
     float confidence, nms_iou;
     int max_detections;
+    float cross_iou; /* > 0: then across labels at this IoU (osp_nms_across); 0: off */
     float scale_x, scale_y, pad_x, pad_y;
     int frame_w, frame_h;
     int top_k;          /* classifiers: how many classes to report */
@@ -89,7 +90,8 @@ int osp_dres_reserve_text(osp_dres_t *r, size_t n);
 void osp_dres_reset(osp_dres_t *r);
 void osp_dres_free(osp_dres_t *r);
 
-/* Per-class NMS (p->nms_iou, p->max_detections) then mapping from
+/* Per-class NMS (p->nms_iou, p->max_detections), suppression across
+ * labels when p->cross_iou is set, then mapping from
  * normalised input coordinates to frame pixels: the usual end of a
  * detector's decode. */
 void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p);
@@ -118,5 +120,13 @@ int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int o
 const osp_decoder_t *osp_decoder_find(const char *name);
 /* "ssd, ultraface, …": the registered names, for error messages. */
 void osp_decoder_names(char *buf, size_t n);
+/* The detector families whose set-up accepts these outputs, most specific
+ * first (ssd and blazeface check their anchor counts, scrfd its strides,
+ * ssd-nms its four outputs; yolonas takes any boxes + scores pair and yolo
+ * any single output of its layouts, so they come last). Writes up to cap
+ * into fit and returns how many fit. For a model file whose config names
+ * no postprocessor. */
+int osp_decoder_fits(const osp_pdesc_t *outs, int n, const osp_dparams_t *p,
+                     const osp_decoder_t **fit, int cap);
 
 #endif

@@ -205,6 +205,19 @@ int osp_nms(osp_det_t *dets, int n, float iou_thresh, int per_class, int max_kee
     return k;
 }
 
+int osp_nms_across(osp_det_t *dets, int n, float iou_min) {
+    if (!dets || n <= 0) return 0;
+    if (!(iou_min > 0.0f) || iou_min > 1.0f) return n;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int keep = 1;
+        for (int j = 0; j < k && keep; j++)
+            if (osp_iou(&dets[j], &dets[i]) >= iou_min) keep = 0;
+        if (keep) dets[k++] = dets[i];
+    }
+    return k;
+}
+
 static inline float clampf(float v, float hi) {
     return fminf(fmaxf(v, 0.0f), hi); /* NaN becomes 0 */
 }

@@ -86,6 +86,19 @@ float osp_iou(const osp_det_t *a, const osp_det_t *b);
  * (<= 0: no limit). Returns the number kept, at dets[0..k). */
 int osp_nms(osp_det_t *dets, int n, float iou_thresh, int per_class, int max_keep);
 
+/* The overlap at which boxes of different labels are taken for one object
+ * when suppression across labels is on (osprey detect's default; the
+ * "crossClassIou" model config key): the SSD's parked van in vtest.avi is
+ * "Car" 0.47 and "Vehicle" 0.31 on one box (IoU 1.0), while a person and
+ * their "Footwear" stay apart (IoU below 0.2). */
+#define OSP_CROSS_CLASS_IOU 0.7f
+
+/* Suppression across labels, after osp_nms: dets[0..n) sorted best first
+ * (as osp_nms leaves them); a box whose IoU with a better box kept is at
+ * least iou_min is dropped, whatever either's label. Order kept. Returns
+ * the number kept. iou_min <= 0 (or above 1) keeps all. */
+int osp_nms_across(osp_det_t *dets, int n, float iou_min);
+
 /* Map boxes (and their landmarks) from normalised input coordinates back to
  * frame pixels:
  * input px = norm * (in_w, in_h); frame px = (input px - pad) / scale;

@@ -38,6 +38,27 @@ void osp_decoder_names(char *buf, size_t n) {
         len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", REGISTRY[i]->name);
 }
 
+/* The families osp_decoder_fits tries, in its order of preference. */
+static const osp_decoder_t *const FAMILIES[] = {
+    &osp_decoder_ssd,       &osp_decoder_blazeface, &osp_decoder_scrfd, &osp_decoder_ssd_nms,
+    &osp_decoder_ultraface, &osp_decoder_yolonas,   &osp_decoder_yolo,  &osp_decoder_yolox,
+};
+
+int osp_decoder_fits(const osp_pdesc_t *outs, int n, const osp_dparams_t *p,
+                     const osp_decoder_t **fit, int cap) {
+    int k = 0;
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+        const osp_decoder_t *d = FAMILIES[i];
+        void *state = NULL;
+        char err[256];
+        if (d->setup && d->setup(outs, n, p, &state, err, sizeof err)) continue;
+        if (state && d->free_state) d->free_state(state);
+        if (k < cap) fit[k] = d;
+        k++;
+    }
+    return k;
+}
+
 int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip) {
     for (int i = 0; i < n; i++) {
         if (i == skip || outs[i].rank != rank || outs[i].dtype != OSP_PDT_F32) continue;
@@ -95,6 +116,7 @@ void osp_dres_free(osp_dres_t *r) {
 
 void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p) {
     r->n_dets = osp_nms(r->dets, r->n_dets, p->nms_iou, 1, p->max_detections);
+    r->n_dets = osp_nms_across(r->dets, r->n_dets, p->cross_iou);
     osp_boxes_to_frame(r->dets, r->n_dets, p->in_w, p->in_h, p->scale_x, p->scale_y, p->pad_x,
                        p->pad_y, p->frame_w, p->frame_h);
 }

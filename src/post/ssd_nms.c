@@ -121,7 +121,8 @@ static int sn_decode(const void *state, const osp_pout_t *outs, int n, const osp
             (osp_det_t){.x1 = r[1], .y1 = r[0], .x2 = r[3], .y2 = r[2], .score = s, .cls = (int)c};
     }
     osp_dparams_t q = *p;
-    q.nms_iou = 2.0f; /* the graph's NMS stands */
+    q.nms_iou = 2.0f; /* the graph's NMS stands, across labels too */
+    q.cross_iou = 0;
     osp_dres_finish_normalised(res, &q);
     return 0;
 }

@@ -64,13 +64,10 @@ def test_vtest_people_every_40th(osprey, tmp_path):
     assert [x["frame"] for x in recs] == list(range(0, 800, 40))
     with_person = [x for x in recs if any(d["label"] == "Person" for d in x["detections"])]
     assert len(with_person) >= 0.8 * len(recs)
-    # the clip has 4-8 pedestrians in view; at 0.3 the model adds a few false
-    # people (a tripod, cones), so count the confident ones too
+    # the clip has 3-9 pedestrians in view (tests/e2e/fixtures/truth); at the
+    # measured default threshold no rock, tripod or sign is among them
     counts = [sum(d["label"] == "Person" for d in x["detections"]) for x in recs]
-    sure = [sum(d["label"] == "Person" and d["score"] >= 0.45 for d in x["detections"])
-            for x in recs]
-    assert min(counts) >= 4, counts
-    assert min(sure) >= 2 and sorted(sure)[10] >= 4 and max(sure) <= 10, sure
+    assert min(counts) >= 3 and sorted(counts)[10] >= 5 and max(counts) <= 11, counts
     # the summary and the snapshot of the frame with the most people
     assert "20 frames" in r.stderr and "Person" in r.stderr
     snap = tmp_path / "vtest-best.jpg"
@@ -135,7 +132,7 @@ def test_help_documents_every_flag(osprey):
     r = run(osprey, "detect", "--help")
     assert r.returncode == 0
     for flag in ("--model", "--threshold", "--every", "--out", "--workers", "--quiet",
-                 "--no-json", "--help"):
+                 "--no-json", "--help", "--per-class-nms", "--labels", "--postprocessor"):
         assert flag in r.stdout, flag
 
 

@@ -262,12 +262,75 @@ static void test_other_formats(void **state) {
     free(g.mem);
 }
 
+/* Twelve colours, apart from each other, and the same for a class every time. */
+static void test_class_colours(void **state) {
+    (void)state;
+    uint8_t a[3], b[3];
+    for (int i = 0; i < 12; i++)
+        for (int j = i + 1; j < 12; j++) {
+            osp_draw_class_colour(i, a);
+            osp_draw_class_colour(j, b);
+            int d = abs(a[0] - b[0]) + abs(a[1] - b[1]) + abs(a[2] - b[2]);
+            if (d < 80) fail_msg("classes %d and %d look alike (%d)", i, j, d);
+        }
+    osp_draw_class_colour(4, a);
+    osp_draw_class_colour(16, b);
+    assert_memory_equal(a, b, 3);
+    osp_draw_class_colour(-3, b);
+    osp_draw_class_colour(0, a);
+    assert_memory_equal(a, b, 3);
+}
+
+static int covers(int x, int y, int w, int h, const osp_draw_box_t *b) {
+    return x < b->x2 + 1 && x + w > b->x1 && y < b->y2 + 1 && y + h > b->y1;
+}
+
+/* A big box with a small one just under its top edge (a person and their
+ * hat): the big box's label must not go over the small box, nor the small
+ * box's over itself; at the top of the frame a label goes below. */
+static void test_label_placement(void **state) {
+    (void)state;
+    osp_draw_box_t boxes[3] = {
+        {100, 100, 200, 300}, /* big */
+        {100, 80, 130, 95},   /* small, right above the big one's left corner */
+        {300, 0, 340, 40},    /* at the top edge */
+    };
+    int w[3] = {60, 40, 40}, h[3] = {11, 11, 11}, x[3], y[3];
+    osp_draw_place_labels(boxes, w, h, 3, 640, 480, x, y);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            if (covers(x[i], y[i], w[i], h[i], &boxes[j]) && (j == 1 || j == i))
+                fail_msg("label %d at %d,%d covers box %d", i, x[i], y[i], j);
+    assert_int_equal(y[2], 41); /* below, there is no room above */
+    for (int i = 0; i < 3; i++) {
+        assert_true(x[i] >= 0 && x[i] + w[i] <= 640);
+        assert_true(y[i] >= 0 && y[i] + h[i] <= 480);
+    }
+    /* the labels do not cover each other where they need not */
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++) {
+            osp_draw_box_t lj = {x[j], y[j], x[j] + w[j] - 1, y[j] + h[j] - 1};
+            assert_false(covers(x[i], y[i], w[i], h[i], &lj));
+        }
+    /* a label wider than the frame starts at its left edge */
+    int wide = 900, tall = 11, px, py;
+    osp_draw_box_t one = {10, 50, 20, 60};
+    osp_draw_place_labels(&one, &wide, &tall, 1, 640, 480, &px, &py);
+    assert_int_equal(px, 0);
+    osp_draw_place_labels(NULL, NULL, NULL, 0, 640, 480, NULL, NULL);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rect_inside),   cmocka_unit_test(test_rect_clipped),
-        cmocka_unit_test(test_label),         cmocka_unit_test(test_label_clipped),
-        cmocka_unit_test(test_font),          cmocka_unit_test(test_label_scale),
+        cmocka_unit_test(test_rect_inside),
+        cmocka_unit_test(test_rect_clipped),
+        cmocka_unit_test(test_label),
+        cmocka_unit_test(test_label_clipped),
+        cmocka_unit_test(test_font),
+        cmocka_unit_test(test_label_scale),
         cmocka_unit_test(test_other_formats),
+        cmocka_unit_test(test_class_colours),
+        cmocka_unit_test(test_label_placement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,6 +77,10 @@ static void test_json_keys(void **s) {
                      0);
     assert_int_equal(c.graph_opt, -1);
     assert_int_equal(c.intra_threads, 3);
+    /* suppression across labels: off unless asked for, as the Python worker */
+    assert_true(c.cross_iou < 0);
+    assert_int_equal(parse("{\"path\":\"m\",\"crossClassIou\":0.7}", &c, err, sizeof err), 0);
+    assert_float_equal(c.cross_iou, 0.7, 1e-6);
     /* a catalog name plus overrides */
     assert_int_equal(parse("{\"model\":\"ssd-oidv4\",\"confidence\":0.5,\"mean\":[1,2,3],\"std\":2}",
                            &c, err, sizeof err),
@@ -108,6 +112,7 @@ static void test_json_errors(void **s) {
         {"{\"model\":\"nope\"}", "unknown model"},
         {"{\"path\":\"m\",\"graphOptimization\":\"max\"}", "graphOptimization"},
         {"{\"path\":\"m\",\"embeddingEncoding\":\"hex\"}", "embeddingEncoding"},
+        {"{\"path\":\"m\",\"crossClassIou\":2}", "crossClassIou"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';

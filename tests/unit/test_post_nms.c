@@ -76,6 +76,31 @@ static void test_nms_per_class(void **state) {
     assert_int_equal(e[0].cls, 1);
 }
 
+/* Across labels: the weaker of two boxes at IoU >= the bound goes whatever
+ * its label; below the bound, and boxes of one label already apart, stay. */
+static void test_nms_across(void **state) {
+    (void)state;
+    osp_det_t d[4] = {
+        box(0, 0, 10, 10, 0.9f, 1),   /* kept */
+        box(0, 0, 10, 9, 0.8f, 2),    /* IoU 0.9 with the first: dropped */
+        box(0, 0, 10, 7, 0.7f, 3),    /* IoU exactly 0.7: dropped (>=) */
+        box(20, 20, 30, 30, 0.6f, 2), /* elsewhere: kept */
+    };
+    osp_det_t e[4];
+    memcpy(e, d, sizeof d);
+    assert_int_equal(osp_nms_across(d, 4, 0.7f), 2);
+    assert_int_equal(d[0].cls, 1);
+    assert_int_equal(d[1].cls, 2);
+    assert_float_equal(d[1].x1, 20.0f, 0.0f);
+    /* off: 0, or above 1 */
+    assert_int_equal(osp_nms_across(e, 4, 0.0f), 4);
+    assert_int_equal(osp_nms_across(e, 4, 1.5f), 4);
+    assert_int_equal(osp_nms_across(e, 4, 0.95f), 4);
+    assert_int_equal(osp_nms_across(NULL, 4, 0.7f), 0);
+    osp_det_t f[2] = {box(0, 0, 10, 10, 0.9f, 1), box(0, 0, 10, 6.9f, 0.8f, 2)}; /* IoU 0.69 */
+    assert_int_equal(osp_nms_across(f, 2, 0.7f), 2);
+}
+
 static void test_nms_threshold_is_strict(void **state) {
     (void)state;
     /* IoU exactly 0.5: kept at 0.5, suppressed just below. */
@@ -242,6 +267,7 @@ int main(void) {
         cmocka_unit_test(test_iou_empty_boxes),
         cmocka_unit_test(test_nms_suppresses_overlap),
         cmocka_unit_test(test_nms_per_class),
+        cmocka_unit_test(test_nms_across),
         cmocka_unit_test(test_nms_threshold_is_strict),
         cmocka_unit_test(test_nms_greedy_chain),
         cmocka_unit_test(test_nms_order_and_ties),

@@ -1,0 +1,62 @@
+/*
+ * detect: what the files of `osprey detect` share. detect.c parses the
+ * command line into an osp_detect_opts_t and opens the model;
+ * detect_image.c runs a still image, detect_video.c a video source through
+ * its reader/worker pipeline; detect_lines.c prints the per-frame records
+ * both write; tally.c and snapshot.c count an input's detections and draw
+ * its best frame.
+ */
+#ifndef OSP_CLI_DETECT_H
+#define OSP_CLI_DETECT_H
+
+#include <stdatomic.h>
+
+#include "image/image.h"
+#include "model/model.h"
+#include "video/source.h"
+#include "wire/jsonw.h"
+
+/* The command line, read-only once parsed. */
+typedef struct {
+    const char *model;
+    float threshold; /* < 0: the model's default */
+    int every;
+    const char *out_dir;
+    int workers;
+    int quiet; /* no progress bar */
+    int no_json;
+    const char *postprocessor; /* NULL: the model's */
+    const char *config;        /* a JSON model config file, or NULL */
+    int per_class_nms;         /* --per-class-nms: no suppression across labels */
+    const char *labels;        /* --labels FILE, or NULL */
+    double fps;                /* --fps: frames per second taken; 0: all */
+    osp_source_cfg_t source;   /* transport, reconnection */
+    atomic_bool *stop;         /* set by SIGINT/SIGTERM: inputs end as if they ended */
+} osp_detect_opts_t;
+
+/* Run one still image / one video source (file, camera, stream, stdin):
+ * records on stdout, summary on stderr, the snapshot into out_dir. The
+ * exit status of the input: 0, 1 (a failure while running), 2 (bad input). */
+int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *dec,
+                     const char *input);
+int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *dec,
+                     const char *input);
+
+/* ---- records (detect_lines.c) --------------------------------------------- */
+
+/* Monotonic seconds. */
+double osp_detect_now(void);
+/* "stdin" for "-", else the last path component. */
+const char *osp_detect_base_name(const char *path);
+/* Start one result line in w: {"source","frame",["t",] record…} (t < 0:
+ * none), the record of r, or an empty one carrying error. The object is
+ * left open for osp_detect_emit. */
+void osp_detect_format(osp_jw_t *w, const char *input, long frame, double t, const osp_model_t *m,
+                       const osp_result_t *r, const char *error);
+/* Close the line with its age (now - captured, monotonic seconds) and
+ * print it unless --no-json; flush: at once (a live source). */
+void osp_detect_emit(const osp_detect_opts_t *o, osp_jw_t *w, double captured, int flush);
+/* Print a finished line whole (a source's thread prints event records too). */
+void osp_detect_put_line(const osp_jw_t *w, int flush);
+
+#endif
