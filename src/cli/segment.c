@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/events.h"
+#include "cli/secret.h"
 #include "cli/sinkopt.h"
 #include "segment/pipeline.h"
 #include "segment/sink.h"
@@ -57,14 +58,19 @@ static void usage(FILE *out) {
           "                      reconnect is a line on stderr and a record {\"event\":…}\n"
           "  --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
           "Describe (OpenAI-compatible chat completions; skipped without --vlm):\n"
-          "  --vlm URL           http://host:port[/v1[/chat/completions]]\n"
+          "  --vlm URL           http(s)://host:port[/v1[/chat/completions]] (libcurl: proxies\n"
+          "                      from $https_proxy/$no_proxy, up to 5 redirects)\n"
           "  --vlm-model NAME    model name sent in each request\n"
+          "  --vlm-key-file F    API key sent as \"Authorization: Bearer KEY\": F's first line;\n"
+          "                      else $OSPREY_VLM_API_KEY; none without either\n"
+          "  --vlm-ca FILE       https: trust this CA (default: the system's CAs)\n"
+          "  --vlm-timeout S     bound on each request, seconds (default 300)\n"
           "  --prompt TEXT       the prompt (wins over --prompt-file)\n"
           "  --prompt-file F     the prompt, from a file\n"
           "  --system-prompt T   (default \"Answer the questions.\")\n"
           "  --max-tokens N      (default 256)     --temperature T (default 0)\n"
           "  --vlm-fps R         frames sent per second of chunk (default 1; max 16 frames)\n"
-          "  --vlm-concurrency N requests in flight (default 4)\n"
+          "  --vlm-concurrency N at most N requests in flight, the warm-up included (default 4)\n"
           "  --no-warmup         skip the 3-frame warm-up request\n",
           out);
     fputs("Sinks (besides stdout; never stall the stages: a bounded queue of 1024 records,\n"
@@ -158,7 +164,7 @@ int osp_cmd_segment(int argc, char **argv) {
     osp_segment_opts_t o;
     osp_segment_opts_default(&o);
     const char *input = NULL, *camera = NULL, *prompt = NULL, *prompt_file = NULL;
-    const char *procedure = NULL, *kafka = NULL;
+    const char *procedure = NULL, *kafka = NULL, *vlm_key_file = NULL;
     osp_cli_mqtt_t mqtt = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -228,6 +234,10 @@ int osp_cmd_segment(int argc, char **argv) {
                 o.vlm_concurrency = (int)d;
             } else if (strcmp(a, "--vlm-timeout") == 0) {
                 bad = num(a, v, 0.1, 86400, false, &o.vlm.timeout_s);
+            } else if (strcmp(a, "--vlm-key-file") == 0) {
+                vlm_key_file = v;
+            } else if (strcmp(a, "--vlm-ca") == 0) {
+                o.vlm.ca_file = v;
             } else if (strcmp(a, "--kafka") == 0) {
                 kafka = v;
             } else if (strcmp(a, "--reconnect-for") == 0) {
@@ -302,6 +312,7 @@ int osp_cmd_segment(int argc, char **argv) {
     osp_proc_t *proc = NULL;
     osp_sink_t *sinks[2] = {NULL, NULL};
     char err[512] = "";
+    char vlm_key[1024] = "";
     if (prompt_file && !(file_prompt = read_text(prompt_file))) {
         fprintf(stderr, "osprey segment: cannot read --prompt-file %s\n", prompt_file);
         goto out;
@@ -316,6 +327,10 @@ int osp_cmd_segment(int argc, char **argv) {
         goto out;
     }
     o.procedure = proc;
+    int key = osp_cli_secret("segment", "--vlm-key-file", vlm_key_file, "OSPREY_VLM_API_KEY",
+                             vlm_key, sizeof vlm_key);
+    if (key < 0) goto out;
+    if (key && o.vlm.url) o.vlm.api_key = vlm_key;
     /* A broker that refuses the login stops the run as a signal would. */
     if (osp_cli_mqtt_open("segment", &mqtt, &g_stop, &sinks[0])) goto out;
     if (kafka) {
@@ -372,6 +387,7 @@ out:
     for (int i = 0; i < 2; i++)
         if (osp_cli_sink_close("segment", sinks[i], i ? "kafka" : "mqtt") && status == 0)
             status = 1;
+    osp_cli_forget(vlm_key, sizeof vlm_key);
     osp_proc_free(proc);
     free(file_prompt);
     return status;

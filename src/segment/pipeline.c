@@ -509,30 +509,6 @@ void osp_segment_opts_default(osp_segment_opts_t *o) {
     osp_source_cfg_default(&o->source);
 }
 
-/* Three black frames: some models hang on fewer (the seed's Qwen3-VL note). */
-static int warmup(const osp_segment_opts_t *o, atomic_bool *stop, char *err, size_t errlen) {
-    osp_image_t black = {0};
-    osp_vlm_body_t b;
-    osp_vlm_body_init(&b);
-    int rc = osp_image_reserve(&black, 64, 64, OSP_PIX_RGB) ? OSP_VLM_ENOMEM : 0;
-    char *body = NULL, *content = NULL;
-    if (!rc) {
-        memset(black.data, 0, (size_t)black.stride * 64);
-        osp_view_t v = osp_image_view(&black);
-        for (int i = 0; i < 3 && !rc; i++) rc = osp_vlm_body_add_frame(&b, &v, 85);
-    }
-    if (!rc && !(body = osp_vlm_body_finish(&b, &o->vlm, "Say Hi"))) rc = OSP_VLM_ENOMEM;
-    if (!rc)
-        rc = osp_vlm_post(&o->vlm, body, stop, &content, err, errlen);
-    else
-        snprintf(err, errlen, "out of memory");
-    free(body);
-    free(content);
-    osp_vlm_body_free(&b);
-    osp_image_free(&black);
-    return rc;
-}
-
 int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err, size_t errlen) {
     osp_segment_stats_t local;
     if (!st) st = &local;
@@ -590,7 +566,7 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     }
     if (o->vlm.url && o->warmup) {
         char e[256];
-        if ((rc = warmup(o, p.stop, e, sizeof e))) {
+        if ((rc = osp_vlm_warmup(&o->vlm, p.stop, e, sizeof e))) {
             snprintf(err, errlen, "VLM warm-up request failed: %s", e);
             goto out;
         }
