@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,12 @@ typedef struct {
     double t_start_wall;
     ring_t frames;
     bq_t scores, chunks, results; /* score_t, record_t *, record_t * */
+    /* vlm_concurrency tokens: taken before a request starts, given back by
+     * its thread when it ends. The results queue alone did not bound the
+     * requests: one more ran while the describe thread waited to queue it
+     * and one more while the output thread waited for it (N + 2 in all). */
+    sem_t slots;
+    bool slots_ok;
     int64_t frames_read, described;
     osp_onnxscore_t *onnx; /* NULL: the scene scorer */
     int64_t onnx_skipped;
@@ -378,13 +385,16 @@ static void *request_main(void *arg) {
     r->t_done = mono();
     free(r->body);
     r->body = NULL;
+    sem_post(&p->slots);
     return NULL;
 }
 
 static void start_request(pipe_t *p, record_t *r) {
+    while (sem_wait(&p->slots) != 0) continue; /* EINTR */
     r->t_submit = mono();
     r->content = (char *)p;
     if (pthread_create(&r->th, NULL, request_main, r) != 0) {
+        sem_post(&p->slots);
         r->content = NULL;
         r->rc = OSP_VLM_ENOMEM;
         snprintf(r->err, sizeof r->err, "cannot start a request thread");
@@ -436,8 +446,7 @@ static void *describe_main(void *arg) {
             else
                 snprintf(r->err, sizeof r->err, "out of memory");
         }
-        /* Waits while vlm_concurrency replies are outstanding: the bound on
-         * requests in flight. */
+        /* Waits while vlm_concurrency records wait for the output thread. */
         bq_put(&p->results, &r, false);
     }
     osp_vlm_body_free(&body);
@@ -552,6 +561,12 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
         rc = -1;
         goto out;
     }
+    if (sem_init(&p.slots, 0, (unsigned)conc) != 0) {
+        snprintf(err, errlen, "cannot create the request bound");
+        rc = -1;
+        goto out;
+    }
+    p.slots_ok = true;
     if (o->scorer && !p.cp.uniform) {
         osp_onnxscore_cfg_t sc = {.path = o->scorer,
                                   .size = o->scorer_size,
@@ -616,6 +631,7 @@ out:
     bq_destroy(&p.scores);
     bq_destroy(&p.chunks);
     bq_destroy(&p.results);
+    if (p.slots_ok) sem_destroy(&p.slots);
     osp_source_close(p.src);
     return rc;
 }

@@ -1,5 +1,7 @@
 """osprey segment's VLM client against vlm_stub.py (a TEST DOUBLE of an
-OpenAI-compatible server; no VLM runs here): HTTPS with a CA this test makes, the API key from --vlm-key-file and from
+OpenAI-compatible server; no VLM runs here): --vlm-concurrency N puts
+exactly N requests in flight, the warm-up included (the stub counts them);
+HTTPS with a CA this test makes, the API key from --vlm-key-file and from
 $OSPREY_VLM_API_KEY checked by the stub and never printed; a chunked reply
 and a redirect handled."""
 import os
@@ -39,6 +41,19 @@ def segment(osprey, clip, url, *extra, env=None):
 
 def served(stub):
     return [r for r in stub.records() if "index" in r]
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_concurrency_is_exactly_n(osprey, short_clip, stub_factory, n):
+    # Every reply takes 0.4 s and the 12 chunks are ready at once: the
+    # requests pile up to the bound, never past it.
+    stub = stub_factory("--delays", "0.4")
+    rc, recs, text = segment(osprey, short_clip, stub.url, "--vlm-concurrency", n)
+    assert rc == 0, text
+    assert len(recs) == 12 and all(r["response"].startswith("frames=") for r in recs)
+    seen = served(stub)
+    assert len(seen) == 13 and seen[0]["warmup"]
+    assert max(r["inflight"] for r in seen) == n
 
 
 def https_stub(stub_factory, certs, *extra):
