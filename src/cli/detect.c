@@ -30,6 +30,7 @@
 
 #include "cli/cli.h"
 #include "cli/events.h"
+#include "cli/sinkopt.h"
 #include "model/model.h"
 #include "video/newest.h"
 #include "video/rate.h"
@@ -54,6 +55,8 @@ typedef struct {
     const char *config;        /* a JSON model config file, or NULL */
     double fps;                /* --fps: frames per second taken; 0: all */
     osp_source_cfg_t source;   /* transport, reconnection */
+    osp_cli_mqtt_t mqtt;       /* --mqtt and its login (cli/sinkopt.h) */
+    osp_sink_t *sink;          /* NULL without --mqtt: each record is also published */
 } opts_t;
 
 /* SIGINT/SIGTERM: the sources end as if the stream ended; summaries follow. */
@@ -131,6 +134,9 @@ static void usage(FILE *out) {
           "Exit status: 0 when every input was processed (or stopped by a signal), 1 when\n"
           "a model or frame failed or a live source was given up, 2 for bad usage, a\n"
           "missing or unreadable input, or an unknown model.\n",
+          out);
+    fputs("\nPublishing each record (and event) to MQTT as well, never stalling the frames\n"
+          "(a bounded queue of 1024 records, the oldest dropped and counted):\n" OSP_CLI_MQTT_HELP,
           out);
 }
 
@@ -290,6 +296,7 @@ static void emit(const opts_t *o, osp_jw_t *w, double captured, int flush) {
     osp_jw_num(w, (now_s() - captured) * 1000.0, 1);
     osp_jw_obj_close(w);
     if (!o->no_json) put_line(w, flush);
+    if (o->sink && !w->oom) osp_sink_put(o->sink, w->buf);
 }
 
 /* ---- images ---------------------------------------------------------------- */
@@ -506,6 +513,7 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
     osp_jw_t w = {0};
     osp_cli_event_record(&w, e, NULL);
     put_line(&w, 1);
+    if (o->sink && !w.oom) osp_sink_put(o->sink, w.buf);
     osp_jw_free(&w);
 }
 
@@ -673,11 +681,21 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"fps", required_argument, NULL, 'F'},
                                              {"reconnect-for", required_argument, NULL, 'R'},
                                              {"rtsp-transport", required_argument, NULL, 'T'},
+                                             {"mqtt", required_argument, NULL, 0x100},
+                                             {"mqtt-user", required_argument, NULL, 0x100},
+                                             {"mqtt-password-file", required_argument, NULL, 0x100},
+                                             {"mqtt-ca", required_argument, NULL, 0x100},
                                              {NULL, 0, NULL, 0}};
-    int c;
+    int c, li = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, &li)) != -1) {
         switch (c) {
+        case 0x100: {
+            char name[32];
+            snprintf(name, sizeof name, "--%s", longopts[li].name);
+            osp_cli_mqtt_arg(&o.mqtt, name, optarg);
+            break;
+        }
         case 'm': o.model = optarg; break;
         case 't': {
             char *end;
@@ -809,12 +827,16 @@ int osp_cmd_detect(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int status = 0;
-    for (int i = optind; i < argc && !atomic_load(&g_stop); i++) {
+    /* A broker that refuses the login stops the inputs as a signal would. */
+    int bad_sink = osp_cli_mqtt_open("detect", &o.mqtt, &g_stop, &o.sink);
+    if (bad_sink) status = bad_sink;
+    for (int i = optind; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
         int image = osp_url_kind(argv[i]) == OSP_URL_FILE && osp_path_is_image(argv[i]);
         int r = image ? run_image(&o, m, dec, argv[i]) : run_video(&o, m, dec, argv[i]);
         if (r > status) status = r;
     }
     fflush(stdout);
+    if (osp_cli_sink_close("detect", o.sink, "mqtt") && status == 0) status = 1;
     osp_decoder_free(dec);
     osp_model_free(m);
     return status;

@@ -1,10 +1,11 @@
-"""osprey segment's MQTT sink against a real mosquitto broker on loopback
+"""The MQTT sink of osprey segment and osprey detect against a real mosquitto broker on loopback
 that wants a login (a password file) on one listener and TLS (a certificate
 signed by a CA this test makes with openssl) on another: the login from the
 URL, from --mqtt-password-file and from $OSPREY_MQTT_PASSWORD; a wrong one
 ends the run with exit status 1 and a line naming the sink, the password
 nowhere in the output; mqtts with the test CA, and refused without it or
-with another CA; a broker that never comes is an exit status too."""
+with another CA; a broker that never comes is an exit status too. osprey
+detect shares the options and behaves the same."""
 import os
 import shutil
 import socket
@@ -14,7 +15,7 @@ import time
 import pytest
 
 from certs import make_certs
-from conftest import lines
+from conftest import MEDIA, lines, need
 from test_segment import short_clip, stats  # noqa: F401 (a fixture)
 
 USER, PASSWORD = "ha", "s3cr3t-Pw"
@@ -218,3 +219,30 @@ def test_bad_options(osprey, short_clip, tmp_path):
     for opt in ("--mqtt-user", "--mqtt-password-file", "OSPREY_MQTT_PASSWORD", "--mqtt-ca",
                 "mqtts://"):
         assert opt in r.stdout
+
+
+def test_detect_publishes_with_the_same_login_rules(osprey, broker, tmp_path):
+    vtest = need(MEDIA / "vtest.avi")
+    pw = tmp_path / "mqtt.pw"
+    pw.write_text(PASSWORD + "\n")
+    pw.chmod(0o600)
+    sub = broker.subscribe(20)
+    r = subprocess.run([str(osprey), "detect", "--quiet", "--every", "40", str(vtest), "--mqtt",
+                        f"mqtt://{USER}@127.0.0.1:{broker.port}/{TOPIC}",
+                        "--mqtt-password-file", str(pw)],
+                       capture_output=True, text=True, timeout=300)
+    got, _ = sub.communicate(timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert lines(got) == lines(r.stdout) and len(lines(got)) == 20
+    assert PASSWORD not in r.stdout + r.stderr
+    # a wrong password: exit status 1, one line, the password nowhere
+    r = subprocess.run([str(osprey), "detect", "--quiet", "--every", "40", str(vtest), "--mqtt",
+                        f"mqtt://{USER}:hunter4-wrong@127.0.0.1:{broker.port}/{TOPIC}"],
+                       capture_output=True, text=True, timeout=300)
+    text = r.stdout + r.stderr
+    assert r.returncode == 1, text
+    assert "hunter4-wrong" not in text
+    assert f"osprey detect: --mqtt mqtt://***@127.0.0.1:{broker.port}/{TOPIC}: the broker " \
+           "refused the connection" in text
+    r = subprocess.run([str(osprey), "detect", "--help"], capture_output=True, text=True)
+    assert "--mqtt-password-file" in r.stdout and "OSPREY_MQTT_PASSWORD" in r.stdout
