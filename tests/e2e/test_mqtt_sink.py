@@ -57,25 +57,33 @@ class Broker:
         subprocess.run([need_exe("mosquitto_passwd"), "-b", "-c", str(pw), USER, PASSWORD],
                        check=True, capture_output=True)
         pw.chmod(0o600)
-        conf = d / "mosquitto.conf"
+        conf = self.conf = d / "mosquitto.conf"
         conf.write_text(
             "user root\n"  # when run as root: stay root, to read the test's files
+            # sessions and their queued records survive a restart (saved on exit)
+            f"persistence true\npersistence_location {d}/\n"
             "per_listener_settings false\n"
             "allow_anonymous false\n"
             f"password_file {pw}\n"
             f"listener {self.port} 127.0.0.1\n"
             f"listener {self.tls_port} 127.0.0.1\n"
             f"cafile {certs.ca}\ncertfile {certs.cert}\nkeyfile {certs.key}\n")
-        self.proc = subprocess.Popen([need_exe("mosquitto"), "-c", str(conf)],
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen([need_exe("mosquitto"), "-c", str(self.conf)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         wait_listening(self.port, self.proc)
         wait_listening(self.tls_port, self.proc)
 
-    def subscribe(self, count):
-        """A subscriber (with the login, on the plain listener) for count records."""
+    def subscribe(self, count, keep_session=False):
+        """A subscriber (with the login, on the plain listener) for count
+        records; keep_session: a session the broker keeps (and queues for)
+        while the subscriber is away."""
         sub = subprocess.Popen([need_exe("mosquitto_sub"), "-h", "127.0.0.1", "-p",
                                 str(self.port), "-u", USER, "-P", PASSWORD, "-t", TOPIC,
-                                "-q", "1", "-C", str(count), "-W", "60", "-i", "osprey-test-sub"],
+                                "-q", "1", "-C", str(count), "-W", "60", "-i", "osprey-test-sub",
+                                *(["-c"] if keep_session else [])],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # wait until the broker has it subscribed: a retained probe comes back
         time.sleep(0.5)
@@ -195,6 +203,28 @@ def test_mqtts_with_the_test_ca(osprey, short_clip, broker, certs, tmp_path):
     # TLS against the plain listener: no handshake either
     refused(osprey, short_clip, f"mqtts://{USER}@127.0.0.1:{broker.port}/{TOPIC}",
             "--mqtt-password-file", pw, "--mqtt-ca", certs.ca, secret=PASSWORD)
+
+
+def test_broker_lost_mid_run_is_reconnected(osprey, short_clip, broker):
+    # A live replay makes a record a second. The broker stops right after
+    # the third reaches the subscriber (the next is about a second away),
+    # and comes back: the records made meanwhile waited in the sink's queue.
+    sub = broker.subscribe(3, keep_session=True)
+    p = subprocess.Popen([str(osprey), "segment", str(short_clip), "--uniform", "1", "--live",
+                          "--mqtt", f"mqtt://{USER}:{PASSWORD}@127.0.0.1:{broker.port}/{TOPIC}"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first, _ = sub.communicate(timeout=60)
+    broker.close()
+    time.sleep(2)
+    broker.start()
+    sub = broker.subscribe(9, keep_session=True)
+    out, err = p.communicate(timeout=120)
+    rest, _ = sub.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert [r["chunk_idx"] for r in lines(first)] == [0, 1, 2]
+    assert lines(first) + lines(rest) == lines(out)
+    assert "retrying" in err and PASSWORD not in out + err
+    assert '"dropped": 0' in err
 
 
 def test_broker_that_never_comes_is_exit_1(osprey, short_clip):

@@ -112,6 +112,25 @@ static void test_kafka_unreachable(void **state) {
     assert_true(st.failed); /* not one record delivered */
 }
 
+/* Nothing listens on port 1: the records wait in a queue of 4, the oldest
+ * dropped (counted), and the sink reports that it delivered none. */
+static void test_mqtt_queue_is_bounded(void **state) {
+    (void)state;
+    osp_sink_t *s;
+    char e[256];
+    osp_sink_opts_t o = {.cap = 4, .prog = "test"};
+    assert_int_equal(osp_sink_open("mqtt://u:pw@127.0.0.1:1/t", &o, &s, e, sizeof e), 0);
+    assert_string_equal(osp_sink_name(s), "mqtt://***@127.0.0.1:1/t");
+    for (int i = 0; i < 10; i++) osp_sink_put(s, "{}");
+    osp_sink_stats_t st;
+    osp_sink_close(s, 0.2, &st);
+    assert_int_equal(st.queued, 10);
+    assert_int_equal(st.published, 0);
+    assert_int_equal(st.dropped, 10); /* 6 pushed out by newer ones, 4 left at the end */
+    assert_true(st.failures >= 1);
+    assert_true(st.failed);
+}
+
 static void test_bad_urls(void **state) {
     (void)state;
     osp_sink_t *s;
@@ -138,6 +157,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kafka_in_order_once),
         cmocka_unit_test(test_kafka_unreachable),
+        cmocka_unit_test(test_mqtt_queue_is_bounded),
         cmocka_unit_test(test_bad_urls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
