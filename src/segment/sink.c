@@ -118,8 +118,9 @@ static void *publisher(void *arg) {
         pthread_mutex_lock(&s->mu);
         bool connected = s->connected, closing = s->closing, gone = s->given_up;
         bool idle = s->n == 0 && s->st.acked >= s->st.published;
+        double deadline = s->deadline;
         pthread_mutex_unlock(&s->mu);
-        if (gone || (closing && (idle || mono() > s->deadline))) break;
+        if (gone || (closing && (idle || mono() > deadline))) break;
         if (!connected && mono() >= next_try) {
             int rc = ever ? mosquitto_reconnect(s->mq)
                           : mosquitto_connect(s->mq, s->host, s->port, 30);
