@@ -155,6 +155,11 @@ def test_password_from_file_and_env(osprey, short_clip, broker, tmp_path):
     url = f"mqtt://{USER}@127.0.0.1:{broker.port}/{TOPIC}"
     text, _ = delivered(broker, osprey, short_clip, url, "--mqtt-password-file", pw)
     assert "warning" not in text
+    # a file other users can read works, and is warned about by name
+    pw.chmod(0o644)
+    text, _ = delivered(broker, osprey, short_clip, url, "--mqtt-password-file", pw)
+    assert f"warning: --mqtt-password-file {pw} can be read by other users" in text
+    pw.chmod(0o600)
     # the environment, the user from --mqtt-user
     delivered(broker, osprey, short_clip, f"mqtt://127.0.0.1:{broker.port}/{TOPIC}",
               "--mqtt-user", USER, env={"OSPREY_MQTT_PASSWORD": PASSWORD})
