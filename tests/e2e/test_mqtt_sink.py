@@ -76,18 +76,19 @@ class Broker:
         wait_listening(self.port, self.proc)
         wait_listening(self.tls_port, self.proc)
 
-    def subscribe(self, count, keep_session=False):
+    def subscribe(self, count, resume=False):
         """A subscriber (with the login, on the plain listener) for count
-        records; keep_session: a session the broker keeps (and queues for)
-        while the subscriber is away."""
-        sub = subprocess.Popen([need_exe("mosquitto_sub"), "-h", "127.0.0.1", "-p",
-                                str(self.port), "-u", USER, "-P", PASSWORD, "-t", TOPIC,
-                                "-q", "1", "-C", str(count), "-W", "60", "-i", "osprey-test-sub",
-                                *(["-c"] if keep_session else [])],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # wait until the broker has it subscribed: a retained probe comes back
-        time.sleep(0.5)
-        return sub
+        records. Its session is one the broker keeps (clean session off,
+        made and subscribed before this returns), so records published
+        before the subscriber is connected, or while the broker restarts,
+        are queued for it: no race with osprey's first publish. resume:
+        the session exists already (and may hold records): just connect."""
+        args = [need_exe("mosquitto_sub"), "-h", "127.0.0.1", "-p", str(self.port), "-u", USER,
+                "-P", PASSWORD, "-t", TOPIC, "-q", "1", "-i", "osprey-test-sub", "-c"]
+        if not resume:
+            subprocess.run([*args, "-E"], check=True, capture_output=True, timeout=30)
+        return subprocess.Popen([*args, "-C", str(count), "-W", "60"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def close(self):
         self.proc.terminate()
@@ -214,7 +215,7 @@ def test_broker_lost_mid_run_is_reconnected(osprey, short_clip, broker):
     # A live replay makes a record a second. The broker stops right after
     # the third reaches the subscriber (the next is about a second away),
     # and comes back: the records made meanwhile waited in the sink's queue.
-    sub = broker.subscribe(3, keep_session=True)
+    sub = broker.subscribe(3)
     p = subprocess.Popen([str(osprey), "segment", str(short_clip), "--uniform", "1", "--live",
                           "--mqtt", f"mqtt://{USER}:{PASSWORD}@127.0.0.1:{broker.port}/{TOPIC}"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -222,7 +223,7 @@ def test_broker_lost_mid_run_is_reconnected(osprey, short_clip, broker):
     broker.close()
     time.sleep(2)
     broker.start()
-    sub = broker.subscribe(9, keep_session=True)
+    sub = broker.subscribe(9, resume=True)
     out, err = p.communicate(timeout=120)
     rest, _ = sub.communicate(timeout=60)
     assert p.returncode == 0, err
