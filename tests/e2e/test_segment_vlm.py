@@ -45,9 +45,9 @@ def served(stub):
 
 @pytest.mark.parametrize("n", [1, 3])
 def test_concurrency_is_exactly_n(osprey, short_clip, stub_factory, n):
-    # Every reply takes 0.4 s and the 12 chunks are ready at once: the
+    # Every reply takes 0.8 s and the 12 chunks are ready at once: the
     # requests pile up to the bound, never past it.
-    stub = stub_factory("--delays", "0.4")
+    stub = stub_factory("--delays", "0.8")
     rc, recs, text = segment(osprey, short_clip, stub.url, "--vlm-concurrency", n)
     assert rc == 0, text
     assert len(recs) == 12 and all(r["response"].startswith("frames=") for r in recs)
