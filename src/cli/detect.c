@@ -90,6 +90,9 @@ static void usage(FILE *out) {
           "a model or frame failed or a live source was given up, 2 for bad usage, a\n"
           "missing or unreadable input, or an unknown model.\n",
           out);
+    fputs("\nPublishing each record (and event) to MQTT as well, never stalling the frames\n"
+          "(a bounded queue of 1024 records, the oldest dropped and counted):\n" OSP_CLI_MQTT_HELP,
+          out);
 }
 
 
@@ -172,11 +175,21 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"rtsp-transport", required_argument, NULL, 'T'},
                                              {"per-class-nms", no_argument, NULL, 'N'},
                                              {"labels", required_argument, NULL, 'L'},
+                                             {"mqtt", required_argument, NULL, 0x100},
+                                             {"mqtt-user", required_argument, NULL, 0x100},
+                                             {"mqtt-password-file", required_argument, NULL, 0x100},
+                                             {"mqtt-ca", required_argument, NULL, 0x100},
                                              {NULL, 0, NULL, 0}};
-    int c;
+    int c, li = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, &li)) != -1) {
         switch (c) {
+        case 0x100: {
+            char name[32];
+            snprintf(name, sizeof name, "--%s", longopts[li].name);
+            osp_cli_mqtt_arg(&o.mqtt, name, optarg);
+            break;
+        }
         case 'm': o.model = optarg; break;
         case 't': {
             char *end;
@@ -341,12 +354,16 @@ int osp_cmd_detect(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     int status = 0;
-    for (int i = optind; i < argc && !atomic_load(&g_stop); i++) {
+    /* A broker that refuses the login stops the inputs as a signal would. */
+    int bad_sink = osp_cli_mqtt_open("detect", &o.mqtt, &g_stop, &o.sink);
+    if (bad_sink) status = bad_sink;
+    for (int i = optind; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
         int image = osp_url_kind(argv[i]) == OSP_URL_FILE && osp_path_is_image(argv[i]);
         int r = image ? osp_detect_image(&o, m, dec, argv[i]) : osp_detect_video(&o, m, dec, argv[i]);
         if (r > status) status = r;
     }
     fflush(stdout);
+    if (osp_cli_sink_close("detect", o.sink, "mqtt") && status == 0) status = 1;
     osp_decoder_free(dec);
     osp_model_free(m);
     return status;

@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 
+#include "cli/sinkopt.h"
 #include "image/image.h"
 #include "model/model.h"
 #include "video/source.h"
@@ -32,6 +33,8 @@ typedef struct {
     double fps;                /* --fps: frames per second taken; 0: all */
     osp_source_cfg_t source;   /* transport, reconnection */
     atomic_bool *stop;         /* set by SIGINT/SIGTERM: inputs end as if they ended */
+    osp_cli_mqtt_t mqtt;       /* --mqtt and its login (cli/sinkopt.h) */
+    osp_sink_t *sink;          /* NULL without --mqtt: each record is also published */
 } osp_detect_opts_t;
 
 /* Run one still image / one video source (file, camera, stream, stdin):

@@ -59,4 +59,5 @@ void osp_detect_emit(const osp_detect_opts_t *o, osp_jw_t *w, double captured, i
     osp_jw_num(w, (osp_detect_now() - captured) * 1000.0, 1);
     osp_jw_obj_close(w);
     if (!o->no_json) osp_detect_put_line(w, flush);
+    if (o->sink && !w->oom) osp_sink_put(o->sink, w->buf);
 }

@@ -181,10 +181,11 @@ static void progress(const char *input, long done, long total, double secs, int 
 static void on_source_event(void *ctx, const osp_source_event_t *e) {
     const osp_detect_opts_t *o = ctx;
     osp_cli_event_log("detect", e);
-    if (o->no_json) return;
+    if (o->no_json && !o->sink) return;
     osp_jw_t w = {0};
     osp_cli_event_record(&w, e, NULL);
-    osp_detect_put_line(&w, 1);
+    if (!o->no_json) osp_detect_put_line(&w, 1);
+    if (o->sink && !w.oom) osp_sink_put(o->sink, w.buf);
     osp_jw_free(&w);
 }
 

@@ -15,6 +15,8 @@
 
 #include "cli/cli.h"
 #include "cli/events.h"
+#include "cli/secret.h"
+#include "cli/sinkopt.h"
 #include "segment/pipeline.h"
 #include "segment/sink.h"
 #include "video/url.h"
@@ -25,6 +27,7 @@ static void usage(FILE *out) {
     fputs("usage: osprey segment INPUT [--uniform SECONDS] [--max-length S] [--live]\n"
           "           [--reconnect-for S] [--rtsp-transport tcp|udp]\n"
           "           [--vlm URL --vlm-model NAME [--prompt TEXT] [--prompt-file F]]\n"
+          "           [--mqtt URL [--mqtt-password-file F]] [--kafka BROKERS/TOPIC]\n"
           "           [--procedure actions.json] [--camera NAME]\n"
           "\n"
           "Cuts a video (a file, an rtsp:// or http(s):// stream, /dev/video0, or - for\n"
@@ -56,25 +59,31 @@ static void usage(FILE *out) {
           "                      reconnect is a line on stderr and a record {\"event\":…}\n"
           "  --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
           "Describe (OpenAI-compatible chat completions; skipped without --vlm):\n"
-          "  --vlm URL           http://host:port[/v1[/chat/completions]]\n"
+          "  --vlm URL           http(s)://host:port[/v1[/chat/completions]] (libcurl: proxies\n"
+          "                      from $https_proxy/$no_proxy, up to 5 redirects)\n"
           "  --vlm-model NAME    model name sent in each request\n"
+          "  --vlm-key-file F    API key sent as \"Authorization: Bearer KEY\": F's first line;\n"
+          "                      else $OSPREY_VLM_API_KEY; none without either\n"
+          "  --vlm-ca FILE       https: trust this CA (default: the system's CAs)\n"
+          "  --vlm-timeout S     bound on each request, seconds (default 300)\n"
           "  --prompt TEXT       the prompt (wins over --prompt-file)\n"
           "  --prompt-file F     the prompt, from a file\n"
           "  --system-prompt T   (default \"Answer the questions.\")\n"
           "  --max-tokens N      (default 256)     --temperature T (default 0)\n"
           "  --vlm-fps R         frames sent per second of chunk (default 1; max 16 frames)\n"
-          "  --vlm-concurrency N requests in flight (default 4)\n"
-          "  --no-warmup         skip the 3-frame warm-up request\n"
-          "Sinks (besides stdout; never stall the stages: a bounded queue, oldest dropped):\n"
-          "  --mqtt mqtt://HOST[:PORT]/TOPIC   publish each record (QoS 1), retried\n"
-          "  --kafka BROKERS/TOPIC             publish each record to Kafka (librdkafka)\n"
+          "  --vlm-concurrency N at most N requests in flight, the warm-up included (default 4)\n"
+          "  --no-warmup         skip the 3-frame warm-up request\n",
+          out);
+    fputs("Sinks (besides stdout; never stall the stages: a bounded queue of 1024 records,\n"
+          "the oldest dropped and counted; a broker that drops is reconnected):\n" OSP_CLI_MQTT_HELP
+          "  --kafka BROKERS/TOPIC    publish each record to Kafka (librdkafka)\n"
           "Check:\n"
           "  --procedure F       ordered steps (JSON, see docs/segment.md)\n"
           "\n"
           "SIGINT/SIGTERM stop the source (the last chunk ends there) and abort VLM\n"
           "requests in flight.\n"
-          "Exit status: 0 done, 1 failure while working (or a live source given up),\n"
-          "2 bad usage or input (an image, an option out of range).\n",
+          "Exit status: 0 done, 1 failure while working (a live source given up, a sink\n"
+          "that could not deliver), 2 bad usage or input (an image, an option out of range).\n",
           out);
 }
 
@@ -156,7 +165,8 @@ int osp_cmd_segment(int argc, char **argv) {
     osp_segment_opts_t o;
     osp_segment_opts_default(&o);
     const char *input = NULL, *camera = NULL, *prompt = NULL, *prompt_file = NULL;
-    const char *procedure = NULL, *mqtt = NULL, *kafka = NULL;
+    const char *procedure = NULL, *kafka = NULL, *vlm_key_file = NULL;
+    osp_cli_mqtt_t mqtt = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -171,10 +181,12 @@ int osp_cmd_segment(int argc, char **argv) {
                 fprintf(stderr, "osprey segment: %s needs a value (see --help)\n", a);
                 return 2;
             }
-            const char *v = argv[++i];
+            char *v = argv[++i];
             double d = 0;
             int bad = 0;
-            if (strcmp(a, "--uniform") == 0) {
+            if (osp_cli_mqtt_arg(&mqtt, a, v)) {
+                /* an MQTT option */
+            } else if (strcmp(a, "--uniform") == 0) {
                 bad = num(a, v, 0.001, 3600, false, &o.chunk.uniform_len);
                 o.chunk.uniform = true;
             } else if (strcmp(a, "--max-length") == 0) {
@@ -223,8 +235,10 @@ int osp_cmd_segment(int argc, char **argv) {
                 o.vlm_concurrency = (int)d;
             } else if (strcmp(a, "--vlm-timeout") == 0) {
                 bad = num(a, v, 0.1, 86400, false, &o.vlm.timeout_s);
-            } else if (strcmp(a, "--mqtt") == 0) {
-                mqtt = v;
+            } else if (strcmp(a, "--vlm-key-file") == 0) {
+                vlm_key_file = v;
+            } else if (strcmp(a, "--vlm-ca") == 0) {
+                o.vlm.ca_file = v;
             } else if (strcmp(a, "--kafka") == 0) {
                 kafka = v;
             } else if (strcmp(a, "--reconnect-for") == 0) {
@@ -299,6 +313,7 @@ int osp_cmd_segment(int argc, char **argv) {
     osp_proc_t *proc = NULL;
     osp_sink_t *sinks[2] = {NULL, NULL};
     char err[512] = "";
+    char vlm_key[1024] = "";
     if (prompt_file && !(file_prompt = read_text(prompt_file))) {
         fprintf(stderr, "osprey segment: cannot read --prompt-file %s\n", prompt_file);
         goto out;
@@ -313,14 +328,17 @@ int osp_cmd_segment(int argc, char **argv) {
         goto out;
     }
     o.procedure = proc;
-    if (mqtt && osp_sink_open(mqtt, 0, &sinks[0], err, sizeof err)) {
-        fprintf(stderr, "osprey segment: --mqtt: %s\n", err);
-        goto out;
-    }
+    int key = osp_cli_secret("segment", "--vlm-key-file", vlm_key_file, "OSPREY_VLM_API_KEY",
+                             vlm_key, sizeof vlm_key);
+    if (key < 0) goto out;
+    if (key && o.vlm.url) o.vlm.api_key = vlm_key;
+    /* A broker that refuses the login stops the run as a signal would. */
+    if (osp_cli_mqtt_open("segment", &mqtt, &g_stop, &sinks[0])) goto out;
     if (kafka) {
         char url[1200];
         snprintf(url, sizeof url, "kafka://%s", kafka);
-        if (osp_sink_open(url, 0, &sinks[1], err, sizeof err)) {
+        osp_sink_opts_t ko = {.prog = "segment"};
+        if (osp_sink_open(url, &ko, &sinks[1], err, sizeof err)) {
             fprintf(stderr, "osprey segment: --kafka: %s\n", err);
             goto out;
         }
@@ -367,16 +385,10 @@ int osp_cmd_segment(int argc, char **argv) {
             atomic_load(&g_stop) ? "true" : "false");
     status = rc || st.source_rc == OSP_SOURCE_EGAVEUP ? 1 : 0;
 out:
-    for (int i = 0; i < 2; i++) {
-        if (!sinks[i]) continue;
-        osp_sink_stats_t ss;
-        osp_sink_close(sinks[i], 10.0, &ss);
-        fprintf(stderr,
-                "{\"sink_stats\": {\"sink\": \"%s\", \"queued\": %lld, \"published\": %lld, "
-                "\"acked\": %lld, \"dropped\": %lld, \"failures\": %lld}}\n",
-                i ? "kafka" : "mqtt", (long long)ss.queued, (long long)ss.published,
-                (long long)ss.acked, (long long)ss.dropped, (long long)ss.failures);
-    }
+    for (int i = 0; i < 2; i++)
+        if (osp_cli_sink_close("segment", sinks[i], i ? "kafka" : "mqtt") && status == 0)
+            status = 1;
+    osp_cli_forget(vlm_key, sizeof vlm_key);
     osp_proc_free(proc);
     free(file_prompt);
     return status;

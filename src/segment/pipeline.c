@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "segment/onnxscore.h"
+#include "segment/queue.h"
 #include "segment/scene.h"
 #include "video/source.h"
 
@@ -36,171 +38,6 @@ static void sleep_s(double s) {
     if (s <= 0) return;
     struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL);
-}
-
-/* ---- a bounded queue of fixed-size items, copied in and out ---- */
-
-typedef struct {
-    pthread_mutex_t mu; /* guards every field below */
-    pthread_cond_t can_get, can_put;
-    char *buf;
-    size_t esz;
-    int cap, head, n;
-    bool closed;
-    int64_t dropped;
-} bq_t;
-
-static int bq_init(bq_t *q, size_t esz, int cap) {
-    memset(q, 0, sizeof(*q));
-    q->buf = calloc((size_t)cap, esz);
-    if (!q->buf) return -1;
-    q->esz = esz;
-    q->cap = cap;
-    pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->can_get, NULL);
-    pthread_cond_init(&q->can_put, NULL);
-    return 0;
-}
-
-static void bq_destroy(bq_t *q) {
-    if (!q->buf) return;
-    free(q->buf);
-    pthread_mutex_destroy(&q->mu);
-    pthread_cond_destroy(&q->can_get);
-    pthread_cond_destroy(&q->can_put);
-}
-
-/* drop_oldest: never wait; a full queue loses its oldest item. */
-static void bq_put(bq_t *q, const void *item, bool drop_oldest) {
-    pthread_mutex_lock(&q->mu);
-    while (q->n == q->cap && !drop_oldest) pthread_cond_wait(&q->can_put, &q->mu);
-    if (q->n == q->cap) {
-        q->head = (q->head + 1) % q->cap;
-        q->n--;
-        q->dropped++;
-    }
-    memcpy(q->buf + (size_t)((q->head + q->n) % q->cap) * q->esz, item, q->esz);
-    q->n++;
-    pthread_cond_signal(&q->can_get);
-    pthread_mutex_unlock(&q->mu);
-}
-
-/* 1 with an item, 0 once the queue is closed and empty. */
-static int bq_get(bq_t *q, void *item) {
-    pthread_mutex_lock(&q->mu);
-    while (q->n == 0 && !q->closed) pthread_cond_wait(&q->can_get, &q->mu);
-    int got = q->n > 0;
-    if (got) {
-        memcpy(item, q->buf + (size_t)q->head * q->esz, q->esz);
-        q->head = (q->head + 1) % q->cap;
-        q->n--;
-        pthread_cond_signal(&q->can_put);
-    }
-    pthread_mutex_unlock(&q->mu);
-    return got;
-}
-
-static void bq_close(bq_t *q) {
-    pthread_mutex_lock(&q->mu);
-    q->closed = true;
-    pthread_cond_broadcast(&q->can_get);
-    pthread_mutex_unlock(&q->mu);
-}
-
-/* ---- the frame queue: slots own their pixels; frames move by swapping
- * buffers with the producer's and the consumer's scratch images, so a
- * frame is never copied and no slot allocates once warm ---- */
-
-typedef struct {
-    double pts, wall;
-    osp_image_t img; /* empty when no VLM wants the pixels */
-} frame_t;
-
-typedef struct {
-    pthread_mutex_t mu; /* guards every field below */
-    pthread_cond_t can_get, can_put;
-    frame_t *slots;
-    int cap, head, n;
-    bool closed;
-    int64_t dropped;
-} ring_t;
-
-static int ring_init(ring_t *r, int cap) {
-    memset(r, 0, sizeof(*r));
-    r->slots = calloc((size_t)cap, sizeof(frame_t));
-    if (!r->slots) return -1;
-    r->cap = cap;
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->can_get, NULL);
-    pthread_cond_init(&r->can_put, NULL);
-    return 0;
-}
-
-static void ring_destroy(ring_t *r) {
-    if (!r->slots) return;
-    for (int i = 0; i < r->cap; i++) osp_image_free(&r->slots[i].img);
-    free(r->slots);
-    pthread_mutex_destroy(&r->mu);
-    pthread_cond_destroy(&r->can_get);
-    pthread_cond_destroy(&r->can_put);
-}
-
-static void swap_img(osp_image_t *a, osp_image_t *b) {
-    osp_image_t t = *a;
-    *a = *b;
-    *b = t;
-}
-
-static void ring_put(ring_t *r, double pts, double wall_s, osp_image_t *scratch, bool live,
-                     const atomic_bool *stop) {
-    pthread_mutex_lock(&r->mu);
-    while (!live && r->n == r->cap && !(stop && atomic_load(stop)))
-        pthread_cond_wait(&r->can_put, &r->mu);
-    if (r->n == r->cap) {
-        r->head = (r->head + 1) % r->cap;
-        r->n--;
-        r->dropped++;
-    }
-    frame_t *f = &r->slots[(r->head + r->n) % r->cap];
-    f->pts = pts;
-    f->wall = wall_s;
-    swap_img(&f->img, scratch);
-    r->n++;
-    pthread_cond_signal(&r->can_get);
-    pthread_mutex_unlock(&r->mu);
-}
-
-/* Take the oldest frame if its timestamp is before `end`: 1 (its pixels
- * swapped into *img), 2 when it belongs to a later chunk (left in place),
- * 0 at the end of the stream. */
-static int ring_take(ring_t *r, double end, double *pts, double *wall_s, osp_image_t *img) {
-    pthread_mutex_lock(&r->mu);
-    while (r->n == 0 && !r->closed) pthread_cond_wait(&r->can_get, &r->mu);
-    int rc = 0;
-    if (r->n > 0) {
-        frame_t *f = &r->slots[r->head];
-        if (f->pts >= end - 1e-6) {
-            rc = 2;
-        } else {
-            *pts = f->pts;
-            *wall_s = f->wall;
-            swap_img(&f->img, img);
-            r->head = (r->head + 1) % r->cap;
-            r->n--;
-            pthread_cond_signal(&r->can_put);
-            rc = 1;
-        }
-    }
-    pthread_mutex_unlock(&r->mu);
-    return rc;
-}
-
-static void ring_close(ring_t *r) {
-    pthread_mutex_lock(&r->mu);
-    r->closed = true;
-    pthread_cond_broadcast(&r->can_get);
-    pthread_cond_broadcast(&r->can_put);
-    pthread_mutex_unlock(&r->mu);
 }
 
 /* ---- records ---- */
@@ -234,8 +71,14 @@ typedef struct {
     osp_chunk_params_t cp;
     bool want_pixels;
     double t_start_wall;
-    ring_t frames;
-    bq_t scores, chunks, results; /* score_t, record_t *, record_t * */
+    osp_frameq_t *frames;
+    osp_bq_t *scores, *chunks, *results; /* score_t, record_t *, record_t * */
+    /* vlm_concurrency tokens: taken before a request starts, given back by
+     * its thread when it ends. The results queue alone did not bound the
+     * requests: one more ran while the describe thread waited to queue it
+     * and one more while the output thread waited for it (N + 2 in all). */
+    sem_t slots;
+    bool slots_ok;
     int64_t frames_read, described;
     osp_onnxscore_t *onnx; /* NULL: the scene scorer */
     int64_t onnx_skipped;
@@ -247,7 +90,7 @@ typedef struct {
 static void on_onnx_score(void *ctx, int64_t frame, float score) {
     pipe_t *p = ctx;
     score_t s = {.pts = (double)frame / p->fps, .score = score, .wall = wall()};
-    bq_put(&p->scores, &s, p->cp.live);
+    osp_bq_put(p->scores, &s, p->cp.live);
 }
 
 static void downscale(const osp_image_t *src, int side, osp_image_t *dst) {
@@ -311,15 +154,15 @@ static void *source_main(void *arg) {
             s.score = sc < 0 ? 0 : sc;
         }
         if (p->want_pixels) downscale(&rgb, o->vlm_side, &scratch);
-        ring_put(&p->frames, pts, seen, &scratch, p->cp.live, p->stop);
+        osp_frameq_put(p->frames, pts, seen, &scratch, p->cp.live, p->stop);
         if (p->onnx) {
             /* The frames before the first full window get no score from the
              * model: they open the first chunk with 0. */
             if (i < (o->scorer_window > 0 ? o->scorer_window : 2) - 1)
-                bq_put(&p->scores, &s, p->cp.live);
+                osp_bq_put(p->scores, &s, p->cp.live);
             osp_onnxscore_push(p->onnx, &rgb);
         } else {
-            bq_put(&p->scores, &s, p->cp.live);
+            osp_bq_put(p->scores, &s, p->cp.live);
         }
         p->frames_read++;
     }
@@ -328,8 +171,8 @@ done:
     osp_scene_free(scene);
     osp_image_free(&rgb);
     osp_image_free(&scratch);
-    ring_close(&p->frames);
-    bq_close(&p->scores);
+    osp_frameq_close(p->frames);
+    osp_bq_close(p->scores);
     return NULL;
 }
 
@@ -342,7 +185,7 @@ static void send_chunk(pipe_t *p, const osp_chunk_t *c, bool final, double *t_la
     r->cv_execute_time = now - *t_last;
     r->t_cv_ready = wall();
     *t_last = now;
-    bq_put(&p->chunks, &r, false);
+    osp_bq_put(p->chunks, &r, false);
 }
 
 static void *chunker_main(void *arg) {
@@ -352,7 +195,7 @@ static void *chunker_main(void *arg) {
     osp_chunk_t out[8];
     score_t s;
     double t_last = mono();
-    while (bq_get(&p->scores, &s)) {
+    while (osp_bq_get(p->scores, &s)) {
         int n = osp_chunker_push(&ch, s.pts, s.score, out, 8);
         for (int i = 0; i < n; i++) send_chunk(p, &out[i], false, &t_last);
     }
@@ -366,7 +209,7 @@ static void *chunker_main(void *arg) {
         c = next;
         have = more;
     }
-    bq_close(&p->chunks);
+    osp_bq_close(p->chunks);
     return NULL;
 }
 
@@ -378,13 +221,16 @@ static void *request_main(void *arg) {
     r->t_done = mono();
     free(r->body);
     r->body = NULL;
+    sem_post(&p->slots);
     return NULL;
 }
 
 static void start_request(pipe_t *p, record_t *r) {
+    while (sem_wait(&p->slots) != 0) continue; /* EINTR */
     r->t_submit = mono();
     r->content = (char *)p;
     if (pthread_create(&r->th, NULL, request_main, r) != 0) {
+        sem_post(&p->slots);
         r->content = NULL;
         r->rc = OSP_VLM_ENOMEM;
         snprintf(r->err, sizeof r->err, "cannot start a request thread");
@@ -402,7 +248,7 @@ static void *describe_main(void *arg) {
     osp_vlm_body_init(&body);
     osp_image_t img = {0};
     record_t *r;
-    while (bq_get(&p->chunks, &r)) {
+    while (osp_bq_get(p->chunks, &r)) {
         double start = r->chunk.start, end = r->final ? INFINITY : r->chunk.end;
         double len = r->chunk.end - start;
         int n = 0;
@@ -416,7 +262,7 @@ static void *describe_main(void *arg) {
         body.n_frames = 0;
         int k = 0;
         double pts, seen;
-        while (ring_take(&p->frames, end, &pts, &seen, &img) == 1) {
+        while (osp_frameq_take(p->frames, end, &pts, &seen, &img) == 1) {
             r->frame_number++;
             r->t_chunk_end = seen;
             if (k >= n) continue;
@@ -436,13 +282,12 @@ static void *describe_main(void *arg) {
             else
                 snprintf(r->err, sizeof r->err, "out of memory");
         }
-        /* Waits while vlm_concurrency replies are outstanding: the bound on
-         * requests in flight. */
-        bq_put(&p->results, &r, false);
+        /* Waits while vlm_concurrency records wait for the output thread. */
+        osp_bq_put(p->results, &r, false);
     }
     osp_vlm_body_free(&body);
     osp_image_free(&img);
-    bq_close(&p->results);
+    osp_bq_close(p->results);
     return NULL;
 }
 
@@ -509,30 +354,6 @@ void osp_segment_opts_default(osp_segment_opts_t *o) {
     osp_source_cfg_default(&o->source);
 }
 
-/* Three black frames: some models hang on fewer (the seed's Qwen3-VL note). */
-static int warmup(const osp_segment_opts_t *o, atomic_bool *stop, char *err, size_t errlen) {
-    osp_image_t black = {0};
-    osp_vlm_body_t b;
-    osp_vlm_body_init(&b);
-    int rc = osp_image_reserve(&black, 64, 64, OSP_PIX_RGB) ? OSP_VLM_ENOMEM : 0;
-    char *body = NULL, *content = NULL;
-    if (!rc) {
-        memset(black.data, 0, (size_t)black.stride * 64);
-        osp_view_t v = osp_image_view(&black);
-        for (int i = 0; i < 3 && !rc; i++) rc = osp_vlm_body_add_frame(&b, &v, 85);
-    }
-    if (!rc && !(body = osp_vlm_body_finish(&b, &o->vlm, "Say Hi"))) rc = OSP_VLM_ENOMEM;
-    if (!rc)
-        rc = osp_vlm_post(&o->vlm, body, stop, &content, err, errlen);
-    else
-        snprintf(err, errlen, "out of memory");
-    free(body);
-    free(content);
-    osp_vlm_body_free(&b);
-    osp_image_free(&black);
-    return rc;
-}
-
 int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *err, size_t errlen) {
     osp_segment_stats_t local;
     if (!st) st = &local;
@@ -569,13 +390,19 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     st->fps = p.fps;
     st->duration = p.duration;
     int conc = o->vlm_concurrency > 0 ? o->vlm_concurrency : 1;
-    if (ring_init(&p.frames, cap) || bq_init(&p.scores, sizeof(score_t), SCORE_QUEUE) ||
-        bq_init(&p.chunks, sizeof(record_t *), CHUNK_QUEUE) ||
-        bq_init(&p.results, sizeof(record_t *), conc)) {
+    if (osp_frameq_new(cap, &p.frames) || osp_bq_new(sizeof(score_t), SCORE_QUEUE, &p.scores) ||
+        osp_bq_new(sizeof(record_t *), CHUNK_QUEUE, &p.chunks) ||
+        osp_bq_new(sizeof(record_t *), conc, &p.results)) {
         snprintf(err, errlen, "out of memory");
         rc = -1;
         goto out;
     }
+    if (sem_init(&p.slots, 0, (unsigned)conc) != 0) {
+        snprintf(err, errlen, "cannot create the request bound");
+        rc = -1;
+        goto out;
+    }
+    p.slots_ok = true;
     if (o->scorer && !p.cp.uniform) {
         osp_onnxscore_cfg_t sc = {.path = o->scorer,
                                   .size = o->scorer_size,
@@ -590,7 +417,7 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     }
     if (o->vlm.url && o->warmup) {
         char e[256];
-        if ((rc = warmup(o, p.stop, e, sizeof e))) {
+        if ((rc = osp_vlm_warmup(&o->vlm, p.stop, e, sizeof e))) {
             snprintf(err, errlen, "VLM warm-up request failed: %s", e);
             goto out;
         }
@@ -603,17 +430,17 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     if (started < 3) {
         /* Cannot happen short of thread exhaustion; stop what runs. */
         atomic_store(p.stop, true);
-        ring_close(&p.frames);
-        bq_close(&p.scores);
-        bq_close(&p.chunks);
-        bq_close(&p.results);
+        osp_frameq_close(p.frames);
+        osp_bq_close(p.scores);
+        osp_bq_close(p.chunks);
+        osp_bq_close(p.results);
         for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
         snprintf(err, errlen, "cannot start the stage threads");
         rc = -1;
         goto out;
     }
     record_t *r;
-    while (bq_get(&p.results, &r)) output(&p, r, st);
+    while (osp_bq_get(p.results, &r)) output(&p, r, st);
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
     if (o->procedure) {
         cJSON *j = cJSON_CreateObject();
@@ -627,7 +454,7 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
         cJSON_Delete(j);
     }
     st->frames_read = p.frames_read;
-    st->frames_dropped = p.frames.dropped + p.scores.dropped;
+    st->frames_dropped = osp_frameq_dropped(p.frames) + osp_bq_dropped(p.scores);
     st->frames_described = p.described;
     st->scores_skipped = p.onnx_skipped;
     st->live = live;
@@ -636,10 +463,11 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     if (p.src_err[0]) snprintf(err, errlen, "%s", p.src_err);
 out:
     osp_onnxscore_close(p.onnx);
-    ring_destroy(&p.frames);
-    bq_destroy(&p.scores);
-    bq_destroy(&p.chunks);
-    bq_destroy(&p.results);
+    osp_frameq_free(p.frames);
+    osp_bq_free(p.scores);
+    osp_bq_free(p.chunks);
+    osp_bq_free(p.results);
+    if (p.slots_ok) sem_destroy(&p.slots);
     osp_source_close(p.src);
     return rc;
 }

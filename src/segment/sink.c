@@ -3,6 +3,7 @@
 #include "segment/sink.h"
 #include "log/log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -13,9 +14,14 @@
 #include <librdkafka/rdkafka.h>
 #include <mosquitto.h>
 
+#include "video/url.h"
+
 struct osp_sink {
-    char host[1024], topic[256]; /* kafka: host is the brokers list */
+    char host[1024], topic[768]; /* kafka: host is the brokers list */
     int port;
+    char shown[1100]; /* the URL, its login masked: the only name printed */
+    char prog[32];
+    atomic_bool *refused; /* the caller's, set on giving up */
     struct mosquitto *mq; /* MQTT, or */
     rd_kafka_t *rk;       /* Kafka */
     rd_kafka_topic_t *rkt;
@@ -26,6 +32,7 @@ struct osp_sink {
     int cap, head, n;
     bool closing;
     bool connected, reported;
+    bool given_up;   /* the broker refused us: nothing is queued or retried */
     double deadline; /* closing: give up on unacknowledged records then */
     osp_sink_stats_t st;
 };
@@ -39,9 +46,42 @@ static double mono(void) {
 static int lib_refs;
 static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The broker will not take us as we are: report it once, drop what waits
+ * (counted) and stop trying. On the sink's thread. */
+static void give_up(osp_sink_t *s, const char *why) {
+    pthread_mutex_lock(&s->mu);
+    bool first = !s->given_up;
+    s->given_up = true;
+    s->connected = false;
+    s->st.failures++;
+    for (; s->n > 0; s->n--) {
+        free(s->q[s->head]);
+        s->q[s->head] = NULL;
+        s->head = (s->head + 1) % s->cap;
+        s->st.dropped++;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    if (!first) return;
+    fprintf(stderr, "osprey %s: --mqtt %s: %s; not retrying\n", s->prog, s->shown, why);
+    if (s->refused) atomic_store(s->refused, true);
+}
+
 static void on_connect(struct mosquitto *mq, void *ctx, int rc) {
     (void)mq;
     osp_sink_t *s = ctx;
+    /* 3 (server unavailable) may pass; a refused login or client id will not. */
+    if (rc != 0 && rc != 3) {
+        char why[160];
+        int n = snprintf(why, sizeof why, "the broker refused the connection (%s",
+                         mosquitto_connack_string(rc));
+        if (n > 0 && (size_t)n < sizeof why - 1) {
+            if (why[n - 1] == '.') n--;
+            snprintf(why + n, sizeof why - (size_t)n, ")");
+        }
+        give_up(s, why);
+        return;
+    }
     pthread_mutex_lock(&s->mu);
     s->connected = rc == 0;
     if (rc == 0) s->reported = false;
@@ -77,30 +117,41 @@ static void *publisher(void *arg) {
     bool ever = false;
     for (;;) {
         pthread_mutex_lock(&s->mu);
-        bool connected = s->connected, closing = s->closing;
+        bool connected = s->connected, closing = s->closing, gone = s->given_up;
         bool idle = s->n == 0 && s->st.acked >= s->st.published;
+        double deadline = s->deadline;
         pthread_mutex_unlock(&s->mu);
-        if (closing && (idle || mono() > s->deadline)) break;
+        if (gone || (closing && (idle || mono() > deadline))) break;
         if (!connected && mono() >= next_try) {
             int rc = ever ? mosquitto_reconnect(s->mq)
                           : mosquitto_connect(s->mq, s->host, s->port, 30);
             if (rc == MOSQ_ERR_SUCCESS) {
                 ever = true;
                 backoff = 0.5;
+            } else if (rc == MOSQ_ERR_TLS) {
+                give_up(s, "the TLS handshake failed (is the broker's certificate signed by "
+                           "the --mqtt-ca?)");
+                break;
             } else {
                 pthread_mutex_lock(&s->mu);
                 s->st.failures++;
-                if (!s->reported)
-                    osp_log(OSP_LOG_WARN, "osprey segment: MQTT broker %s:%d: %s; retrying",
-                            s->host, s->port, mosquitto_strerror(rc));
+                bool say = !s->reported;
                 s->reported = true;
                 pthread_mutex_unlock(&s->mu);
+                if (say)
+                    osp_log(OSP_LOG_WARN, "osprey %s: --mqtt %s: %s; retrying", s->prog, s->shown,
+                            rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
                 backoff = backoff * 2 > 10 ? 10 : backoff * 2;
             }
             next_try = mono() + backoff;
         }
         /* Runs the callbacks (on_connect, on_publish) on this thread. */
         int lrc = mosquitto_loop(s->mq, 50, 1);
+        if (lrc == MOSQ_ERR_TLS) {
+            give_up(s, "the TLS handshake failed (is the broker's certificate signed by "
+                       "the --mqtt-ca?)");
+            break;
+        }
         if (lrc != MOSQ_ERR_SUCCESS) {
             pthread_mutex_lock(&s->mu);
             s->connected = false;
@@ -158,7 +209,7 @@ static void kafka_delivered(rd_kafka_t *rk, const rd_kafka_message_t *m, void *o
         s->st.failures++;
         s->st.dropped++;
         if (!s->reported)
-            osp_log(OSP_LOG_ERROR, "osprey segment: Kafka delivery to %s failed: %s", s->topic,
+            osp_log(OSP_LOG_ERROR, "osprey %s: Kafka delivery to %s failed: %s", s->prog, s->topic,
                     rd_kafka_err2str(m->err));
         s->reported = true;
     } else {
@@ -173,7 +224,7 @@ static void kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaqu
     pthread_mutex_lock(&s->mu);
     s->st.failures++;
     if (!s->reported)
-        osp_log(OSP_LOG_WARN, "osprey segment: Kafka %s: %s (%s); retrying", s->host, reason,
+        osp_log(OSP_LOG_WARN, "osprey %s: Kafka %s: %s (%s); retrying", s->prog, s->host, reason,
                 rd_kafka_err2name((rd_kafka_resp_err_t)err));
     s->reported = true;
     pthread_mutex_unlock(&s->mu);
@@ -269,100 +320,145 @@ static int kafka_open(osp_sink_t *s, const char *spec, char *err, size_t errlen)
     return 0;
 }
 
-int osp_sink_open(const char *url, int cap, osp_sink_t **out, char *err, size_t errlen) {
-    *out = NULL;
-    bool kafka = url && strncmp(url, "kafka://", 8) == 0;
-    if (!url || (!kafka && strncmp(url, "mqtt://", 7) != 0)) {
-        snprintf(err, errlen, "'%s' is not mqtt://HOST[:PORT]/TOPIC", url ? url : "");
+static int kafka_start(osp_sink_t *s, const char *url, char *err, size_t errlen) {
+    if (kafka_open(s, url + 8, err, errlen)) return -1;
+    if (!(s->q = calloc((size_t)s->cap, sizeof(char *)))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->th, NULL, kafka_publisher, s)) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv);
+        snprintf(err, errlen, "cannot start the Kafka thread");
+        goto fail;
+    }
+    return 0;
+fail:
+    rd_kafka_topic_destroy(s->rkt);
+    rd_kafka_destroy(s->rk);
+    free(s->q);
+    return -1;
+}
+
+/* Hands the login and TLS settings to the client (which copies them). */
+static int mqtt_configure(osp_sink_t *s, const osp_url_parts_t *u, const osp_sink_opts_t *o,
+                          bool tls, char *err, size_t errlen) {
+    const char *user = o->user ? o->user : u->has_user ? u->user : NULL;
+    const char *pass = o->password ? o->password : u->has_password ? u->password : NULL;
+    if (pass && !user) {
+        snprintf(err, errlen, "a password needs a user (in the URL or --mqtt-user)");
         return -1;
     }
-    osp_sink_t *s = calloc(1, sizeof(*s));
-    if (!s) goto oom;
-    if (kafka) {
-        s->cap = cap > 0 ? cap : 1024;
-        if (kafka_open(s, url + 8, err, errlen)) {
-            free(s);
+    if (user && mosquitto_username_pw_set(s->mq, user, pass) != MOSQ_ERR_SUCCESS) {
+        snprintf(err, errlen, "cannot set the MQTT login");
+        return -1;
+    }
+    if (!tls) {
+        if (o->ca_file) {
+            snprintf(err, errlen, "--mqtt-ca is for mqtts:// URLs");
             return -1;
         }
-        if (!(s->q = calloc((size_t)s->cap, sizeof(char *)))) {
-            rd_kafka_topic_destroy(s->rkt);
-            rd_kafka_destroy(s->rk);
-            free(s);
-            goto oom;
-        }
-        pthread_mutex_init(&s->mu, NULL);
-        pthread_cond_init(&s->cv, NULL);
-        if (pthread_create(&s->th, NULL, kafka_publisher, s)) {
-            rd_kafka_topic_destroy(s->rkt);
-            rd_kafka_destroy(s->rk);
-            free(s->q);
-            pthread_mutex_destroy(&s->mu);
-            pthread_cond_destroy(&s->cv);
-            free(s);
-            snprintf(err, errlen, "cannot start the Kafka thread");
-            return -1;
-        }
-        *out = s;
         return 0;
     }
-    const char *h = url + 7, *slash = strchr(h, '/');
-    if (!slash || slash == h || !slash[1] || (size_t)(slash - h) >= sizeof s->host ||
-        strlen(slash + 1) >= sizeof s->topic) {
-        snprintf(err, errlen, "'%s' is not mqtt://HOST[:PORT]/TOPIC", url);
-        free(s);
+    int rc = o->ca_file ? mosquitto_tls_set(s->mq, o->ca_file, NULL, NULL, NULL, NULL)
+                        : mosquitto_int_option(s->mq, MOSQ_OPT_TLS_USE_OS_CERTS, 1);
+    if (rc != MOSQ_ERR_SUCCESS) {
+        snprintf(err, errlen, "cannot use the CA file %s: %s", o->ca_file ? o->ca_file : "",
+                 mosquitto_strerror(rc));
         return -1;
     }
-    memcpy(s->host, h, (size_t)(slash - h));
-    snprintf(s->topic, sizeof s->topic, "%s", slash + 1);
-    s->port = 1883;
-    char *colon = strrchr(s->host, ':');
-    if (colon) {
-        s->port = atoi(colon + 1);
-        *colon = 0;
-        if (s->port <= 0 || s->port > 65535) {
-            snprintf(err, errlen, "bad port in '%s'", url);
-            free(s);
-            return -1;
-        }
+    return 0;
+}
+
+static int mqtt_start(osp_sink_t *s, const char *url, const osp_sink_opts_t *o, char *err,
+                      size_t errlen) {
+    osp_url_parts_t u;
+    bool tls = false;
+    int rc = -1;
+    if (osp_url_split(url, &u) || (strcmp(u.scheme, "mqtt") && !(tls = !strcmp(u.scheme, "mqtts"))) ||
+        !u.path[0] || strlen(u.host) >= sizeof s->host) {
+        snprintf(err, errlen, "'%s' is not mqtt[s]://[USER[:PASSWORD]@]HOST[:PORT]/TOPIC", s->shown);
+        goto done;
     }
-    s->cap = cap > 0 ? cap : 1024;
+    snprintf(s->host, sizeof s->host, "%s", u.host);
+    snprintf(s->topic, sizeof s->topic, "%s", u.path);
+    s->port = u.port ? u.port : tls ? 8883 : 1883;
     if (!(s->q = calloc((size_t)s->cap, sizeof(char *)))) {
-        free(s);
-        goto oom;
+        snprintf(err, errlen, "out of memory");
+        goto done;
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_lock(&lib_mu);
     if (lib_refs++ == 0) mosquitto_lib_init();
     pthread_mutex_unlock(&lib_mu);
-    s->mq = mosquitto_new(NULL, true, s);
-    if (!s->mq) goto fail;
+    if (!(s->mq = mosquitto_new(NULL, true, s))) {
+        snprintf(err, errlen, "cannot start the MQTT client");
+        goto fail;
+    }
+    if (mqtt_configure(s, &u, o, tls, err, errlen)) goto fail;
     mosquitto_connect_callback_set(s->mq, on_connect);
     mosquitto_disconnect_callback_set(s->mq, on_disconnect);
     mosquitto_publish_callback_set(s->mq, on_publish);
-    if (pthread_create(&s->th, NULL, publisher, s)) goto fail;
-    *out = s;
-    return 0;
+    if (pthread_create(&s->th, NULL, publisher, s)) {
+        snprintf(err, errlen, "cannot start the MQTT thread");
+        goto fail;
+    }
+    rc = 0;
+    goto done;
 fail:
-    snprintf(err, errlen, "cannot start the MQTT client");
     if (s->mq) mosquitto_destroy(s->mq);
+    s->mq = NULL;
     free(s->q);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
-    free(s);
     pthread_mutex_lock(&lib_mu);
     if (--lib_refs == 0) mosquitto_lib_cleanup();
     pthread_mutex_unlock(&lib_mu);
-    return -1;
-oom:
-    snprintf(err, errlen, "out of memory");
-    return -1;
+done:
+    osp_url_forget(&u);
+    return rc;
 }
+
+int osp_sink_open(const char *url, const osp_sink_opts_t *opts, osp_sink_t **out, char *err,
+                  size_t errlen) {
+    *out = NULL;
+    osp_sink_opts_t none = {0};
+    const osp_sink_opts_t *o = opts ? opts : &none;
+    bool kafka = url && strncmp(url, "kafka://", 8) == 0;
+    bool mqtt = url && (strncmp(url, "mqtt://", 7) == 0 || strncmp(url, "mqtts://", 8) == 0);
+    osp_sink_t *s = NULL;
+    if (!kafka && !mqtt) {
+        char shown[256];
+        snprintf(err, errlen, "'%s' is not mqtt[s]://HOST[:PORT]/TOPIC",
+                 osp_url_mask(url ? url : "", shown, sizeof shown));
+        return -1;
+    }
+    if (!(s = calloc(1, sizeof(*s)))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    osp_url_mask(url, s->shown, sizeof s->shown);
+    snprintf(s->prog, sizeof s->prog, "%s", o->prog ? o->prog : "segment");
+    s->refused = o->refused;
+    s->cap = o->cap > 0 ? o->cap : 1024;
+    if (kafka ? kafka_start(s, url, err, errlen) : mqtt_start(s, url, o, err, errlen)) {
+        free(s);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+const char *osp_sink_name(const osp_sink_t *s) { return s->shown; }
 
 void osp_sink_put(osp_sink_t *s, const char *line) {
     char *copy = strdup(line);
     pthread_mutex_lock(&s->mu);
-    if (!copy) {
+    if (!copy || s->given_up) {
+        free(copy);
         s->st.dropped++;
     } else {
         if (s->n == s->cap) {
@@ -390,6 +486,7 @@ static void kafka_close(osp_sink_t *s, double timeout_s, osp_sink_stats_t *stats
     rd_kafka_topic_destroy(s->rkt);
     rd_kafka_destroy(s->rk);
     s->st.dropped += left > 0 ? left : 0;
+    s->st.failed = s->st.queued > 0 && s->st.acked == 0;
     if (stats) *stats = s->st;
     free(s->q);
     pthread_mutex_destroy(&s->mu);
@@ -412,6 +509,7 @@ void osp_sink_close(osp_sink_t *s, double timeout_s, osp_sink_stats_t *stats) {
     mosquitto_loop(s->mq, 50, 1);
     s->st.dropped += s->n;
     for (int i = 0; i < s->cap; i++) free(s->q[i]);
+    s->st.failed = s->given_up || (s->st.queued > 0 && s->st.acked == 0);
     if (stats) *stats = s->st;
     mosquitto_destroy(s->mq);
     free(s->q);

@@ -3,17 +3,24 @@
  * (libmosquitto, QoS 1) to mqtt://HOST[:PORT]/TOPIC, or Kafka (librdkafka,
  * idempotent producer) to kafka://BROKERS/TOPIC.
  *
+ * A login comes from the URL or from the options (which win); a password is
+ * never printed: every line names the sink by its masked URL.
+ *
  * A sink never stalls the pipeline: osp_sink_put copies the record into a
  * bounded queue and returns; a full queue drops its OLDEST record (counted).
  * A background thread publishes in order; a broker that is down or goes
  * away is reported on stderr once and reconnected with backoff (MQTT: by
- * the sink; Kafka: by librdkafka), the records waiting meanwhile.
+ * the sink; Kafka: by librdkafka), the records waiting meanwhile. A broker
+ * that refuses the login or the TLS handshake is reported once and given
+ * up on: retrying cannot fix it.
  *
  * Owned by the caller (osp_sink_open / osp_sink_close). put from any thread.
  */
 #ifndef OSP_SEGMENT_SINK_H
 #define OSP_SEGMENT_SINK_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,12 +28,34 @@ typedef struct osp_sink osp_sink_t;
 
 typedef struct {
     int64_t queued, published, acked, dropped, failures;
+    /* The sink could not deliver at all: the broker refused the login or
+     * the TLS handshake, or not one record was acknowledged. */
+    bool failed;
 } osp_sink_stats_t;
 
-/* url: mqtt://host[:port]/topic or kafka://host:port[,host:port...]/topic. cap: records the queue holds (0: 1024).
- * Returns 0, or -1 with a reason in err (a bad URL; an unreachable broker
- * is not an error here: it is retried). */
-int osp_sink_open(const char *url, int cap, osp_sink_t **out, char *err, size_t errlen);
+/* How to reach the broker besides its URL. Every string is the caller's and
+ * only read during osp_sink_open (the client keeps its own copies). */
+typedef struct {
+    int cap;              /* records the queue holds (0: 1024) */
+    const char *prog;     /* names the command in stderr lines ("segment") */
+    const char *user;     /* MQTT login; NULL: the URL's user */
+    const char *password; /* NULL: the URL's password */
+    const char *ca_file;  /* mqtts: the CA that signed the broker's certificate;
+                           * NULL: the system's CAs */
+    /* Set (when not NULL) the moment the broker refuses the login or the TLS
+     * handshake: the sink has given up and will not retry. */
+    atomic_bool *refused;
+} osp_sink_opts_t;
+
+/* url: mqtt://[user[:password]@]host[:port]/topic (port 1883),
+ * mqtts://... (TLS, port 8883), or kafka://host:port[,host:port...]/topic.
+ * Returns 0, or -1 with a reason in err (a bad URL, an unreadable CA file;
+ * an unreachable broker is not an error here: it is retried). err never
+ * holds a password. */
+int osp_sink_open(const char *url, const osp_sink_opts_t *opts, osp_sink_t **out, char *err,
+                  size_t errlen);
+/* The URL as osprey prints it, its login masked ("mqtt://" "***@host:port/topic"). */
+const char *osp_sink_name(const osp_sink_t *s);
 void osp_sink_put(osp_sink_t *s, const char *line);
 /* Wait up to timeout_s for every queued record to be acknowledged, then
  * disconnect and free. Fills stats when not NULL. */

@@ -2,19 +2,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "segment/vlm.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <curl/curl.h>
 #include <turbojpeg.h>
 
 #define POLL_MS 50
@@ -124,227 +119,204 @@ done:
     return out;
 }
 
-static double mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+/* ---- the exchange, through libcurl ---- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void) { curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* A reply larger than this is not a chat completion. */
+#define REPLY_MAX (64u << 20)
 
 typedef struct {
-    char host[256];
-    char port[8];
-    char path[512];
-} url_t;
+    char *buf;
+    size_t len, cap;
+} reply_t;
 
-static int parse_url(const char *url, url_t *u) {
-    if (!url || strncmp(url, "http://", 7) != 0) return -1;
-    const char *h = url + 7;
-    const char *slash = strchr(h, '/');
-    size_t hl = slash ? (size_t)(slash - h) : strlen(h);
-    if (hl == 0 || hl >= sizeof u->host) return -1;
-    memcpy(u->host, h, hl);
-    u->host[hl] = 0;
-    snprintf(u->port, sizeof u->port, "80");
-    char *colon = strrchr(u->host, ':');
-    if (colon) {
-        if (strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof u->port) return -1;
-        snprintf(u->port, sizeof u->port, "%s", colon + 1);
-        *colon = 0;
-    }
-    const char *path = slash ? slash : "/";
-    if (strcmp(path, "/") == 0) path = "/v1/chat/completions";
-    size_t pl = strlen(path);
-    if (pl >= 3 && strcmp(path + pl - 3, "/v1") == 0) {
-        if (snprintf(u->path, sizeof u->path, "%s/chat/completions", path) >= (int)sizeof u->path)
-            return -1;
-    } else if (snprintf(u->path, sizeof u->path, "%s", path) >= (int)sizeof u->path) {
+static size_t on_data(char *p, size_t size, size_t n, void *ctx) {
+    reply_t *r = ctx;
+    size_t add = size * n;
+    if (add > REPLY_MAX - r->len || reserve(&r->buf, &r->cap, r->len + add + 1)) return 0;
+    memcpy(r->buf + r->len, p, add);
+    r->len += add;
+    r->buf[r->len] = 0;
+    return add;
+}
+
+/* The endpoint: "/" or no path is /v1/chat/completions; a path ending in
+ * /v1 gets /chat/completions. -1 unless http:// or https://. */
+static int endpoint(const char *url, char *out, size_t n) {
+    size_t sl;
+    if (!url) return -1;
+    if (strncasecmp(url, "http://", 7) == 0)
+        sl = 7;
+    else if (strncasecmp(url, "https://", 8) == 0)
+        sl = 8;
+    else
         return -1;
-    }
+    const char *path = url + sl + strcspn(url + sl, "/?#");
+    if (path == url + sl) return -1;
+    const char *add = "";
+    if (!*path || strcmp(path, "/") == 0)
+        add = "/v1/chat/completions";
+    else if (strlen(path) >= 3 && strcmp(path + strlen(path) - 3, "/v1") == 0)
+        add = "/chat/completions";
+    size_t keep = strcmp(path, "/") == 0 ? (size_t)(path - url) : strlen(url);
+    if (keep + strlen(add) >= n) return -1;
+    memcpy(out, url, keep);
+    snprintf(out + keep, n - keep, "%s", add);
     return 0;
 }
 
-/* Wait for fd to become ready for events; polls the stop flag. */
-static int wait_fd(int fd, short events, const atomic_bool *stop, double deadline) {
-    for (;;) {
-        if (stop && atomic_load(stop)) return OSP_VLM_ESTOPPED;
-        if (mono() > deadline) return OSP_VLM_ENET;
-        struct pollfd p = {.fd = fd, .events = events};
-        int r = poll(&p, 1, POLL_MS);
-        if (r > 0) return 0;
-        if (r < 0 && errno != EINTR) return OSP_VLM_ENET;
+/* Run the transfer, checking the stop flag every POLL_MS. */
+static int perform(CURL *h, const atomic_bool *stop, CURLcode *res) {
+    CURLM *m = curl_multi_init();
+    if (!m) return OSP_VLM_ENOMEM;
+    if (curl_multi_add_handle(m, h) != CURLM_OK) {
+        curl_multi_cleanup(m);
+        return OSP_VLM_ENOMEM;
     }
-}
-
-static int connect_to(const url_t *u, const atomic_bool *stop, double deadline, int *out,
-                      char *err, size_t errlen) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
-    int g = getaddrinfo(u->host, u->port, &hints, &ai);
-    if (g != 0) {
-        snprintf(err, errlen, "cannot resolve %s: %s", u->host, gai_strerror(g));
-        return OSP_VLM_ENET;
-    }
-    int rc = OSP_VLM_ENET;
-    for (struct addrinfo *a = ai; a; a = a->ai_next) {
-        int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 || errno == EINPROGRESS) {
-            rc = wait_fd(fd, POLLOUT, stop, deadline);
-            int soerr = 0;
-            socklen_t sl = sizeof soerr;
-            if (rc == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0) {
-                *out = fd;
-                freeaddrinfo(ai);
-                return 0;
-            }
-            if (rc == 0) rc = OSP_VLM_ENET;
+    int rc = 0, running = 1;
+    *res = CURLE_OK;
+    while (running) {
+        if (stop && atomic_load(stop)) {
+            rc = OSP_VLM_ESTOPPED;
+            break;
         }
-        close(fd);
-        if (rc == OSP_VLM_ESTOPPED) break;
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            rc = OSP_VLM_ENET;
+            break;
+        }
+        if (running) curl_multi_poll(m, NULL, 0, POLL_MS, NULL);
     }
-    freeaddrinfo(ai);
-    if (rc != OSP_VLM_ESTOPPED) snprintf(err, errlen, "cannot connect to %s:%s", u->host, u->port);
+    int left;
+    for (CURLMsg *msg; !rc && (msg = curl_multi_info_read(m, &left));)
+        if (msg->msg == CURLMSG_DONE) *res = msg->data.result;
+    /* Removing the handle closes a connection still open: the server sees
+     * the client leave. */
+    curl_multi_remove_handle(m, h);
+    curl_multi_cleanup(m);
     return rc;
 }
 
-/* Decode a chunked body in place; returns its length or -1. */
-static long dechunk(char *b, size_t n) {
-    size_t r = 0, w = 0;
-    for (;;) {
-        char *end;
-        if (r >= n) return -1;
-        unsigned long sz = strtoul(b + r, &end, 16);
-        char *nl = memchr(b + r, '\n', n - r);
-        if (!nl || end == b + r) return -1;
-        r = (size_t)(nl - b) + 1;
-        if (sz == 0) return (long)w;
-        if (sz > n - r) return -1;
-        memmove(b + w, b + r, sz);
-        w += sz;
-        r += sz;
-        if (r < n && b[r] == '\r') r++;
-        if (r < n && b[r] == '\n') r++;
-    }
-}
-
-int osp_vlm_post(const osp_vlm_cfg_t *cfg, const char *body, const atomic_bool *stop,
-                 char **content, char *err, size_t errlen) {
-    *content = NULL;
-    if (errlen) err[0] = 0;
-    url_t u;
-    if (parse_url(cfg->url, &u)) {
-        snprintf(err, errlen, "bad VLM URL '%s' (want http://host:port[/path])",
-                 cfg->url ? cfg->url : "");
-        return OSP_VLM_EINVAL;
-    }
-    double deadline = mono() + (cfg->timeout_s > 0 ? cfg->timeout_s : 300.0);
-    int fd = -1;
-    int rc = connect_to(&u, stop, deadline, &fd, err, errlen);
-    if (rc) return rc;
-    char *resp = NULL;
-    size_t rlen = 0, rcap = 0;
-    size_t blen = strlen(body);
-    char head[1024];
-    int hl = snprintf(head, sizeof head,
-                      "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
-                      "Accept: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-                      u.path, u.host, u.port, blen);
-    const char *parts[2] = {head, body};
-    size_t lens[2] = {(size_t)hl, blen};
-    for (int i = 0; i < 2; i++) {
-        size_t off = 0;
-        while (off < lens[i]) {
-            ssize_t w = send(fd, parts[i] + off, lens[i] - off, MSG_NOSIGNAL);
-            if (w > 0) {
-                off += (size_t)w;
-                continue;
-            }
-            if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-                if ((rc = wait_fd(fd, POLLOUT, stop, deadline))) goto fail;
-                continue;
-            }
-            rc = OSP_VLM_ENET;
-            snprintf(err, errlen, "send to the VLM failed: %s", strerror(errno));
-            goto fail;
-        }
-    }
-    for (;;) {
-        if (reserve(&resp, &rcap, rlen + 65536)) {
-            rc = OSP_VLM_ENOMEM;
-            goto fail;
-        }
-        ssize_t r = recv(fd, resp + rlen, rcap - rlen - 1, 0);
-        if (r > 0) {
-            rlen += (size_t)r;
-            continue;
-        }
-        if (r == 0) break;
-        /* A server that replied and closed before reading all we sent
-         * resets the connection: the reply is still whole. */
-        if (errno == ECONNRESET && rlen > 0) break;
-        if (errno == EAGAIN || errno == EINTR) {
-            if ((rc = wait_fd(fd, POLLIN, stop, deadline))) goto fail;
-            continue;
-        }
-        rc = OSP_VLM_ENET;
-        snprintf(err, errlen, "receive from the VLM failed: %s", strerror(errno));
-        goto fail;
-    }
-    close(fd);
-    fd = -1;
-    resp[rlen] = 0;
-    int status = 0;
-    if (sscanf(resp, "HTTP/%*d.%*d %d", &status) != 1) {
-        rc = OSP_VLM_EHTTP;
-        snprintf(err, errlen, "the VLM's reply is not HTTP");
-        goto fail;
-    }
-    char *sep = strstr(resp, "\r\n\r\n");
-    if (!sep) {
-        rc = OSP_VLM_EHTTP;
-        snprintf(err, errlen, "the VLM's reply has no body");
-        goto fail;
-    }
-    *sep = 0;
-    char *bodyp = sep + 4;
-    size_t bodylen = rlen - (size_t)(bodyp - resp);
-    for (char *h = strchr(resp, '\n'); h; h = strchr(h + 1, '\n')) {
-        if (strncasecmp(h + 1, "transfer-encoding:", 18) == 0 && strstr(h + 1, "chunked")) {
-            long d = dechunk(bodyp, bodylen);
-            if (d < 0) {
-                rc = OSP_VLM_EHTTP;
-                snprintf(err, errlen, "the VLM's chunked reply is malformed");
-                goto fail;
-            }
-            bodylen = (size_t)d;
-            bodyp[bodylen] = 0;
-            break;
-        }
-    }
-    if (status < 200 || status > 299) {
-        rc = OSP_VLM_EHTTP;
-        snprintf(err, errlen, "the VLM answered HTTP %d: %.200s", status, bodyp);
-        goto fail;
-    }
-    cJSON *j = cJSON_ParseWithLength(bodyp, bodylen);
+static int parse_reply(const reply_t *r, char **content, char *err, size_t errlen) {
+    cJSON *j = r->buf ? cJSON_ParseWithLength(r->buf, r->len) : NULL;
     cJSON *choices = j ? cJSON_GetObjectItemCaseSensitive(j, "choices") : NULL;
     cJSON *c0 = cJSON_IsArray(choices) ? cJSON_GetArrayItem(choices, 0) : NULL;
     cJSON *msg = c0 ? cJSON_GetObjectItemCaseSensitive(c0, "message") : NULL;
     cJSON *txt = msg ? cJSON_GetObjectItemCaseSensitive(msg, "content") : NULL;
     if (cJSON_IsString(txt)) *content = strdup(txt->valuestring);
     cJSON_Delete(j);
-    if (!*content) {
-        rc = OSP_VLM_EHTTP;
-        snprintf(err, errlen, "the VLM's reply has no choices[0].message.content");
-        goto fail;
+    if (*content) return 0;
+    snprintf(err, errlen, "the VLM's reply has no choices[0].message.content");
+    return OSP_VLM_EHTTP;
+}
+
+int osp_vlm_post(const osp_vlm_cfg_t *cfg, const char *body, const atomic_bool *stop,
+                 char **content, char *err, size_t errlen) {
+    *content = NULL;
+    if (errlen) err[0] = 0;
+    char url[2048];
+    if (endpoint(cfg->url, url, sizeof url)) {
+        snprintf(err, errlen, "bad VLM URL (want http(s)://host[:port][/path])");
+        return OSP_VLM_EINVAL;
     }
-    free(resp);
-    return 0;
-fail:
-    if (rc == OSP_VLM_ESTOPPED)
-        snprintf(err, errlen, "stopped");
-    else if (rc == OSP_VLM_ENET && !err[0])
-        snprintf(err, errlen, "the VLM timed out");
-    if (fd >= 0) close(fd);
-    free(resp);
+    pthread_once(&curl_once, curl_init);
+    if (curl_init_rc != CURLE_OK) {
+        snprintf(err, errlen, "libcurl: %s", curl_easy_strerror(curl_init_rc));
+        return OSP_VLM_ENOMEM;
+    }
+    int rc = OSP_VLM_ENOMEM;
+    reply_t r = {0};
+    struct curl_slist *hdr = NULL;
+    char auth[1100] = "";
+    char ebuf[CURL_ERROR_SIZE] = "";
+    CURL *h = curl_easy_init();
+    if (!h) goto out;
+    if (cfg->api_key && cfg->api_key[0]) {
+        if (snprintf(auth, sizeof auth, "Authorization: Bearer %s", cfg->api_key) >= (int)sizeof auth) {
+            rc = OSP_VLM_EINVAL;
+            snprintf(err, errlen, "the VLM API key is too long");
+            goto out;
+        }
+    }
+    /* "Expect:" keeps libcurl from waiting for a 100 Continue on big bodies. */
+    const char *lines[] = {"Content-Type: application/json", "Accept: application/json",
+                           "Expect:", auth};
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+        if (!lines[i][0]) continue;
+        struct curl_slist *t = curl_slist_append(hdr, lines[i]);
+        if (!t) goto out;
+        hdr = t;
+    }
+    double timeout = cfg->timeout_s > 0 ? cfg->timeout_s : 300.0;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    /* A 301/302/303 would otherwise turn the POST into a GET without its body. */
+    curl_easy_setopt(h, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout * 1000));
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+    if (cfg->ca_file) curl_easy_setopt(h, CURLOPT_CAINFO, cfg->ca_file);
+    CURLcode res;
+    if ((rc = perform(h, stop, &res))) goto out;
+    if (res != CURLE_OK) {
+        rc = OSP_VLM_ENET;
+        if (res == CURLE_OPERATION_TIMEDOUT)
+            snprintf(err, errlen, "the VLM timed out after %g s", timeout);
+        else
+            snprintf(err, errlen, "the VLM request failed: %s",
+                     ebuf[0] ? ebuf : curl_easy_strerror(res));
+        goto out;
+    }
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status > 299) {
+        rc = OSP_VLM_EHTTP;
+        snprintf(err, errlen, "the VLM answered HTTP %ld: %.200s", status, r.buf ? r.buf : "");
+        goto out;
+    }
+    rc = parse_reply(&r, content, err, errlen);
+out:
+    if (rc == OSP_VLM_ENOMEM && !err[0]) snprintf(err, errlen, "out of memory");
+    if (rc == OSP_VLM_ESTOPPED) snprintf(err, errlen, "stopped");
+    if (h) curl_easy_cleanup(h);
+    curl_slist_free_all(hdr);
+    volatile char *a = auth;
+    for (size_t i = 0; i < sizeof auth; i++) a[i] = 0;
+    free(r.buf);
+    return rc;
+}
+
+int osp_vlm_warmup(const osp_vlm_cfg_t *cfg, const atomic_bool *stop, char *err, size_t errlen) {
+    osp_image_t black = {0};
+    osp_vlm_body_t b;
+    osp_vlm_body_init(&b);
+    int rc = osp_image_reserve(&black, 64, 64, OSP_PIX_RGB) ? OSP_VLM_ENOMEM : 0;
+    char *body = NULL, *content = NULL;
+    if (!rc) {
+        memset(black.data, 0, (size_t)black.stride * 64);
+        osp_view_t v = osp_image_view(&black);
+        for (int i = 0; i < 3 && !rc; i++) rc = osp_vlm_body_add_frame(&b, &v, 85);
+    }
+    if (!rc && !(body = osp_vlm_body_finish(&b, cfg, "Say Hi"))) rc = OSP_VLM_ENOMEM;
+    if (!rc)
+        rc = osp_vlm_post(cfg, body, stop, &content, err, errlen);
+    else
+        snprintf(err, errlen, "out of memory");
+    free(body);
+    free(content);
+    osp_vlm_body_free(&b);
+    osp_image_free(&black);
     return rc;
 }

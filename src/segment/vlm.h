@@ -1,8 +1,11 @@
 /*
  * vlm: describing a chunk with a vision-language model through the
  * OpenAI-compatible chat-completions API (vLLM, llama.cpp's server and
- * Ollama all serve it), over a minimal HTTP/1.1 client of our own: one
- * connection per request ("Connection: close"), plain http:// only.
+ * Ollama all serve it), through libcurl: http:// and https://, proxies from
+ * the usual environment variables, redirects (up to 5; the POST stays a
+ * POST), chunked replies and timeouts are the library's. An API key is sent
+ * as "Authorization: Bearer KEY" and never written anywhere else (not to
+ * err, not to stderr).
  *
  * Every wait polls a caller's stop flag every 50 ms, so setting the flag
  * aborts a request in flight (the connection is closed) well within 1 s.
@@ -26,7 +29,10 @@ enum {
 };
 
 typedef struct {
-    const char *url; /* http://host[:port][/path]; "/" or none -> /v1/chat/completions */
+    const char *url;     /* http(s)://host[:port][/path]; "/" or none -> /v1/chat/completions,
+                      * ".../v1" -> ".../v1/chat/completions" */
+    const char *api_key; /* NULL: no Authorization header */
+    const char *ca_file; /* https: the CA to trust; NULL: the system's */
     const char *model;
     const char *system_prompt; /* NULL: none */
     int max_tokens;
@@ -56,6 +62,11 @@ char *osp_vlm_body_finish(const osp_vlm_body_t *b, const osp_vlm_cfg_t *cfg, con
  * content (malloc'd, owned by the caller). */
 int osp_vlm_post(const osp_vlm_cfg_t *cfg, const char *body, const atomic_bool *stop,
                  char **content, char *err, size_t errlen);
+
+/* The 3-black-frame "Say Hi" request some models need before the first real
+ * one (they hang on fewer than 3 frames). 0, or the osp_vlm_post code with a
+ * reason in err. */
+int osp_vlm_warmup(const osp_vlm_cfg_t *cfg, const atomic_bool *stop, char *err, size_t errlen);
 
 /* Base64 of n bytes into out (room for 4 * ((n + 2) / 3) + 1 bytes). */
 size_t osp_base64(const unsigned char *in, size_t n, char *out);

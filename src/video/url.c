@@ -99,3 +99,96 @@ char *osp_url_mask(const char *input, char *out, size_t n) {
     put(&b, p, strlen(p));
     return out;
 }
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode s[0..len) into out[n]; -1 when it does not fit or a %XX is bad. */
+static int decode(const char *s, size_t len, char *out, size_t n) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '%') {
+            int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
+            int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
+            if (hi < 0 || lo < 0) return -1;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        }
+        if (o + 1 >= n) return -1;
+        out[o++] = c;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int osp_url_split(const char *input, osp_url_parts_t *p) {
+    memset(p, 0, sizeof(*p));
+    size_t sl = input ? scheme_len(input) : 0;
+    if (!sl || sl >= sizeof p->scheme) return -1;
+    for (size_t i = 0; i < sl; i++) p->scheme[i] = (char)tolower((unsigned char)input[i]);
+    const char *auth = input + sl + 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = NULL;
+    for (const char *q = auth; q < auth + alen; q++)
+        if (*q == '@') at = q;
+    const char *hp = auth;
+    if (at) {
+        const char *colon = memchr(auth, ':', (size_t)(at - auth));
+        size_t ulen = colon ? (size_t)(colon - auth) : (size_t)(at - auth);
+        if (decode(auth, ulen, p->user, sizeof p->user)) goto bad;
+        p->has_user = 1;
+        if (colon) {
+            if (decode(colon + 1, (size_t)(at - colon - 1), p->password, sizeof p->password))
+                goto bad;
+            p->has_password = 1;
+        }
+        hp = at + 1;
+    }
+    size_t hlen = (size_t)(auth + alen - hp);
+    const char *port = NULL;
+    if (hlen && hp[0] == '[') {
+        const char *close = memchr(hp, ']', hlen);
+        if (!close || close == hp + 1 || (size_t)(close - hp - 1) >= sizeof p->host) goto bad;
+        memcpy(p->host, hp + 1, (size_t)(close - hp - 1));
+        if (close + 1 < hp + hlen) {
+            if (close[1] != ':') goto bad;
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(hp, ':', hlen);
+        size_t n = colon ? (size_t)(colon - hp) : hlen;
+        if (!n || n >= sizeof p->host) goto bad;
+        memcpy(p->host, hp, n);
+        if (colon) port = colon + 1;
+    }
+    if (port) {
+        long v = 0;
+        const char *e = auth + alen;
+        if (port == e) goto bad;
+        for (const char *q = port; q < e; q++) {
+            if (*q < '0' || *q > '9' || (v = v * 10 + (*q - '0')) > 65535) goto bad;
+        }
+        if (v < 1) goto bad;
+        p->port = (int)v;
+    }
+    const char *rest = auth + alen;
+    if (*rest == '/') rest++;
+    if (strlen(rest) >= sizeof p->path) goto bad;
+    snprintf(p->path, sizeof p->path, "%s", rest);
+    return 0;
+bad:
+    osp_url_forget(p);
+    memset(p, 0, sizeof(*p));
+    return -1;
+}
+
+void osp_url_forget(osp_url_parts_t *p) {
+    volatile char *u = p->user, *w = p->password;
+    for (size_t i = 0; i < sizeof p->user; i++) u[i] = 0;
+    for (size_t i = 0; i < sizeof p->password; i++) w[i] = 0;
+}

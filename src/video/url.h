@@ -33,4 +33,27 @@ int osp_url_is_stream(osp_url_kind_t k);
  * becomes "***". Always NUL-terminates out (when n > 0); returns out. */
 char *osp_url_mask(const char *input, char *out, size_t n);
 
+/* scheme://[user[:password]@]host[:port][/path] taken apart, the user and
+ * password percent-decoded (so a password may hold '@', ':' or '/' as %40,
+ * %3A, %2F; a literal '@' is also read: the last one ends the userinfo).
+ * port is 0 when the URL gives none; path excludes the '/' that starts it.
+ * A plain value: the caller owns it and should clear the password (with
+ * osp_url_forget) once used. */
+typedef struct {
+    char scheme[16];
+    char user[256], password[256];
+    int has_user, has_password;
+    char host[256]; /* an IPv6 literal without its brackets */
+    int port;
+    char path[768];
+} osp_url_parts_t;
+
+/* 0, or -1 when input is not such a URL (no scheme, an empty host, a port
+ * outside 1-65535, a field too long, a bad %XX). Never writes the password
+ * anywhere but *out. */
+int osp_url_split(const char *input, osp_url_parts_t *out);
+
+/* Overwrite the secret fields of p (memset that the compiler keeps). */
+void osp_url_forget(osp_url_parts_t *p);
+
 #endif

@@ -337,28 +337,50 @@ def start(*cmd):
                             stderr=subprocess.DEVNULL, text=True)
 
 
-def mqtt_run(osprey, clip, port, broker_delay, *extra):
+def wait_port(port, proc, timeout=10):
+    import socket
+    end = time.time() + timeout
+    while time.time() < end and proc.poll() is None:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    pytest.fail(f"mosquitto is not listening on {port}")
+
+
+def mqtt_run(osprey, clip, port, broker_delay, tmp, *extra):
     """Segment clip into 1 s chunks published to a real mosquitto broker on
     loopback, started broker_delay seconds after osprey; returns osprey's
-    records, its stderr and what a subscriber received."""
+    records, its stderr and what a subscriber received. The subscriber's
+    session is one the broker keeps (persistence, clean session off): made
+    before osprey starts, it is queued for even when osprey publishes (or
+    reconnects to the late broker) before the subscriber is back."""
+    conf = tmp / "mosquitto.conf"
+    conf.write_text(f"user root\nlistener {port} 127.0.0.1\nallow_anonymous true\n"
+                    f"persistence true\npersistence_location {tmp}/\n")
+    sub_args = ["mosquitto_sub", "-p", port, "-t", "seg/t", "-q", "1", "-i", "seg-sub", "-c"]
     procs = []
     try:
-        if broker_delay == 0:
-            procs.append(start("mosquitto", "-p", port))
-            time.sleep(0.5)
-            sub = start("mosquitto_sub", "-p", port, "-t", "seg/t", "-q", "1", "-C", "12",
-                        "-W", "60")
+        broker = start("mosquitto", "-c", conf)
+        procs.append(broker)
+        wait_port(port, broker)
+        made = start(*sub_args, "-E")  # subscribe, then leave the session behind
+        made.communicate(timeout=30)
+        if broker_delay:
+            broker.terminate()
+            broker.wait(timeout=10)
+        else:
+            sub = start(*sub_args, "-C", "12", "-W", "60")
             procs.append(sub)
-            time.sleep(0.3)
         p = subprocess.Popen([str(osprey), "segment", str(clip), "--uniform", "1", "--mqtt",
                               f"mqtt://127.0.0.1:{port}/seg/t", *extra],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if broker_delay:
             time.sleep(broker_delay)
-            procs.append(start("mosquitto", "-p", port))
-            time.sleep(0.3)
-            sub = start("mosquitto_sub", "-p", port, "-t", "seg/t", "-q", "1", "-C", "12",
-                        "-W", "60")
+            broker = start("mosquitto", "-c", conf)
+            procs.append(broker)
+            wait_port(port, broker)
+            sub = start(*sub_args, "-C", "12", "-W", "60")
             procs.append(sub)
         out, err = p.communicate(timeout=60)
         got, _ = sub.communicate(timeout=60)
@@ -370,17 +392,18 @@ def mqtt_run(osprey, clip, port, broker_delay, *extra):
                 q.wait(timeout=10)
 
 
-def test_mqtt_every_record_once_in_order(osprey, short_clip):
-    recs, err, got = mqtt_run(osprey, short_clip, free_port(), 0)
+def test_mqtt_every_record_once_in_order(osprey, short_clip, tmp_path):
+    recs, err, got = mqtt_run(osprey, short_clip, free_port(), 0, tmp_path)
     assert [r["chunk_idx"] for r in got] == list(range(12))
     assert got == recs
     assert '"dropped": 0' in err
 
 
-def test_mqtt_broker_down_at_start_is_retried(osprey, short_clip):
+def test_mqtt_broker_down_at_start_is_retried(osprey, short_clip, tmp_path):
     # A live replay at 2x: the stages go on (every chunk printed on time)
     # while the records wait for the broker that comes up 1.5 s in.
-    recs, err, got = mqtt_run(osprey, short_clip, free_port(), 1.5, "--live", "--speed", "2")
+    recs, err, got = mqtt_run(osprey, short_clip, free_port(), 1.5, tmp_path, "--live",
+                              "--speed", "2")
     assert "retrying" in err
     assert len(recs) == 12
     assert [r["chunk_idx"] for r in got] == list(range(12))

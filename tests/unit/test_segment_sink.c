@@ -48,7 +48,7 @@ static void test_kafka_in_order_once(void **state) {
     snprintf(url, sizeof url, "kafka://%s/chunks", rd_kafka_mock_cluster_bootstraps(mc));
 
     osp_sink_t *s;
-    assert_int_equal(osp_sink_open(url, 0, &s, e, sizeof e), 0);
+    assert_int_equal(osp_sink_open(url, NULL, &s, e, sizeof e), 0);
     for (int i = 0; i < N; i++) {
         char line[64];
         snprintf(line, sizeof line, "{\"chunk_idx\":%d}", i);
@@ -102,30 +102,62 @@ static void test_kafka_unreachable(void **state) {
     SKIP_UNDER_TSAN();
     osp_sink_t *s;
     char e[256];
-    assert_int_equal(osp_sink_open("kafka://127.0.0.1:1/chunks", 0, &s, e, sizeof e), 0);
+    assert_int_equal(osp_sink_open("kafka://127.0.0.1:1/chunks", NULL, &s, e, sizeof e), 0);
     for (int i = 0; i < 5; i++) osp_sink_put(s, "{}");
     osp_sink_stats_t st;
     osp_sink_close(s, 1.0, &st);
     assert_int_equal(st.queued, 5);
     assert_int_equal(st.acked, 0);
     assert_int_equal(st.dropped, 5);
+    assert_true(st.failed); /* not one record delivered */
+}
+
+/* Nothing listens on port 1: the records wait in a queue of 4, the oldest
+ * dropped (counted), and the sink reports that it delivered none. */
+static void test_mqtt_queue_is_bounded(void **state) {
+    (void)state;
+    osp_sink_t *s;
+    char e[256];
+    osp_sink_opts_t o = {.cap = 4, .prog = "test"};
+    assert_int_equal(osp_sink_open("mqtt://u:pw@127.0.0.1:1/t", &o, &s, e, sizeof e), 0);
+    assert_string_equal(osp_sink_name(s), "mqtt://***@127.0.0.1:1/t");
+    for (int i = 0; i < 10; i++) osp_sink_put(s, "{}");
+    osp_sink_stats_t st;
+    osp_sink_close(s, 0.2, &st);
+    assert_int_equal(st.queued, 10);
+    assert_int_equal(st.published, 0);
+    assert_int_equal(st.dropped, 10); /* 6 pushed out by newer ones, 4 left at the end */
+    assert_true(st.failures >= 1);
+    assert_true(st.failed);
 }
 
 static void test_bad_urls(void **state) {
     (void)state;
     osp_sink_t *s;
     char e[256];
-    assert_int_equal(osp_sink_open("http://x/y", 0, &s, e, sizeof e), -1);
-    assert_int_equal(osp_sink_open("mqtt://host", 0, &s, e, sizeof e), -1);
-    assert_int_equal(osp_sink_open("mqtt://host:0/t", 0, &s, e, sizeof e), -1);
-    assert_int_equal(osp_sink_open("kafka://brokers", 0, &s, e, sizeof e), -1);
+    assert_int_equal(osp_sink_open("http://x/y", NULL, &s, e, sizeof e), -1);
+    assert_int_equal(osp_sink_open("mqtt://host", NULL, &s, e, sizeof e), -1);
+    assert_int_equal(osp_sink_open("mqtt://host:0/t", NULL, &s, e, sizeof e), -1);
+    assert_int_equal(osp_sink_open("kafka://brokers", NULL, &s, e, sizeof e), -1);
     assert_non_null(strstr(e, "BROKERS/TOPIC"));
+    /* the message names the URL with its login masked */
+    assert_int_equal(osp_sink_open("mqtt://ha:hunter2@host", NULL, &s, e, sizeof e), -1);
+    assert_null(strstr(e, "hunter2"));
+    assert_non_null(strstr(e, "mqtt://***@host"));
+    osp_sink_opts_t o = {.password = "hunter2"};
+    assert_int_equal(osp_sink_open("mqtt://host/t", &o, &s, e, sizeof e), -1);
+    assert_null(strstr(e, "hunter2"));
+    o = (osp_sink_opts_t){.ca_file = "/nonexistent/ca.pem"};
+    assert_int_equal(osp_sink_open("mqtts://host/t", &o, &s, e, sizeof e), -1);
+    assert_non_null(strstr(e, "/nonexistent/ca.pem"));
+    assert_int_equal(osp_sink_open("mqtt://host/t", &o, &s, e, sizeof e), -1);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kafka_in_order_once),
         cmocka_unit_test(test_kafka_unreachable),
+        cmocka_unit_test(test_mqtt_queue_is_bounded),
         cmocka_unit_test(test_bad_urls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -156,7 +156,7 @@ static void test_http_error_and_refused(void **state) {
     server_stop(&s);
     /* Nothing listens there now. */
     assert_int_equal(post(port, "/", NULL, &content, err), OSP_VLM_ENET);
-    osp_vlm_cfg_t bad = {.url = "https://x", .model = "m"};
+    osp_vlm_cfg_t bad = {.url = "ftp://x", .model = "m"};
     assert_int_equal(osp_vlm_post(&bad, "{}", NULL, &content, err, sizeof err), OSP_VLM_EINVAL);
 }
 

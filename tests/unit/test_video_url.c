@@ -72,11 +72,47 @@ static void test_kinds(void **s) {
     assert_false(osp_url_is_stream(OSP_URL_STDIN));
 }
 
+static void test_split(void **s) {
+    (void)s;
+    osp_url_parts_t p;
+    assert_int_equal(osp_url_split("mqtt://ha:secret@127.0.0.1:18831/osprey/cam1", &p), 0);
+    assert_string_equal(p.scheme, "mqtt");
+    assert_string_equal(p.user, "ha");
+    assert_string_equal(p.password, "secret");
+    assert_true(p.has_user && p.has_password);
+    assert_string_equal(p.host, "127.0.0.1");
+    assert_int_equal(p.port, 18831);
+    assert_string_equal(p.path, "osprey/cam1");
+    osp_url_forget(&p);
+    assert_string_equal(p.password, "");
+    /* percent-encoded and literal '@' in a password; a user alone */
+    assert_int_equal(osp_url_split("MQTTS://u%40x:p%3A%2F@ss@[::1]:8883/t", &p), 0);
+    assert_string_equal(p.scheme, "mqtts");
+    assert_string_equal(p.user, "u@x");
+    assert_string_equal(p.password, "p:/@ss");
+    assert_string_equal(p.host, "::1");
+    assert_int_equal(p.port, 8883);
+    assert_int_equal(osp_url_split("mqtt://ha@broker/a/b", &p), 0);
+    assert_true(p.has_user && !p.has_password);
+    assert_int_equal(p.port, 0);
+    assert_string_equal(p.host, "broker");
+    assert_string_equal(p.path, "a/b");
+    assert_int_equal(osp_url_split("mqtt://broker", &p), 0);
+    assert_string_equal(p.path, "");
+    assert_int_equal(osp_url_split("mqtt://:1/t", &p), -1);
+    assert_int_equal(osp_url_split("mqtt://h:0/t", &p), -1);
+    assert_int_equal(osp_url_split("mqtt://h:65536/t", &p), -1);
+    assert_int_equal(osp_url_split("mqtt://h:12x/t", &p), -1);
+    assert_int_equal(osp_url_split("mqtt://u:%4@h/t", &p), -1);
+    assert_string_equal(p.user, "");
+    assert_int_equal(osp_url_split("host/t", &p), -1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_userinfo), cmocka_unit_test(test_query),
         cmocka_unit_test(test_not_urls), cmocka_unit_test(test_short_buffer),
-        cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_kinds),    cmocka_unit_test(test_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
