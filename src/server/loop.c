@@ -24,6 +24,7 @@
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
+#include "server/fleet.h"
 #include "server/loop.h"
 #include "server/streams.h"
 
@@ -216,6 +217,7 @@ static void start_stopping(server_t *s) {
         l->listen_fd = -1;
     }
     srv_conns_stop_reading(s);
+    srv_fleet_stop_claiming(s->fleet);
 }
 
 /* The nearest timer: a model load's bound or a batch window's end. */

@@ -22,6 +22,7 @@
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
+#include "server/fleet.h"
 #include "server/http.h"
 #include "server/job.h"
 #include "server/loop.h"
@@ -42,6 +43,7 @@ static void server_free(server_t *s) {
     }
     srv_exec_free(s->exec);
     srv_zmq_free(s->zmq); /* after the pools: no job holds one of its requests */
+    srv_fleet_free(s->fleet);
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
     srv_slots_free(s->slots);
@@ -145,7 +147,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
             return 1;
         }
         fprintf(stderr, "ospreyd: listening on %s\n", opts->listen);
-    } else if (!(opts->zmq && opts->config_path) &&
+    } else if (!((opts->zmq || opts->jobs) && opts->config_path) &&
                !srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
         server_free(s);
         return 1;
@@ -154,6 +156,14 @@ int osp_server_run(const osp_server_opts_t *opts) {
         char err[1200];
         if (!(s->zmq = srv_zmq_start(s, err, sizeof err))) {
             fprintf(stderr, "ospreyd: --zmq: %s\n", err);
+            server_free(s);
+            return 1;
+        }
+    }
+    if (opts->jobs) {
+        char err[1200];
+        if (!(s->fleet = srv_fleet_start(s, err, sizeof err))) {
+            fprintf(stderr, "ospreyd: --jobs: %s\n", err);
             server_free(s);
             return 1;
         }

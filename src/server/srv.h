@@ -32,6 +32,7 @@ typedef struct srv_auth srv_auth_t;       /* auth.h */
 typedef struct srv_board srv_board_t;     /* board.h */
 typedef struct srv_http srv_http_t;       /* http.h */
 typedef struct srv_zmq srv_zmq_t;         /* zmq.h */
+typedef struct srv_fleet srv_fleet_t;     /* fleet.h */
 struct osp_sched;
 struct osp_window;
 struct osp_cache;
@@ -75,6 +76,7 @@ struct server {
     srv_board_t *board;        /* model states for other threads (board.h) */
     srv_http_t *http;          /* the HTTP door, or NULL (http.h) */
     srv_zmq_t *zmq;            /* Frigate's detector protocol (--zmq), or NULL */
+    srv_fleet_t *fleet;        /* the shared job queue (--jobs), or NULL */
     struct osp_sched *sched;   /* admission (sched/sched.h) */
     struct osp_window *window; /* window batching (sched/window.h) once started, or NULL */
     struct osp_loader *loader; /* bounded model loads (model/loader.h) */
