@@ -66,13 +66,12 @@ static size_t raw_bytes(int w, int h, int fmt) {
     }
 }
 
-int osp_job_parse(const osp_job_field_t *f, int n, size_t max_data, osp_job_t *j, char *err,
-                  size_t errlen) {
+int osp_job_parse(const osp_job_field_t *f, int n, int n_total, size_t max_data, osp_job_t *j,
+                  char *err, size_t errlen) {
     static const char *const fmts[] = {"rgb", "bgr", "gray", "nv12", "i420"};
     const osp_job_field_t *kind = NULL, *fmt = NULL, *w = NULL, *h = NULL, *deadline = NULL;
     const osp_job_field_t *model = NULL, *data = NULL;
     memset(j, 0, sizeof *j);
-    if (n < 0) return fail(err, errlen, "more than %d fields", OSP_JOB_FIELDS_MAX);
     for (int i = 0; i < n; i++) { /* id and reply_to first: the answer needs them */
         if (is(&f[i], "id") && text(&f[i], j->id, sizeof j->id))
             return fail(err, errlen, "id: not a text of at most %d bytes", OSP_JOB_ID_MAX);
@@ -80,6 +79,7 @@ int osp_job_parse(const osp_job_field_t *f, int n, size_t max_data, osp_job_t *j
             return fail(err, errlen, "reply_to: not a stream name of at most %d bytes",
                         OSP_JOB_NAME_MAX);
     }
+    if (n_total > n) return fail(err, errlen, "%d fields, more than %d", n_total, n);
     for (int i = 0; i < n; i++) {
         const osp_job_field_t **slot = is(&f[i], "kind")          ? &kind
                                        : is(&f[i], "fmt")         ? &fmt

@@ -47,12 +47,13 @@ typedef struct {
     size_t len;
 } osp_job_t;
 
-/* Parse n fields into j; data larger than max_data is refused. 0, or -1
- * with the reason in err (the text of the job's error result). id and
- * reply_to are read first and kept even when something else is wrong, so
- * that a bad job can still be answered where its caller looks. */
-int osp_job_parse(const osp_job_field_t *f, int n, size_t max_data, osp_job_t *j, char *err,
-                  size_t errlen);
+/* Parse the n fields kept of an entry that had n_total into j (more than
+ * n is refused); data larger than max_data is refused. 0, or -1 with the
+ * reason in err (the text of the job's error result). id and reply_to
+ * are read first and kept even when something else is wrong, so that a
+ * bad job can still be answered where its caller looks. */
+int osp_job_parse(const osp_job_field_t *f, int n, int n_total, size_t max_data, osp_job_t *j,
+                  char *err, size_t errlen);
 
 /* ---- where the queue is ------------------------------------------------------ */
 
@@ -83,7 +84,8 @@ typedef struct {
     const char *token; /* the engine's name of this delivery (a stream entry id) */
     int deliveries;    /* times it was delivered, this one included */
     const osp_job_field_t *fields;
-    int n_fields; /* -1: more than OSP_JOB_FIELDS_MAX */
+    int n_fields; /* kept: at most OSP_JOB_FIELDS_MAX */
+    int n_total;  /* the entry had */
 } osp_jobs_entry_t;
 
 typedef void (*osp_jobs_take_fn)(void *arg, const osp_jobs_entry_t *e);

@@ -126,29 +126,25 @@ fail:
 }
 
 /* One entry [id, [field, value, ...]] of a stream reply: its fields into
- * f (at most OSP_JOB_FIELDS_MAX; more is n_fields -1). 0, or -1 when the
- * reply is not an entry (skipped). */
+ * f (the first OSP_JOB_FIELDS_MAX; n_total says how many it had). 0, or
+ * -1 when the reply is not an entry (skipped). */
 static int entry_of(const redisReply *e, osp_jobs_entry_t *out, osp_job_field_t *f) {
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[0]->type != REDIS_REPLY_STRING)
         return -1;
     out->token = e->element[0]->str;
     out->fields = f;
     const redisReply *kv = e->element[1];
-    if (kv->type != REDIS_REPLY_ARRAY) { /* an entry deleted meanwhile: nil fields */
-        out->n_fields = 0;
-        return 0;
-    }
-    if (kv->elements / 2 > OSP_JOB_FIELDS_MAX) {
-        out->n_fields = -1;
-        return 0;
-    }
+    out->n_fields = out->n_total = 0;
+    if (kv->type != REDIS_REPLY_ARRAY) return 0; /* an entry deleted meanwhile: nil fields */
+    out->n_total = kv->elements / 2 > 1000000 ? 1000000 : (int)(kv->elements / 2);
     int n = 0;
-    for (size_t i = 0; i + 1 < kv->elements; i += 2) {
+    for (size_t i = 0; i + 1 < kv->elements && n < OSP_JOB_FIELDS_MAX; i += 2) {
         const redisReply *a = kv->element[i], *b = kv->element[i + 1];
         if (a->type != REDIS_REPLY_STRING || b->type != REDIS_REPLY_STRING) continue;
         f[n++] = (osp_job_field_t){a->str, a->len, (const uint8_t *)b->str, b->len};
     }
     out->n_fields = n;
+    if (out->n_total < n) out->n_total = n;
     return 0;
 }
 

@@ -100,6 +100,7 @@ struct srv_fleet {
     pthread_t reader, writer;
     int reader_on, writer_on;
     _Atomic int stop_claiming, stop;
+    int writer_again;      /* the writer has connected before (its own) */
     srv_job_t reader_done; /* the reader's last word to the I/O thread */
 };
 
@@ -281,14 +282,14 @@ static void on_reader_done(server_t *s, srv_job_t *h) {
 /* A connection, retried with capped backoff until one is made, *stop is
  * set (stop may be NULL) or give_up_at (epoch ms; 0 = never) passes.
  * Logs the first failure and the recovery, not every attempt. */
-static osp_jobs_conn_t *connect_retrying(srv_fleet_t *f, const char *who, _Atomic int *stop,
-                                         int64_t give_up_at) {
+static osp_jobs_conn_t *connect_retrying(srv_fleet_t *f, const char *who, int again,
+                                         _Atomic int *stop, int64_t give_up_at) {
     char err[400];
     int delay = BACKOFF_FIRST_MS;
     for (int attempt = 0;; attempt++) {
         osp_jobs_conn_t *c = f->eng->open(&f->target, f->group, f->consumer, err, sizeof err);
         if (c) {
-            if (attempt)
+            if (attempt || again)
                 fprintf(stderr, "ospreyd: jobs (%s): connected to %s after %d attempt(s)\n", who,
                         f->shown, attempt + 1);
             return c;
@@ -331,7 +332,7 @@ static void take(srv_fleet_t *f, const osp_jobs_entry_t *e, int reclaimed) {
     srv_stat_add(f->s, SRV_ST_JOBS_CLAIMED, 1);
     if (reclaimed) srv_stat_add(f->s, SRV_ST_JOBS_RECLAIMED, 1);
     char err[sizeof q->err];
-    if (osp_job_parse(e->fields, e->n_fields, f->max_data, &q->job, err, sizeof err)) {
+    if (osp_job_parse(e->fields, e->n_fields, e->n_total, f->max_data, &q->job, err, sizeof err)) {
         answer_error(q, "%s", err);
     } else if (e->deliveries > f->max_deliveries) {
         char why[96];
@@ -377,9 +378,11 @@ static void *reader_main(void *arg) {
     (void)pthread_setname_np(pthread_self(), "osp-fleet");
     osp_jobs_conn_t *c = NULL;
     int64_t next_reclaim = 0;
+    int again = 0;
     char err[400];
     while (!atomic_load(&f->stop_claiming)) {
-        if (!c && !(c = connect_retrying(f, "claims", &f->stop_claiming, 0))) break;
+        if (!c && !(c = connect_retrying(f, "claims", again, &f->stop_claiming, 0))) break;
+        again = 1;
         int room = spare_count(f);
         if (room == 0) {
             wait_for_spare(f, BLOCK_MS);
@@ -437,10 +440,12 @@ static int file_one(srv_fleet_t *f, osp_jobs_conn_t **c, fjob_t *q) {
     for (;;) {
         if (atomic_load(&f->stop) && !give_up_at) give_up_at = now_ms() + FLUSH_BOUND_MS;
         /* until the exit, a result waits for the queue as long as it takes */
-        if (!*c && !(*c = connect_retrying(f, "results", give_up_at ? NULL : &f->stop, give_up_at))) {
+        if (!*c && !(*c = connect_retrying(f, "results", f->writer_again,
+                                           give_up_at ? NULL : &f->stop, give_up_at))) {
             if (give_up_at && now_ms() > give_up_at) return -1;
             continue;
         }
+        f->writer_again = 1;
         int rc = f->eng->finish(*c, &r, err, sizeof err);
         if (rc == 1 || rc == 0) {
             if (rc == 0)
