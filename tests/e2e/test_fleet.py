@@ -9,12 +9,13 @@ import io
 import json
 import signal
 import time
+import urllib.request
 
 import pytest
 from PIL import Image as PILImage
 
 from ospreyd_client import (MEDIA, SANITIZED, SSD_CATALOG, counted_runs, detections_match,  # noqa: F401
-                            jpeg_to_rgb, media_bytes, need, now_ms, person, spawn, tb_config,
+                            free_port, jpeg_to_rgb, media_bytes, need, now_ms, person, spawn, tb_config,
                             tb_script, worker)
 from redis_server import RedisError, entries, redis  # noqa: F401
 
@@ -297,8 +298,9 @@ def test_a_poison_job_ends_with_an_error(spawn, redis, tmp_path):
         c.call("XCLAIM", "cams", "osprey", "ghost", 0, poison)
     assert [e[3] for e in c.call("XPENDING", "cams", "osprey", "-", "+", 10)] == [3, 1]
     time.sleep(0.2)
+    port = free_port()
     w = start(spawn, tmp_path, r, "cams", tb_config([slow_model(tmp_path, 0)]),
-              "--claim-idle-ms", "100", "--max-deliveries", "3", listen=True)
+              "--claim-idle-ms", "100", "--max-deliveries", "3", "--http", str(port), listen=True)
     res = by_id(wait_results(c, "cams:results", 2, what=w.describe))
     assert res["poison"][0]["status"] == b"error", res
     assert "more than --max-deliveries 3" in json.loads(res["poison"][0]["result"])["error"]
@@ -308,6 +310,10 @@ def test_a_poison_job_ends_with_an_error(spawn, redis, tmp_path):
     k = counters(w)
     assert k["jobsPoisoned"] == 1 and k["jobsReclaimed"] == 2, k
     assert "job poison" in w.stderr_text()
+    metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    for line in ('osprey_jobs_total{event="poisoned"} 1', 'osprey_jobs_total{event="reclaimed"} 2',
+                 'osprey_jobs_total{event="served"} 1', 'osprey_jobs_total{event="failed"} 1'):
+        assert line in metrics, metrics
 
 
 def test_a_redis_restart_loses_nothing(spawn, redis, tmp_path):
