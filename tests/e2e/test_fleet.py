@@ -6,6 +6,7 @@ same job, poison jobs end, a Redis restart loses nothing, SIGTERM finishes
 what is held. The real ssd-oidv4 finds the person in messi5.jpg; the test
 backend (docs/test-backend.md) makes a model slow, to hold jobs in flight."""
 import io
+import os
 import json
 import signal
 import time
@@ -397,3 +398,39 @@ def test_bad_options_are_refused(spawn, tmp_path):
         rc = w.wait()
         assert rc != 0 and text in w.stderr_text(), (args, w.describe())
         assert "pw" not in w.stderr_text()
+
+
+# ---- the host's side: osprey jobs --------------------------------------------------
+
+def test_jobs_submit_prints_what_detect_prints(spawn, redis, tmp_path):
+    import subprocess
+    from ospreyd_client import BIN
+    r = redis()
+    c = r.client()
+    w = start(spawn, tmp_path, r, "cams", {"runtime": "onnxruntime", "concurrency": 2,
+                                            "models": [SSD_CATALOG]}, name="box1")
+    inputs = [str(need(MEDIA / "messi5.jpg")), str(need(MEDIA / "vtest.avi"))]
+    env = dict(os.environ)
+    sub = subprocess.run([str(BIN / "osprey"), "jobs", "submit", "--redis", r.url("cams"),
+                          "--every", "150", *inputs], capture_output=True, text=True,
+                         timeout=WAIT * 2, env=env)
+    assert sub.returncode == 0, (sub.stderr, w.describe())
+    det = subprocess.run([str(BIN / "osprey"), "detect", "--every", "150", "--out", str(tmp_path),
+                          *inputs], capture_output=True, text=True, timeout=WAIT * 2, env=env)
+    assert det.returncode == 0, det.stderr
+    got = [json.loads(x) for x in sub.stdout.splitlines()]
+    want = [json.loads(x) for x in det.stdout.splitlines() if '"detections"' in x]
+    assert [(g["source"], g["frame"]) for g in got] == [(d["source"], d["frame"]) for d in want]
+    assert len(got) == 1 + len(range(0, 795, 150)), got
+    for g, d in zip(got, want):
+        assert [k for k in g if k not in ("worker",)] == list(d), (g, d)
+        assert detections_match(g, d, px=0.5, score=0.001), (g, d)
+    # the stream is left as it was found: the jobs and the reply stream are gone
+    assert c.call("XLEN", "cams") == 0
+    assert not [k for k in c.call("KEYS", "cams:reply:*")]
+    st = subprocess.run([str(BIN / "osprey"), "jobs", "status", "--redis", r.url("cams")],
+                        capture_output=True, text=True, timeout=WAIT)
+    assert st.returncode == 0, st.stderr
+    s = json.loads(st.stdout)
+    assert s["group"]["name"] == "osprey" and s["group"]["pending"] == 0, s
+    assert [x["name"] for x in s["consumers"]] == ["box1"] and s["consumers"][0]["pending"] == 0
