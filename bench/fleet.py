@@ -112,12 +112,9 @@ def wait_ids(c, stream, n, timeout=600, on_count=None):
         time.sleep(0.02)
 
 
-def result_times(c, stream):
-    """Entry ids of the results stream are their append times (ms)."""
-    return [int(e.split("-")[0]) for e, _ in entries(c, stream)]
-
-
 def span_fps(times):
+    """Frames/s between the first and the last result; a result's entry id
+    is its append time (ms) on the Redis server."""
     times = sorted(times)
     return (len(times) - 1) / ((times[-1] - times[0]) / 1000.0) if len(times) > 1 else 0.0
 
@@ -175,7 +172,10 @@ def redis_fps(args, workdir, files, n_workers, run):
         blobs = [f.read_bytes() for f in files[:args.frames]]
         push(c, "cams", [(f"j{i}", blobs[i % len(blobs)]) for i in range(args.frames)])
         wait_ids(c, "cams:results", args.frames)
-        fps = span_fps(result_times(c, "cams:results"))
+        res = entries(c, "cams:results")
+        if len(res) != args.frames or any(f["status"] != b"served" for _, f in res):
+            raise SystemExit(f"redis run: {len(res)} results, not all served")
+        fps = span_fps([int(e.split("-")[0]) for e, _ in res])
         for w in ws:
             w.kill()
         return fps
@@ -185,26 +185,27 @@ def redis_fps(args, workdir, files, n_workers, run):
 
 
 def pipe_fps(args, workdir, files):
+    """Closed loop over the worker's pipe: K requests out, the next sent as
+    soon as any reply arrives (as loadgen does)."""
     w = Worker([], workdir=workdir, stdio=True)
     try:
         w.conn.hello(CONFIG)
         blobs = [f.read_bytes() for f in files[:args.frames]]
         k = CONFIG["concurrency"] + 2
-        done_at = []
-        lock = threading.Lock()
-        sent = 0
-        inflight = []
-        while sent < min(k, args.frames):
-            inflight.append(w.conn.send(MSG_JPEG, p_jpeg(0, blobs[sent])))
-            sent += 1
-        while inflight:
-            rid = inflight.pop(0)
-            w.conn.reply(rid, timeout=120)
-            with lock:
-                done_at.append(time.monotonic())
-            if sent < args.frames:
-                inflight.append(w.conn.send(MSG_JPEG, p_jpeg(0, blobs[sent % len(blobs)])))
+        conn, done_at, sent = w.conn, [], 0
+        base = len(conn.order)
+        while len(done_at) < args.frames:
+            while sent < args.frames and sent - len(done_at) < k:
+                conn.send(MSG_JPEG, p_jpeg(0, blobs[sent % len(blobs)]))
                 sent += 1
+            have = len(done_at)
+            conn.wait_for(lambda: len(conn.order) - base > have, timeout=120, what="a reply")
+            now = time.monotonic()
+            done_at += [now] * (len(conn.order) - base - have)
+        bad = [r for rid in conn.order[base:] for r in conn.replies[rid] if "detections" not in r
+               or r.get("dropped")]
+        if bad:
+            raise SystemExit(f"pipe run: {len(bad)} replies not served, e.g. {bad[0]}")
         return (len(done_at) - 1) / (done_at[-1] - done_at[0])
     finally:
         w.kill()
@@ -216,6 +217,7 @@ def main():
     ap.add_argument("--jobs", type=int, default=2000)
     ap.add_argument("--frames", type=int, default=400, help="jobs per overhead/scale run")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-kill", action="store_true", help="only the overhead and scale-out runs")
     args = ap.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="osprey-bench-fleet-"))
     files = frames(ROOT / "build" / "bench-fleet")
@@ -225,8 +227,9 @@ def main():
     mean_kb = statistics.mean(f.stat().st_size for f in files) / 1024
     print(f"frames: {len(files)} JPEGs of {size} from vtest.avi (ffmpeg -q:v 3), mean {mean_kb:.1f} KiB; "
           f"model ssd-oidv4; each worker: {json.dumps(CONFIG)}; load average {os.getloadavg()[0]:.2f}")
-    ref = reference(args.bin, files)
-    lost, dups, identical = kill_run(args, workdir, files, ref)
+    lost, dups, identical = 0, 0, True
+    if not args.no_kill:
+        lost, dups, identical = kill_run(args, workdir, files, reference(args.bin, files))
     pipe, one, two = [], [], []
     for run in range(args.runs):
         pipe.append(pipe_fps(args, workdir, files))
