@@ -11,7 +11,7 @@
 2. Overhead: the same JPEG frames through one worker fed by Redis, and
    the same worker (same config) fed over its pipe by a client keeping the
    admission capacity in flight (K = workers + 2); frames/s of each, the
-   ratio Redis / pipe (the issue's bound: >= 0.90).
+   ratio Redis / pipe (held to >= 0.90).
 3. Scale-out: two workers vs one on the same jobs. On a 2-core machine the
    cores are the limit, so expect about 1.0, not 2.
 
