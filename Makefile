@@ -20,7 +20,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet clean help
 
 all: build
 
@@ -33,6 +33,7 @@ help:
 	@echo "make format-check  list the C files clang-format (.clang-format) would change (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
+	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
 	@echo "make install  PREFIX=/usr/local (default) [DESTDIR=…]: binaries, ONNX Runtime, catalog models,"
 	@echo "              the systemd unit and its user, an example config (docs/operations.md)"
@@ -123,6 +124,11 @@ demo: build assets
 	@echo "first lines of out/vtest.jsonl ($$(wc -l < out/vtest.jsonl) frames, one JSON line each):"
 	@head -n 2 out/vtest.jsonl | cut -c 1-300
 	@echo "annotated snapshot: $$(ls out/*-best.jpg)"
+
+# The fleet (docs/fleet.md): 3 workers, one SIGKILLed, 2000 jobs; then Redis
+# vs pipe and two workers vs one, each the median of 3 runs (bench/fleet.py).
+bench-fleet: build assets
+	$(PY) bench/fleet.py --bin $(abspath $(BUILD))/bin --jobs 2000 --frames 400 --runs 3
 
 bench: build assets
 	$(BUILD)/bin/bench_image

@@ -23,6 +23,7 @@ int osp_cli_parse_num(const char *cmd, const char *opt, const char *s, double lo
 int osp_cmd_listen(int argc, char **argv);
 int osp_cmd_segment(int argc, char **argv);
 int osp_cmd_quantize(int argc, char **argv);
+int osp_cmd_jobs(int argc, char **argv); /* jobs.c: a fleet's host side */
 
 
 #endif

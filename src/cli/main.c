@@ -19,6 +19,7 @@ static void usage(FILE *out) {
           "  compare  cosine similarity of the faces in two images\n"
           "  quantize make an int8 model from a float one, calibrated on images and videos\n"
           "  segment  cut a video into events, describe them with a VLM, check a procedure\n"
+          "  jobs     submit jobs to a fleet of ospreyd --jobs workers, or show its state\n"
           "  version  the version, the git commit, ONNX Runtime's version and providers\n"
           "\n"
           "Run 'osprey <command> --help' for a command's options.\n"
@@ -57,6 +58,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "listen") == 0) return osp_cmd_listen(argc - 1, argv + 1);
     if (strcmp(cmd, "quantize") == 0) return osp_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(cmd, "segment") == 0) return osp_cmd_segment(argc - 1, argv + 1);
+    if (strcmp(cmd, "jobs") == 0) return osp_cmd_jobs(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         osp_version_print(stdout, "osprey");
         return 0;

@@ -18,9 +18,11 @@ static void usage(FILE *out) {
           "               [--model-root DIR]... [--auth-token-file FILE] [--socket-mode MODE]\n"
           "               [--read-only] [--handshake-timeout-ms MS] [--run-timeout-ms MS]\n"
           "               [--http [HOST:]PORT] [--log-format plain|text|json] [--log-json]\n"
-          "       ospreyd --version\n"
           "               [--zmq ENDPOINT [--zmq-labelmap FILE] [--zmq-accept-models DIR]\n"
           "                [--zmq-pixel-format rgb|bgr]]\n"
+          "               [--jobs redis://HOST:PORT[/DB]/STREAM [--group G] [--consumer NAME]\n"
+          "                [--claim-idle-ms MS] [--max-deliveries N]]\n"
+          "       ospreyd --version\n"
           "\n"
           "The osprey pool worker. Without --listen it reads request frames on stdin and\n"
           "writes replies on stdout (stderr carries logs only): the first frame is the\n"
@@ -80,10 +82,24 @@ static void usage(FILE *out) {
           "                         (text), or one JSON object {\"time\",\"level\",\"msg\"}\n"
           "                         (json). Default: plain when a host reads the pipe (the\n"
           "                         Python worker's lines), text with --listen or with\n"
-          "                         --zmq and --config\n"
+          "                         --zmq or --jobs and --config\n"
           "  --log-json             the same as --log-format json\n"
           "  --version              osprey's version, the git commit it was built from,\n"
-          "                         the ONNX Runtime version and its execution providers\n"
+          "                         the ONNX Runtime version and its execution providers\n",
+          out);
+    fputs("  --jobs URL             also be one worker of a fleet that shares the jobs of a\n"
+          "                         Redis stream (redis://[[USER]:PASS@]HOST:PORT[/DB]/STREAM;\n"
+          "                         docs/fleet.md), through a consumer group: jobs go through\n"
+          "                         the same admission as the pipe's, at most as many held as\n"
+          "                         it admits; results go to each job's reply_to stream, else\n"
+          "                         STREAM:results, once per job id. Needs --config\n"
+          "  --group G              the consumer group (default osprey; created if absent)\n"
+          "  --consumer NAME        this worker's name in the group (default HOSTNAME-PID)\n"
+          "  --claim-idle-ms MS     take over jobs another worker has held unanswered this\n"
+          "                         long (default 20 x the slowest model's predict, at\n"
+          "                         least 2000)\n"
+          "  --max-deliveries N     a job delivered more than N times is answered with an\n"
+          "                         error instead of run again (default 3)\n"
           "  -h, --help             this text\n"
           "\n"
           "stdin EOF, SIGTERM or SIGINT: stop reading, answer everything in flight, exit 0\n"
@@ -110,6 +126,11 @@ int main(int argc, char **argv) {
                                              {"log-format", required_argument, NULL, 'F'},
                                              {"log-json", no_argument, NULL, 'J'},
                                              {"version", no_argument, NULL, 'V'},
+                                             {"jobs", required_argument, NULL, 0x100},
+                                             {"group", required_argument, NULL, 0x101},
+                                             {"consumer", required_argument, NULL, 0x102},
+                                             {"claim-idle-ms", required_argument, NULL, 0x103},
+                                             {"max-deliveries", required_argument, NULL, 0x104},
                                              {"help", no_argument, NULL, 'h'},
                                              {NULL, 0, NULL, 0}};
     int c, log_set = 0;
@@ -200,6 +221,27 @@ int main(int argc, char **argv) {
             log_set = 1;
             break;
         case 'V': osp_version_print(stdout, "ospreyd"); return 0;
+        /* the fleet (docs/fleet.md) */
+        case 0x100: o.jobs = optarg; break;
+        case 0x101: o.jobs_group = optarg; break;
+        case 0x102: o.jobs_consumer = optarg; break;
+        case 0x103:
+        case 0x104: {
+            char *end;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            long hi = c == 0x103 ? 86400000 : 1000;
+            if (errno || end == optarg || *end || v < 1 || v > hi) {
+                fprintf(stderr, "ospreyd: --%s must be from 1 to %ld, not '%s'\n",
+                        c == 0x103 ? "claim-idle-ms" : "max-deliveries", hi, optarg);
+                return 2;
+            }
+            if (c == 0x103)
+                o.jobs_claim_idle_ms = (int)v;
+            else
+                o.jobs_max_deliveries = (int)v;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -216,9 +258,16 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (o.config_path && !o.listen && !o.zmq) {
+    if (o.config_path && !o.listen && !o.zmq && !o.jobs) {
         fprintf(stderr,
                 "ospreyd: --config goes with --listen or --zmq (on stdin the first frame is the config)\n");
+        return 2;
+    }
+    if (o.jobs ? !o.config_path
+               : (o.jobs_group || o.jobs_consumer || o.jobs_claim_idle_ms || o.jobs_max_deliveries)) {
+        fprintf(stderr, o.jobs ? "ospreyd: --jobs needs --config (the models to serve jobs with)\n"
+                               : "ospreyd: --group, --consumer, --claim-idle-ms and "
+                                 "--max-deliveries go with --jobs\n");
         return 2;
     }
     if (!o.zmq && (o.zmq_labelmap || o.zmq_accept_models || o.zmq_bgr)) {
@@ -235,7 +284,7 @@ int main(int argc, char **argv) {
     }
     /* a host on the pipe reads the lines the Python worker wrote; a daemon's
      * lines go to a log that wants the time and the level */
-    int pipe_host = !o.listen && !(o.zmq && o.config_path);
+    int pipe_host = !o.listen && !((o.zmq || o.jobs) && o.config_path);
     osp_log_set_format(log_set ? log_format : pipe_host ? OSP_LOG_PLAIN : OSP_LOG_TEXT);
     return osp_server_run(&o);
 }

@@ -24,6 +24,7 @@
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
+#include "server/fleet.h"
 #include "server/loop.h"
 #include "server/streams.h"
 #include "log/log.h"
@@ -293,6 +294,7 @@ static void start_stopping(server_t *s) {
     if (l->listen_fd >= 0) srv_loop_del(s, l->listen_fd);
     unlisten(l);
     srv_conns_stop_reading(s);
+    srv_fleet_stop_claiming(s->fleet);
 }
 
 /* The nearest timer: a model load's or a run's bound, or a batch window's end. */

@@ -86,6 +86,25 @@ void srv_page_metrics(server_t *s, osp_text_t *t) {
         labels_model(lb, sizeof lb, m[i].label, NULL, NULL);
         osp_prom_sample(t, "osprey_model_loaded", lb, m[i].e.state == SRV_MODEL_LOADED);
     }
+    if (s->opts.jobs) {
+        static const struct {
+            const char *event;
+            srv_stat_t which;
+        } jobs[] = {{"claimed", SRV_ST_JOBS_CLAIMED},  {"reclaimed", SRV_ST_JOBS_RECLAIMED},
+                    {"served", SRV_ST_JOBS_SERVED},    {"dropped", SRV_ST_JOBS_DROPPED},
+                    {"failed", SRV_ST_JOBS_FAILED},    {"deduplicated", SRV_ST_JOBS_DEDUPLICATED},
+                    {"poisoned", SRV_ST_JOBS_POISONED}};
+        osp_prom_family(t, "osprey_jobs_total", "counter",
+                        "Fleet jobs (--jobs), by event: claimed (new or taken over), reclaimed "
+                        "(taken over from a worker that stopped answering), served, dropped, "
+                        "failed (results filed by status), deduplicated (filed before by another "
+                        "worker), poisoned (delivered too often: answered with an error).");
+        for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+            const char *kv[2] = {"event", jobs[i].event};
+            osp_prom_labels(lb, sizeof lb, 1, kv);
+            osp_prom_sample(t, "osprey_jobs_total", lb, (double)srv_stat_get(s, jobs[i].which));
+        }
+    }
     osp_prom_family(t, "osprey_resident_memory_bytes", "gauge", "Resident set size of ospreyd.");
     osp_prom_sample(t, "osprey_resident_memory_bytes", NULL, (double)srv_pages_rss_bytes());
     osp_prom_family(t, "osprey_uptime_seconds", "gauge", "Seconds since ospreyd started.");

@@ -22,6 +22,7 @@
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
+#include "server/fleet.h"
 #include "server/http.h"
 #include "server/job.h"
 #include "server/loop.h"
@@ -45,6 +46,7 @@ static void server_free(server_t *s) {
     srv_exec_free(s->exec);
     srv_zmq_free(s->zmq); /* after the pools: no job holds one of its requests */
     srv_watchdog_free(s->watchdog);
+    srv_fleet_free(s->fleet);
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
     srv_slots_free(s->slots);
@@ -160,7 +162,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
             return 1;
         }
         osp_log(OSP_LOG_INFO, "ospreyd: listening on %s", opts->listen);
-    } else if (!(opts->zmq && opts->config_path) &&
+    } else if (!((opts->zmq || opts->jobs) && opts->config_path) &&
                !srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
         server_free(s);
         return 1;
@@ -169,6 +171,14 @@ int osp_server_run(const osp_server_opts_t *opts) {
         char err[1200];
         if (!(s->zmq = srv_zmq_start(s, err, sizeof err))) {
             osp_log(OSP_LOG_ERROR, "ospreyd: --zmq: %s", err);
+            server_free(s);
+            return 1;
+        }
+    }
+    if (opts->jobs) {
+        char err[1200];
+        if (!(s->fleet = srv_fleet_start(s, err, sizeof err))) {
+            osp_log(OSP_LOG_ERROR, "ospreyd: --jobs: %s", err);
             server_free(s);
             return 1;
         }

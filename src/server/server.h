@@ -30,11 +30,17 @@ typedef struct {
     const char *zmq_labelmap; /* the Frigate labelmap to answer in; NULL = Frigate's default */
     const char *zmq_accept_models; /* a directory for models Frigate uploads; NULL = refuse them */
     int zmq_bgr;                   /* Frigate sends BGR (input_pixel_format: bgr) */
+    /* a worker of a fleet fed by a job queue (docs/fleet.md), or NULL */
+    const char *jobs;          /* redis://HOST:PORT[/DB]/STREAM */
+    const char *jobs_group;    /* NULL: "osprey" */
+    const char *jobs_consumer; /* NULL: <hostname>-<pid> */
+    int jobs_claim_idle_ms;    /* 0: from the models' measured predict */
+    int jobs_max_deliveries;   /* 0: 3 */
 } osp_server_opts_t;
 
 /* Run until stdin closes (stdio) or SIGTERM/SIGINT; returns the exit status.
- * With zmq and config_path but no listen there is no stdio host: it runs
- * until a signal. */
+ * With zmq or jobs and config_path but no listen there is no stdio host:
+ * it runs until a signal. */
 int osp_server_run(const osp_server_opts_t *opts);
 
 #endif

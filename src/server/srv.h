@@ -33,6 +33,7 @@ typedef struct srv_board srv_board_t;       /* board.h */
 typedef struct srv_http srv_http_t;         /* http.h */
 typedef struct srv_zmq srv_zmq_t;           /* zmq.h */
 typedef struct srv_watchdog srv_watchdog_t; /* watchdog.h */
+typedef struct srv_fleet srv_fleet_t;       /* fleet.h */
 struct osp_sched;
 struct osp_window;
 struct osp_cache;
@@ -77,6 +78,7 @@ struct server {
     srv_http_t *http;          /* the HTTP door, or NULL (http.h) */
     srv_zmq_t *zmq;            /* Frigate's detector protocol (--zmq), or NULL */
     srv_watchdog_t *watchdog;  /* the bound on each run (watchdog.h) */
+    srv_fleet_t *fleet;        /* the shared job queue (--jobs), or NULL */
     struct osp_sched *sched;   /* admission (sched/sched.h) */
     struct osp_window *window; /* window batching (sched/window.h) once started, or NULL */
     struct osp_loader *loader; /* bounded model loads (model/loader.h) */

@@ -199,6 +199,13 @@ static void put_counters(const server_t *s, osp_jw_t *w) {
     K("bytesRelayed", SRV_ST_BYTES_RELAYED);
     K("inferZmq", SRV_ST_INFER_ZMQ);
     K("runsAbandoned", SRV_ST_RUNS_ABANDONED);
+    K("jobsClaimed", SRV_ST_JOBS_CLAIMED);
+    K("jobsReclaimed", SRV_ST_JOBS_RECLAIMED);
+    K("jobsServed", SRV_ST_JOBS_SERVED);
+    K("jobsDropped", SRV_ST_JOBS_DROPPED);
+    K("jobsFailed", SRV_ST_JOBS_FAILED);
+    K("jobsDeduplicated", SRV_ST_JOBS_DEDUPLICATED);
+    K("jobsPoisoned", SRV_ST_JOBS_POISONED);
     osp_jw_obj_close(w);
 #undef K
 }

@@ -29,6 +29,16 @@ typedef enum {
     SRV_ST_PREPARED_AS_READ, /* large raw frames prepared row by row as they were read */
     SRV_ST_INFER_ZMQ,        /* Frigate's frames (zmq.c), bad ones included */
     SRV_ST_RUNS_ABANDONED,   /* runs past their bound, given up (watchdog.c) */
+    /* the fleet's jobs (fleet.c): claimed (new or taken over), taken over
+     * from another consumer, filed by outcome, found filed before (a
+     * duplicate run), answered as poison (too many deliveries) */
+    SRV_ST_JOBS_CLAIMED,
+    SRV_ST_JOBS_RECLAIMED,
+    SRV_ST_JOBS_SERVED,
+    SRV_ST_JOBS_DROPPED,
+    SRV_ST_JOBS_FAILED,
+    SRV_ST_JOBS_DEDUPLICATED,
+    SRV_ST_JOBS_POISONED,
     SRV_ST_COUNT
 } srv_stat_t;
 
