@@ -57,7 +57,8 @@ def reference(bin_dir: Path, files):
     Runtime's recursive graph set-up in osprey detect overflows it here."""
     ref = {}
     for at in range(0, len(files), 100):
-        out = subprocess.run([str(bin_dir / "osprey"), "detect", "--model", "ssd-oidv4", "--out",
+        out = subprocess.run([str(bin_dir / "osprey"), "detect", "--model", "ssd-oidv4", "--threshold", "0.3",
+                              "--per-class-nms", "--out",
                               tempfile.mkdtemp(prefix="fleet-ref-"), *map(str, files[at:at + 100])],
                              capture_output=True, text=True)
         if out.returncode != 0:
