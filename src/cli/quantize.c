@@ -49,6 +49,7 @@ typedef struct {
     osp_calib_method_t method;
     double pct;
     int every;
+    int float_heads;
     float threshold; /* < 0: the model's */
 } opts_t;
 
@@ -60,8 +61,9 @@ static void usage(FILE *out) {
           "per output channel, int32 biases). The model runs in float on the calibration\n"
           "media, prepared as osprey prepares every frame; the range of each tensor that\n"
           "feeds an integer kernel (Conv, Gemm, MatMul, and Add, Mul, Concat between them)\n"
-          "is recorded; tools/quantize.py writes the quantized model. Output tails (heads,\n"
-          "reshapes, softmax, box decoding) stay float. Models older than opset 13 are\n"
+          "is recorded; tools/quantize.py writes the quantized model. A Conv reading the\n"
+          "image and the depthwise ones after it stay float (faster there), and so do the\n"
+          "output tails (reshapes, softmax, box decoding). Models older than opset 13 are\n"
           "upgraded. With --holdout, both models run on those media and the agreement\n"
           "is printed: detection F1 at IoU 0.5 above the threshold, mean IoU of matched\n"
           "boxes, score differences (embeddings: cosine to the float vector).\n"
@@ -78,6 +80,8 @@ static void usage(FILE *out) {
           "                          the lower and upper --percentile of each tensor's values\n"
           "      --percentile P      50..100 (default 99.999; the catalog's ssd-oidv4-int8: 99.99)\n"
           "  -e, --every N           every Nth video frame (default 10)\n"
+          "      --float-heads       keep float the results of int8 layers that only float\n"
+          "                          ones read (a detector's heads); default int8\n"
           "  -t, --threshold T       score threshold for the agreement (default: the model's)\n"
           "  -h, --help              this text\n"
           "\n"
@@ -345,15 +349,16 @@ static int write_ranges(const calib_t *c, osp_calib_method_t method, double pct,
 
 /* ---- the graph tool ------------------------------------------------------------- */
 
-/* python3 tools/quantize.py STEP A B C; its messages go to stderr. */
-static int run_tool(const char *step, const char *a, const char *b, const char *c, char *err,
-                    size_t errlen) {
+/* python3 tools/quantize.py STEP A B C [FLAG]; its messages go to stderr. */
+static int run_tool(const char *step, const char *a, const char *b, const char *c,
+                    const char *flag, char *err, size_t errlen) {
     const char *py = getenv("OSPREY_PYTHON");
     const char *dir = getenv("OSPREY_TOOLS");
     char tool[1100];
     if (!py || !*py) py = "/usr/bin/python3";
     snprintf(tool, sizeof tool, "%s/quantize.py", dir && *dir ? dir : OSP_TOOLS_DIR);
-    char *argv[] = {(char *)py, tool, (char *)step, (char *)a, (char *)b, (char *)c, NULL};
+    char *argv[] = {(char *)py, tool,      (char *)step, (char *)a,
+                    (char *)b,  (char *)c, (char *)flag, NULL};
     posix_spawn_file_actions_t fa;
     pid_t pid;
     int status = 0;
@@ -455,6 +460,10 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             usage(stdout);
             return 1;
         }
+        if (strcmp(a, "--float-heads") == 0) {
+            o->float_heads = 1;
+            continue;
+        }
         if (is_list) {
             int hold = a[2] == 'h';
             media_t *list = hold ? o->hold : o->calib;
@@ -552,6 +561,7 @@ int osp_cmd_quantize(int argc, char **argv) {
     calib_t c = {0};
     agree_run_t g = {0};
     long frames = 0;
+    const char *heads = o.float_heads ? "--float-heads" : NULL;
     int rc, status = osp_cli_open_model("quantize", o.model, o.threshold, &m);
     if (status) return status;
     if (strcmp(m->dec->name, "ctc") == 0) {
@@ -575,7 +585,7 @@ int osp_cmd_quantize(int argc, char **argv) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
-    if (run_tool("prepare", m->cfg.path, calib_path, list_path, err, sizeof err) ||
+    if (run_tool("prepare", m->cfg.path, calib_path, list_path, heads, err, sizeof err) ||
         calib_open(&c, m, calib_path, list_path, err, sizeof err))
         goto fail;
     c.pass = 1;
@@ -600,12 +610,12 @@ int osp_cmd_quantize(int argc, char **argv) {
         goto fail;
     }
     if (write_ranges(&c, o.method, o.pct, ranges_path, err, sizeof err) ||
-        run_tool("write", m->cfg.path, ranges_path, o.out, err, sizeof err))
+        run_tool("write", m->cfg.path, ranges_path, o.out, heads, err, sizeof err))
         goto fail;
     printf("osprey quantize: %s -> %s: %d tensors calibrated on %ld frames (%s", m->cfg.name,
            o.out, c.n, frames, o.method == OSP_CALIB_MINMAX ? "min/max" : "percentile");
     if (o.method == OSP_CALIB_PERCENTILE) printf(" %g", o.pct);
-    printf(")\n");
+    printf("%s)\n", o.float_heads ? ", float heads" : "");
     calib_free(&c);
     if (o.n_hold) {
         osp_model_cfg_t qc = m->cfg;
