@@ -268,7 +268,10 @@ def weight_params(w, axis):
     """int8 symmetric per-channel weights along axis: (q, scales)."""
     moved = np.moveaxis(w.astype(np.float64), axis, 0).reshape(w.shape[axis], -1)
     amax = np.abs(moved).max(axis=1)
-    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    # an all-zero (pruned) channel, or one so small its scale underflows
+    # float32, gets scale 1: its weights quantize to 0 either way
+    scales = amax / 127.0
+    scales = np.where(scales >= np.finfo(np.float32).tiny, scales, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
     q = np.clip(np.round(w / scales.reshape(shape).astype(np.float64)), -127, 127).astype(np.int8)
@@ -277,6 +280,7 @@ def weight_params(w, axis):
 
 def bias_int32(b, s_x, s_w):
     s_b = (np.float32(s_x) * s_w).astype(np.float32)
+    s_b = np.where(s_b > 0, s_b, np.float32(1.0)).astype(np.float32)
     q = np.round(b.astype(np.float64) / s_b.astype(np.float64))
     q = np.clip(q, -(2 ** 31) + 1, 2 ** 31 - 1).astype(np.int32)
     return q, s_b

@@ -328,3 +328,14 @@ def test_the_stem_and_depthwise_convs_reading_float_stay_float():
     # the first int8 operator reads the float depthwise result; the graph's
     # output (pw2) is not quantized
     assert plan.tensors == ["dw1_relu", "pw1_relu", "dw2_relu"]
+
+
+def test_pruned_and_tiny_weight_channels_quantize_to_zero():
+    w = np.zeros((3, 2, 1, 1), np.float32)
+    w[0] = 0.5
+    w[2] = 1e-44                                              # a scale that underflows float32
+    q, s = qz.weight_params(w, 0)
+    assert np.all(np.isfinite(s)) and np.all(s > 0)
+    assert q[0].max() == 127 and not q[1].any() and not q[2].any()
+    qb, s_b = qz.bias_int32(np.ones(3, np.float32), 1e-30, s)
+    assert np.all(np.isfinite(s_b)) and np.all(s_b > 0)
