@@ -87,3 +87,16 @@ def test_ospreyd_serves_ultraface_int8_by_name(worker):
     assert len(faces) == 1 and faces[0]["label"] == "face", reply
     # the float model's face, from docs/ASSETS.md: [180,62,268,174]
     assert iou(faces[0]["box"], [180, 62, 268, 174]) >= 0.85, faces
+
+
+def test_quantize_embedder_on_face_crops(osprey, tmp_path):
+    # the embedder only ever sees faces: --faces cuts them out of the frames
+    out = tmp_path / "fe-int8.onnx"
+    r = run(osprey, "quantize", "--model", "face-embed", "--faces", "ultraface", "--out", out,
+            "--calibrate", need(MEDIA / "messi5.jpg"), need(MEDIA / "basketball1.png"),
+            "--holdout", need(MEDIA / "astronaut.png"))
+    assert r.returncode == 0, r.stderr
+    # messi5 has one face, basketball1 two; astronaut one
+    assert "calibrated on 3 frames" in r.stdout, r.stdout
+    m = re.search(r"on 1 held-out frames: cosine mean ([0-9.]+)", r.stdout)
+    assert m and 0.9 < float(m.group(1)) <= 1.0, r.stdout
