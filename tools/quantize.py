@@ -225,7 +225,8 @@ class Plan:
         if n.domain not in ("", "ai.onnx") or not n.input:
             return False
         if n.op_type in WEIGHTED:
-            if len(n.input) < 2 or n.input[1] not in self.inits or self.is_const(n.input[0]):
+            # weights as initializers or Constant nodes (paddle2onnx's)
+            if len(n.input) < 2 or not self.is_const(n.input[1]) or self.is_const(n.input[0]):
                 return False
             w = self.const_value(n.input[1])
             if w.dtype != np.float32:
@@ -382,7 +383,7 @@ def write(model, ranges, float_heads=False):
                                           name=base + "_DequantizeLinear"))
             n.input[1] = base + "_dequantized"
             b_idx = 2 if n.op_type in ("Conv", "Gemm") else -1
-            if b_idx > 0 and len(n.input) > b_idx and n.input[b_idx] in plan.inits:
+            if b_idx > 0 and len(n.input) > b_idx and plan.is_const(n.input[b_idx]):
                 b = plan.const_value(n.input[b_idx])
                 if b.dtype == np.float32 and b.ndim == 1 and b.shape[0] == len(s_w):
                     qb, s_b = bias_int32(b, params[n.input[0]][0], s_w)
@@ -405,6 +406,7 @@ def write(model, ranges, float_heads=False):
                 nodes.extend(qdq(o))
     # the float weights replaced and a folded Clip's bounds are read no more
     still_read = {i for n in nodes for i in n.input} | {o.name for o in g.output}
+    nodes = [n for n in nodes if n.op_type != "Constant" or n.output[0] in still_read]
     keep = [t for t in g.initializer if t.name in still_read]
     dropped = {t.name for t in g.initializer} - {t.name for t in keep}
     inputs = [i for i in g.input if i.name not in dropped]   # old models list initializers as inputs

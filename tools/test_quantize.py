@@ -339,3 +339,25 @@ def test_pruned_and_tiny_weight_channels_quantize_to_zero():
     assert q[0].max() == 127 and not q[1].any() and not q[2].any()
     qb, s_b = qz.bias_int32(np.ones(3, np.float32), 1e-30, s)
     assert np.all(np.isfinite(s_b)) and np.all(s_b > 0)
+
+
+def test_weights_in_constant_nodes_are_quantized():
+    """paddle2onnx (PP-OCR) stores weights as Constant nodes, not initializers."""
+    w1 = RNG.normal(0, 0.4, (8, 4, 1, 1)).astype(np.float32)
+    w2 = RNG.normal(0, 0.4, (8, 8, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Constant", [], ["w1"], value=numpy_helper.from_array(w1)),
+             helper.make_node("Constant", [], ["w2"], value=numpy_helper.from_array(w2)),
+             helper.make_node("Conv", ["x", "w1"], ["c1"], name="c1"),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["y"], name="c2")]
+    g = helper.make_graph(nodes, "const",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    out, plan = qz.write(m, {"x": (-1.0, 1.0), "r1": (0.0, 2.0)})
+    assert [n.name for n in plan.qops] == ["c1", "c2"]
+    ops = [n.op_type for n in out.graph.node]
+    assert "Constant" not in ops                              # the float weights went
+    inits = {t.name: numpy_helper.to_array(t) for t in out.graph.initializer}
+    assert inits["w1_int8"].dtype == np.int8 and inits["w2_int8"].dtype == np.int8
