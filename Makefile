@@ -111,7 +111,7 @@ check-tsan: assets
 
 demo: build assets
 	@mkdir -p out
-	$(OSPREY) detect --model ssd-oidv4 --out out "$(OSPREY_CACHE)/media/vtest.avi" > out/vtest.jsonl
+	$(OSPREY) detect --model ssd-oidv4-int8 --out out "$(OSPREY_CACHE)/media/vtest.avi" > out/vtest.jsonl
 	@echo "first lines of out/vtest.jsonl ($$(wc -l < out/vtest.jsonl) frames, one JSON line each):"
 	@head -n 2 out/vtest.jsonl | cut -c 1-300
 	@echo "annotated snapshot: $$(ls out/*-best.jpg)"

@@ -95,8 +95,8 @@ static void usage(FILE *out) {
           "\n"
           "options:\n"
           "  -m, --model NAME|PATH  a catalog model (see 'osprey models') or an ONNX file\n"
-          "                         (default ssd-oidv4)\n"
-          "  -t, --threshold T      minimum score, 0..1 (default: the model's, 0.3 for ssd-oidv4)\n"
+          "                         (default ssd-oidv4-int8)\n"
+          "  -t, --threshold T      minimum score, 0..1 (default: the model's, 0.3 for ssd-oidv4-int8)\n"
           "  -e, --every N          run every Nth video frame (default 1: all)\n"
           "      --fps N            take at most N frames a second (by the video's clock,\n"
           "                         a camera's by capture time; default: all)\n"
@@ -656,7 +656,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 }
 
 int osp_cmd_detect(int argc, char **argv) {
-    opts_t o = {.model = "ssd-oidv4", .threshold = -1, .every = 1};
+    opts_t o = {.model = "ssd-oidv4-int8", .threshold = -1, .every = 1};
     osp_source_cfg_default(&o.source);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.workers = ncpu > 0 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
