@@ -94,8 +94,7 @@ static int one_view(walk_t *w, const osp_view_t *v, int ow, int oh, const char *
         float cx = (d->x1 + d->x2) / 2, cy = (d->y1 + d->y2) / 2;
         float side = fmaxf(d->x2 - d->x1, d->y2 - d->y1) * (1 + FACE_MARGIN), h = side / 2;
         if (side < MIN_FACE) continue;
-        const float quad[4][2] = {
-            {cx - h, cy - h}, {cx + h, cy - h}, {cx + h, cy + h}, {cx - h, cy + h}};
+        const float quad[4][2] = {{cx - h, cy - h}, {cx + h, cy - h}, {cx + h, cy + h}, {cx - h, cy + h}};
         int sz = (int)lrintf(side);
         if (osp_crop_quad(v, quad, sz, sz, &w->crop)) {
             snprintf(err, errlen, "%s: cannot crop face %d", what, i);
