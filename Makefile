@@ -120,7 +120,7 @@ check-tsan: assets
 
 demo: build assets
 	@mkdir -p out
-	$(OSPREY) detect --model ssd-oidv4 --out out "$(OSPREY_CACHE)/media/vtest.avi" > out/vtest.jsonl
+	$(OSPREY) detect --model ssd-oidv4-int8 --out out "$(OSPREY_CACHE)/media/vtest.avi" > out/vtest.jsonl
 	@echo "first lines of out/vtest.jsonl ($$(wc -l < out/vtest.jsonl) frames, one JSON line each):"
 	@head -n 2 out/vtest.jsonl | cut -c 1-300
 	@echo "annotated snapshot: $$(ls out/*-best.jpg)"
@@ -157,6 +157,12 @@ bench: build assets
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4-int8 --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ssd-oidv4-int8 --frame raw  --size 1920x1080 --runs 3 --seconds 4 --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --model ultraface-int8 --frame raw  --runs 3 --seconds 4 --limit --limit-seconds 2
+	@echo "int8 against float served by the same ospreyd at 1920x1080 raw, in turns (bench/paired.py, 3 pairs;"
+	@echo "A = float, B = int8; B/A > 1: int8 serves more frames, and spends less server CPU per frame):"
+	@$(PY) bench/paired.py --a $(BUILD)/bin/ospreyd --b $(BUILD)/bin/ospreyd --b-model ssd-oidv4-int8 --pairs 3 \
+	    --loadgen $(BUILD)/bin/loadgen -- --model ssd-oidv4 --frame raw --size 1920x1080 --seconds 4 --limit --limit-seconds 2
+	@$(PY) bench/paired.py --a $(BUILD)/bin/ospreyd --b $(BUILD)/bin/ospreyd --b-model ultraface-int8 --pairs 3 \
+	    --loadgen $(BUILD)/bin/loadgen -- --model ultraface --frame raw --size 1920x1080 --seconds 4 --limit --limit-seconds 2
 	@echo "one frame in flight (K=1): p50-raw = p50 minus the median run of the 1-session raw loop; paired ="
 	@echo "the same with one request and one raw run in turns (both see the same load), medians of 5;"
 	@echo "pipe alone = the same bytes through a pipe to a thread that only reads them, in turns too:"

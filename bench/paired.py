@@ -18,6 +18,13 @@ the HTTP door with Prometheus polling it:
 
     bench/paired.py --a build/bin/ospreyd --b build/bin/ospreyd --b-args "--http 127.0.0.1:9464" \\
         --b-scrape http://127.0.0.1:9464/metrics -- --model ssd-oidv4 --frame raw --seconds 4
+
+The same binary serving another model: --b-model gives B's loadgen that
+model instead of the one after --, e.g. the int8 variant against float on
+the same frames:
+
+    bench/paired.py --a build/bin/ospreyd --b build/bin/ospreyd --b-model ssd-oidv4-int8 \\
+        -- --model ssd-oidv4 --frame raw --size 1920x1080 --seconds 4
 """
 import argparse
 import json
@@ -42,6 +49,16 @@ def run(loadgen, server, args):
         if line.startswith("{"):
             return json.loads(line)
     sys.exit(f"paired.py: no result from {' '.join(cmd)} (exit {out.returncode}):\n{out.stderr[-2000:]}")
+
+
+def with_model(args, model):
+    """loadgen's args with --model's value replaced (or --model added)."""
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        if a in ("--model", "-m"):
+            out[i + 1] = model
+            return out
+    return out + ["--model", model]
 
 
 def wrapper(server, extra):
@@ -91,16 +108,18 @@ def main():
     ap.add_argument("--b-args", default="", help="extra ospreyd arguments for B (shell words)")
     ap.add_argument("--b-scrape", metavar="URL", help="GET URL every --scrape-ms while B runs")
     ap.add_argument("--scrape-ms", type=float, default=100.0)
+    ap.add_argument("--b-model", metavar="NAME", help="B serves this model instead of the --model after --")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="-- then loadgen's options")
     o = ap.parse_args()
     args = o.args[1:] if o.args[:1] == ["--"] else o.args
     servers = {"a": o.a, "b": wrapper(o.b, shlex.split(o.b_args)) if o.b_args else o.b}
+    side_args = {"a": args, "b": with_model(args, o.b_model) if o.b_model else args}
     rows = {"a": [], "b": []}
     scrapes = []
     for i in range(o.pairs):
         for side in ("a", "b") if i % 2 == 0 else ("b", "a"):
             scraper = Scraper(o.b_scrape, o.scrape_ms / 1000.0) if side == "b" and o.b_scrape else None
-            rows[side].append(run(o.loadgen, servers[side], args))
+            rows[side].append(run(o.loadgen, servers[side], side_args[side]))
             if scraper:
                 scrapes.append(scraper.end())
         a, b = rows["a"][-1], rows["b"][-1]
@@ -115,11 +134,19 @@ def main():
         print(f"  {f:24s} {ma:10.3f} {mb:10.3f}")
     ratios = [b["fps"] / a["fps"] for a, b in zip(rows["a"], rows["b"]) if a["fps"] > 0]
     wins = sum(1 for r in ratios if r > 1)
+    if o.b_model:
+        print(f"  B: {o.b} serving {o.b_model}")
     if o.b_args or o.b_scrape:
         print(f"  B: {o.b} {o.b_args}" + (f", {o.b_scrape} fetched every {o.scrape_ms:g} ms "
                                            f"({sum(x[0] for x in scrapes)} answered)" if o.b_scrape else ""))
     print(f"  frames/s B/A per pair: median {statistics.median(ratios):.3f} "
           f"(min {min(ratios):.3f}, max {max(ratios):.3f}; B higher in {wins} of {len(ratios)})")
+    cpu = [a["serverCpuMsPerFrame"] / b["serverCpuMsPerFrame"] for a, b in zip(rows["a"], rows["b"])
+           if b.get("serverCpuMsPerFrame", 0) > 0 and "serverCpuMsPerFrame" in a]
+    if cpu:
+        # CPU per frame moves less with a neighbour's load than frames/s does
+        print(f"  server CPU per frame A/B per pair: median {statistics.median(cpu):.3f} "
+              f"(min {min(cpu):.3f}, max {max(cpu):.3f})")
 
 
 if __name__ == "__main__":

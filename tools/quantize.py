@@ -4,14 +4,14 @@
 `osprey quantize` calibrates in C, through osprey's own preprocessing and
 ONNX Runtime; this tool only reads and writes ONNX graphs, in two steps:
 
-    quantize.py prepare IN.onnx CALIB.onnx TENSORS.txt
+    quantize.py prepare IN.onnx CALIB.onnx TENSORS.txt [--float-heads]
         CALIB.onnx is IN.onnx (upgraded to opset 13 when older) with every
         tensor that will be quantized added as a graph output, output
         osprey_calib_K for line K (from 0) of TENSORS.txt, which names the
         tensors, one a line.  osprey runs CALIB.onnx on the calibration
         frames and records each tensor's range.
 
-    quantize.py write IN.onnx RANGES.txt OUT.onnx
+    quantize.py write IN.onnx RANGES.txt OUT.onnx [--float-heads]
         RANGES.txt has one line per tensor, "NAME<TAB>MIN<TAB>MAX".  OUT.onnx
         is IN.onnx with QuantizeLinear/DequantizeLinear pairs (uint8,
         asymmetric) on those tensors, int8 weights per output channel, int32
@@ -20,12 +20,16 @@ ONNX Runtime; this tool only reads and writes ONNX graphs, in two steps:
 Which operators are quantized: Conv, Gemm and MatMul with a constant weight,
 and Add, Mul and Concat over activations — the ones ONNX Runtime fuses into
 integer kernels when each input comes from a DequantizeLinear and the output
-goes into a QuantizeLinear.  A Relu or Clip(0, x) right after one of them is
-folded into the output's range (uint8 saturation at zero clips the same
-values).  The tails stay float: an operator whose output feeds nothing
-quantized (a detector's heads, the reshapes and concatenations of its raw
-outputs, softmax, box decoding) keeps a float output, so the model's outputs
-are computed in float from the last quantized activations.
+goes into a QuantizeLinear.  Not a Conv that reads the image (3 channels),
+nor a depthwise Conv reading a float one: ONNX Runtime's float kernels beat
+its integer ones there (Plan.weighted_qops).  A Relu or Clip(0, x) right
+after one of them is folded into the output's range (uint8 saturation at
+zero clips the same values).  The result of an int8 Conv, Gemm or MatMul is
+quantized even where only float operators read it (a detector's heads), so
+that it runs on an integer kernel; --float-heads leaves those results float.
+The tails stay float: the reshapes and concatenations of a detector's raw
+outputs, softmax, box decoding read dequantized tensors, so the model's
+outputs are computed in float.
 
 Both steps plan the same graph the same way, so TENSORS.txt of `prepare` is
 exactly what `write` needs.  Output is deterministic: the same IN.onnx and
@@ -50,6 +54,10 @@ OPSET = 13                      # per-axis DequantizeLinear needs 13
 CALIB_PREFIX = "osprey_calib_"  # output k of CALIB.onnx is line k of TENSORS.txt
 WEIGHTED = {"Conv", "Gemm", "MatMul"}
 ACTIVATIONS = {"Add", "Mul", "Concat"}
+
+
+HEADS_HELP = ("leave float the results of int8 operators that only float operators read "
+              "(a detector's heads); the same flag for both steps")
 
 
 class QuantError(Exception):
@@ -95,7 +103,7 @@ def upgrade(model):
 # ----------------------------------------------------------------------------
 
 class Plan:
-    def __init__(self, model):
+    def __init__(self, model, float_heads=False):
         g = model.graph
         self.nodes = list(g.node)        # one wrapper per node: id() below is stable
         self.inits = {t.name: t for t in g.initializer}
@@ -106,10 +114,11 @@ class Plan:
                 if i:
                     self.consumers.setdefault(i, []).append(n)
         self.graph_outputs = {o.name for o in g.output}
+        self.producer = {o: n for n in self.nodes for o in n.output}
+        qop_ids = self.weighted_qops()
         # Add, Mul and Concat run in int8 only where their result feeds an
         # int8 operator (directly or through a Relu): elsewhere (a detector's
         # output tail) a float reader would dequantize it again at once
-        qop_ids = {id(n) for n in self.nodes if n.op_type in WEIGHTED and self.is_qop(n)}
         grown = True
         while grown:
             grown = False
@@ -132,6 +141,25 @@ class Plan:
                 if i not in seen:
                     seen.add(i)
                     self.tensors.append(i)
+        # the result of every int8 Conv, Gemm or MatMul is quantized, also
+        # where only float operators read it (a detector's heads): ONNX
+        # Runtime runs such an operator on its integer kernel only when a
+        # QuantizeLinear follows, and otherwise dequantizes its input and
+        # weights on every run and convolves in float (UltraFace: 8 heads,
+        # 24 DequantizeLinear and 16 layout Transposes a run; quantizing the
+        # heads' results made it 1.08x faster at the same agreement).
+        # float_heads keeps those results float: 8 bits of a box regression
+        # cost the SSD 0.02 of mean IoU
+        for n in self.qops:
+            if n.op_type not in WEIGHTED or float_heads:
+                continue
+            o = n.output[0]
+            users = self.consumers.get(o, [])
+            if len(users) == 1 and o not in self.graph_outputs and self.is_relu(users[0]):
+                o = users[0].output[0]
+            if o not in seen and o not in self.graph_outputs:
+                seen.add(o)
+                self.tensors.append(o)
         # Relu / Clip(0, x) after an int8 operator whose result is quantized
         # anyway: the uint8 output saturates at zero, so the node goes
         self.folded = set()                          # id() of the folded nodes
@@ -144,6 +172,36 @@ class Plan:
                 if act.output[0] in seen and id(act) not in qop_ids:
                     self.folded.add(id(act))
                     self.renamed[o] = act.output[0]
+
+    def weighted_qops(self):
+        """id() of the Conv, Gemm and MatMul nodes to run in int8.
+
+        Two kinds of Conv stay float, where ONNX Runtime's integer kernels
+        are slower than its float ones (UltraFace, node by node, one
+        thread, AVX-512 VNNI): a stem reading an image (3 input channels:
+        418 us in int8 against 193 in float, before quantizing the input),
+        and a depthwise Conv whose input comes from a float Conv or the
+        model's input (every depthwise Conv ran at 0.4-0.8x of float, the
+        pointwise ones at 1.3-2.9x; one reading an int8 tensor stays int8,
+        as a dequantize and quantize around it would cost more).
+        """
+        ids = set()
+        for n in self.nodes:                          # in graph (topological) order
+            if n.op_type not in WEIGHTED or not self.is_qop(n):
+                continue
+            if n.op_type == "Conv":
+                w = self.const_value(n.input[1])
+                group = {a.name: helper.get_attribute_value(a) for a in n.attribute}.get("group", 1)
+                if group == 1 and w.shape[1] <= 3:
+                    continue                          # a stem
+                if group > 1 and w.shape[1] == 1 and w.shape[0] == group:
+                    src = self.producer.get(n.input[0])
+                    if src is not None and self.is_relu(src):
+                        src = self.producer.get(src.input[0])
+                    if src is None or (src.op_type == "Conv" and id(src) not in ids):
+                        continue                      # depthwise, reading float
+            ids.add(id(n))
+        return ids
 
     def const_value(self, name):
         if name in self.inits:
@@ -167,7 +225,8 @@ class Plan:
         if n.domain not in ("", "ai.onnx") or not n.input:
             return False
         if n.op_type in WEIGHTED:
-            if len(n.input) < 2 or n.input[1] not in self.inits or self.is_const(n.input[0]):
+            # weights as initializers or Constant nodes (paddle2onnx's)
+            if len(n.input) < 2 or not self.is_const(n.input[1]) or self.is_const(n.input[0]):
                 return False
             w = self.const_value(n.input[1])
             if w.dtype != np.float32:
@@ -210,7 +269,10 @@ def weight_params(w, axis):
     """int8 symmetric per-channel weights along axis: (q, scales)."""
     moved = np.moveaxis(w.astype(np.float64), axis, 0).reshape(w.shape[axis], -1)
     amax = np.abs(moved).max(axis=1)
-    scales = np.where(amax > 0, amax / 127.0, 1.0).astype(np.float32)
+    # an all-zero (pruned) channel, or one so small its scale underflows
+    # float32, gets scale 1: its weights quantize to 0 either way
+    scales = amax / 127.0
+    scales = np.where(scales >= np.finfo(np.float32).tiny, scales, 1.0).astype(np.float32)
     shape = [1] * w.ndim
     shape[axis] = -1
     q = np.clip(np.round(w / scales.reshape(shape).astype(np.float64)), -127, 127).astype(np.int8)
@@ -219,6 +281,7 @@ def weight_params(w, axis):
 
 def bias_int32(b, s_x, s_w):
     s_b = (np.float32(s_x) * s_w).astype(np.float32)
+    s_b = np.where(s_b > 0, s_b, np.float32(1.0)).astype(np.float32)
     q = np.round(b.astype(np.float64) / s_b.astype(np.float64))
     q = np.clip(q, -(2 ** 31) + 1, 2 ** 31 - 1).astype(np.int32)
     return q, s_b
@@ -237,10 +300,10 @@ def weight_axis(n):
 # the two steps
 # ----------------------------------------------------------------------------
 
-def prepare(model):
+def prepare(model, float_heads=False):
     """(calibration model, tensor names)."""
     model = upgrade(model)
-    plan = Plan(model)
+    plan = Plan(model, float_heads)
     calib = copy.deepcopy(model)
     # each tensor leaves through an Identity named by its line in TENSORS.txt:
     # tensor names can be longer than a runtime reports whole
@@ -272,10 +335,10 @@ def read_ranges(path):
     return ranges
 
 
-def write(model, ranges):
+def write(model, ranges, float_heads=False):
     """The QDQ model for the calibrated ranges."""
     model = upgrade(model)
-    plan = Plan(model)
+    plan = Plan(model, float_heads)
     missing = [t for t in plan.tensors if t not in ranges]
     if missing:
         raise QuantError("no range for %d tensor(s), first %s: calibrate with the CALIB.onnx "
@@ -320,7 +383,7 @@ def write(model, ranges):
                                           name=base + "_DequantizeLinear"))
             n.input[1] = base + "_dequantized"
             b_idx = 2 if n.op_type in ("Conv", "Gemm") else -1
-            if b_idx > 0 and len(n.input) > b_idx and n.input[b_idx] in plan.inits:
+            if b_idx > 0 and len(n.input) > b_idx and plan.is_const(n.input[b_idx]):
                 b = plan.const_value(n.input[b_idx])
                 if b.dtype == np.float32 and b.ndim == 1 and b.shape[0] == len(s_w):
                     qb, s_b = bias_int32(b, params[n.input[0]][0], s_w)
@@ -343,6 +406,7 @@ def write(model, ranges):
                 nodes.extend(qdq(o))
     # the float weights replaced and a folded Clip's bounds are read no more
     still_read = {i for n in nodes for i in n.input} | {o.name for o in g.output}
+    nodes = [n for n in nodes if n.op_type != "Constant" or n.output[0] in still_read]
     keep = [t for t in g.initializer if t.name in still_read]
     dropped = {t.name for t in g.initializer} - {t.name for t in keep}
     inputs = [i for i in g.input if i.name not in dropped]   # old models list initializers as inputs
@@ -371,10 +435,12 @@ def main(argv=None):
     p.add_argument("input", metavar="IN.onnx")
     p.add_argument("calib", metavar="CALIB.onnx")
     p.add_argument("tensors", metavar="TENSORS.txt")
+    p.add_argument("--float-heads", action="store_true", help=HEADS_HELP)
     w = sub.add_parser("write", help="write the QDQ model from calibrated ranges")
     w.add_argument("input", metavar="IN.onnx")
     w.add_argument("ranges", metavar="RANGES.txt")
     w.add_argument("output", metavar="OUT.onnx")
+    w.add_argument("--float-heads", action="store_true", help=HEADS_HELP)
     args = ap.parse_args(argv)
     if onnx is None:
         print("quantize: needs python3-onnx and python3-numpy; run with /usr/bin/python3",
@@ -383,14 +449,14 @@ def main(argv=None):
     try:
         model = onnx.load(args.input)
         if args.step == "prepare":
-            calib, tensors = prepare(model)
+            calib, tensors = prepare(model, args.float_heads)
             save(calib, args.calib)
             with open(args.tensors, "w", encoding="utf-8") as f:
                 f.writelines(t + "\n" for t in tensors)
             print("quantize: %s: %d tensors to calibrate (opset %d -> %d)"
                   % (args.input, len(tensors), opset_of(model), opset_of(calib)))
         else:
-            out, plan = write(model, read_ranges(args.ranges))
+            out, plan = write(model, read_ranges(args.ranges), args.float_heads)
             save(out, args.output)
             print("quantize: wrote %s (%d operators in int8, %d activations quantized, "
                   "%d Relu/Clip folded)" % (args.output, len(plan.qops), len(plan.tensors),

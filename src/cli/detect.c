@@ -44,9 +44,9 @@ static void usage(FILE *out) {
           "\n"
           "options:\n"
           "  -m, --model NAME|PATH  a catalog model (see 'osprey models') or an ONNX file\n"
-          "                         (default ssd-oidv4)\n"
+          "                         (default ssd-oidv4-int8)\n"
           "  -t, --threshold T      minimum score, 0..1 (default: the one measured for the\n"
-          "                         catalog model, 0.4 for ssd-oidv4; docs/models.md)\n"
+          "                         catalog model, 0.4 for ssd-oidv4-int8; docs/models.md)\n"
           "  -e, --every N          run every Nth video frame (default 1: all)\n"
           "      --fps N            take at most N frames a second (by the video's clock,\n"
           "                         a camera's by capture time; default: all)\n"
@@ -156,7 +156,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 }
 
 int osp_cmd_detect(int argc, char **argv) {
-    osp_detect_opts_t o = {.model = "ssd-oidv4", .threshold = -1, .every = 1, .stop = &g_stop};
+    osp_detect_opts_t o = {.model = "ssd-oidv4-int8", .threshold = -1, .every = 1, .stop = &g_stop};
     osp_source_cfg_default(&o.source);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.workers = ncpu > 0 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;

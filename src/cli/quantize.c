@@ -26,6 +26,7 @@
 #include "cli/cli.h"
 #include "model/agree.h"
 #include "model/calib.h"
+#include "cli/qmedia.h"
 #include "model/model.h"
 #include "video/video.h"
 #include "log/log.h"
@@ -38,18 +39,16 @@ extern char **environ;
 
 #define MAX_MEDIA 64
 
-typedef struct {
-    char path[1024];
-    long first, last; /* video frames first..last; last < 0: to the end */
-} media_t;
 
 typedef struct {
     const char *model, *out;
-    media_t calib[MAX_MEDIA], hold[MAX_MEDIA];
+    const char *faces; /* a face detector to crop the frames with, or NULL */
+    osp_qmedia_t calib[MAX_MEDIA], hold[MAX_MEDIA];
     int n_calib, n_hold;
     osp_calib_method_t method;
     double pct;
     int every;
+    int float_heads;
     float threshold; /* < 0: the model's */
 } opts_t;
 
@@ -61,8 +60,9 @@ static void usage(FILE *out) {
           "per output channel, int32 biases). The model runs in float on the calibration\n"
           "media, prepared as osprey prepares every frame; the range of each tensor that\n"
           "feeds an integer kernel (Conv, Gemm, MatMul, and Add, Mul, Concat between them)\n"
-          "is recorded; tools/quantize.py writes the quantized model. Output tails (heads,\n"
-          "reshapes, softmax, box decoding) stay float. Models older than opset 13 are\n"
+          "is recorded; tools/quantize.py writes the quantized model. A Conv reading the\n"
+          "image and the depthwise ones after it stay float (faster there), and so do the\n"
+          "output tails (reshapes, softmax, box decoding). Models older than opset 13 are\n"
           "upgraded. With --holdout, both models run on those media and the agreement\n"
           "is printed: detection F1 at IoU 0.5 above the threshold, mean IoU of matched\n"
           "boxes, score differences (embeddings: cosine to the float vector).\n"
@@ -79,6 +79,11 @@ static void usage(FILE *out) {
           "                          the lower and upper --percentile of each tensor's values\n"
           "      --percentile P      50..100 (default 99.999; the catalog's ssd-oidv4-int8: 99.99)\n"
           "  -e, --every N           every Nth video frame (default 10)\n"
+          "      --faces DETECTOR    calibrate and compare on the faces DETECTOR (a catalog\n"
+          "                          face detector or ONNX file) finds in the media, each\n"
+          "                          cropped out: for models that only see face crops\n"
+          "      --float-heads       keep float the results of int8 layers that only float\n"
+          "                          ones read (a detector's heads); default int8\n"
           "  -t, --threshold T       score threshold for the agreement (default: the model's)\n"
           "  -h, --help              this text\n"
           "\n"
@@ -86,119 +91,6 @@ static void usage(FILE *out) {
           "OSPREY_TOOLS (the directory of quantize.py).\n"
           "Exit status: 0 done, 1 a failure while working, 2 bad usage or input.\n",
           out);
-}
-
-/* PATH or PATH:FIRST-LAST. */
-static int parse_media(const char *arg, media_t *m) {
-    m->first = 0;
-    m->last = -1;
-    const char *colon = strrchr(arg, ':');
-    size_t len = strlen(arg);
-    if (colon) {
-        char *end;
-        long first = strtol(colon + 1, &end, 10);
-        if (end > colon + 1 && *end == '-' && first >= 0) {
-            const char *l = end + 1;
-            long last = -1;
-            if (*l)
-                last = strtol(l, &end, 10);
-            else
-                end = (char *)l;
-            if (!*end && (last < 0 ? !*l : last >= first)) {
-                m->first = first;
-                m->last = last;
-                len = (size_t)(colon - arg);
-            }
-        }
-    }
-    if (len >= sizeof m->path) return -1;
-    memcpy(m->path, arg, len);
-    m->path[len] = '\0';
-    return 0;
-}
-
-/* ---- frames ------------------------------------------------------------------ */
-
-typedef int (*frame_fn)(void *arg, osp_infer_ctx_t *ctx, char *err, size_t errlen);
-
-static int read_file(const char *path, uint8_t **buf, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    long n = -1;
-    *buf = NULL;
-    if (!f) return -1;
-    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (*buf = malloc(n ? (size_t)n : 1)) && fread(*buf, 1, (size_t)n, f) == (size_t)n) {
-        fclose(f);
-        *len = (size_t)n;
-        return 0;
-    }
-    fclose(f);
-    free(*buf);
-    *buf = NULL;
-    return -1;
-}
-
-/* Prepare every frame the media name with m — each image, every Nth frame
- * of each video's range — and hand each to fn. *frames counts them. */
-static int each_frame(osp_model_t *m, osp_decoder_t *dec, const media_t *media, int n_media,
-                      int every, frame_fn fn, void *arg, long *frames, char *err, size_t errlen) {
-    osp_infer_ctx_t ctx = {0};
-    osp_image_t img = {0};
-    char inner[512];
-    int rc = 0;
-    *frames = 0;
-    for (int i = 0; i < n_media && !rc; i++) {
-        const media_t *md = &media[i];
-        if (osp_path_is_image(md->path)) {
-            uint8_t *buf;
-            size_t len;
-            int ow, oh;
-            if (read_file(md->path, &buf, &len)) {
-                snprintf(err, errlen, "cannot read %s: %s", md->path, strerror(errno ? errno : EIO));
-                rc = 2;
-                break;
-            }
-            int drc = osp_image_decode(dec, buf, len, m->prep.width, m->prep.height, &img, &ow,
-                                       &oh, inner, sizeof inner);
-            free(buf);
-            osp_view_t v = osp_image_view(&img);
-            if (drc || osp_model_prepare(m, &ctx, &v, ow, oh, inner, sizeof inner)) {
-                snprintf(err, errlen, "%s: %s", md->path, inner);
-                rc = 2;
-                break;
-            }
-            if (fn(arg, &ctx, err, errlen)) rc = 1;
-            (*frames)++;
-            continue;
-        }
-        osp_video_t *vid = NULL;
-        if (osp_video_open(md->path, &vid, inner, sizeof inner)) {
-            snprintf(err, errlen, "%s", inner);
-            rc = 2;
-            break;
-        }
-        for (long f = 0; !rc && (md->last < 0 || f <= md->last); f++) {
-            int r = osp_video_read(vid, &img, inner, sizeof inner);
-            if (r < 0) {
-                snprintf(err, errlen, "%s: %s", md->path, inner);
-                rc = 2;
-            }
-            if (r <= 0) break;
-            if (f < md->first || (f - md->first) % every) continue;
-            osp_view_t v = osp_image_view(&img);
-            if (osp_model_prepare(m, &ctx, &v, 0, 0, inner, sizeof inner)) {
-                snprintf(err, errlen, "%s frame %ld: %s", md->path, f, inner);
-                rc = 1;
-                break;
-            }
-            if (fn(arg, &ctx, err, errlen)) rc = 1;
-            (*frames)++;
-        }
-        osp_video_close(vid);
-    }
-    osp_image_free(&img);
-    osp_infer_ctx_free(&ctx);
-    return rc;
 }
 
 /* The prepared tensor of ctx as a runtime input of m's shape. */
@@ -346,15 +238,16 @@ static int write_ranges(const calib_t *c, osp_calib_method_t method, double pct,
 
 /* ---- the graph tool ------------------------------------------------------------- */
 
-/* python3 tools/quantize.py STEP A B C; its messages go to stderr. */
-static int run_tool(const char *step, const char *a, const char *b, const char *c, char *err,
-                    size_t errlen) {
+/* python3 tools/quantize.py STEP A B C [FLAG]; its messages go to stderr. */
+static int run_tool(const char *step, const char *a, const char *b, const char *c,
+                    const char *flag, char *err, size_t errlen) {
     const char *py = getenv("OSPREY_PYTHON");
     const char *dir = getenv("OSPREY_TOOLS");
     char tool[1100];
     if (!py || !*py) py = "/usr/bin/python3";
     snprintf(tool, sizeof tool, "%s/quantize.py", dir && *dir ? dir : OSP_TOOLS_DIR);
-    char *argv[] = {(char *)py, tool, (char *)step, (char *)a, (char *)b, (char *)c, NULL};
+    char *argv[] = {(char *)py, tool,      (char *)step, (char *)a,
+                    (char *)b,  (char *)c, (char *)flag, NULL};
     posix_spawn_file_actions_t fa;
     pid_t pid;
     int status = 0;
@@ -456,12 +349,16 @@ static int parse_args(int argc, char **argv, opts_t *o) {
             usage(stdout);
             return 1;
         }
+        if (strcmp(a, "--float-heads") == 0) {
+            o->float_heads = 1;
+            continue;
+        }
         if (is_list) {
             int hold = a[2] == 'h';
-            media_t *list = hold ? o->hold : o->calib;
+            osp_qmedia_t *list = hold ? o->hold : o->calib;
             int *n = hold ? &o->n_hold : &o->n_calib;
             for (; i + 1 < argc && argv[i + 1][0] != '-'; i++) {
-                if (*n == MAX_MEDIA || parse_media(argv[i + 1], &list[*n])) {
+                if (*n == MAX_MEDIA || osp_qmedia_parse(argv[i + 1], &list[*n])) {
                     fprintf(stderr, "osprey quantize: too many media or too long a path: %s\n",
                             argv[i + 1]);
                     return -1;
@@ -476,6 +373,8 @@ static int parse_args(int argc, char **argv, opts_t *o) {
         }
         if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) {
             o->model = next;
+        } else if (strcmp(a, "--faces") == 0) {
+            o->faces = next;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--out") == 0) {
             o->out = next;
         } else if (strcmp(a, "--method") == 0) {
@@ -548,11 +447,12 @@ int osp_cmd_quantize(int argc, char **argv) {
     char err[4096], dir[512], calib_path[600], list_path[600], ranges_path[600];
     const char *tmp = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/osprey-quantize.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    osp_model_t *m = NULL, *q = NULL;
+    osp_model_t *m = NULL, *q = NULL, *faces = NULL;
     osp_decoder_t *dec = NULL;
     calib_t c = {0};
     agree_run_t g = {0};
     long frames = 0;
+    const char *heads = o.float_heads ? "--float-heads" : NULL;
     int rc, status = osp_cli_open_model("quantize", o.model, o.threshold, &m);
     if (status) return status;
     if (strcmp(m->dec->name, "ctc") == 0) {
@@ -563,8 +463,13 @@ int osp_cmd_quantize(int argc, char **argv) {
         osp_model_free(m);
         return 2;
     }
+    if (o.faces && (status = osp_cli_open_model("quantize", o.faces, -1, &faces))) {
+        osp_model_free(m);
+        return status;
+    }
     if (!mkdtemp(dir)) {
         osp_log(OSP_LOG_ERROR, "osprey quantize: cannot create %s: %s", dir, strerror(errno));
+        osp_model_free(faces);
         osp_model_free(m);
         return 1;
     }
@@ -576,11 +481,12 @@ int osp_cmd_quantize(int argc, char **argv) {
         snprintf(err, sizeof err, "out of memory");
         goto fail;
     }
-    if (run_tool("prepare", m->cfg.path, calib_path, list_path, err, sizeof err) ||
+    if (run_tool("prepare", m->cfg.path, calib_path, list_path, heads, err, sizeof err) ||
         calib_open(&c, m, calib_path, list_path, err, sizeof err))
         goto fail;
     c.pass = 1;
-    rc = each_frame(m, dec, o.calib, o.n_calib, o.every, calib_frame, &c, &frames, err, sizeof err);
+    rc = osp_qmedia_each(m, faces, dec, o.calib, o.n_calib, o.every, calib_frame, &c, &frames, err,
+                         sizeof err);
     if (!rc && o.method == OSP_CALIB_PERCENTILE) {
         for (int i = 0; i < c.n; i++)
             if (osp_calib_hist_begin(&c.stats[i])) {
@@ -588,8 +494,8 @@ int osp_cmd_quantize(int argc, char **argv) {
                 goto fail;
             }
         c.pass = 2;
-        rc = each_frame(m, dec, o.calib, o.n_calib, o.every, calib_frame, &c, &frames, err,
-                        sizeof err);
+        rc = osp_qmedia_each(m, faces, dec, o.calib, o.n_calib, o.every, calib_frame, &c, &frames,
+                             err, sizeof err);
     }
     if (rc) {
         status = rc;
@@ -601,12 +507,12 @@ int osp_cmd_quantize(int argc, char **argv) {
         goto fail;
     }
     if (write_ranges(&c, o.method, o.pct, ranges_path, err, sizeof err) ||
-        run_tool("write", m->cfg.path, ranges_path, o.out, err, sizeof err))
+        run_tool("write", m->cfg.path, ranges_path, o.out, heads, err, sizeof err))
         goto fail;
     printf("osprey quantize: %s -> %s: %d tensors calibrated on %ld frames (%s", m->cfg.name,
            o.out, c.n, frames, o.method == OSP_CALIB_MINMAX ? "min/max" : "percentile");
     if (o.method == OSP_CALIB_PERCENTILE) printf(" %g", o.pct);
-    printf(")\n");
+    printf("%s)\n", o.float_heads ? ", float heads" : "");
     calib_free(&c);
     if (o.n_hold) {
         osp_model_cfg_t qc = m->cfg;
@@ -615,8 +521,8 @@ int osp_cmd_quantize(int argc, char **argv) {
         g.ref = m;
         g.test = q;
         osp_agree_init(&g.a);
-        if ((rc = each_frame(m, dec, o.hold, o.n_hold, o.every, agree_frame, &g, &frames, err,
-                             sizeof err))) {
+        if ((rc = osp_qmedia_each(m, faces, dec, o.hold, o.n_hold, o.every, agree_frame, &g,
+                                  &frames, err, sizeof err))) {
             status = rc;
             goto fail;
         }
@@ -634,6 +540,7 @@ done:
     remove_dir(dir, files, 3);
     if (dec) osp_decoder_free(dec);
     osp_model_free(q);
+    osp_model_free(faces);
     osp_model_free(m);
     return status;
 }

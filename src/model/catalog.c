@@ -31,7 +31,7 @@ static const osp_catalog_entry_t CATALOG[] = {
      .description = "SSD-MobileNetV2, Open Images V4, 24 classes (people, vehicles, animals, objects)"},
     {.name = "ssd-oidv4-int8",
      .cli_confidence = 0.40f, /* the same measure as ssd-oidv4 */
-     .file = "ssd-oidv4-int8.onnx",
+     .file = "ssd-oidv4-int8-v2.onnx",
      .labels_file = "ssd-oidv4.labels",
      SSD_OIDV4_IO,
      .description = "ssd-oidv4 quantized to int8 (QDQ, calibrated; docs/models.md)"},
@@ -42,7 +42,7 @@ static const osp_catalog_entry_t CATALOG[] = {
      .description = "UltraFace RFB-320 face detector"},
     {.name = "ultraface-int8",
      .cli_confidence = 0.45f, /* the same measure as ultraface */
-     .file = "ultraface-int8.onnx",
+     .file = "ultraface-int8-v2.onnx",
      ULTRAFACE_IO,
      .description = "ultraface quantized to int8 (QDQ, calibrated; docs/models.md)"},
     {.name = "face-embed",

@@ -69,7 +69,7 @@ def test_int8_catalog_models_are_listed_and_present(osprey):
 
 
 def test_ssd_int8_detects_like_float(osprey):
-    need(MODELS / "ssd-oidv4-int8.onnx")
+    need(MODELS / "ssd-oidv4-int8-v2.onnx")
     (fl,) = detect(osprey, "--model", "ssd-oidv4", MEDIA / "messi5.jpg")
     (q,) = detect(osprey, "--model", "ssd-oidv4-int8", MEDIA / "messi5.jpg")
     people = [d for d in q["detections"] if d["label"] == "Person"]
@@ -80,10 +80,23 @@ def test_ssd_int8_detects_like_float(osprey):
 
 
 def test_ospreyd_serves_ultraface_int8_by_name(worker):
-    need(MODELS / "ultraface-int8.onnx")
+    need(MODELS / "ultraface-int8-v2.onnx")
     w, ready = worker({"runtime": "onnxruntime", "models": [{"model": "ultraface-int8"}]})
     reply = w.conn.infer_raw(0, media_image("astronaut.png"))
     faces = reply["detections"]
     assert len(faces) == 1 and faces[0]["label"] == "face", reply
     # the float model's face, from docs/ASSETS.md: [180,62,268,174]
     assert iou(faces[0]["box"], [180, 62, 268, 174]) >= 0.85, faces
+
+
+def test_quantize_embedder_on_face_crops(osprey, tmp_path):
+    # the embedder only ever sees faces: --faces cuts them out of the frames
+    out = tmp_path / "fe-int8.onnx"
+    r = run(osprey, "quantize", "--model", "face-embed", "--faces", "ultraface", "--out", out,
+            "--calibrate", need(MEDIA / "messi5.jpg"), need(MEDIA / "basketball1.png"),
+            "--holdout", need(MEDIA / "astronaut.png"))
+    assert r.returncode == 0, r.stderr
+    # messi5 has one face, basketball1 two; astronaut one
+    assert "calibrated on 3 frames" in r.stdout, r.stdout
+    m = re.search(r"on 1 held-out frames: cosine mean ([0-9.]+)", r.stdout)
+    assert m and 0.9 < float(m.group(1)) <= 1.0, r.stdout
