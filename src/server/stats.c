@@ -14,6 +14,7 @@
 #include "sched/cache.h"
 #include "sched/gate.h"
 #include "sched/sched.h"
+#include "server/ledger.h"
 #include "server/slots.h"
 
 /* One model slot's counters. Frames are counted where they are answered
@@ -311,5 +312,7 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_str(w, t->threads_source);
     osp_jw_obj_close(w);
     put_model_load(s, w);
+    osp_jw_key(w, "requests"); /* last: the seed's keys keep their order */
+    srv_ledger_write(s->ledger, w);
     osp_jw_obj_close(w);
 }
