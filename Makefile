@@ -20,7 +20,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets check check-tsan unit e2e fuzz format-check format demo bench bench-peer clean help
+.PHONY: all build deps assets check check-tsan unit e2e fuzz format-check format demo bench bench-peer soak clean help
 
 all: build
 
@@ -34,6 +34,7 @@ help:
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
+	@echo "make soak     SOAK_REQUESTS (default 1000000) mixed requests with model churn: RSS, threads, fds"
 	@echo "make clean    remove build output"
 
 # Installs missing packages and ONNX Runtime; remembers where ONNX Runtime is.
@@ -166,6 +167,20 @@ bench-peer:
 	@$(MAKE) --no-print-directory build assets
 	@$(PY) bench/peer/compare.py --worker "$(PEER_WORKER)" --loadgen $(BUILD)/bin/loadgen \
 	    --ospreyd $(BUILD)/bin/ospreyd --runs $(PEER_RUNS) --seconds $(PEER_SECONDS)
+
+# A long mixed run with the models replaced, unloaded and loaded every
+# SOAK_CHURN_S seconds, reporting memory, threads and descriptors each
+# minute (docs/bench.md); once per allocator named in SOAK_ALLOCATOR
+# (glibc, jemalloc). Niced: the machine may be shared. Not part of make check.
+SOAK_REQUESTS  ?= 1000000
+SOAK_ALLOCATOR ?= glibc
+SOAK_CHURN_S   ?= 10
+SOAK_NICE      ?= 10
+soak: build assets
+	@for a in $(SOAK_ALLOCATOR); do \
+	    nice -n $(SOAK_NICE) $(PY) bench/soak.py --ospreyd $(BUILD)/bin/ospreyd --requests $(SOAK_REQUESTS) \
+	        --churn-s $(SOAK_CHURN_S) --allocator $$a --json-out $(BUILD)/soak-$$a.json || exit 1; \
+	done
 
 clean:
 	rm -rf build build-address build-thread out
