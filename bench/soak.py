@@ -310,7 +310,14 @@ def soak(a, srv, sock, pixels, jpeg, work):
     print(line(last, a.requests) + "  (end)", flush=True)
     stats = ctl.call({"cmd": "mem_stats"})
     ctl.close()
-    return verdict(a, clients, stats, churn, samples, at10 or last, last, elapsed, work)
+    for c in clients:
+        c.conn.close()
+    srv.terminate()  # answers what is in flight and exits 0 (a sanitizer's finding: not 0)
+    try:
+        exit_status = srv.wait(120)
+    except subprocess.TimeoutExpired:
+        exit_status = None
+    return verdict(a, clients, stats, churn, samples, at10 or last, last, elapsed, work, exit_status)
 
 
 def line(s, total):
@@ -319,7 +326,7 @@ def line(s, total):
             f"threads {thr}  fds {fds}")
 
 
-def verdict(a, clients, stats, churn, samples, at10, last, elapsed, work):
+def verdict(a, clients, stats, churn, samples, at10, last, elapsed, work, exit_status):
     seen, sent, commands = {}, 0, 0
     failures = [c.failure for c in clients if c.failure]
     for c in clients:
@@ -362,9 +369,11 @@ def verdict(a, clients, stats, churn, samples, at10, last, elapsed, work):
           + ("" if agree else f": server {got}, clients {want}"))
     for f in failures:
         print(f"soak: client failed: {f}")
-    ok = not failures and unanswered == 0 and adds_up and agree
+    if exit_status != 0:
+        print(f"soak: ospreyd exited with status {exit_status} after SIGTERM; see {work / 'ospreyd.log'}")
+    ok = not failures and unanswered == 0 and adds_up and agree and exit_status == 0
     rec = {"allocator": a.allocator, "requests": sent + commands, "seconds": round(elapsed, 1),
-           "unanswered": unanswered, "addsUp": adds_up, "agrees": agree, "clientsFailed": failures,
+           "unanswered": unanswered, "serverExit": exit_status, "addsUp": adds_up, "agrees": agree, "clientsFailed": failures,
            "rssAt10Kb": at10[2], "rssEndKb": last[2], "rssRatio": round(ratio, 4),
            "rssMedian10Kb": m10, "rssMedianEndKb": mend, "rssMedianRatio": round(mratio, 4), "target": TARGET,
            "threads": [min(thr), max(thr)], "fds": [min(fds), max(fds)], "churn": churn,

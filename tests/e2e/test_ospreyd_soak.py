@@ -25,6 +25,7 @@ def test_short_soak_with_model_churn_answers_all_and_adds_up(tmp_path):
     rec = json.loads(out.read_text())
     assert rec["clientsFailed"] == [], rec["clientsFailed"]
     assert rec["unanswered"] == 0
+    assert rec["serverExit"] == 0, open(rec["log"]).read()[-3000:]
     assert rec["addsUp"] and rec["agrees"], (rec["seen"], rec["requestsStats"])
     assert r.returncode == 0, r.stdout[-3000:]
     assert rec["churn"]["ops"] >= 2 and rec["churn"]["failed"] == 0, rec["churn"]
