@@ -71,8 +71,11 @@ def test_every_request_is_counted_once_and_the_counts_add_up(spawn, tmp_path):
     send(MSG_JPEG, b"", None, "badRequest")
     send(MSG_CACHED, b"\x00\x01", None, "badRequest")
     send(MSG_BATCH, p_batch(0, [(64, 48, 0, small.data)], count=3), None, "badRequest")
-    for _ in range(30):  # more than one run slot and two waiting places can hold
-        send(MSG_RAW, raw(0), 0, wait=False)
+    # more than one run slot and two waiting places can hold; small frames, so
+    # that they arrive faster than a frame runs (large raw frames are prepared
+    # as they are read, which a sanitizer slows more than the model's run)
+    for _ in range(40):
+        send(MSG_RAW, raw(0, small), 0, wait=False)
     for rid, _, _ in sent:
         conn.reply(rid)
     # model 1 unloaded: its index is now one with nothing at it
