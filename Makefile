@@ -4,6 +4,7 @@
 
 SANITIZE ?=
 WERROR   ?= ON
+JEMALLOC ?= ON
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 ifeq ($(SANITIZE),)
 BUILD    ?= build
@@ -50,7 +51,7 @@ assets:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DONNXRUNTIME_ROOT="$$(cat $(BUILD)/.ort-root)" \
-	    -DOSPREY_WERROR=$(WERROR) -DOSPREY_SANITIZE=$(SANITIZE) > $(BUILD)/cmake.log || \
+	    -DOSPREY_WERROR=$(WERROR) -DOSPREY_SANITIZE=$(SANITIZE) -DOSPREY_JEMALLOC=$(JEMALLOC) > $(BUILD)/cmake.log || \
 	    { cat $(BUILD)/cmake.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
@@ -170,17 +171,15 @@ bench-peer:
 
 # A long mixed run with the models replaced, unloaded and loaded every
 # SOAK_CHURN_S seconds, reporting memory, threads and descriptors each
-# minute (docs/bench.md); once per allocator named in SOAK_ALLOCATOR
-# (glibc, jemalloc). Niced: the machine may be shared. Not part of make check.
+# minute (docs/bench.md). glibc's allocator instead of jemalloc:
+# make soak BUILD=build-glibc JEMALLOC=OFF. Niced: the machine may be
+# shared. Not part of make check.
 SOAK_REQUESTS  ?= 1000000
-SOAK_ALLOCATOR ?= glibc
 SOAK_CHURN_S   ?= 10
 SOAK_NICE      ?= 10
 soak: build assets
-	@for a in $(SOAK_ALLOCATOR); do \
-	    nice -n $(SOAK_NICE) $(PY) bench/soak.py --ospreyd $(BUILD)/bin/ospreyd --requests $(SOAK_REQUESTS) \
-	        --churn-s $(SOAK_CHURN_S) --allocator $$a --json-out $(BUILD)/soak-$$a.json || exit 1; \
-	done
+	nice -n $(SOAK_NICE) $(PY) bench/soak.py --ospreyd $(BUILD)/bin/ospreyd --requests $(SOAK_REQUESTS) \
+	    --churn-s $(SOAK_CHURN_S) --json-out $(BUILD)/soak.json
 
 clean:
 	rm -rf build build-address build-thread out

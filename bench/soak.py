@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The soak: a long mixed run of ospreyd with model churn, watching memory.
 
-    bench/soak.py --ospreyd build/bin/ospreyd [--requests 1000000] [--allocator glibc|jemalloc]
+    bench/soak.py --ospreyd build/bin/ospreyd [--requests 1000000] [--preload LIB]
 
 One ospreyd serves three models on a Unix socket (ultraface, blazeface,
 face-liveness from the asset cache). --clients connections keep
@@ -25,8 +25,10 @@ ratio of the medians of the samples near 10 % (7.5-12.5 %) and of the
 last 5 %, against the target (1.05).
 
 The last line is a JSON record of the run (--json-out writes it to a file
-too). --allocator jemalloc runs ospreyd with Debian's libjemalloc
-preloaded, to compare allocators on the same load.
+too). The allocator named is the one ospreyd runs with: jemalloc when it
+is linked with it (the default build) or preloaded (--preload
+/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 on a build without it),
+glibc's otherwise.
 """
 import argparse
 import json
@@ -43,7 +45,6 @@ from pathlib import Path
 
 MSG_COMMAND, MSG_JPEG, MSG_RAW, MSG_BATCH = 0, 1, 2, 3
 NEVER = 3  # a slot no model is loaded at
-JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 TARGET = 1.05
 KINDS = ("badRequest", "notLoaded", "notCached", "failed", "noMemory")
 
@@ -233,7 +234,7 @@ def main():
     ap.add_argument("--churn-s", type=float, default=10.0)
     ap.add_argument("--report-s", type=float, default=60.0)
     ap.add_argument("--frame", default="96x72", help="raw frame size WxH")
-    ap.add_argument("--allocator", choices=("glibc", "jemalloc"), default="glibc")
+    ap.add_argument("--preload", help="a library to preload into ospreyd (LD_PRELOAD), e.g. an allocator")
     ap.add_argument("--cache", default=os.environ.get("OSPREY_CACHE", str(Path.home() / ".cache" / "osprey")))
     ap.add_argument("--json-out")
     a = ap.parse_args()
@@ -248,8 +249,8 @@ def main():
     cfg.write_text(json.dumps({"runtime": "onnxruntime", "concurrency": 2,
                                "models": [SLOTS[0][0], SLOTS[1][0], SLOTS[2][0]]}))
     env = dict(os.environ)
-    if a.allocator == "jemalloc":
-        env["LD_PRELOAD"] = JEMALLOC
+    if a.preload:
+        env["LD_PRELOAD"] = a.preload
     log = open(work / "ospreyd.log", "wb")
     srv = subprocess.Popen([a.ospreyd, "--listen", f"unix:{sock}", "--config", str(cfg)],
                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
@@ -269,6 +270,8 @@ def soak(a, srv, sock, pixels, jpeg, work):
         if srv.poll() is not None or time.monotonic() > end:
             sys.exit(f"soak: ospreyd did not start; see {work / 'ospreyd.log'}")
         time.sleep(0.05)
+    with open(f"/proc/{srv.pid}/maps") as f:
+        a.allocator = "jemalloc" if "libjemalloc" in f.read() else "glibc"
     ctl = Conn(str(sock))
     ctl.send(MSG_COMMAND, json.dumps({}).encode())
     ctl.read()

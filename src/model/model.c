@@ -294,7 +294,9 @@ fail:
  * the next loads did not fit: the soak (docs/bench.md) with a model
  * replaced, unloaded or loaded every second grew from 57 MB to 320 MB in
  * 70 s and kept rising; with malloc_trim after each model freed it stayed
- * within 100-150 MB. malloc_trim returns every whole free page of every
+ * within 100-170 MB. (ospreyd itself is linked with jemalloc, which
+ * returns such memory on its own; this is for the programs that keep
+ * glibc's allocator.) malloc_trim returns every whole free page of every
  * arena to the kernel, but took 5 ms (up to 34 ms) there, so it runs on a
  * thread of its own, not on the caller's (ospreyd's I/O thread): one at a
  * time, once more if a model was freed while it ran. */
