@@ -117,7 +117,13 @@ void srv_stat_shed_queue(server_t *s, int idx) {
                 total, idx);
 }
 
+/* jemalloc's control entry, defined when jemalloc serves malloc (ospreyd
+ * is linked with it): glibc's arenas then hold nothing worth counting */
+extern int mallctl(const char *name, void *old, size_t *oldlen, void *new_value, size_t newlen)
+    __attribute__((weak));
+
 static int malloc_arenas(void) {
+    if (mallctl) return -1;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
