@@ -4,6 +4,7 @@
 
 SANITIZE ?=
 WERROR   ?= ON
+JEMALLOC ?= ON
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 ifeq ($(SANITIZE),)
 BUILD    ?= build
@@ -20,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet soak clean help
 
 all: build
 
@@ -37,6 +38,7 @@ help:
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
 	@echo "make install  PREFIX=/usr/local (default) [DESTDIR=…]: binaries, ONNX Runtime, catalog models,"
 	@echo "              the systemd unit and its user, an example config (docs/operations.md)"
+	@echo "make soak     SOAK_REQUESTS (default 1000000) mixed requests with model churn: RSS, threads, fds"
 	@echo "make clean    remove build output"
 
 # Installs missing packages and ONNX Runtime; remembers where ONNX Runtime is.
@@ -52,7 +54,7 @@ assets:
 
 build: deps
 	@cmake -S . -B $(BUILD) -DONNXRUNTIME_ROOT="$$(cat $(BUILD)/.ort-root)" \
-	    -DOSPREY_WERROR=$(WERROR) -DOSPREY_SANITIZE=$(SANITIZE) > $(BUILD)/cmake.log || \
+	    -DOSPREY_WERROR=$(WERROR) -DOSPREY_SANITIZE=$(SANITIZE) -DOSPREY_JEMALLOC=$(JEMALLOC) > $(BUILD)/cmake.log || \
 	    { cat $(BUILD)/cmake.log; exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
 
@@ -186,6 +188,18 @@ bench-peer:
 	@$(MAKE) --no-print-directory build assets
 	@$(PY) bench/peer/compare.py --worker "$(PEER_WORKER)" --loadgen $(BUILD)/bin/loadgen \
 	    --ospreyd $(BUILD)/bin/ospreyd --runs $(PEER_RUNS) --seconds $(PEER_SECONDS)
+
+# A long mixed run with the models replaced, unloaded and loaded every
+# SOAK_CHURN_S seconds, reporting memory, threads and descriptors each
+# minute (docs/bench.md). glibc's allocator instead of jemalloc:
+# make soak BUILD=build-glibc JEMALLOC=OFF. Niced: the machine may be
+# shared. Not part of make check.
+SOAK_REQUESTS  ?= 1000000
+SOAK_CHURN_S   ?= 10
+SOAK_NICE      ?= 10
+soak: build assets
+	nice -n $(SOAK_NICE) $(PY) bench/soak.py --ospreyd $(BUILD)/bin/ospreyd --requests $(SOAK_REQUESTS) \
+	    --churn-s $(SOAK_CHURN_S) --json-out $(BUILD)/soak.json
 
 clean:
 	rm -rf build build-address build-thread out

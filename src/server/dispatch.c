@@ -12,6 +12,7 @@
 #include "server/conn.h"
 #include "server/exec.h"
 #include "server/ingest.h"
+#include "server/ledger.h"
 #include "server/shm.h"
 #include "server/slots.h"
 #include "server/stats.h"
@@ -100,26 +101,37 @@ static void count_served(server_t *s, const frame_job_t *j) {
 static void frame_done(server_t *s, srv_job_t *h) {
     frame_job_t *j = (frame_job_t *)h;
     int idx = j->r.model_idx, admitted = j->admitted;
-    if (j->r.shed) srv_stat_shed_deadline(s, idx, j->r.deadline_ms, 1);
+    if (j->r.shed) {
+        srv_stat_shed_deadline(s, idx, j->r.deadline_ms, 1);
+        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
+    }
     if (j->r.failed) {
-        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_req_error(s, idx, SRV_FAIL_FAILED);
         srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
     }
-    if (!j->r.shed && !j->r.failed) count_served(s, j);
+    if (!j->r.shed && !j->r.failed) {
+        count_served(s, j);
+        srv_req_served(s, idx);
+    }
     srv_job_retire(s, h);
     if (admitted) next_after(s, idx);
 }
 
 static void batch_done(server_t *s, srv_job_t *h) {
     batch_job_t *b = (batch_job_t *)h;
-    if (b->r.shed)
-        srv_stat_shed_deadline(s, b->r.model_idx, b->r.deadline_ms, b->r.rq.u.batch.count);
-    if (b->r.failed) {
-        srv_stat_add(s, SRV_ST_ERRORS, 1);
-        srv_stat_frames(s, b->r.model_idx, SRV_OUT_ERROR, b->r.rq.u.batch.count);
+    int idx = b->r.model_idx, n = b->r.rq.u.batch.count;
+    if (b->r.shed) {
+        srv_stat_shed_deadline(s, idx, b->r.deadline_ms, n);
+        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
     }
-    if (!b->r.shed && !b->r.failed)
-        srv_stat_frames(s, b->r.model_idx, SRV_OUT_SERVED, b->r.rq.u.batch.count);
+    if (b->r.failed) {
+        srv_req_error(s, idx, SRV_FAIL_FAILED);
+        srv_stat_frames(s, idx, SRV_OUT_ERROR, n);
+    }
+    if (!b->r.shed && !b->r.failed) {
+        srv_stat_frames(s, idx, SRV_OUT_SERVED, n);
+        srv_req_served(s, idx);
+    }
     srv_job_retire(s, h);
 }
 
@@ -219,12 +231,14 @@ static int run_admitted(server_t *s, frame_job_t *j) {
     int idx = j->r.model_idx;
     if (osp_gate_expired(j->r.deadline_ms)) {
         srv_stat_shed_deadline(s, idx, j->r.deadline_ms, 1);
+        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
         job_drop(s, j, OSP_WIRE_SHED_DEADLINE);
         return 0;
     }
     loaded_t *l = srv_slot(s, idx);
     if (!l) {
         srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
+        srv_req_error(s, idx, SRV_FAIL_NOT_LOADED);
         osp_jw_reset(&j->r.out);
         size_t at = osp_wire_reply_begin(&j->r.out);
         osp_wire_json_not_loaded(&j->r.out, j->r.msg_type, (unsigned)idx);
@@ -264,6 +278,7 @@ void srv_dispatch_submit(server_t *s, frame_job_t *j) {
     int run = osp_sched_enqueue(s->sched, idx, j, &shed);
     if (shed) {
         srv_stat_shed_queue(s, idx);
+        srv_req_shed(s, idx, SRV_SHED_QUEUE_FULL);
         job_drop(s, shed, OSP_WIRE_SHED_QUEUE_FULL);
     }
     if (run && !run_admitted(s, j)) next_after(s, idx);
@@ -285,6 +300,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
             osp_jw_t *w = srv_reply_buf(s);
             size_t at = osp_wire_reply_begin(w);
             osp_wire_json_not_cached(w, rq->u.cached.frame_id);
+            srv_req_error(s, idx, SRV_FAIL_NOT_CACHED);
             osp_wire_reply_end(w, at, rq->req_id);
             srv_send(s, c, w);
             osp_buf_put(s->bufs, frame);
@@ -292,6 +308,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
         }
         if (!srv_slot(s, idx)) {
             osp_cache_release_frame(s->cache, cf);
+            srv_req_error(s, idx, SRV_FAIL_NOT_LOADED);
             reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx);
             osp_buf_put(s->bufs, frame);
             return;
@@ -301,6 +318,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     if (!j) {
         if (cf) osp_cache_release_frame(s->cache, cf);
         osp_buf_put(s->bufs, frame);
+        srv_req_error(s, idx, SRV_FAIL_NO_MEMORY);
         srv_reply_error(s, c, rq->req_id, SRV_ERR_PLAIN, "out of memory");
         return;
     }
@@ -319,6 +337,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     int idx = rq->u.batch.model_idx;
     if (osp_gate_expired(rq->deadline_ms)) {
         srv_stat_shed_deadline(s, idx, rq->deadline_ms, rq->u.batch.count);
+        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
         osp_jw_t *w = srv_reply_buf(s);
         size_t at = osp_wire_reply_begin(w);
         osp_wire_json_dropped_batch(w, OSP_WIRE_SHED_DEADLINE, rq->u.batch.count);
@@ -329,6 +348,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     }
     loaded_t *l = srv_slot(s, idx);
     if (!l) {
+        srv_req_error(s, idx, SRV_FAIL_NOT_LOADED);
         reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx);
         osp_buf_put(s->bufs, frame);
         return;
@@ -343,6 +363,7 @@ static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     batch_job_t *j = srv_batch_job_new(s, c, rq, frame, len);
     if (!j) {
         osp_buf_put(s->bufs, frame);
+        srv_req_error(s, idx, SRV_FAIL_NO_MEMORY);
         srv_reply_error(s, c, rq->req_id, SRV_ERR_RESULTS, "out of memory");
         return;
     }
@@ -369,6 +390,18 @@ static void on_cache_frame(server_t *s, conn_t *c, const osp_wire_request_t *rq)
         osp_wire_json_cached(w, rq->u.cache.frame_id, im->width, im->height);
     osp_wire_reply_end(w, at, rq->req_id);
     srv_send(s, c, w);
+}
+
+/* The slot an inference request names, SRV_LEDGER_NO_MODEL when it could
+ * not be parsed; -2 for a request that is not an inference. */
+static int inference_model(uint8_t msg_type, int parsed, const osp_wire_request_t *rq) {
+    switch (msg_type) {
+    case OSP_WIRE_MSG_INFER_JPEG: return parsed ? rq->u.jpeg.model_idx : SRV_LEDGER_NO_MODEL;
+    case OSP_WIRE_MSG_INFER_RAW: return parsed ? rq->u.raw.model_idx : SRV_LEDGER_NO_MODEL;
+    case OSP_WIRE_MSG_INFER_BATCH: return parsed ? rq->u.batch.model_idx : SRV_LEDGER_NO_MODEL;
+    case OSP_WIRE_MSG_INFER_CACHED: return parsed ? rq->u.cached.model_idx : SRV_LEDGER_NO_MODEL;
+    default: return -2;
+    }
 }
 
 static void count_request(server_t *s, uint8_t msg_type) {
@@ -406,8 +439,13 @@ void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spil
         osp_wire_request_t rq;
         int rc = osp_wire_request_parse(&f, srv_conn_version(c), &rq, err, sizeof err);
         count_request(s, f.msg_type);
+        int idx = inference_model(f.msg_type, rc == 0, &rq);
+        if (idx != -2) srv_req_received(s, idx);
         if (rc) {
-            srv_stat_add(s, SRV_ST_ERRORS, 1);
+            if (idx != -2)
+                srv_req_error(s, idx, SRV_FAIL_BAD_REQUEST);
+            else
+                srv_stat_add(s, SRV_ST_ERRORS, 1);
             srv_reply_error(s, c, f.req_id,
                             rq.err_shape == OSP_WIRE_ERR_RESULTS ? SRV_ERR_RESULTS : SRV_ERR_PLAIN,
                             err);
@@ -423,6 +461,7 @@ void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spil
             osp_jw_obj_close(w);
             osp_wire_reply_end(w, at, rq.req_id);
             srv_send(s, c, w);
+            srv_req_served(s, idx);
         } else if (rq.msg_type == OSP_WIRE_MSG_INFER_BATCH) {
             on_batch(s, c, &rq, frame, len); /* takes frame */
             frame = NULL;

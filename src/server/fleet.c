@@ -39,6 +39,7 @@
 #include "sched/sched.h"
 #include "server/dispatch.h"
 #include "server/job.h"
+#include "server/ledger.h"
 #include "server/loop.h"
 #include "server/slots.h"
 #include "server/stats.h"
@@ -270,6 +271,7 @@ static void on_job(server_t *s, srv_job_t *h) {
     j->r.tp = &fleet_transport;
     j->r.tp_arg = q;
     j->r.model_idx = idx;
+    srv_req_received(s, idx); /* its one outcome is counted where dispatch answers it */
     srv_dispatch_submit(s, j);
 }
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "sched/gate.h"
+#include "server/ledger.h"
 
 static const char *const OUTCOME[SRV_OUT_COUNT] = {"served", "shed", "expired", "error"};
 static const char *const STAGE[SRV_STAGE_COUNT] = {"queue", "preprocess", "predict", "total"};
@@ -46,6 +47,56 @@ static void labels_model(char *out, size_t cap, const char *model, const char *k
     osp_prom_labels(out, cap, key ? 2 : 1, kv);
 }
 
+/* The request ledger (ledger.h): one series set per slot that has seen a
+ * request or is configured, and one for the requests that named no model
+ * (model="none"). A slot not configured is labelled by its index ("#3"). */
+static void put_requests(server_t *s, osp_text_t *t, const srv_page_model_t *m, int n) {
+    const char *name[OSP_MAX_SLOTS + 1] = {0};
+    char spare[OSP_MAX_SLOTS + 1][8];
+    srv_ledger_row_t r[OSP_MAX_SLOTS + 1];
+    for (int i = 0; i < n; i++) name[m[i].e.index] = m[i].label;
+    for (int i = 0; i <= OSP_MAX_SLOTS; i++) {
+        srv_ledger_read(s->ledger, i < OSP_MAX_SLOTS ? i : SRV_LEDGER_NO_MODEL, &r[i]);
+        if (!name[i] && srv_ledger_row_used(&r[i])) {
+            if (i < OSP_MAX_SLOTS)
+                snprintf(spare[i], sizeof spare[i], "#%d", i);
+            else
+                snprintf(spare[i], sizeof spare[i], "none");
+            name[i] = spare[i];
+        }
+    }
+    char lb[256];
+    osp_prom_family(t, "osprey_requests_received_total", "counter",
+                    "Inference requests read, by the model they name (a batch is one request).");
+    for (int i = 0; i <= OSP_MAX_SLOTS; i++)
+        if (name[i]) {
+            labels_model(lb, sizeof lb, name[i], NULL, NULL);
+            osp_prom_sample(t, "osprey_requests_received_total", lb, (double)r[i].received);
+        }
+    osp_prom_family(t, "osprey_requests_served_total", "counter",
+                    "Inference requests answered with a result.");
+    for (int i = 0; i <= OSP_MAX_SLOTS; i++)
+        if (name[i]) {
+            labels_model(lb, sizeof lb, name[i], NULL, NULL);
+            osp_prom_sample(t, "osprey_requests_served_total", lb, (double)r[i].served);
+        }
+    osp_prom_family(t, "osprey_requests_shed_total", "counter",
+                    "Inference requests answered dropped, by reason: deadline-expired, queue-full.");
+    for (int i = 0; i <= OSP_MAX_SLOTS; i++)
+        for (int k = 0; name[i] && k < SRV_SHED_COUNT; k++) {
+            labels_model(lb, sizeof lb, name[i], "reason", srv_shed_label((srv_shed_t)k));
+            osp_prom_sample(t, "osprey_requests_shed_total", lb, (double)r[i].shed[k]);
+        }
+    osp_prom_family(t, "osprey_requests_errors_total", "counter",
+                    "Inference requests answered with an error, by kind: bad-request, not-loaded, "
+                    "not-cached, failed, no-memory.");
+    for (int i = 0; i <= OSP_MAX_SLOTS; i++)
+        for (int k = 0; name[i] && k < SRV_FAIL_COUNT; k++) {
+            labels_model(lb, sizeof lb, name[i], "kind", srv_fail_label((srv_fail_t)k));
+            osp_prom_sample(t, "osprey_requests_errors_total", lb, (double)r[i].errors[k]);
+        }
+}
+
 void srv_page_metrics(server_t *s, osp_text_t *t) {
     srv_page_model_t *m = malloc(OSP_MAX_SLOTS * sizeof *m);
     int n = m ? srv_pages_models(s, m) : 0;
@@ -58,6 +109,7 @@ void srv_page_metrics(server_t *s, osp_text_t *t) {
             labels_model(lb, sizeof lb, m[i].label, "outcome", OUTCOME[o]);
             osp_prom_sample(t, "osprey_frames_total", lb, (double)m[i].c.frames[o]);
         }
+    put_requests(s, t, m, n);
     osp_prom_family(t, "osprey_frame_duration_seconds", "histogram",
                     "Served frames' time by stage: queue (waiting for a run slot and a worker), "
                     "preprocess (decode, resize, pack), predict (run and decode the outputs), "

@@ -36,6 +36,7 @@
 #include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/ingest.h"
+#include "server/ledger.h"
 #include "server/slots.h"
 #include "server/stats.h"
 #include "wire/peek.h"
@@ -187,9 +188,10 @@ int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, si
 static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     char err[256];
     srv_stat_add(s, SRV_ST_INFER_RAW, 1);
+    srv_req_received(s, r->idx);
     if (osp_model_prepare_rows_end(r->ctx, r->ps, (int)r->w, (int)r->h, r->prep_ms, err, sizeof err)) {
         rows_drop(s, r);
-        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_req_error(s, r->idx, SRV_FAIL_FAILED);
         srv_reply_error(s, c, r->req_id, SRV_ERR_INFER, err);
         return;
     }
@@ -206,6 +208,7 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     rq.u.raw.img.len = (size_t)r->w * r->h * 3; /* pixels: none kept, the tensor is made */
     frame_job_t *j = srv_frame_job_new(s, c, &rq, NULL, 0);
     if (!j) {
+        srv_req_error(s, r->idx, SRV_FAIL_NO_MEMORY);
         rows_drop(s, r);
         srv_reply_error(s, c, r->req_id, SRV_ERR_PLAIN, "out of memory");
         return;

@@ -25,6 +25,7 @@
 #include "server/fleet.h"
 #include "server/http.h"
 #include "server/job.h"
+#include "server/ledger.h"
 #include "server/loop.h"
 #include "server/shm.h"
 #include "server/slots.h"
@@ -60,6 +61,7 @@ static void server_free(server_t *s) {
     osp_bufpool_free(s->bufs);
     osp_cache_free(s->cache);
     srv_stats_free(s->stats);
+    srv_ledger_free(s->ledger);
     srv_board_free(s->board);
     srv_loop_free(s->loop);
     osp_paths_free(s->roots);
@@ -81,6 +83,7 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->jobs = srv_jobs_new();
     s->cmds = srv_cmds_new();
     s->stats = srv_stats_new();
+    s->ledger = srv_ledger_new();
     s->shm = srv_shm_new();
     s->streams = srv_streams_new();
     s->board = srv_board_new();
@@ -89,8 +92,8 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->bufs = osp_bufpool_new(BUF_KEEP);
     s->ctxs = osp_ctxpool_new();
     s->roots = osp_paths_new();
-    if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->shm ||
-        !s->streams || !s->board || !s->watchdog || !s->cache || !s->bufs || !s->ctxs) {
+    if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->ledger ||
+        !s->shm || !s->streams || !s->board || !s->watchdog || !s->cache || !s->bufs || !s->ctxs) {
         osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
         server_free(s);
         return NULL;

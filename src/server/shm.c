@@ -26,6 +26,7 @@
 #include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/job.h"
+#include "server/ledger.h"
 #include "server/shm.h"
 #include "server/stats.h"
 #include "wire/peek.h"
@@ -251,8 +252,9 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
     return 0;
 }
 
-static void shm_error(server_t *s, conn_t *c, uint32_t req_id, const char *msg) {
-    srv_stat_add(s, SRV_ST_ERRORS, 1);
+static void shm_error(server_t *s, conn_t *c, uint32_t req_id, int idx, srv_fail_t kind,
+                      const char *msg) {
+    srv_req_error(s, idx, kind);
     srv_reply_error(s, c, req_id, SRV_ERR_PLAIN, msg);
 }
 
@@ -260,14 +262,16 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     char err[512];
     osp_wire_shm_t m;
     if (osp_wire_shm_parse(f->payload, f->payload_len, srv_conn_version(c), &m, err, sizeof err)) {
-        shm_error(s, c, f->req_id, err);
+        srv_req_received(s, SRV_LEDGER_NO_MODEL);
+        shm_error(s, c, f->req_id, SRV_LEDGER_NO_MODEL, SRV_FAIL_BAD_REQUEST, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
+    srv_req_received(s, m.model_idx);
     shm_region_t *r = find(s, m.region, srv_conn_id(c));
     if (!r) {
         snprintf(err, sizeof err, "shm region %u not registered", m.region);
-        shm_error(s, c, f->req_id, err);
+        shm_error(s, c, f->req_id, m.model_idx, SRV_FAIL_BAD_REQUEST, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
@@ -277,12 +281,12 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
         snprintf(err, sizeof err,
                  "infer_shm: shared memory %s holds %lld bytes now, not the %zu it was registered with",
                  r->name, (long long)st.st_size, r->size);
-        shm_error(s, c, f->req_id, err);
+        shm_error(s, c, f->req_id, m.model_idx, SRV_FAIL_BAD_REQUEST, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
     if (osp_wire_shm_check(&m, r->size, OSP_IMG_MAX_SIDE, err, sizeof err)) {
-        shm_error(s, c, f->req_id, err);
+        shm_error(s, c, f->req_id, m.model_idx, SRV_FAIL_BAD_REQUEST, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
@@ -292,7 +296,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     frame_job_t *j = srv_frame_job_new(s, c, &rq, frame, len);
     if (!j) {
         osp_buf_put(s->bufs, frame);
-        shm_error(s, c, f->req_id, "out of memory");
+        shm_error(s, c, f->req_id, m.model_idx, SRV_FAIL_NO_MEMORY, "out of memory");
         return;
     }
     j->r.model_idx = m.model_idx;

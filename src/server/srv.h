@@ -26,6 +26,7 @@ typedef struct srv_exec srv_exec_t;         /* exec.h */
 typedef struct srv_jobs srv_jobs_t;         /* job.h */
 typedef struct srv_cmds srv_cmds_t;         /* cmds.h */
 typedef struct srv_stats srv_stats_t;       /* stats.h */
+typedef struct srv_ledger srv_ledger_t;     /* ledger.h */
 typedef struct srv_shm srv_shm_t;           /* shm.h */
 typedef struct srv_streams srv_streams_t;   /* streams.h */
 typedef struct srv_auth srv_auth_t;         /* auth.h */
@@ -72,6 +73,7 @@ struct server {
     srv_jobs_t *jobs;
     srv_cmds_t *cmds;
     srv_stats_t *stats;
+    srv_ledger_t *ledger; /* every inference request's outcome (ledger.h) */
     srv_shm_t *shm;
     srv_streams_t *streams;
     srv_board_t *board;        /* model states for other threads (board.h) */

@@ -14,6 +14,7 @@
 #include "sched/cache.h"
 #include "sched/gate.h"
 #include "sched/sched.h"
+#include "server/ledger.h"
 #include "server/slots.h"
 #include "log/log.h"
 
@@ -117,7 +118,13 @@ void srv_stat_shed_queue(server_t *s, int idx) {
                 total, idx);
 }
 
+/* jemalloc's control entry, defined when jemalloc serves malloc (ospreyd
+ * is linked with it): glibc's arenas then hold nothing worth counting */
+extern int mallctl(const char *name, void *old, size_t *oldlen, void *new_value, size_t newlen)
+    __attribute__((weak));
+
 static int malloc_arenas(void) {
+    if (mallctl) return -1;
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -320,5 +327,7 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_str(w, t->threads_source);
     osp_jw_obj_close(w);
     put_model_load(s, w);
+    osp_jw_key(w, "requests"); /* last: the seed's keys keep their order */
+    srv_ledger_write(s->ledger, w);
     osp_jw_obj_close(w);
 }

@@ -42,6 +42,7 @@
 #include "sched/pool.h"
 #include "server/dispatch.h"
 #include "server/job.h"
+#include "server/ledger.h"
 #include "server/loop.h"
 #include "server/slots.h"
 #include "server/stats.h"
@@ -170,15 +171,16 @@ static const srv_transport_t zmq_transport = {tp_prepare, tp_result, tp_send};
 static void on_frame(server_t *s, srv_job_t *h) {
     zreq_t *q = (zreq_t *)h;
     srv_stat_add(s, SRV_ST_INFER_ZMQ, 1);
+    srv_req_received(s, q->model_idx);
     if (!s->set.started || s->stopping || !srv_slot(s, q->model_idx)) {
-        if (!s->stopping) srv_stat_add(s, SRV_ST_ERRORS, 1); /* no model for it */
+        srv_req_error(s, q->model_idx, SRV_FAIL_NOT_LOADED); /* no model for it */
         post_back(q->z, q);                                  /* zero rows */
         return;
     }
     osp_wire_request_t wrq = {.msg_type = OSP_WIRE_MSG_INFER_RAW, .deadline_ms = q->deadline_ms};
     frame_job_t *j = srv_frame_job_new(s, NULL, &wrq, NULL, 0);
     if (!j) {
-        srv_stat_add(s, SRV_ST_ERRORS, 1);
+        srv_req_error(s, q->model_idx, SRV_FAIL_NO_MEMORY);
         post_back(q->z, q);
         return;
     }
@@ -403,8 +405,8 @@ static void send_answers(srv_zmq_t *z) {
     }
 }
 
+/* A bad request answered with zeros: counted by the caller. */
 static void log_bad(srv_zmq_t *z, const char *why) {
-    srv_stat_add(z->s, SRV_ST_ERRORS, 1);
     if (z->bad++ % 500 == 0)
         osp_log(OSP_LOG_WARN, "ospreyd: zmq: answered zeros to a bad request (%lld so far): %s",
                 (long long)z->bad, why);
@@ -474,7 +476,13 @@ static int receive_one(srv_zmq_t *z) {
     if (n == 0 ||
         osp_frigate_parse(zmq_msg_data(&part[0]), zmq_msg_size(&part[0]), &rq, err, sizeof err)) {
         if (n == 0) snprintf(err, sizeof err, "an empty request");
-        if (n > 0) srv_stat_add(z->s, SRV_ST_INFER_ZMQ, 1);
+        if (n > 0) { /* a frame's header that does not parse */
+            srv_stat_add(z->s, SRV_ST_INFER_ZMQ, 1);
+            srv_req_received(z->s, SRV_LEDGER_NO_MODEL);
+            srv_req_error(z->s, SRV_LEDGER_NO_MODEL, SRV_FAIL_BAD_REQUEST);
+        } else {
+            srv_stat_add(z->s, SRV_ST_ERRORS, 1);
+        }
         log_bad(z, err);
         send_zeros(z, &id);
         goto done;
@@ -483,6 +491,8 @@ static int receive_one(srv_zmq_t *z) {
         (n != 2 || osp_frigate_check(&rq, zmq_msg_size(&part[1]), err, sizeof err))) {
         if (n != 2) snprintf(err, sizeof err, "%d parts, a frame is a header and a tensor", n);
         srv_stat_add(z->s, SRV_ST_INFER_ZMQ, 1);
+        srv_req_received(z->s, SRV_LEDGER_NO_MODEL);
+        srv_req_error(z->s, SRV_LEDGER_NO_MODEL, SRV_FAIL_BAD_REQUEST);
         log_bad(z, err);
         send_zeros(z, &id);
         goto done;
@@ -504,6 +514,8 @@ static int receive_one(srv_zmq_t *z) {
         srv_stat_add(z->s, rq.kind == OSP_FRIGATE_TENSOR ? SRV_ST_SHED_QUEUE_FULL : SRV_ST_ERRORS, 1);
         if (rq.kind == OSP_FRIGATE_TENSOR) {
             srv_stat_add(z->s, SRV_ST_INFER_ZMQ, 1);
+            srv_req_received(z->s, SRV_LEDGER_NO_MODEL);
+            srv_req_shed(z->s, SRV_LEDGER_NO_MODEL, SRV_SHED_QUEUE_FULL);
             send_zeros(z, &id);
         }
         goto done;

@@ -209,6 +209,11 @@ def test_an_expired_job_is_dropped_and_never_run(spawn, redis, tmp_path):
     assert res["in-time"][0]["status"] == b"served"
     assert counted_runs(counter) == before + 1  # in-time only
     assert counters(w)["jobsDropped"] == 1
+    # a job that reached its model is one inference request with one outcome
+    req = w.host.mem_stats()["requests"]
+    shed = sum(req["shed"].values())
+    assert req["received"] == 2 and req["served"] == 1 and req["shed"]["deadlineExpired"] == 1, req
+    assert req["received"] == req["served"] + shed + sum(req["errors"].values()), req
 
 
 # ---- the guarantees -----------------------------------------------------------------

@@ -149,7 +149,7 @@ def test_reconfigure_refuses_reload_keys(worker):
 
 MEM_KEYS = ["cmd", "status", "memory", "mallocArenas", "counters", "backpressure",
             "modelsLoaded", "frameCacheEntries", "preprocessCacheEntries",
-            "benchPreprocessCacheEntries", "uptimeSec", "threading", "modelLoad"]
+            "benchPreprocessCacheEntries", "uptimeSec", "threading", "modelLoad", "requests"]
 
 
 def test_mem_stats_every_field(worker):
