@@ -26,6 +26,7 @@
 #include "server/slots.h"
 #include "server/stats.h"
 #include "server/streams.h"
+#include "wire/cmdargs.h"
 
 static const char *const RECONFIGURABLE[] = {"confidence", "maxDetections", "nmsIouThreshold"};
 #define N_RECONF (sizeof RECONFIGURABLE / sizeof RECONFIGURABLE[0])
@@ -109,10 +110,7 @@ static void model_id_of(const char *path, char *out, size_t n) {
     out[len] = '\0';
 }
 
-static const char *cmd_name(const cJSON *cmd) {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(cmd, "cmd");
-    return cJSON_IsString(c) ? c->valuestring : "unknown";
-}
+static const char *cmd_name(const cJSON *cmd) { return osp_wire_cmd_name(cmd); }
 
 int srv_idle(server_t *s) {
     return srv_jobs_inflight(s) == 0 && !s->cmds->loading && s->cmds->head == NULL;
@@ -239,12 +237,7 @@ void srv_cmds_check_timers(server_t *s) {
 /* ---- the command queue ------------------------------------------------------------------ */
 
 static int get_index(const cJSON *cmd, int *index) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cmd, "index");
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
-        v->valuedouble >= OSP_MAX_SLOTS)
-        return -1;
-    *index = (int)v->valuedouble;
-    return 0;
+    return osp_wire_cmd_index(cmd, OSP_MAX_SLOTS, index);
 }
 
 /* Returns 1 when a load was started (the queue waits for it). */
