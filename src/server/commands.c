@@ -28,9 +28,6 @@
 #include "server/streams.h"
 #include "wire/cmdargs.h"
 
-static const char *const RECONFIGURABLE[] = {"confidence", "maxDetections", "nmsIouThreshold"};
-#define N_RECONF (sizeof RECONFIGURABLE / sizeof RECONFIGURABLE[0])
-
 /* A queued command (load, replace, unload, reconfigure, status, unknown). */
 typedef struct cmdq {
     struct cmdq *next;
@@ -326,22 +323,7 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
         return;
     }
     const cJSON *patch = cJSON_GetObjectItemCaseSensitive(q->cmd, "config");
-    /* refuse any key outside the allow-list, naming them: a path accepted
-     * here while the old session kept serving would be a silent lie */
-    char refused[300] = "";
-    size_t rl = 0;
-    const cJSON *kv;
-    cJSON_ArrayForEach(kv, patch) {
-        int ok = 0;
-        for (size_t i = 0; i < N_RECONF; i++) ok |= strcmp(kv->string, RECONFIGURABLE[i]) == 0;
-        if (!ok && rl < sizeof refused - 1)
-            rl += (size_t)snprintf(refused + rl, sizeof refused - rl, "%s%s", rl ? ", " : "",
-                                   kv->string);
-    }
-    if (rl) {
-        snprintf(err, sizeof err,
-                 "keys not reconfigurable without a reload: %s (allowed: confidence, maxDetections, nmsIouThreshold)",
-                 refused);
+    if (osp_wire_reconfigure_keys(patch, err, sizeof err)) {
         srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", index, err);
         return;
     }
@@ -355,24 +337,7 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
     int maxdet0, maxdet;
     srv_loaded_params(l, &conf0, &nms0, &maxdet0);
     conf = conf0, nms = nms0, maxdet = maxdet0;
-    cJSON_ArrayForEach(kv, patch) {
-        double v = kv->valuedouble;
-        int is_num = cJSON_IsNumber(kv) && isfinite(v);
-        if (strcmp(kv->string, "maxDetections") == 0) {
-            if (!is_num || v < 1 || v > 100000 || v != floor(v)) goto bad;
-            maxdet = (int)v;
-        } else {
-            if (!is_num || v < 0 || v > 1) goto bad;
-            if (strcmp(kv->string, "confidence") == 0)
-                conf = (float)v;
-            else
-                nms = (float)v;
-        }
-        continue;
-    bad:
-        snprintf(err, sizeof err, "%s must be %s", kv->string,
-                 strcmp(kv->string, "maxDetections") == 0 ? "an integer from 1 to 100000"
-                                                          : "a number from 0 to 1");
+    if (osp_wire_reconfigure_values(patch, &conf, &nms, &maxdet, err, sizeof err)) {
         srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", index, err);
         return;
     }

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "wire/util.h"
@@ -25,6 +26,66 @@ int osp_wire_cmd_index(const cJSON *cmd, int slots, int *index) {
         v->valuedouble >= slots)
         return -1;
     *index = (int)v->valuedouble;
+    return 0;
+}
+
+/* ---- reconfigure ----------------------------------------------------------------- */
+
+static const char *const RECONFIGURABLE[] = {"confidence", "maxDetections", "nmsIouThreshold"};
+#define N_RECONF (sizeof RECONFIGURABLE / sizeof RECONFIGURABLE[0])
+
+int osp_wire_reconfigure_keys(const cJSON *config, char *err, size_t errlen) {
+    if (!config) return 0;
+    /* a list's items have no key: reading one as a key's name crashed the
+     * server */
+    if (!cJSON_IsObject(config))
+        return seterr(err, errlen, OSP_WIRE_EINVAL, "reconfigure needs a \"config\" object");
+    /* refuse any key outside the allow-list, naming them: a path accepted
+     * here while the old session kept serving would be a silent lie */
+    char refused[300] = "";
+    size_t rl = 0;
+    const cJSON *kv;
+    cJSON_ArrayForEach(kv, config) {
+        int ok = 0;
+        for (size_t i = 0; i < N_RECONF; i++) ok |= strcmp(kv->string, RECONFIGURABLE[i]) == 0;
+        if (!ok && rl < sizeof refused - 1)
+            rl += (size_t)snprintf(refused + rl, sizeof refused - rl, "%s%s", rl ? ", " : "",
+                                   kv->string);
+    }
+    if (rl)
+        return seterr(err, errlen, OSP_WIRE_EINVAL,
+                      "keys not reconfigurable without a reload: %s (allowed: confidence, "
+                      "maxDetections, nmsIouThreshold)",
+                      refused);
+    return 0;
+}
+
+int osp_wire_reconfigure_values(const cJSON *config, float *confidence, float *nms_iou,
+                                int *max_detections, char *err, size_t errlen) {
+    float conf = *confidence, nms = *nms_iou;
+    int maxdet = *max_detections;
+    const cJSON *kv, *obj = cJSON_IsObject(config) ? config : NULL;
+    cJSON_ArrayForEach(kv, obj) {
+        double v = kv->valuedouble;
+        int is_num = cJSON_IsNumber(kv) && isfinite(v);
+        if (strcmp(kv->string, "maxDetections") == 0) {
+            if (!is_num || v < 1 || v > 100000 || v != floor(v))
+                return seterr(err, errlen, OSP_WIRE_EINVAL,
+                              "maxDetections must be an integer from 1 to 100000");
+            maxdet = (int)v;
+        } else {
+            if (!is_num || v < 0 || v > 1)
+                return seterr(err, errlen, OSP_WIRE_EINVAL, "%s must be a number from 0 to 1",
+                              kv->string);
+            if (strcmp(kv->string, "confidence") == 0)
+                conf = (float)v;
+            else
+                nms = (float)v;
+        }
+    }
+    *confidence = conf;
+    *nms_iou = nms;
+    *max_detections = maxdet;
     return 0;
 }
 

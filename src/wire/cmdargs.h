@@ -1,9 +1,9 @@
 /*
  * wire/cmdargs: the arguments of the JSON commands and startup-config keys
  * that osprey added to the seed's protocol, read and checked before the
- * server acts on them: open_stream's config, register_shm and
- * unregister_shm, a command's name and slot index, and the startup
- * config's thread keys. Pure functions of a tree osp_wire_command_parse or
+ * server acts on them: reconfigure's keys and values, open_stream's
+ * config, register_shm and unregister_shm, a command's name and slot
+ * index, and the startup config's thread keys. Pure functions of a tree osp_wire_command_parse or
  * osp_wire_hello_parse made: no files, no server state, no allocation.
  * Every string they fill points INTO that tree, so it is valid as long as
  * the tree is. The maxima are the ones docs/security.md states; the error
@@ -28,6 +28,26 @@ const char *osp_wire_cmd_name(const struct cJSON *cmd);
 /* "index": a whole number from 0 to slots - 1. 0 or -1 (no text: each
  * command words its own). */
 int osp_wire_cmd_index(const struct cJSON *cmd, int slots, int *index);
+
+/* ---- reconfigure {"cmd": "reconfigure", "index": i, "config": {…}} ------------------
+ *
+ * Read in two steps, because the server looks the slot up in between (its
+ * "model i is not loaded" comes after a refused key, before a bad value).
+ */
+
+/* The keys: "config" absent (nothing changes) or an object of
+ * confidence, maxDetections and nmsIouThreshold only. "reconfigure needs a
+ * \"config\" object", or "keys not reconfigurable without a reload: a, b
+ * (allowed: confidence, maxDetections, nmsIouThreshold)". */
+int osp_wire_reconfigure_keys(const struct cJSON *config, char *err, size_t errlen);
+
+/* The values of a config the keys step passed, over the caller's current
+ * ones (changed only on success): confidence and nmsIouThreshold numbers
+ * from 0 to 1, maxDetections a whole number from 1 to 100000. "K must be
+ * a number from 0 to 1", "maxDetections must be an integer from 1 to
+ * 100000". */
+int osp_wire_reconfigure_values(const struct cJSON *config, float *confidence, float *nms_iou,
+                                int *max_detections, char *err, size_t errlen);
 
 /* ---- open_stream {"cmd": "open_stream", "config": {…}} ---------------------------
  *

@@ -304,6 +304,23 @@ def test_echoed_strings_are_capped(spawn):
     assert r["status"] == "error" and len(r["cmd"]) <= 256 and len(r["error"]) <= 300, len(r["cmd"])
 
 
+def test_reconfigure_with_a_list_is_refused(spawn, tmp_path):
+    # the items of a list have no key; one read as a key's name killed the
+    # server and every connection with it
+    _, _, inside, _ = roots(tmp_path)
+    w = serve(spawn, tmp_path, tb_config([inside]))
+    bad, other = w.connect(), w.connect()
+    bad.hello({})
+    other.hello({})
+    for index in (0, 1):  # a loaded slot and an empty one
+        for config in ([1, 2], [{"confidence": 0.5}], "confidence"):
+            r = bad.command({"cmd": "reconfigure", "index": index, "config": config})
+            assert r == {"cmd": "reconfigure", "index": index, "status": "error",
+                         "error": 'reconfigure needs a "config" object'}, (config, r)
+    assert other.infer_raw(0, solid(64, 64))["detections"]
+    assert w.alive()
+
+
 @pytest.mark.parametrize("transport", ["stdio", "unix"])
 def test_a_config_with_more_models_than_slots(spawn, tmp_path, transport):
     # 257 models once read a slot past the end of the table in the handshake

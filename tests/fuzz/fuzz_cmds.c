@@ -1,7 +1,8 @@
 /*
  * libFuzzer target for the arguments of the commands a peer sends, after
- * the JSON reader: src/wire/cmdargs.c (open_stream's config, register_shm,
- * unregister_shm, a command's name and index) and the model config of load
+ * the JSON reader: src/wire/cmdargs.c (reconfigure's keys and values,
+ * open_stream's config, register_shm, unregister_shm, a command's name and
+ * index) and the model config of load
  * and replace (osp_model_cfg_from_json, src/model/config.c), each given
  * the command as osp_wire_command_parse made it, whatever its "cmd" says.
  * Checks that whatever passes is inside the bounds docs/security.md states
@@ -36,6 +37,22 @@ static void check_name_index(const cJSON *cmd) {
     } else {
         CHECK(index == -7);
     }
+}
+
+/* Keys then values, as the server takes them: what passes both is in range. */
+static void check_reconfigure(const cJSON *config) {
+    char err[OSP_WIRE_ERRLEN + 400] = "";
+    if (osp_wire_reconfigure_keys(config, err, sizeof err)) {
+        CHECK(strncmp(err, "reconfigure needs", 17) == 0 || strncmp(err, "keys not", 8) == 0);
+        return;
+    }
+    float conf = 0.25f, nms = 0.45f;
+    int maxdet = 100;
+    if (osp_wire_reconfigure_values(config, &conf, &nms, &maxdet, err, sizeof err)) {
+        CHECK(err[0] && conf == 0.25f && nms == 0.45f && maxdet == 100);
+        return;
+    }
+    CHECK(conf >= 0 && conf <= 1 && nms >= 0 && nms <= 1 && maxdet >= 1 && maxdet <= 100000);
 }
 
 static void check_stream(const cJSON *config) {
@@ -93,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (osp_wire_command_parse(s, size, &cmd, err, sizeof err) == 0) {
         const cJSON *config = cJSON_GetObjectItemCaseSensitive(cmd, "config");
         check_name_index(cmd);
+        check_reconfigure(config);
         check_stream(config);
         check_model_cfg(config);
         check_shm(cmd);

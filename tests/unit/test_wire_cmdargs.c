@@ -214,6 +214,74 @@ static void test_shm_unregister(void **s) {
     }
 }
 
+/* A list as "config" crashed the server: its items have no key. */
+static void test_reconfigure_keys(void **s) {
+    (void)s;
+    static const struct {
+        const char *text;
+        const char *err; /* NULL: accepted */
+    } cases[] = {
+        {"{}", NULL},
+        {"{\"config\":{}}", NULL},
+        {"{\"config\":{\"confidence\":0.5,\"maxDetections\":3,\"nmsIouThreshold\":0.1}}", NULL},
+        {"{\"config\":[1,2]}", "reconfigure needs a \"config\" object"},
+        {"{\"config\":\"x\"}", "reconfigure needs a \"config\" object"},
+        {"{\"config\":{\"path\":\"m\",\"confidence\":0.5,\"labels\":1}}",
+         "keys not reconfigurable without a reload: path, labels (allowed: confidence, "
+         "maxDetections, nmsIouThreshold)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *j = cmd_of(cases[i].text);
+        char err[512] = "";
+        int rc = osp_wire_reconfigure_keys(cJSON_GetObjectItemCaseSensitive(j, "config"), err,
+                                           sizeof err);
+        if (cases[i].err) {
+            assert_int_equal(rc, OSP_WIRE_EINVAL);
+            assert_string_equal(err, cases[i].err);
+        } else {
+            assert_int_equal(rc, 0);
+        }
+        cJSON_Delete(j);
+    }
+}
+
+static void test_reconfigure_values(void **s) {
+    (void)s;
+    cJSON *j = cmd_of("{\"config\":{\"confidence\":0.5,\"maxDetections\":3}}");
+    float conf = 0.25f, nms = 0.45f;
+    int maxdet = 100;
+    char err[512] = "";
+    assert_int_equal(osp_wire_reconfigure_values(cJSON_GetObjectItemCaseSensitive(j, "config"),
+                                                 &conf, &nms, &maxdet, err, sizeof err),
+                     0);
+    assert_float_equal(conf, 0.5, 1e-6);
+    assert_float_equal(nms, 0.45, 1e-6);
+    assert_int_equal(maxdet, 3);
+    cJSON_Delete(j);
+    static const struct {
+        const char *text, *err;
+    } bad[] = {
+        {"{\"config\":{\"confidence\":0.9,\"maxDetections\":2.5}}",
+         "maxDetections must be an integer from 1 to 100000"},
+        {"{\"config\":{\"nmsIouThreshold\":NaN}}", "nmsIouThreshold must be a number from 0 to 1"},
+        {"{\"config\":{\"confidence\":\"0.5\"}}", "confidence must be a number from 0 to 1"},
+        {"{\"config\":{\"maxDetections\":Infinity}}",
+         "maxDetections must be an integer from 1 to 100000"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = cmd_of(bad[i].text);
+        conf = 0.25f;
+        maxdet = 100;
+        assert_int_equal(osp_wire_reconfigure_values(cJSON_GetObjectItemCaseSensitive(j, "config"),
+                                                     &conf, &nms, &maxdet, err, sizeof err),
+                         OSP_WIRE_EINVAL);
+        assert_string_equal(err, bad[i].err);
+        assert_float_equal(conf, 0.25, 1e-6); /* nothing changed */
+        assert_int_equal(maxdet, 100);
+        cJSON_Delete(j);
+    }
+}
+
 static void test_name_index(void **s) {
     (void)s;
     cJSON *j = cmd_of("{\"cmd\":\"load\",\"index\":255}");
@@ -258,10 +326,11 @@ static void test_hello_ext(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_stream_full),   cmocka_unit_test(test_stream_defaults_and_silero),
-        cmocka_unit_test(test_stream_bounds), cmocka_unit_test(test_stream_refusals),
-        cmocka_unit_test(test_shm_register),  cmocka_unit_test(test_shm_unregister),
-        cmocka_unit_test(test_name_index),    cmocka_unit_test(test_hello_ext),
+        cmocka_unit_test(test_stream_full),      cmocka_unit_test(test_stream_defaults_and_silero),
+        cmocka_unit_test(test_stream_bounds),    cmocka_unit_test(test_stream_refusals),
+        cmocka_unit_test(test_shm_register),     cmocka_unit_test(test_shm_unregister),
+        cmocka_unit_test(test_reconfigure_keys), cmocka_unit_test(test_reconfigure_values),
+        cmocka_unit_test(test_name_index),       cmocka_unit_test(test_hello_ext),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
