@@ -240,6 +240,17 @@ def test_a_silent_connection_is_closed(spawn, tmp_path):
     assert "sent no startup config in time" in w.stderr_text()
 
 
+def test_a_silent_connection_is_closed_by_default(spawn, tmp_path):
+    # with no option at all: a connection that never handshakes was once held forever
+    _, _, inside, _ = roots(tmp_path)
+    w = serve(spawn, tmp_path, tb_config([inside]))
+    silent = w.connect()
+    t0 = time.monotonic()
+    silent.wait_closed(timeout=30)
+    assert time.monotonic() - t0 >= 9, "closed before the 10 s default"
+    assert "sent no startup config in time" in w.stderr_text()
+
+
 # ---- the start, frames and echoes ----------------------------------------------------
 
 def test_eof_before_the_config_fails_at_once(tmp_path):
