@@ -83,6 +83,8 @@ FUZZ_SRC_json := $(FUZZ_MODEL_SRC)
 FUZZ_LIBS_json := -lyuv
 FUZZ_SRC_cmds := $(FUZZ_MODEL_SRC)
 FUZZ_LIBS_cmds := -lyuv
+FUZZ_DICT_json := tests/fuzz/json.dict
+FUZZ_DICT_cmds := tests/fuzz/json.dict
 FUZZ_SRC_image := src/image/decode.c src/image/buffer.c
 FUZZ_LIBS_image := -lturbojpeg -lpng -lz
 CLOSE := )
@@ -94,10 +96,10 @@ $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/*.h src/wire/*.c src/wire/*
 
 fuzz: deps $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 	@status=0; for t in $(FUZZ_TARGETS); do \
-	    case $$t in $(foreach t,$(FUZZ_TARGETS),$(t)$(CLOSE) what="$(FUZZ_WHAT_$(t))";;) esac; \
+	    case $$t in $(foreach t,$(FUZZ_TARGETS),$(t)$(CLOSE) what="$(FUZZ_WHAT_$(t))"; dict="$(if $(FUZZ_DICT_$(t)),-dict=$(FUZZ_DICT_$(t)))";;) esac; \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$t; \
 	    echo "fuzz_$$t: $(FUZZ_SECONDS) s of libFuzzer over $$what"; \
-	    $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    $(BUILD)/fuzz/fuzz_$$t $$dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	        -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
 	        > $(BUILD)/fuzz/$$t.log 2>&1; rc=$$?; \
 	    tail -n 14 $(BUILD)/fuzz/$$t.log; \
