@@ -30,7 +30,7 @@ help:
 	@echo "make demo     set up, fetch the default model and media, detect people in vtest.avi"
 	@echo "make check    set up and run every test (SANITIZE=address for ASan+UBSan)"
 	@echo "make check-tsan  the threaded parts (unit tests, ospreyd end to end) under TSan"
-	@echo "make fuzz     the wire and JSON fuzz targets, FUZZ_SECONDS each (default 60)"
+	@echo "make fuzz     every fuzz target (tests/fuzz/README.md), FUZZ_SECONDS each (default 60)"
 	@echo "make format-check  list the C files clang-format (.clang-format) would change (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
@@ -78,25 +78,39 @@ ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory fuzz
 endif
 
-# libFuzzer (clang) over the wire codecs: every parser a peer reaches. One
-# binary per target, each run for FUZZ_SECONDS on its committed seeds
+# libFuzzer (clang) over every parser a peer reaches. One binary per
+# target, each run for FUZZ_SECONDS on its committed seeds
 # (tests/fuzz/corpus/<target>/) and what earlier runs found ($(BUILD)/fuzz/corpus-<target>).
-FUZZ_TARGETS := wire json http frigate
+# Every target links src/wire/; FUZZ_SRC_<t> and FUZZ_LIBS_<t> add the rest.
+FUZZ_TARGETS := wire json cmds image http frigate
 FUZZ_WHAT_wire := the wire codec (frames, payloads, peeks, encoders, replies)
-FUZZ_WHAT_json := the startup config and command JSON
+FUZZ_WHAT_json := the startup config and command JSON, the config's models
+FUZZ_WHAT_cmds := the commands' arguments (open_stream, register_shm, unregister_shm, index, model config)
+FUZZ_WHAT_image := JPEG and PNG decode through src/image/decode.c
 FUZZ_WHAT_http := the HTTP door's routes, bind spec, metric labels and quantiles
 FUZZ_WHAT_frigate := Frigate's zmq detector protocol (headers, tensors, rows, labelmaps)
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c src/wire/*.c src/wire/*.h
+FUZZ_MODEL_SRC := src/model/config.c src/model/catalog.c src/image/prep.c src/image/geom.c src/image/buffer.c
+FUZZ_SRC_json := $(FUZZ_MODEL_SRC)
+FUZZ_LIBS_json := -lyuv
+FUZZ_SRC_cmds := $(FUZZ_MODEL_SRC)
+FUZZ_LIBS_cmds := -lyuv
+FUZZ_DICT_json := tests/fuzz/json.dict
+FUZZ_DICT_cmds := tests/fuzz/json.dict
+FUZZ_SRC_image := src/image/decode.c src/image/buffer.c
+FUZZ_LIBS_image := -lturbojpeg -lpng -lz
+CLOSE := )
+.SECONDEXPANSION:
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/*.h src/wire/*.c src/wire/*.h $$(FUZZ_SRC_$$*)
 	@mkdir -p $(dir $@)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	    -Isrc $< src/wire/*.c -lcjson -lm -o $@
+	    -Isrc $< src/wire/*.c $(FUZZ_SRC_$*) -lcjson $(FUZZ_LIBS_$*) -lm -o $@
 
 fuzz: deps $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 	@status=0; for t in $(FUZZ_TARGETS); do \
-	    case $$t in wire) what="$(FUZZ_WHAT_wire)";; json) what="$(FUZZ_WHAT_json)";; http) what="$(FUZZ_WHAT_http)";; frigate) what="$(FUZZ_WHAT_frigate)";; esac; \
+	    case $$t in $(foreach t,$(FUZZ_TARGETS),$(t)$(CLOSE) what="$(FUZZ_WHAT_$(t))"; dict="$(if $(FUZZ_DICT_$(t)),-dict=$(FUZZ_DICT_$(t)))";;) esac; \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$t; \
 	    echo "fuzz_$$t: $(FUZZ_SECONDS) s of libFuzzer over $$what"; \
-	    $(BUILD)/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    $(BUILD)/fuzz/fuzz_$$t $$dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	        -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
 	        > $(BUILD)/fuzz/$$t.log 2>&1; rc=$$?; \
 	    tail -n 14 $(BUILD)/fuzz/$$t.log; \

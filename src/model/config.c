@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -107,13 +108,17 @@ static int get_triple(const cJSON *obj, const char *key, float out[3], char *err
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v || cJSON_IsNull(v)) return 0;
     if (cJSON_IsNumber(v)) {
+        /* NaN, an infinity, or a number no float holds would turn the
+         * input values into NaN */
+        if (!isfinite(v->valuedouble) || fabs(v->valuedouble) > FLT_MAX) goto bad;
         out[0] = out[1] = out[2] = (float)v->valuedouble;
         return 1;
     }
     if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) goto bad;
     for (int i = 0; i < 3; i++) {
         const cJSON *e = cJSON_GetArrayItem(v, i);
-        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble)) goto bad;
+        if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || fabs(e->valuedouble) > FLT_MAX)
+            goto bad;
         out[i] = (float)e->valuedouble;
     }
     return 1;

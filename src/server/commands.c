@@ -27,9 +27,7 @@
 #include "server/stats.h"
 #include "server/streams.h"
 #include "log/log.h"
-
-static const char *const RECONFIGURABLE[] = {"confidence", "maxDetections", "nmsIouThreshold"};
-#define N_RECONF (sizeof RECONFIGURABLE / sizeof RECONFIGURABLE[0])
+#include "wire/cmdargs.h"
 
 /* A queued command (load, replace, unload, reconfigure, status, unknown). */
 typedef struct cmdq {
@@ -110,10 +108,7 @@ static void model_id_of(const char *path, char *out, size_t n) {
     out[len] = '\0';
 }
 
-static const char *cmd_name(const cJSON *cmd) {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(cmd, "cmd");
-    return cJSON_IsString(c) ? c->valuestring : "unknown";
-}
+static const char *cmd_name(const cJSON *cmd) { return osp_wire_cmd_name(cmd); }
 
 int srv_idle(server_t *s) {
     return srv_jobs_inflight(s) == 0 && !s->cmds->loading && s->cmds->head == NULL;
@@ -240,12 +235,7 @@ void srv_cmds_check_timers(server_t *s) {
 /* ---- the command queue ------------------------------------------------------------------ */
 
 static int get_index(const cJSON *cmd, int *index) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cmd, "index");
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
-        v->valuedouble >= OSP_MAX_SLOTS)
-        return -1;
-    *index = (int)v->valuedouble;
-    return 0;
+    return osp_wire_cmd_index(cmd, OSP_MAX_SLOTS, index);
 }
 
 /* Returns 1 when a load was started (the queue waits for it). */
@@ -334,22 +324,7 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
         return;
     }
     const cJSON *patch = cJSON_GetObjectItemCaseSensitive(q->cmd, "config");
-    /* refuse any key outside the allow-list, naming them: a path accepted
-     * here while the old session kept serving would be a silent lie */
-    char refused[300] = "";
-    size_t rl = 0;
-    const cJSON *kv;
-    cJSON_ArrayForEach(kv, patch) {
-        int ok = 0;
-        for (size_t i = 0; i < N_RECONF; i++) ok |= strcmp(kv->string, RECONFIGURABLE[i]) == 0;
-        if (!ok && rl < sizeof refused - 1)
-            rl += (size_t)snprintf(refused + rl, sizeof refused - rl, "%s%s", rl ? ", " : "",
-                                   kv->string);
-    }
-    if (rl) {
-        snprintf(err, sizeof err,
-                 "keys not reconfigurable without a reload: %s (allowed: confidence, maxDetections, nmsIouThreshold)",
-                 refused);
+    if (osp_wire_reconfigure_keys(patch, err, sizeof err)) {
         srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", index, err);
         return;
     }
@@ -363,24 +338,7 @@ static void run_reconfigure(server_t *s, cmdq_t *q) {
     int maxdet0, maxdet;
     srv_loaded_params(l, &conf0, &nms0, &maxdet0);
     conf = conf0, nms = nms0, maxdet = maxdet0;
-    cJSON_ArrayForEach(kv, patch) {
-        double v = kv->valuedouble;
-        int is_num = cJSON_IsNumber(kv) && isfinite(v);
-        if (strcmp(kv->string, "maxDetections") == 0) {
-            if (!is_num || v < 1 || v > 100000 || v != floor(v)) goto bad;
-            maxdet = (int)v;
-        } else {
-            if (!is_num || v < 0 || v > 1) goto bad;
-            if (strcmp(kv->string, "confidence") == 0)
-                conf = (float)v;
-            else
-                nms = (float)v;
-        }
-        continue;
-    bad:
-        snprintf(err, sizeof err, "%s must be %s", kv->string,
-                 strcmp(kv->string, "maxDetections") == 0 ? "an integer from 1 to 100000"
-                                                          : "a number from 0 to 1");
+    if (osp_wire_reconfigure_values(patch, &conf, &nms, &maxdet, err, sizeof err)) {
         srv_cmd_error(s, q->conn_id, q->req_id, "reconfigure", index, err);
         return;
     }

@@ -29,6 +29,7 @@
 #include "server/loop.h"
 #include "server/slots.h"
 #include "log/log.h"
+#include "wire/cmdargs.h"
 
 srv_from_t srv_from(const conn_t *c) {
     return c && srv_conn_is_stdio(c) ? SRV_FROM_HOST : SRV_FROM_PEER;
@@ -87,14 +88,6 @@ int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_model_c
     return 0;
 }
 
-/* An optional extension key of the startup config: a non-negative integer,
- * or -1 when absent or unusable. */
-static int ext_int(const osp_wire_hello_t *h, const char *key) {
-    const cJSON *v = h && h->root ? cJSON_GetObjectItemCaseSensitive(h->root, key) : NULL;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 256) return -1;
-    return (int)v->valuedouble;
-}
-
 /* Thread economy. A frame runs on one predict worker; on a CPU several
  * single-thread runs side by side beat one run spread over the cores (on 2
  * cores, ssd-oidv4: 128 vs 92 frames/s), so osprey raises the host's
@@ -118,9 +111,9 @@ static void choose_threads(srv_settings_t *s, const osp_wire_hello_t *h, int tes
     if (ncpu < 1) ncpu = 1;
     s->cores = (int)ncpu;
     int asked = h && h->concurrency > 1 ? h->concurrency : 1;
-    const cJSON *ac = h && h->root ? cJSON_GetObjectItemCaseSensitive(h->root, "autoConcurrency")
-                                   : NULL;
-    int auto_raise = !test_runtime && !cJSON_IsFalse(ac);
+    osp_wire_hello_ext_t x;
+    osp_wire_hello_ext(h, &x);
+    int auto_raise = !test_runtime && x.auto_concurrency;
     s->workers = asked;
     snprintf(s->threads_source, sizeof s->threads_source, "config");
     if (auto_raise && s->workers < ncpu) {
@@ -128,13 +121,13 @@ static void choose_threads(srv_settings_t *s, const osp_wire_hello_t *h, int tes
         snprintf(s->threads_source, sizeof s->threads_source, "cores");
     }
     if (s->workers > 64) s->workers = 64;
-    int intra = ext_int(h, "intraOpThreads");
+    int intra = x.intra_op_threads;
     s->intra_threads = intra > 0 ? intra : (int)(ncpu / s->workers);
     if (s->intra_threads < 1) s->intra_threads = 1;
-    int lone = ext_int(h, "loneFrameThreads");
+    int lone = x.lone_frame_threads;
     s->lone_threads = test_runtime ? 0 : lone >= 0 ? lone : (int)ncpu;
     if (s->lone_threads <= s->intra_threads) s->lone_threads = 0;
-    int nice = ext_int(h, "predictNice");
+    int nice = x.predict_nice;
     s->predict_nice = nice < 0 ? 3 : nice > 19 ? 19 : nice;
 }
 

@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 #include "server/ledger.h"
 #include "server/shm.h"
 #include "server/stats.h"
+#include "wire/cmdargs.h"
 #include "wire/peek.h"
 #include "log/log.h"
 
@@ -172,19 +172,9 @@ static void reply(server_t *s, conn_t *c, uint32_t req_id, const char *cmd, cons
 int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd) {
     char err[400];
     if (strcmp(name, "register_shm") == 0) {
-        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(cmd, "name");
-        const cJSON *sz = cJSON_GetObjectItemCaseSensitive(cmd, "size");
-        if (!cJSON_IsString(nm) || nm->valuestring[0] != '/' || strlen(nm->valuestring) >= 255 ||
-            strchr(nm->valuestring + 1, '/')) {
-            reply(s, c, req_id, name,
-                  "register_shm needs \"name\": a POSIX shared-memory name like \"/osprey-cam1\"",
-                  NULL);
-            return 1;
-        }
-        if (sz && (!cJSON_IsNumber(sz) || sz->valuedouble < 1 ||
-                   sz->valuedouble != floor(sz->valuedouble))) {
-            reply(s, c, req_id, name,
-                  "register_shm: \"size\" must be a positive whole number of bytes", NULL);
+        osp_wire_shm_register_t rg;
+        if (osp_wire_shm_register_parse(cmd, &rg, err, sizeof err)) {
+            reply(s, c, req_id, name, err, NULL);
             return 1;
         }
         int all, mine = regions_of(s->shm, srv_conn_id(c), &all);
@@ -194,19 +184,18 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
             reply(s, c, req_id, name, err, NULL);
             return 1;
         }
-        int fd = shm_open(nm->valuestring, O_RDONLY, 0);
+        int fd = shm_open(rg.name, O_RDONLY, 0);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0) {
-            snprintf(err, sizeof err, "cannot open shared memory %s: %s", nm->valuestring,
-                     strerror(errno));
+            snprintf(err, sizeof err, "cannot open shared memory %s: %s", rg.name, strerror(errno));
             if (fd >= 0) close(fd);
             reply(s, c, req_id, name, err, NULL);
             return 1;
         }
-        size_t size = sz ? (size_t)sz->valuedouble : (size_t)st.st_size;
+        size_t size = rg.size ? (size_t)rg.size : (size_t)st.st_size;
         if (size == 0 || (off_t)size > st.st_size) {
-            snprintf(err, sizeof err, "shared memory %s holds %lld bytes, not %zu",
-                     nm->valuestring, (long long)st.st_size, size);
+            snprintf(err, sizeof err, "shared memory %s holds %lld bytes, not %zu", rg.name,
+                     (long long)st.st_size, size);
             close(fd);
             reply(s, c, req_id, name, err, NULL);
             return 1;
@@ -214,7 +203,7 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
         void *base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
         shm_region_t *r = base == MAP_FAILED ? NULL : calloc(1, sizeof *r);
         if (!r) {
-            snprintf(err, sizeof err, "cannot map shared memory %s: %s", nm->valuestring,
+            snprintf(err, sizeof err, "cannot map shared memory %s: %s", rg.name,
                      base == MAP_FAILED ? strerror(errno) : "out of memory");
             if (base != MAP_FAILED) munmap(base, size);
             close(fd);
@@ -225,7 +214,7 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
         srv_shm_guard_install(); /* before any frame in it is read */
         r->id = ++s->shm->next_id;
         r->owner = srv_conn_id(c);
-        snprintf(r->name, sizeof r->name, "%s", nm->valuestring);
+        snprintf(r->name, sizeof r->name, "%s", rg.name);
         r->base = base;
         r->size = size;
         r->refs = 1;
@@ -237,9 +226,9 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
         return 1;
     }
     if (strcmp(name, "unregister_shm") == 0) {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(cmd, "regionId");
-        shm_region_t *r = cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble <= 4294967295.0
-                              ? find(s, (uint32_t)id->valuedouble, srv_conn_id(c))
+        uint32_t id;
+        shm_region_t *r = osp_wire_shm_unregister_parse(cmd, &id, err, sizeof err) == 0
+                              ? find(s, id, srv_conn_id(c))
                               : NULL;
         if (!r) {
             reply(s, c, req_id, name, "unregister_shm: no such \"regionId\"", NULL);

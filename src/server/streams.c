@@ -6,7 +6,6 @@
  * on the stream's own worker (src/stream/), never on the I/O thread and
  * never holding up a push. Opening loads the model on a thread of its own.
  */
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,21 +26,17 @@
 #include "server/stats.h"
 #include "server/streams.h"
 #include "stream/stream.h"
+#include "wire/cmdargs.h"
 #include "wire/peek.h"
 #include "log/log.h"
 
 #define STREAM_JOIN_MS 1000
-/* What one peer may ask of the server's memory and threads (docs/security.md):
- * each stream is a scoring thread and a ring of (window + stride x backlog)
- * frames; 100 streams of the largest ring a connection could once ask for
- * took 1.1 GB and 112 threads. */
-#define STREAM_MAX_FRAME_LEN 65536
-#define STREAM_MAX_WINDOW 4096
-#define STREAM_MAX_STRIDE 4096
-#define STREAM_MAX_BACKLOG 1024
-#define STREAM_MAX_RING_FLOATS (16u << 20) /* 64 MiB */
-#define STREAMS_PER_CONN 8                 /* open or opening */
-#define STREAMS_MAX 64                     /* in all */
+/* What one peer may hold (docs/security.md): each stream is a scoring
+ * thread and a ring; its parameters are bounded by wire/cmdargs.h. */
+#define STREAMS_PER_CONN 8 /* open or opening */
+#define STREAMS_MAX 64     /* in all */
+_Static_assert(OSP_WIRE_STREAM_MAX_CHANNELS == OSP_STREAM_MAX_CHANNELS, "channel bounds differ");
+_Static_assert(OSP_WIRE_STREAM_MAX_STATE == OSP_STREAM_ORT_MAX_STATE, "state bounds differ");
 
 typedef struct srv_stream srv_stream_t;
 
@@ -208,24 +203,6 @@ static void stream_opened(server_t *s, srv_job_t *h) {
     free(a);
 }
 
-static const char *str_key(const cJSON *o, const char *k, const char *dflt) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : dflt;
-}
-
-static int int_key(const cJSON *o, const char *k, int dflt, int lo, int hi, int *out) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    if (!v) {
-        *out = dflt;
-        return 0;
-    }
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
-        v->valuedouble > hi)
-        return -1;
-    *out = (int)v->valuedouble;
-    return 0;
-}
-
 /* The model file must be a regular file: ONNX Runtime's open of a FIFO
  * would hold the opening thread (and the connection's answer) forever. */
 static int check_file(const open_arg_t *a, char *err, size_t errlen) {
@@ -234,14 +211,14 @@ static int check_file(const open_arg_t *a, char *err, size_t errlen) {
     return fd < 0 && fd != OSP_PATHS_ENOENT ? -1 : 0; /* a missing one: the runtime says so */
 }
 
-/* Fill a from {"model": "silero-vad"} or {"path", "frameLen", "window",
- * "stride", "backlog", "channels", "input", "output", "state": [[in, out]…],
- * "intInput", "intValue"}. */
+/* Fill a from the command's config (osp_wire_stream_open_parse): the
+ * built-in Silero VAD, or a model file (a peer's confined to the model
+ * roots) with the stream's parameters. */
 static int parse_open(server_t *s, const conn_t *conn, open_arg_t *a, const cJSON *cfg, char *err,
                       size_t errlen) {
-    int n = 0;
-    const char *model = str_key(cfg, "model", NULL);
-    if (model && strcmp(model, "silero-vad") == 0) {
+    osp_wire_stream_open_t o;
+    if (osp_wire_stream_open_parse(cfg, &o, err, errlen)) return -1;
+    if (o.silero) {
         osp_catalog_file("silero_vad_v5.onnx", a->path, sizeof a->path);
         a->spec = (osp_stream_ort_spec_t){.input = "input",
                                           .output = "output",
@@ -258,76 +235,35 @@ static int parse_open(server_t *s, const conn_t *conn, open_arg_t *a, const cJSO
                                        .join_timeout_ms = STREAM_JOIN_MS};
         return check_file(a, err, errlen);
     }
-    if (model) {
-        snprintf(err, errlen,
-                 "open_stream: unknown model '%s' (known: silero-vad; or give a path)", model);
-        return -1;
-    }
-    const char *path = str_key(cfg, "path", NULL);
-    if (!path || strlen(path) >= sizeof a->path) {
-        snprintf(err, errlen, "open_stream needs \"config\" with \"model\" or \"path\"");
-        return -1;
-    }
     if (srv_from(conn) == SRV_FROM_PEER) {
-        if (osp_paths_confine(s->roots, path, "model file", a->path, sizeof a->path, err, errlen))
+        if (osp_paths_confine(s->roots, o.path, "model file", a->path, sizeof a->path, err, errlen))
             return -1;
     } else {
-        snprintf(a->path, sizeof a->path, "%s", path);
+        snprintf(a->path, sizeof a->path, "%s", o.path);
     }
-    osp_stream_config_t c = {.join_timeout_ms = STREAM_JOIN_MS};
-    int window, stride, backlog, channels, frame_len, iv;
-    if (int_key(cfg, "frameLen", 0, 1, STREAM_MAX_FRAME_LEN, &frame_len) || frame_len == 0 ||
-        int_key(cfg, "window", 1, 1, STREAM_MAX_WINDOW, &window) ||
-        int_key(cfg, "stride", 0, 0, STREAM_MAX_STRIDE, &stride) ||
-        int_key(cfg, "backlog", 0, 0, STREAM_MAX_BACKLOG, &backlog) ||
-        int_key(cfg, "channels", 1, 1, OSP_STREAM_MAX_CHANNELS, &channels) ||
-        int_key(cfg, "intValue", 0, -2147483647, 2147483647, &iv)) {
-        snprintf(err, errlen,
-                 "open_stream: frameLen (required, 1 to %d), window (1 to %d), stride (0 to %d), "
-                 "backlog (0 to %d), channels (1 to %d) and intValue must be whole numbers in range",
-                 STREAM_MAX_FRAME_LEN, STREAM_MAX_WINDOW, STREAM_MAX_STRIDE, STREAM_MAX_BACKLOG,
-                 OSP_STREAM_MAX_CHANNELS);
-        return -1;
-    }
-    uint64_t ring = ((uint64_t)window + (uint64_t)stride * (uint64_t)(backlog ? backlog : 1)) *
-                    (uint64_t)frame_len;
-    if (ring > STREAM_MAX_RING_FLOATS) {
-        snprintf(err, errlen,
-                 "open_stream: (window + stride x backlog) x frameLen is %llu values; at most %u",
-                 (unsigned long long)ring, STREAM_MAX_RING_FLOATS);
-        return -1;
-    }
-    c.frame_len = frame_len;
-    c.window = window;
-    c.stride = stride;
-    c.backlog = backlog;
-    c.channels = channels;
-    a->cfg = c;
-    snprintf(a->names[n], 128, "%s", str_key(cfg, "input", "input"));
+    a->cfg = (osp_stream_config_t){.frame_len = o.frame_len,
+                                   .window = o.window,
+                                   .stride = o.stride,
+                                   .backlog = o.backlog,
+                                   .channels = o.channels,
+                                   .join_timeout_ms = STREAM_JOIN_MS};
+    int n = 0;
+    snprintf(a->names[n], 128, "%s", o.input);
     a->spec.input = a->names[n++];
-    snprintf(a->names[n], 128, "%s", str_key(cfg, "output", "output"));
+    snprintf(a->names[n], 128, "%s", o.output);
     a->spec.output = a->names[n++];
-    const char *ii = str_key(cfg, "intInput", NULL);
-    if (ii) {
-        snprintf(a->names[n], 128, "%s", ii);
+    if (o.int_input) {
+        snprintf(a->names[n], 128, "%s", o.int_input);
         a->spec.int_input = a->names[n++];
-        a->spec.int_value = iv;
+        a->spec.int_value = o.int_value;
     }
-    const cJSON *state = cJSON_GetObjectItemCaseSensitive(cfg, "state"), *pair;
-    cJSON_ArrayForEach(pair, state) {
-        const cJSON *in = cJSON_GetArrayItem(pair, 0), *out = cJSON_GetArrayItem(pair, 1);
-        if (a->spec.n_state == OSP_STREAM_ORT_MAX_STATE || !cJSON_IsString(in) ||
-            !cJSON_IsString(out)) {
-            snprintf(err, errlen,
-                     "open_stream: \"state\" is a list of up to %d [input, output] name pairs",
-                     OSP_STREAM_ORT_MAX_STATE);
-            return -1;
-        }
-        snprintf(a->names[n], 128, "%s", in->valuestring);
-        a->spec.state_in[a->spec.n_state] = a->names[n++];
-        snprintf(a->names[n], 128, "%s", out->valuestring);
-        a->spec.state_out[a->spec.n_state++] = a->names[n++];
+    for (int i = 0; i < o.n_state; i++) {
+        snprintf(a->names[n], 128, "%s", o.state_in[i]);
+        a->spec.state_in[i] = a->names[n++];
+        snprintf(a->names[n], 128, "%s", o.state_out[i]);
+        a->spec.state_out[i] = a->names[n++];
     }
+    a->spec.n_state = o.n_state;
     return check_file(a, err, errlen);
 }
 
@@ -361,9 +297,7 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
             free(a);
             return 1;
         }
-        if (!cJSON_IsObject(cfg) || parse_open(s, c, a, cfg, err, sizeof err)) {
-            if (!cJSON_IsObject(cfg))
-                snprintf(err, sizeof err, "open_stream needs a \"config\" object");
+        if (parse_open(s, c, a, cfg, err, sizeof err)) {
             reply_cmd(s, srv_conn_id(c), req_id, name, err, NULL, NULL);
             free(a);
             return 1;

@@ -240,6 +240,17 @@ def test_a_silent_connection_is_closed(spawn, tmp_path):
     assert "sent no startup config in time" in w.stderr_text()
 
 
+def test_a_silent_connection_is_closed_by_default(spawn, tmp_path):
+    # with no option at all: a connection that never handshakes was once held forever
+    _, _, inside, _ = roots(tmp_path)
+    w = serve(spawn, tmp_path, tb_config([inside]))
+    silent = w.connect()
+    t0 = time.monotonic()
+    silent.wait_closed(timeout=30)
+    assert time.monotonic() - t0 >= 9, "closed before the 10 s default"
+    assert "sent no startup config in time" in w.stderr_text()
+
+
 # ---- the start, frames and echoes ----------------------------------------------------
 
 def test_eof_before_the_config_fails_at_once(tmp_path):
@@ -304,6 +315,43 @@ def test_echoed_strings_are_capped(spawn):
     assert r["status"] == "error" and len(r["cmd"]) <= 256 and len(r["error"]) <= 300, len(r["cmd"])
 
 
+def test_reconfigure_with_a_list_is_refused(spawn, tmp_path):
+    # the items of a list have no key; one read as a key's name killed the
+    # server and every connection with it
+    _, _, inside, _ = roots(tmp_path)
+    w = serve(spawn, tmp_path, tb_config([inside]))
+    bad, other = w.connect(), w.connect()
+    bad.hello({})
+    other.hello({})
+    for index in (0, 1):  # a loaded slot and an empty one
+        for config in ([1, 2], [{"confidence": 0.5}], "confidence"):
+            r = bad.command({"cmd": "reconfigure", "index": index, "config": config})
+            assert r == {"cmd": "reconfigure", "index": index, "status": "error",
+                         "error": 'reconfigure needs a "config" object'}, (config, r)
+    assert other.infer_raw(0, solid(64, 64))["detections"]
+    assert w.alive()
+
+
+@pytest.mark.parametrize("transport", ["stdio", "unix"])
+def test_a_config_with_more_models_than_slots(spawn, tmp_path, transport):
+    # 257 models once read a slot past the end of the table in the handshake
+    _, _, inside, _ = roots(tmp_path)
+    many = [inside] * 257
+    if transport == "stdio":
+        w = spawn()
+        c = w.conn
+        ready = c.hello(tb_config(many), timeout=120)
+    else:
+        w = serve(spawn, tmp_path, tb_config([inside]))
+        c = w.connect()
+        ready = c.hello({"models": many}, timeout=120)
+    assert ready["status"] == "ready" and (ready["models"], ready["total"]) == (256, 257), ready
+    assert c.infer_raw(255, solid(64, 64))["detections"], "the last slot serves"
+    assert len(c.status()["models"]) == 256
+    assert "too many models" in w.stderr_text()
+    assert w.alive()
+
+
 # ---- what one peer may hold ------------------------------------------------------
 
 def test_register_shm_is_capped_and_private(spawn, tmp_path):
@@ -331,6 +379,32 @@ def test_register_shm_is_capped_and_private(spawn, tmp_path):
         assert a.request(0x06, shm)["detections"], "a still has it"
         assert a.command({"cmd": "unregister_shm", "regionId": ids[0]})["status"] == "ok"
         assert a.command({"cmd": "register_shm", "name": name})["status"] == "ok"
+    finally:
+        os.unlink(f"/dev/shm{name}")
+
+
+def test_register_shm_is_capped_in_all(spawn, tmp_path):
+    _, _, inside, _ = roots(tmp_path)
+    name = f"/osprey-sec-all-{os.getpid()}"
+    with open(f"/dev/shm{name}", "wb") as f:
+        f.write(bytes(4096))
+    try:
+        w = serve(spawn, tmp_path, tb_config([inside]))
+        conns = [w.connect() for _ in range(5)]
+        for c in conns:
+            c.hello({})
+        for c in conns[:4]:
+            for i in range(64):
+                r = c.command({"cmd": "register_shm", "name": name})
+                assert r["status"] == "ok", (i, r)
+        r = conns[4].command({"cmd": "register_shm", "name": name})
+        assert r["status"] == "error" and "256 in all" in r["error"], r
+        # a connection's regions go with it
+        conns[0].close()
+        end = time.monotonic() + 10
+        while conns[4].command({"cmd": "register_shm", "name": name})["status"] != "ok":
+            assert time.monotonic() < end, "the closed connection's regions were not freed"
+            time.sleep(0.1)
     finally:
         os.unlink(f"/dev/shm{name}")
 

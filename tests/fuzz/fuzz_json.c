@@ -1,13 +1,16 @@
 /*
  * libFuzzer target for the JSON a peer sends: src/wire/pyjson.c (the
  * Python-compatible reader) through its three entries, osp_pyjson_parse,
- * osp_wire_command_parse and osp_wire_hello_parse (the startup config).
+ * osp_wire_command_parse and osp_wire_hello_parse (the startup config),
+ * then what the server reads of a startup config after that: its thread
+ * keys (osp_wire_hello_ext) and each of its models through
+ * osp_model_cfg_from_json (src/model/config.c).
  * fuzz_wire.c reaches these too, but inside frames; here every input is
  * the JSON text itself, so the fuzzer spends its mutations on the reader.
  * Checks that the three agree (a command or config fails with the
  * reader's own text when the reader fails), that what osprey's own writer
  * (jsonw) makes of a tree reads back to the same text, and the config's
- * ranges. Deterministic. See README.md.
+ * ranges, its models' included. Deterministic. See README.md.
  *
  * Input: the JSON bytes, whole.
  */
@@ -16,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire/frame.h"
 #include <stdio.h>
 
+#include "model_cfg.h"
+#include "wire/cmdargs.h"
+#include "wire/frame.h"
 #include "wire/jsonw.h"
 #include "wire/pyjson.h"
 
@@ -110,6 +115,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         CHECK(h.wire_version ==
               osp_wire_negotiate(cJSON_GetObjectItemCaseSensitive(h.root, "protocolVersion"),
                                  OSP_WIRE_VERSION));
+        osp_wire_hello_ext_t x;
+        osp_wire_hello_ext(&h, &x);
+        CHECK(x.auto_concurrency == 0 || x.auto_concurrency == 1);
+        CHECK(x.intra_op_threads >= -1 && x.intra_op_threads <= 256);
+        CHECK(x.lone_frame_threads >= -1 && x.lone_frame_threads <= 256);
+        CHECK(x.predict_nice >= -1 && x.predict_nice <= 256);
+        const cJSON *mc;
+        cJSON_ArrayForEach(mc, h.models) check_model_cfg(mc);
         osp_wire_hello_free(&h);
         CHECK(h.root == NULL);
     } else {

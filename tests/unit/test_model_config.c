@@ -109,6 +109,12 @@ static void test_json_errors(void **s) {
         {"{\"path\":\"m\",\"inputChannels\":2}", "inputChannels"},
         {"{\"path\":\"m\",\"std\":[1,0,1]}", "std"},
         {"{\"path\":\"m\",\"mean\":[1,2]}", "mean"},
+        /* found by fuzz_cmds: an infinite (or NaN, or past-float) mean or std made
+         * every input value NaN */
+        {"{\"path\":\"m\",\"mean\":1e999}", "mean"},
+        {"{\"path\":\"m\",\"std\":-1e999}", "std"},
+        {"{\"path\":\"m\",\"mean\":[1e300,0,0]}", "mean"},
+        {"{\"path\":\"m\",\"std\":-1e39}", "std"},
         {"{\"model\":\"nope\"}", "unknown model"},
         {"{\"path\":\"m\",\"graphOptimization\":\"max\"}", "graphOptimization"},
         {"{\"path\":\"m\",\"embeddingEncoding\":\"hex\"}", "embeddingEncoding"},
