@@ -153,8 +153,8 @@ def test_models_stats_and_ready(ssd_http):
 
 
 def test_readyz_is_503_while_a_model_loads(spawn, tmp_path):
-    delay = 4000 if SANITIZED else 2500
-    model = tb_script(tmp_path / "slow.json", load_delay_ms=delay)
+    release = tmp_path / "release"  # the load is held until the test lets it go
+    model = tb_script(tmp_path / "slow.json", load_block_file=release)
     w = serve(spawn, tmp_path, {"runtime": "test", "models": [model]})
     status, _, body = wait_http(w, w.hport, "/readyz")
     assert status == 503, body
@@ -164,7 +164,8 @@ def test_readyz_is_503_while_a_model_loads(spawn, tmp_path):
     assert get(w.hport, "/healthz")[0] == 200  # alive while it loads
     m = parse_metrics(get(w.hport, "/metrics")[2])
     assert sample(m, "osprey_model_loaded", model="slow") == 0
-    end = time.monotonic() + delay / 1000 + TIMEOUT
+    release.touch()
+    end = time.monotonic() + TIMEOUT
     while get(w.hport, "/readyz")[0] != 200:
         assert time.monotonic() < end, w.describe()
         time.sleep(0.05)
