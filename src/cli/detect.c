@@ -363,7 +363,10 @@ int osp_cmd_detect(int argc, char **argv) {
         if (r > status) status = r;
     }
     fflush(stdout);
-    if (osp_cli_sink_close("detect", o.sink, "mqtt") && status == 0) status = 1;
+    /* a sink that delivered nothing, or refused and stopped the inputs (an
+     * input cut short by that stop is not the input's fault) */
+    if (osp_cli_sink_close("detect", o.sink, "mqtt") && (status == 0 || atomic_load(&g_stop)))
+        status = 1;
     osp_decoder_free(dec);
     osp_model_free(m);
     return status;

@@ -359,6 +359,10 @@ int osp_cmd_segment(int argc, char **argv) {
 
     osp_segment_stats_t st;
     int rc = osp_segment_run(&o, &st, err, sizeof err);
+    if (rc && st.frames_read == 0 && atomic_load(&g_stop)) {
+        status = 0; /* stopped (a signal, or a sink that refused) before a frame was read */
+        goto out;
+    }
     if (rc && st.frames_read == 0) {
         /* the source's messages name it (masked); the others do not */
         if (strstr(err, shown))
@@ -386,8 +390,9 @@ int osp_cmd_segment(int argc, char **argv) {
     status = rc || st.source_rc == OSP_SOURCE_EGAVEUP ? 1 : 0;
 out:
     for (int i = 0; i < 2; i++)
-        if (osp_cli_sink_close("segment", sinks[i], i ? "kafka" : "mqtt") && status == 0)
-            status = 1;
+        if (osp_cli_sink_close("segment", sinks[i], i ? "kafka" : "mqtt") &&
+            (status == 0 || atomic_load(&g_stop)))
+            status = 1; /* a sink that delivered nothing, or refused and stopped the run */
     osp_cli_forget(vlm_key, sizeof vlm_key);
     osp_proc_free(proc);
     free(file_prompt);
