@@ -62,9 +62,10 @@ static void usage(FILE *out) {
           "                         model file, the layout its output shapes fit)\n"
           "      --labels FILE      class names, one a line (default: the catalog's, or\n"
           "                         <model without .onnx>.labels beside a model file)\n"
-          "      --per-class-nms    suppress overlapping boxes of the same label only; by\n"
-          "                         default boxes of different labels at IoU >= 0.7 keep\n"
-          "                         only the best (one object, one box)\n"
+          "      --per-class-nms    suppress overlapping boxes of the same label only (at\n"
+          "                         the model's IoU); by default a box 60% inside a better\n"
+          "                         one of its label, and boxes of different labels at\n"
+          "                         IoU >= 0.7, keep only the best (one object, one box)\n"
           "      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
           "                         defaults to --model\n"
@@ -328,12 +329,15 @@ int osp_cmd_detect(int argc, char **argv) {
         cfg.confidence = o.threshold;
     else if (!keys.confidence && entry && entry->cli_confidence > 0)
         cfg.confidence = entry->cli_confidence;
-    /* one object, one box: across labels too, unless asked (or configured) otherwise; a
-     * host on the wire gets the Python worker's per-class suppression (model/config.c) */
-    if (o.per_class_nms)
+    /* one object, one box: a part inside a whole and boxes across labels too, unless asked
+     * (or configured) otherwise; a host on the wire gets the Python worker's per-class
+     * suppression (model/config.c) */
+    if (o.per_class_nms) {
         cfg.cross_iou = 0;
-    else if (cfg.cross_iou < 0)
-        cfg.cross_iou = OSP_CROSS_CLASS_IOU;
+        cfg.contain = 0;
+    }
+    if (cfg.cross_iou < 0) cfg.cross_iou = OSP_CROSS_CLASS_IOU;
+    if (cfg.contain < 0) cfg.contain = OSP_CONTAINMENT;
     /* N single-thread runs side by side beat one N-thread run on small machines */
     cfg.intra_threads = o.workers > 1 ? 1 : 0;
     osp_model_t *m = NULL;

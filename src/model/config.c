@@ -20,6 +20,7 @@ void osp_model_cfg_defaults(osp_model_cfg_t *cfg) {
     cfg->nms_iou = 0.45f;
     cfg->max_detections = 100;
     cfg->cross_iou = -1; /* per-class NMS only, as the Python worker */
+    cfg->contain = -1;
 }
 
 static void known_models(char *buf, size_t n) {
@@ -144,6 +145,7 @@ static const char *const KNOWN_KEYS[] = {
     "nmsIouThreshold",
     "maxDetections",
     "crossClassIou",
+    "nmsContainment",
     "device",
     "gpuInferencePrecision",
     "labels",
@@ -281,6 +283,8 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
     if (r) cfg->max_detections = (int)d;
     if ((r = get_num(obj, "crossClassIou", 0, 1, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) cfg->cross_iou = (float)d;
+    if ((r = get_num(obj, "nmsContainment", 0, 1, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
+    if (r) cfg->contain = (float)d;
     if ((r = get_str(obj, "embeddingEncoding", tmp, 32, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) {
         if (strcmp(tmp, "base64") != 0 && strcmp(tmp, "json") != 0) {

@@ -124,6 +124,7 @@ static void dparams(const osp_model_t *m, const osp_infer_ctx_t *ctx, osp_dparam
     p->nms_iou = ctx && ctx->params_set ? ctx->nms_iou : m->cfg.nms_iou;
     p->max_detections = ctx && ctx->params_set ? ctx->max_detections : m->cfg.max_detections;
     p->cross_iou = m->cfg.cross_iou > 0 ? m->cfg.cross_iou : 0;
+    p->contain = m->cfg.contain > 0 ? m->cfg.contain : 0;
     p->top_k = 5;
     p->option = dec_option(m);
     if (ctx) {

@@ -46,6 +46,8 @@ typedef struct {
     int max_detections;
     float cross_iou;    /* "crossClassIou": suppression across labels at this IoU (0: off;
                         * < 0: not set, off like the Python worker; osprey detect: 0.7) */
+    float contain;      /* "nmsContainment": same-label boxes this share inside a better one
+                         * are dropped (0: off; < 0: not set, off; osprey detect: 0.6) */
     int intra_threads;  /* 0 = runtime default */
     int no_spin;        /* the runtime's helper threads sleep between runs */
     int lone_threads;   /* >1: a second session with this many threads for frames that
@@ -105,8 +107,8 @@ int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *
 /* From a JSON model config of the protocol (§6): "model" (catalog name,
  * extension) then path, postprocessor, inputSize, inputWidth, inputHeight,
  * inputChannels, preprocessMode, inputNormalization, mean/std (extension),
- * confidence, nmsIouThreshold, maxDetections, crossClassIou (extension),
- * device, labels. */
+ * confidence, nmsIouThreshold, maxDetections, crossClassIou and
+ * nmsContainment (extensions), device, labels. */
 int osp_model_cfg_from_json(const struct cJSON *obj, osp_model_cfg_t *cfg, char *err, size_t errlen);
 
 /* ---- loaded model ------------------------------------------------------------ */

@@ -49,6 +49,7 @@ typedef struct {
     int in_w, in_h, in_c;
     float confidence, nms_iou;
     int max_detections;
+    float contain;   /* > 0: then same-label boxes this far inside (osp_nms_contained) */
     float cross_iou; /* > 0: then across labels at this IoU (osp_nms_across); 0: off */
     float scale_x, scale_y, pad_x, pad_y;
     int frame_w, frame_h;

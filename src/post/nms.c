@@ -218,6 +218,33 @@ int osp_nms_across(osp_det_t *dets, int n, float iou_min) {
     return k;
 }
 
+/* The intersection of a and b over the smaller one's area (0 when either
+ * is empty or not finite). */
+static float share_of_smaller(const osp_det_t *a, const osp_det_t *b) {
+    float iw = fminf(a->x2, b->x2) - fmaxf(a->x1, b->x1);
+    float ih = fminf(a->y2, b->y2) - fmaxf(a->y1, b->y1);
+    if (!(iw > 0.0f) || !(ih > 0.0f)) return 0.0f;
+    float area_a = (a->x2 - a->x1) * (a->y2 - a->y1);
+    float area_b = (b->x2 - b->x1) * (b->y2 - b->y1);
+    float small = fminf(area_a, area_b);
+    if (!(small > 0.0f) || !isfinite(area_a) || !isfinite(area_b)) return 0.0f;
+    return iw * ih / small;
+}
+
+int osp_nms_contained(osp_det_t *dets, int n, float share_min) {
+    if (!dets || n <= 0) return 0;
+    if (!(share_min > 0.0f) || share_min > 1.0f) return n;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int keep = 1;
+        for (int j = 0; j < k && keep; j++)
+            if (dets[j].cls == dets[i].cls && share_of_smaller(&dets[j], &dets[i]) >= share_min)
+                keep = 0;
+        if (keep) dets[k++] = dets[i];
+    }
+    return k;
+}
+
 static inline float clampf(float v, float hi) {
     return fminf(fmaxf(v, 0.0f), hi); /* NaN becomes 0 */
 }

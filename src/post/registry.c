@@ -116,6 +116,7 @@ void osp_dres_free(osp_dres_t *r) {
 
 void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p) {
     r->n_dets = osp_nms(r->dets, r->n_dets, p->nms_iou, 1, p->max_detections);
+    r->n_dets = osp_nms_contained(r->dets, r->n_dets, p->contain);
     r->n_dets = osp_nms_across(r->dets, r->n_dets, p->cross_iou);
     osp_boxes_to_frame(r->dets, r->n_dets, p->in_w, p->in_h, p->scale_x, p->scale_y, p->pad_x,
                        p->pad_y, p->frame_w, p->frame_h);

@@ -122,7 +122,7 @@ static int sn_decode(const void *state, const osp_pout_t *outs, int n, const osp
     }
     osp_dparams_t q = *p;
     q.nms_iou = 2.0f; /* the graph's NMS stands, across labels too */
-    q.cross_iou = 0;
+    q.contain = q.cross_iou = 0;
     osp_dres_finish_normalised(res, &q);
     return 0;
 }

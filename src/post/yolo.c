@@ -311,7 +311,7 @@ static int yl_decode(const void *state, const osp_pout_t *outs, int n, const osp
         /* the graph chose its boxes: sort and cap, suppress nothing */
         osp_dparams_t q = *p;
         q.nms_iou = 2.0f;
-        q.cross_iou = 0;
+        q.contain = q.cross_iou = 0;
         osp_dres_finish_normalised(res, &q);
     } else {
         osp_dres_finish_normalised(res, p);

@@ -99,7 +99,7 @@ static int yn_decode(const void *state, const osp_pout_t *outs, int n, const osp
             if (add(res, r + 1, r[5], (int)r[6], inv_w, inv_h)) goto oom;
         }
         q.nms_iou = 2.0f; /* the graph's NMS stands, across labels too */
-        q.cross_iou = 0;
+        q.contain = q.cross_iou = 0;
     } else {
         const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
         if (st->boxes >= n || st->scores >= n || b->dims[1] != s->dims[1] || s->dims[2] < 1) {

@@ -81,6 +81,11 @@ static void test_json_keys(void **s) {
     assert_true(c.cross_iou < 0);
     assert_int_equal(parse("{\"path\":\"m\",\"crossClassIou\":0.7}", &c, err, sizeof err), 0);
     assert_float_equal(c.cross_iou, 0.7, 1e-6);
+    /* containment: off unless asked for, as the Python worker */
+    assert_true(c.contain < 0);
+    assert_int_equal(parse("{\"path\":\"m\",\"nmsContainment\":0.6}", &c, err, sizeof err), 0);
+    assert_float_equal(c.contain, 0.6, 1e-6);
+    assert_int_not_equal(parse("{\"path\":\"m\",\"nmsContainment\":1.5}", &c, err, sizeof err), 0);
     /* a catalog name plus overrides */
     assert_int_equal(parse("{\"model\":\"ssd-oidv4\",\"confidence\":0.5,\"mean\":[1,2,3],\"std\":2}",
                            &c, err, sizeof err),

@@ -101,6 +101,39 @@ static void test_nms_across(void **state) {
     assert_int_equal(osp_nms_across(f, 2, 0.7f), 2);
 }
 
+/* Containment: a box of the same label as a better one kept goes when their
+ * intersection is at least the share of the smaller box; a part of another
+ * label, a part less inside, and a box in an empty or infinite pair stay. */
+static void test_nms_contained(void **state) {
+    (void)state;
+    osp_det_t d[6] = {
+        box(0, 0, 10, 30, 0.9f, 1),   /* a person: kept */
+        box(2, 0, 12, 12, 0.8f, 1),   /* upper body, 96/120 inside (IoU 0.28): dropped */
+        box(0, 20, 10, 30, 0.7f, 2),  /* footwear inside, another label: kept */
+        box(6, 10, 16, 20, 0.6f, 1),  /* 40/100 inside: kept */
+        box(-5, -5, 20, 40, 0.5f, 1), /* around the person: 300/300 of it, dropped */
+        box(40, 0, 40, 10, 0.4f, 1),  /* empty: kept */
+    };
+    osp_det_t e[6];
+    memcpy(e, d, sizeof d);
+    assert_int_equal(osp_nms_contained(d, 6, 0.6f), 4);
+    assert_float_equal(d[0].score, 0.9f, 0.0f);
+    assert_float_equal(d[1].score, 0.7f, 0.0f);
+    assert_float_equal(d[2].score, 0.6f, 0.0f);
+    assert_float_equal(d[3].score, 0.4f, 0.0f);
+    /* exactly at the share: dropped (>=); the upper body at 0.81: kept */
+    osp_det_t f[2] = {box(0, 0, 10, 10, 0.9f, 0), box(4, 0, 14, 10, 0.8f, 0)}; /* 60/100 */
+    assert_int_equal(osp_nms_contained(f, 2, 0.6f), 1);
+    assert_int_equal(osp_nms_contained(e, 6, 0.81f), 5);
+    /* off: 0, or above 1 */
+    memcpy(e, d, sizeof d);
+    assert_int_equal(osp_nms_contained(e, 4, 0.0f), 4);
+    assert_int_equal(osp_nms_contained(e, 4, 1.5f), 4);
+    assert_int_equal(osp_nms_contained(NULL, 4, 0.6f), 0);
+    osp_det_t g[2] = {box(0, 0, INFINITY, 10, 0.9f, 0), box(0, 0, 10, 10, 0.8f, 0)};
+    assert_int_equal(osp_nms_contained(g, 2, 0.6f), 2);
+}
+
 static void test_nms_threshold_is_strict(void **state) {
     (void)state;
     /* IoU exactly 0.5: kept at 0.5, suppressed just below. */
@@ -268,6 +301,7 @@ int main(void) {
         cmocka_unit_test(test_nms_suppresses_overlap),
         cmocka_unit_test(test_nms_per_class),
         cmocka_unit_test(test_nms_across),
+        cmocka_unit_test(test_nms_contained),
         cmocka_unit_test(test_nms_threshold_is_strict),
         cmocka_unit_test(test_nms_greedy_chain),
         cmocka_unit_test(test_nms_order_and_ties),
