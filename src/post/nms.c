@@ -205,19 +205,6 @@ int osp_nms(osp_det_t *dets, int n, float iou_thresh, int per_class, int max_kee
     return k;
 }
 
-int osp_nms_across(osp_det_t *dets, int n, float iou_min) {
-    if (!dets || n <= 0) return 0;
-    if (!(iou_min > 0.0f) || iou_min > 1.0f) return n;
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        int keep = 1;
-        for (int j = 0; j < k && keep; j++)
-            if (osp_iou(&dets[j], &dets[i]) >= iou_min) keep = 0;
-        if (keep) dets[k++] = dets[i];
-    }
-    return k;
-}
-
 /* The intersection of a and b over the smaller one's area (0 when either
  * is empty or not finite). */
 static float share_of_smaller(const osp_det_t *a, const osp_det_t *b) {
@@ -231,18 +218,31 @@ static float share_of_smaller(const osp_det_t *a, const osp_det_t *b) {
     return iw * ih / small;
 }
 
-int osp_nms_contained(osp_det_t *dets, int n, float share_min) {
+/* The passes after osp_nms: dets[0..n) best first; a box whose overlap with
+ * a better box kept (of its label only, when same_label) is at least min is
+ * dropped. Order kept. min <= 0 (or above 1) keeps all. */
+static int drop_overlapping(osp_det_t *dets, int n, float min, int same_label,
+                            float (*overlap)(const osp_det_t *, const osp_det_t *)) {
     if (!dets || n <= 0) return 0;
-    if (!(share_min > 0.0f) || share_min > 1.0f) return n;
+    if (!(min > 0.0f) || min > 1.0f) return n;
     int k = 0;
     for (int i = 0; i < n; i++) {
         int keep = 1;
-        for (int j = 0; j < k && keep; j++)
-            if (dets[j].cls == dets[i].cls && share_of_smaller(&dets[j], &dets[i]) >= share_min)
-                keep = 0;
+        for (int j = 0; j < k && keep; j++) {
+            if (same_label && dets[j].cls != dets[i].cls) continue;
+            if (overlap(&dets[j], &dets[i]) >= min) keep = 0;
+        }
         if (keep) dets[k++] = dets[i];
     }
     return k;
+}
+
+int osp_nms_across(osp_det_t *dets, int n, float iou_min) {
+    return drop_overlapping(dets, n, iou_min, 0, osp_iou);
+}
+
+int osp_nms_contained(osp_det_t *dets, int n, float share_min) {
+    return drop_overlapping(dets, n, share_min, 1, share_of_smaller);
 }
 
 static inline float clampf(float v, float hi) {
