@@ -36,7 +36,21 @@ void osp_decoder_free(osp_decoder_t *dec) {
     if (!dec) return;
     if (dec->dj) tjDestroy(dec->dj);
     if (dec->cj) tjDestroy(dec->cj);
+    osp_image_free(&dec->row);
     free(dec);
+}
+
+void osp_decoder_limit_pixels(osp_decoder_t *dec, size_t max_pixels) {
+    if (dec) dec->max_pixels = max_pixels;
+}
+
+/* Whether a w x h frame may be held whole; the reason in err if not. */
+static int whole_ok(const osp_decoder_t *dec, const char *what, int w, int h, char *err,
+                    size_t errlen) {
+    if (!dec->max_pixels || (size_t)w * (size_t)h <= dec->max_pixels) return 1;
+    osp_image_seterr(err, errlen, "%s decode failed: %dx%d is more than the %zu pixels held whole",
+                     what, w, h, dec->max_pixels);
+    return 0;
 }
 
 int osp_jpeg_scale_denom(int w, int h, int want_w, int want_h) {
@@ -89,6 +103,7 @@ static int decode_jpeg(osp_decoder_t *dec, const uint8_t *buf, size_t len, int w
     }
     tjscalingfactor sf = jpeg_factor(osp_jpeg_scale_denom(w, h, want_w, want_h));
     int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
+    if (!whole_ok(dec, "jpeg", sw, sh, err, errlen)) return OSP_IMG_EDECODE;
     if (osp_image_reserve(out, sw, sh, OSP_PIX_RGB) != OSP_IMG_OK) {
         osp_image_seterr(err, errlen, "jpeg decode failed: out of memory for %dx%d", sw, sh);
         return OSP_IMG_ENOMEM;
@@ -115,9 +130,11 @@ static int decode_jpeg(osp_decoder_t *dec, const uint8_t *buf, size_t len, int w
 typedef struct {
     const uint8_t *buf;
     size_t len, pos;
-    osp_image_t *out;
-    int rc;        /* the error png_read_body reports */
-    char msg[160]; /* libpng's reason */
+    osp_image_t *out;           /* the picture, or one row of it when sink is set */
+    const osp_row_sink_t *sink; /* rows go here as they are read; NULL: whole into out */
+    size_t max_pixels;          /* whole: at most this many (0: no limit) */
+    int rc;                     /* the error png_read_body reports */
+    char msg[160];              /* libpng's reason */
 } png_job_t;
 
 static void png_on_error(png_structp png, png_const_charp msg) {
@@ -169,6 +186,25 @@ static int png_read_body(png_structp png, png_infop info, png_job_t *job) {
     if (png_get_channels(png, info) != 3 || png_get_bit_depth(png, info) != 8 ||
         png_get_rowbytes(png, info) != (size_t)w * 3)
         png_error(png, "unsupported pixel layout after conversion");
+    if (job->sink) {
+        /* interlaced rows are complete only after the last pass */
+        if (passes != 1) return OSP_IMG_ENOTROWS;
+        int rc = job->sink->begin(job->sink->ctx, (int)w, (int)h, job->msg, sizeof job->msg);
+        if (rc) return rc;
+        job->rc = osp_image_reserve(job->out, (int)w, 1, OSP_PIX_RGB);
+        if (job->rc != OSP_IMG_OK) png_error(png, "out of memory");
+        job->rc = 0;
+        for (png_uint_32 y = 0; y < h; y++) {
+            png_read_row(png, job->out->data, NULL);
+            job->sink->rows(job->sink->ctx, job->out->data, (size_t)w * 3, 1);
+        }
+        return OSP_IMG_OK;
+    }
+    if (job->max_pixels && (size_t)w * h > job->max_pixels) {
+        snprintf(job->msg, sizeof job->msg, "%ux%u is more than the %zu pixels held whole",
+                 (unsigned)w, (unsigned)h, job->max_pixels);
+        return OSP_IMG_EDECODE;
+    }
     job->rc = osp_image_reserve(job->out, (int)w, (int)h, OSP_PIX_RGB);
     if (job->rc != OSP_IMG_OK) png_error(png, "out of memory");
     job->rc = 0;
@@ -181,9 +217,9 @@ static int png_read_body(png_structp png, png_infop info, png_job_t *job) {
     return OSP_IMG_OK;
 }
 
-static int decode_png(const uint8_t *buf, size_t len, osp_image_t *out, int *orig_w, int *orig_h,
-                      char *err, size_t errlen) {
-    png_job_t job = {.buf = buf, .len = len, .out = out};
+static int decode_png(const uint8_t *buf, size_t len, osp_image_t *out, const osp_row_sink_t *sink,
+                      size_t max_pixels, int *orig_w, int *orig_h, char *err, size_t errlen) {
+    png_job_t job = {.buf = buf, .len = len, .out = out, .sink = sink, .max_pixels = max_pixels};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &job, png_on_error,
                                              png_on_warning);
     if (!png) {
@@ -199,11 +235,13 @@ static int decode_png(const uint8_t *buf, size_t len, osp_image_t *out, int *ori
     png_set_read_fn(png, &job, png_on_read);
     int rc = png_read_body(png, info, &job);
     png_destroy_read_struct(&png, &info, NULL);
+    if (rc == OSP_IMG_ENOTROWS) return rc;
     if (rc != OSP_IMG_OK) {
         out->width = out->height = 0;
         osp_image_seterr(err, errlen, "png decode failed: %s", job.msg);
         return rc;
     }
+    if (sink) return OSP_IMG_OK;
     if (orig_w) *orig_w = out->width;
     if (orig_h) *orig_h = out->height;
     return OSP_IMG_OK;
@@ -211,17 +249,32 @@ static int decode_png(const uint8_t *buf, size_t len, osp_image_t *out, int *ori
 
 /* ---- entry points ---------------------------------------------------------- */
 
+static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+static int is_png(const uint8_t *buf, size_t len) {
+    return len >= sizeof(png_sig) && memcmp(buf, png_sig, sizeof(png_sig)) == 0;
+}
+
+int osp_image_decode_rows(osp_decoder_t *dec, const uint8_t *buf, size_t len,
+                          const osp_row_sink_t *sink, char *err, size_t errlen) {
+    if (!dec || !sink || !sink->begin || !sink->rows || (!buf && len)) {
+        osp_image_seterr(err, errlen, "bad arguments");
+        return OSP_IMG_EINVAL;
+    }
+    if (!is_png(buf, len)) return OSP_IMG_ENOTROWS;
+    return decode_png(buf, len, &dec->row, sink, 0, NULL, NULL, err, errlen);
+}
+
 int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w, int want_h,
                      osp_image_t *out, int *orig_w, int *orig_h, char *err, size_t errlen) {
-    static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (!dec || !out || (!buf && len)) {
         osp_image_seterr(err, errlen, "bad arguments");
         return OSP_IMG_EINVAL;
     }
     if (len >= 3 && buf[0] == 0xFF && buf[1] == 0xD8 && buf[2] == 0xFF)
         return decode_jpeg(dec, buf, len, want_w, want_h, out, orig_w, orig_h, err, errlen);
-    if (len >= sizeof(png_sig) && memcmp(buf, png_sig, sizeof(png_sig)) == 0)
-        return decode_png(buf, len, out, orig_w, orig_h, err, errlen);
+    if (is_png(buf, len))
+        return decode_png(buf, len, out, NULL, dec->max_pixels, orig_w, orig_h, err, errlen);
     osp_image_seterr(err, errlen, "not a JPEG or PNG image (%zu bytes)", len);
     return OSP_IMG_EDECODE;
 }

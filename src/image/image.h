@@ -19,7 +19,8 @@ enum {
     OSP_IMG_EINVAL = -1,  /* bad arguments or sizes */
     OSP_IMG_EDECODE = -2, /* the bytes are not a decodable image */
     OSP_IMG_ENOMEM = -3,
-    OSP_IMG_EIO = -4, /* a file could not be read or written */
+    OSP_IMG_EIO = -4,      /* a file could not be read or written */
+    OSP_IMG_ENOTROWS = -5, /* osp_image_decode_rows: decode this one whole */
 };
 
 /* Pixel formats of frames as they arrive on the wire (values are the wire's).
@@ -89,6 +90,31 @@ int osp_jpeg_scale_denom(int w, int h, int want_w, int want_h);
  * differs from out->width/height after a scaled decode). */
 int osp_image_decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w, int want_h,
                      osp_image_t *out, int *orig_w, int *orig_h, char *err, size_t errlen);
+/* The most pixels osp_image_decode may hold whole for this decoder (a
+ * JPEG's after its scaling); 0, the default: any frame within
+ * OSP_IMG_MAX_SIDE. A PNG of 2 MB can be 16384 x 16384 pixels, 805 MB
+ * decoded: a server sets this for what its peers send. */
+void osp_decoder_limit_pixels(osp_decoder_t *dec, size_t max_pixels);
+
+/* Where osp_image_decode_rows hands a picture over. begin gets its size and
+ * returns 0 to go on, OSP_IMG_ENOTROWS to have it decoded whole instead, or
+ * another error with err set; rows then gets its n next rows of RGB, stride
+ * bytes apart, every row once and in order. */
+typedef struct {
+    int (*begin)(void *ctx, int w, int h, char *err, size_t errlen);
+    void (*rows)(void *ctx, const uint8_t *rows, size_t stride, int n);
+    void *ctx;
+} osp_row_sink_t;
+
+/* Decode a non-interlaced PNG into sink a row at a time: one row in memory
+ * whatever the picture's size, and no limit but OSP_IMG_MAX_SIDE. Returns
+ * OSP_IMG_OK; OSP_IMG_ENOTROWS, with nothing handed over, for bytes that
+ * are not such a PNG (a JPEG, an interlaced PNG, anything else) or that
+ * begin declined (decode those with osp_image_decode); or an error, the
+ * sink maybe part-filled. */
+int osp_image_decode_rows(osp_decoder_t *dec, const uint8_t *buf, size_t len,
+                          const osp_row_sink_t *sink, char *err, size_t errlen);
+
 /* Read a whole file and decode it as above (full size: no scaling). */
 int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char *err, size_t errlen);
 

@@ -13,8 +13,10 @@
 /* The libjpeg-turbo handles of one thread. The compressor is made on the
  * first snapshot, since most workers never save one. */
 struct osp_decoder {
-    tjhandle dj; /* decompressor, made by osp_decoder_new */
-    tjhandle cj; /* compressor, NULL until osp_image_save needs it */
+    tjhandle dj;       /* decompressor, made by osp_decoder_new */
+    tjhandle cj;       /* compressor, NULL until osp_image_save needs it */
+    size_t max_pixels; /* held whole at most (osp_decoder_limit_pixels); 0: no limit */
+    osp_image_t row;   /* one row of a PNG decoded row by row */
 };
 
 /* Grow img->data to at least `bytes` (contents not kept); the only place

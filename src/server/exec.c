@@ -10,6 +10,7 @@
 #include "sched/ctxpool.h"
 #include "sched/gate.h"
 #include "sched/window.h"
+#include "server/encoded.h"
 #include "server/ingest.h"
 #include "server/loop.h"
 #include "server/shm.h"
@@ -29,12 +30,11 @@ typedef struct run {
 } run_t;
 
 /* What one pool thread keeps between frames (indexed by its worker number):
- * the JPEG decoder and its buffer, contexts for batch items, the stacking
+ * the JPEG and PNG decoding (encoded.c), contexts for batch items, the stacking
  * buffer of batched runs, a prepare worker's ring for parked frames; a
  * predict thread's run. */
 typedef struct {
-    osp_decoder_t *dec;
-    osp_image_t img;
+    srv_encoded_t *enc;
     osp_infer_ctx_t ctx[OSP_WINDOW_MAX];
     osp_batch_buf_t buf;
     srv_rows_t *rows;
@@ -60,8 +60,7 @@ struct srv_exec {
 
 static void wstate_free(wstate_t *w) {
     if (!w) return;
-    osp_decoder_free(w->dec);
-    osp_image_free(&w->img);
+    srv_encoded_free(w->enc);
     for (int i = 0; i < OSP_WINDOW_MAX; i++) osp_infer_ctx_free(&w->ctx[i]);
     osp_batch_buf_free(&w->buf);
     srv_rows_free(NULL, w->rows);
@@ -242,20 +241,15 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         rc = r->tp->prepare(r, m, j->ctx, err, sizeof err);
         break;
     case OSP_WIRE_MSG_INFER_JPEG: {
-        if (!ws->dec && !(ws->dec = osp_decoder_new())) {
-            reply_infer_error(r, "out of memory", 0);
-            return;
-        }
-        int ow = 0, oh = 0;
         char derr[400];
-        if (osp_image_decode(ws->dec, r->rq.u.jpeg.data, r->rq.u.jpeg.len, m->prep.width,
-                             m->prep.height, &ws->img, &ow, &oh, derr, sizeof derr)) {
+        rc = srv_encoded_prepare(&ws->enc, m, j->ctx, r->rq.u.jpeg.data, r->rq.u.jpeg.len, derr,
+                                 sizeof derr);
+        if (rc == -1) {
             snprintf(err, sizeof err, "jpeg decode failed: %s", derr);
             reply_infer_error(r, err, 1);
             return;
         }
-        osp_view_t v = osp_image_view(&ws->img);
-        rc = osp_model_prepare(m, j->ctx, &v, ow, oh, err, sizeof err);
+        if (rc) snprintf(err, sizeof err, "%s", derr);
         break;
     }
     case OSP_WIRE_MSG_INFER_RAW: {

@@ -13,6 +13,11 @@
  *    osp_jpeg_scale_denom chose, a PNG is never scaled;
  *  - the same bytes again into the same picture and decoder give the same
  *    answer (a failure must not spoil the decoder for what follows);
+ *  - the same bytes row by row (osp_image_decode_rows, how the server
+ *    reads a PNG into a tensor): every row once, in order, within the
+ *    picture, and the same picture (size and bytes) a whole decode gave;
+ *    declined (ENOTROWS) only for what is not a non-interlaced PNG; and
+ *    under a pixel limit below its size a whole decode fails;
  *  - then a small valid JPEG and PNG made here must still decode (the
  *    handle a failed decode left behind is still good).
  * The target keeps the two reference images between inputs (made once, the
@@ -134,6 +139,59 @@ static outcome_t decode(osp_decoder_t *dec, const uint8_t *buf, size_t len, int 
     return o;
 }
 
+/* A sink that checks the rows it is handed and sums them. */
+typedef struct {
+    int w, h, began, seen;
+    unsigned long sum;
+} rows_seen_t;
+
+static int sink_begin(void *arg, int w, int h, char *err, size_t errlen) {
+    (void)err, (void)errlen;
+    rows_seen_t *r = arg;
+    CHECK(!r->began && w >= 1 && h >= 1 && w <= OSP_IMG_MAX_SIDE && h <= OSP_IMG_MAX_SIDE);
+    r->began = 1, r->w = w, r->h = h;
+    return 0;
+}
+
+static void sink_rows(void *arg, const uint8_t *rows, size_t stride, int n) {
+    rows_seen_t *r = arg;
+    CHECK(r->began && n >= 1 && r->seen + n <= r->h && stride >= (size_t)r->w * 3);
+    for (int y = 0; y < n; y++)
+        for (int x = 0; x < r->w * 3; x++) r->sum += rows[(size_t)y * stride + (size_t)x];
+    r->seen += n;
+}
+
+static void by_rows(osp_decoder_t *dec, const uint8_t *buf, size_t len, const outcome_t *whole) {
+    rows_seen_t r = {0};
+    osp_row_sink_t sink = {sink_begin, sink_rows, &r};
+    char err[256] = "";
+    int rc = osp_image_decode_rows(dec, buf, len, &sink, err, sizeof err);
+    int is_png = len >= 8 && memcmp(buf, "\x89PNG\r\n\x1a\n", 8) == 0;
+    if (rc == OSP_IMG_ENOTROWS) {
+        CHECK(!r.began);
+        /* a PNG declined is an interlaced one: byte 28 of a well-formed IHDR */
+        if (is_png && whole->rc == OSP_IMG_OK) CHECK(len > 28 && buf[28] == 1);
+        return;
+    }
+    CHECK(is_png);
+    if (rc != OSP_IMG_OK) {
+        CHECK(strncmp(err, "png decode failed: ", 19) == 0);
+        CHECK(whole->rc != OSP_IMG_OK);
+        return;
+    }
+    CHECK(whole->rc == OSP_IMG_OK && r.seen == r.h && r.w == whole->w && r.h == whole->h);
+    CHECK(r.sum == whole->sum);
+    /* held whole under a limit below its size, it is refused */
+    if ((size_t)r.w * (size_t)r.h > 1) {
+        osp_image_t img = {0};
+        osp_decoder_limit_pixels(dec, (size_t)r.w * (size_t)r.h - 1);
+        outcome_t o = decode(dec, buf, len, 0, 0, &img);
+        CHECK(o.rc == OSP_IMG_EDECODE);
+        osp_decoder_limit_pixels(dec, 0);
+        osp_image_free(&img);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -155,6 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     outcome_t b = decode(dec, buf, n, want_w, want_h, &img);
     CHECK(a.rc == b.rc && a.w == b.w && a.h == b.h && a.sum == b.sum);
     if (a.rc == OSP_IMG_OK) CHECK(a.ow == b.ow && a.oh == b.oh);
+    by_rows(dec, buf, n, &a);
 
     outcome_t j = decode(dec, ref_jpeg, ref_jpeg_len, 0, 0, &img);
     CHECK(j.rc == OSP_IMG_OK && j.w == REF_SIDE && j.h == REF_SIDE);
