@@ -136,9 +136,7 @@ static void give_back(srv_fleet_t *f, fjob_t *q) {
     pthread_mutex_lock(&f->mu);
     f->spare[f->n_spare++] = q;
     pthread_mutex_unlock(&f->mu);
-    uint64_t one = 1;
-    ssize_t w = write(f->slot_efd, &one, sizeof one);
-    (void)w;
+    osp_eventfd_wake(f->slot_efd);
 }
 
 static void to_writer(fjob_t *q) { osp_mailbox_post(&q->f->out, &q->h.q); }
@@ -615,9 +613,7 @@ fail:
 void srv_fleet_stop_claiming(srv_fleet_t *f) {
     if (!f) return;
     atomic_store(&f->stop_claiming, 1);
-    uint64_t one = 1;
-    ssize_t w = write(f->slot_efd, &one, sizeof one);
-    (void)w;
+    osp_eventfd_wake(f->slot_efd);
 }
 
 void srv_fleet_free(srv_fleet_t *f) {
@@ -628,9 +624,7 @@ void srv_fleet_free(srv_fleet_t *f) {
     }
     if (f->writer_on) {
         atomic_store(&f->stop, 1);
-        uint64_t one = 1;
-        ssize_t w = write(f->out.efd, &one, sizeof one);
-        (void)w;
+        osp_eventfd_wake(f->out.efd);
         pthread_join(f->writer, NULL);
     }
     for (int i = 0; f->jobs && i < f->n_jobs; i++) {

@@ -636,9 +636,7 @@ void srv_zmq_free(srv_zmq_t *z) {
     if (!z) return;
     if (z->running) {
         atomic_store(&z->stop, 1);
-        uint64_t one = 1;
-        ssize_t w = write(z->out.efd, &one, sizeof one);
-        (void)w;
+        osp_eventfd_wake(z->out.efd);
         pthread_join(z->thread, NULL);
     }
     for (int i = 0; i < z->n_all; i++) {
