@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "cli/detect.h"
+#include "wire/frame.h"
 
 double osp_detect_now(void) {
     struct timespec ts;
@@ -32,13 +33,7 @@ void osp_detect_format(osp_jw_t *w, const char *input, long frame, double t, con
     if (error) {
         osp_jw_key(w, "error");
         osp_jw_str(w, error);
-        osp_jw_key(w, "kind");
-        osp_jw_str(w, "detections");
-        osp_jw_key(w, "detections");
-        osp_jw_arr_open(w);
-        osp_jw_arr_close(w);
-        osp_jw_key(w, "inferenceMs");
-        osp_jw_int(w, 0);
+        osp_wire_json_empty_detections(w);
     } else {
         osp_model_put_result(w, m, r, 1);
     }

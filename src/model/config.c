@@ -1,5 +1,6 @@
 /* Model configuration: defaults, the catalog, and the protocol's JSON keys. */
 #include "model/model.h"
+#include "model/paths.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -57,16 +58,6 @@ int osp_model_cfg_from_catalog(const char *name, osp_model_cfg_t *cfg, char *err
     return OSP_MODEL_OK;
 }
 
-static void stem_of(const char *path, char *out, size_t n) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(base, '.');
-    size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    if (len >= n) len = n - 1;
-    memcpy(out, base, len);
-    out[len] = '\0';
-}
-
 int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *err, size_t errlen) {
     if (osp_catalog_find(name_or_path))
         return osp_model_cfg_from_catalog(name_or_path, cfg, err, errlen);
@@ -78,7 +69,7 @@ int osp_model_cfg_resolve(const char *name_or_path, osp_model_cfg_t *cfg, char *
         return OSP_MODEL_EINVAL;
     }
     snprintf(cfg->path, sizeof cfg->path, "%s", name_or_path);
-    stem_of(name_or_path, cfg->name, sizeof cfg->name);
+    osp_paths_stem(name_or_path, cfg->name, sizeof cfg->name);
     return OSP_MODEL_OK;
 }
 
@@ -221,7 +212,7 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
         return OSP_MODEL_EINVAL;
     if (r) {
         snprintf(cfg->path, sizeof cfg->path, "%s", tmp);
-        if (!cfg->name[0]) stem_of(tmp, cfg->name, sizeof cfg->name);
+        if (!cfg->name[0]) osp_paths_stem(tmp, cfg->name, sizeof cfg->name);
     }
     if (!cfg->path[0]) {
         snprintf(err, errlen, "model config: path (or model) is required");

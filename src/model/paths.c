@@ -117,3 +117,13 @@ int osp_paths_open(const char *path, const char *what, uint64_t max_bytes, uint6
     if (size) *size = (uint64_t)st.st_size;
     return fd;
 }
+
+void osp_paths_stem(const char *path, char *out, size_t n) {
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+    if (len >= n) len = n - 1;
+    memcpy(out, base, len);
+    out[len] = '\0';
+}

@@ -16,6 +16,9 @@
  *
  * A roots set is built once at startup and read-only after: any thread
  * may confine against it. The caller owns it (osp_paths_free).
+ *
+ * And the name a model file gives its model (osp_paths_stem), the one
+ * spelling of it that the config and the server's messages share.
  */
 #ifndef OSP_MODEL_PATHS_H
 #define OSP_MODEL_PATHS_H
@@ -66,5 +69,10 @@ int osp_paths_confine(const osp_paths_t *p, const char *path, const char *what, 
  * <path>". *size, if not NULL, gets the file's size. */
 int osp_paths_open(const char *path, const char *what, uint64_t max_bytes, uint64_t *size,
                    char *err, size_t errlen);
+
+/* The stem of path into out[0..n), cut to fit: its last component without
+ * the extension ("/m/ssd.v2.onnx" -> "ssd.v2"; a leading dot is no
+ * extension: ".onnx" stays). "" when path ends in '/'. Touches no file. */
+void osp_paths_stem(const char *path, char *out, size_t n);
 
 #endif

@@ -230,11 +230,7 @@ void osp_mailbox_post(osp_mailbox_t *mb, osp_qnode_t *item) {
         mb->head = item;
     mb->tail = item;
     pthread_mutex_unlock(&mb->mu);
-    if (was_empty) {
-        uint64_t one = 1;
-        ssize_t r = write(mb->efd, &one, sizeof one);
-        (void)r; /* a full counter still wakes the loop */
-    }
+    if (was_empty) osp_eventfd_wake(mb->efd);
 }
 
 osp_qnode_t *osp_mailbox_take(osp_mailbox_t *mb) {
@@ -253,4 +249,10 @@ int osp_mailbox_waiting(osp_mailbox_t *mb) {
     int any = mb->head != NULL;
     pthread_mutex_unlock(&mb->mu);
     return any;
+}
+
+void osp_eventfd_wake(int efd) {
+    uint64_t one = 1;
+    ssize_t r = write(efd, &one, sizeof one);
+    (void)r; /* a full counter still wakes the poller */
 }

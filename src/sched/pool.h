@@ -62,4 +62,8 @@ osp_qnode_t *osp_mailbox_take(osp_mailbox_t *mb);
 /* Whether anything waits, without touching the eventfd. */
 int osp_mailbox_waiting(osp_mailbox_t *mb);
 
+/* Make an eventfd readable (add one to its counter): the thread polling it
+ * wakes, to find an item, a freed slot or a stop flag set before the call. */
+void osp_eventfd_wake(int efd);
+
 #endif

@@ -136,9 +136,7 @@ static void give_back(srv_fleet_t *f, fjob_t *q) {
     pthread_mutex_lock(&f->mu);
     f->spare[f->n_spare++] = q;
     pthread_mutex_unlock(&f->mu);
-    uint64_t one = 1;
-    ssize_t w = write(f->slot_efd, &one, sizeof one);
-    (void)w;
+    osp_eventfd_wake(f->slot_efd);
 }
 
 static void to_writer(fjob_t *q) { osp_mailbox_post(&q->f->out, &q->h.q); }
@@ -223,27 +221,9 @@ static const srv_transport_t fleet_transport = {tp_prepare, tp_result, tp_send};
 
 /* ---- on the I/O thread ------------------------------------------------------------ */
 
-/* Whether a job's model name is the model in l: its catalog name or file
- * name, with or without the extension. */
-static int names_model(const char *name, const loaded_t *l) {
-    const osp_model_t *m = srv_loaded_model(l);
-    const char *path = srv_loaded_path(l), *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(base, '.');
-    size_t stem = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-    return strcmp(name, base) == 0 || strcmp(name, m->cfg.name) == 0 ||
-           (strlen(name) == stem && strncmp(name, base, stem) == 0);
-}
-
-static int find_model(server_t *s, const char *name) {
-    for (int i = 0; i < srv_slots_count(s); i++)
-        if (srv_slot(s, i) && names_model(name, srv_slot(s, i))) return i;
-    return -1;
-}
-
 static void on_job(server_t *s, srv_job_t *h) {
     fjob_t *q = (fjob_t *)h;
-    int idx = s->set.started ? find_model(s, q->job.model) : -1;
+    int idx = s->set.started ? srv_slots_find(s, q->job.model, SRV_FIND_FILE_STEM) : -1;
     if (idx < 0) {
         answer_error(q, "model %s is not served here", q->job.model);
         to_writer(q);
@@ -633,9 +613,7 @@ fail:
 void srv_fleet_stop_claiming(srv_fleet_t *f) {
     if (!f) return;
     atomic_store(&f->stop_claiming, 1);
-    uint64_t one = 1;
-    ssize_t w = write(f->slot_efd, &one, sizeof one);
-    (void)w;
+    osp_eventfd_wake(f->slot_efd);
 }
 
 void srv_fleet_free(srv_fleet_t *f) {
@@ -646,9 +624,7 @@ void srv_fleet_free(srv_fleet_t *f) {
     }
     if (f->writer_on) {
         atomic_store(&f->stop, 1);
-        uint64_t one = 1;
-        ssize_t w = write(f->out.efd, &one, sizeof one);
-        (void)w;
+        osp_eventfd_wake(f->out.efd);
         pthread_join(f->writer, NULL);
     }
     for (int i = 0; f->jobs && i < f->n_jobs; i++) {

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct loaded {
     osp_model_t *m;
@@ -60,6 +61,30 @@ int srv_slots_loaded(const server_t *s) {
     int n = 0;
     for (int i = 0; i < s->slots->n; i++) n += s->slots->slot[i] != NULL;
     return n;
+}
+
+/* The length of s without its extension (a leading dot is none). */
+static size_t stem_len(const char *s) {
+    const char *dot = strrchr(s, '.');
+    return dot && dot != s ? (size_t)(dot - s) : strlen(s);
+}
+
+static int names(const char *name, const loaded_t *l, srv_find_t how) {
+    const char *own = l->m->cfg.name, *base = strrchr(l->config_path, '/');
+    base = base ? base + 1 : l->config_path;
+    if (strcmp(name, base) == 0 || strcmp(name, own) == 0) return 1;
+    if (how == SRV_FIND_FILE_STEM) {
+        size_t n = stem_len(base);
+        return strlen(name) == n && strncmp(name, base, n) == 0;
+    }
+    size_t n = stem_len(name);
+    return strlen(own) == n && strncmp(name, own, n) == 0;
+}
+
+int srv_slots_find(const server_t *s, const char *name, srv_find_t how) {
+    for (int i = 0; i < s->slots->n; i++)
+        if (s->slots->slot[i] && names(name, s->slots->slot[i], how)) return i;
+    return -1;
 }
 
 loaded_t *srv_loaded_new(osp_model_t *m, const osp_model_cfg_t *cfg) {

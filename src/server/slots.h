@@ -30,6 +30,17 @@ int srv_slot_clear(server_t *s, int index);
 /* Models loaded now. */
 int srv_slots_loaded(const server_t *s);
 
+/* How a name a peer sends picks a loaded model. Either way the model's own
+ * name (cfg.name: its catalog name, or its file's stem) and its file's
+ * name count. Beyond those, a fleet job may leave the extension off the
+ * file's name (SRV_FIND_FILE_STEM: "ssd-oidv4-int8-v2" for the catalog's
+ * ssd-oidv4-int8, whose file is ssd-oidv4-int8-v2.onnx), and Frigate's
+ * handshake may put one on the model's own name (SRV_FIND_NAME_STEM:
+ * "ssd-oidv4-int8.onnx"). Each front end kept its own rule. */
+typedef enum { SRV_FIND_FILE_STEM, SRV_FIND_NAME_STEM } srv_find_t;
+/* The lowest slot whose model `name` names, or -1. */
+int srv_slots_find(const server_t *s, const char *name, srv_find_t how);
+
 /* A model wrapped for a slot with one reference (the caller's); NULL when
  * out of memory (m is then still the caller's). */
 loaded_t *srv_loaded_new(osp_model_t *m, const osp_model_cfg_t *cfg);

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "model/model.h"
+#include "model/paths.h"
 #include "sched/gate.h"
 #include "sched/pool.h"
 #include "server/board.h"
@@ -91,17 +92,6 @@ void srv_watchdog_free(srv_watchdog_t *wd) {
 }
 
 static double ms_since(const struct timespec *t) { return osp_gate_ms_since(t); }
-
-static void stem_of(const char *path, char *out, size_t n) {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    const char *dot = strrchr(b, '.');
-    size_t len = dot && dot != b ? (size_t)(dot - b) : strlen(b);
-    if (len >= n) len = n - 1;
-    memcpy(out, b, len);
-    out[len] = '\0';
-    if (!out[0]) snprintf(out, n, "unknown");
-}
 
 /* ---- the bound ------------------------------------------------------------------ */
 
@@ -326,7 +316,8 @@ static void give_up(server_t *s, const srv_run_t *run, double bound) {
     int in_slot = l && l == run->model; /* not unloaded or replaced meanwhile */
     int reload = in_slot && !s->stopping;
     char id[128], msg[400];
-    stem_of(srv_loaded_path(run->model), id, sizeof id);
+    osp_paths_stem(srv_loaded_path(run->model), id, sizeof id);
+    if (!id[0]) snprintf(id, sizeof id, "unknown");
     int64_t bound_i = (int64_t)llround(bound), elapsed = (int64_t)llround(run->elapsed_ms);
     snprintf(msg, sizeof msg,
              "model %d (%s): the run took longer than its bound of %" PRId64 " ms; it is abandoned%s",

@@ -190,24 +190,6 @@ static void on_frame(server_t *s, srv_job_t *h) {
     srv_dispatch_submit(s, j);
 }
 
-/* Whether a handshake's name is the model in l: its catalog name or file
- * name, with or without the extension. */
-static int names_model(const char *name, const loaded_t *l) {
-    const osp_model_t *m = srv_loaded_model(l);
-    const char *path = srv_loaded_path(l), *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    const char *dot = strrchr(name, '.');
-    size_t stem = dot && dot != name ? (size_t)(dot - name) : strlen(name);
-    return strcmp(name, base) == 0 || strcmp(name, m->cfg.name) == 0 ||
-           (strlen(m->cfg.name) == stem && strncmp(name, m->cfg.name, stem) == 0);
-}
-
-static int find_model(server_t *s, const char *name) {
-    for (int i = 0; i < srv_slots_count(s); i++)
-        if (srv_slot(s, i) && names_model(name, srv_slot(s, i))) return i;
-    return -1;
-}
-
 /* A model Frigate names that is not loaded: a catalog name, or a file in
  * the upload directory or the cache's models directory. 0 and *cfg, or -1. */
 static int resolve(srv_zmq_t *z, const char *name, osp_model_cfg_t *cfg) {
@@ -250,7 +232,7 @@ static void load_done(server_t *s, srv_job_t *h) {
     zload_t *L = (zload_t *)h;
     zreq_t *q = L->q;
     srv_jobs_hold(s, -1);
-    int idx = find_model(s, q->rq.model_name);
+    int idx = srv_slots_find(s, q->rq.model_name, SRV_FIND_NAME_STEM);
     if (idx < 0 && L->m) {
         idx = srv_slots_count(s); /* past every slot a host has named */
         loaded_t *l = idx < OSP_MAX_SLOTS ? srv_loaded_new(L->m, &L->cfg) : NULL;
@@ -314,7 +296,9 @@ static void on_model(server_t *s, srv_job_t *h) {
     zreq_t *q = (zreq_t *)h;
     osp_model_cfg_t cfg;
     int first = q->kind == ZQ_UPLOAD; /* saved: it was written */
-    q->model_idx = s->set.started && !s->stopping ? find_model(s, q->rq.model_name) : -1;
+    q->model_idx = s->set.started && !s->stopping
+                       ? srv_slots_find(s, q->rq.model_name, SRV_FIND_NAME_STEM)
+                       : -1;
     if (q->model_idx >= 0) {
         answer(q, 1, 1);
     } else if (!s->set.started || s->stopping || resolve(q->z, q->rq.model_name, &cfg)) {
@@ -652,9 +636,7 @@ void srv_zmq_free(srv_zmq_t *z) {
     if (!z) return;
     if (z->running) {
         atomic_store(&z->stop, 1);
-        uint64_t one = 1;
-        ssize_t w = write(z->out.efd, &one, sizeof one);
-        (void)w;
+        osp_eventfd_wake(z->out.efd);
         pthread_join(z->thread, NULL);
     }
     for (int i = 0; i < z->n_all; i++) {

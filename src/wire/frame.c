@@ -465,8 +465,7 @@ void osp_wire_json_error_shaped(osp_jw_t *w, osp_wire_err_shape_t shape, const c
     osp_jw_obj_close(w);
 }
 
-/* "kind", "detections": [], "inferenceMs": 0: the head of every empty record */
-static void empty_detections(osp_jw_t *w) {
+void osp_wire_json_empty_detections(osp_jw_t *w) {
     osp_jw_key(w, "kind");
     osp_jw_str(w, "detections");
     osp_jw_key(w, "detections");
@@ -480,7 +479,7 @@ void osp_wire_json_infer_error(osp_jw_t *w, const char *msg) {
     osp_jw_obj_open(w);
     osp_jw_key(w, "error");
     osp_jw_str(w, msg);
-    empty_detections(w);
+    osp_wire_json_empty_detections(w);
     osp_jw_obj_close(w);
 }
 
@@ -497,7 +496,7 @@ void osp_wire_json_cmd_error(osp_jw_t *w, const char *cmd, const char *msg) {
 
 void osp_wire_json_dropped(osp_jw_t *w, osp_wire_shed_t why) {
     osp_jw_obj_open(w);
-    empty_detections(w);
+    osp_wire_json_empty_detections(w);
     osp_jw_key(w, "dropped");
     osp_jw_bool(w, 1);
     if (why != OSP_WIRE_SHED_BARE) {

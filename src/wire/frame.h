@@ -304,6 +304,10 @@ typedef enum {
 void osp_wire_json_error(osp_jw_t *w, const char *msg);
 /* {"error": msg} or {"error": msg, "results": []} */
 void osp_wire_json_error_shaped(osp_jw_t *w, osp_wire_err_shape_t shape, const char *msg);
+/* "kind": "detections", "detections": [], "inferenceMs": 0 into an object
+ * the caller opened and closes: the head of every empty record, the
+ * wire's and osprey detect's alike. */
+void osp_wire_json_empty_detections(osp_jw_t *w);
 /* A failed inference: {"error", "kind": "detections", "detections": [], "inferenceMs": 0} */
 void osp_wire_json_infer_error(osp_jw_t *w, const char *msg);
 /* {"cmd": cmd, "status": "error", "error": msg} */

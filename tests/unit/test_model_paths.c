@@ -126,10 +126,30 @@ static void test_open(void **s) {
     assert_int_equal(osp_paths_open(path, "labels file", 10, NULL, err, sizeof err), OSP_PATHS_ENOENT);
 }
 
+/* the name a model takes from its file: config.c and the watchdog's
+ * messages spell it alike */
+static void test_stem(void **s) {
+    (void)s;
+    static const char *const cases[][2] = {
+        {"/m/ssd.v2.onnx", "ssd.v2"},
+        {"yolo.onnx", "yolo"},
+        {"/m/.onnx", ".onnx"}, /* a leading dot is no extension */
+        {"/m.d/model", "model"},
+        {"/m/", ""},
+        {"/m/a-very-long-model-name.onnx", "a-very-long-mod"}, /* cut to fit */
+    };
+    char out[16];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        osp_paths_stem(cases[i][0], out, sizeof out);
+        assert_string_equal(out, cases[i][1]);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_confine),
         cmocka_unit_test(test_open),
+        cmocka_unit_test(test_stem),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -357,6 +357,21 @@ static void test_mailbox_wakes_then_quiets(void **st) {
     osp_mailbox_destroy(&mb);
 }
 
+/* a wake with nothing posted: the consumer polls, takes nothing, and the
+ * eventfd quiets (how the fleet and Frigate stop their threads) */
+static void test_mailbox_woken_empty(void **st) {
+    (void)st;
+    osp_mailbox_t mb;
+    assert_int_equal(osp_mailbox_init(&mb), 0);
+    osp_eventfd_wake(mb.efd);
+    osp_eventfd_wake(mb.efd);
+    assert_true(readable(mb.efd, 0));
+    assert_false(osp_mailbox_waiting(&mb));
+    assert_null(osp_mailbox_take(&mb));
+    assert_false(readable(mb.efd, 0));
+    osp_mailbox_destroy(&mb);
+}
+
 typedef struct {
     osp_mailbox_t *mb;
     item_t *items;
@@ -518,6 +533,7 @@ int main(void) {
         cmocka_unit_test(test_free_leaves_an_abandoned_thread),
         cmocka_unit_test(test_mailbox_empty),
         cmocka_unit_test(test_mailbox_wakes_then_quiets),
+        cmocka_unit_test(test_mailbox_woken_empty),
         cmocka_unit_test(test_mailbox_many_producers_no_lost_wakeup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
