@@ -25,8 +25,8 @@
 
 struct srv_encoded {
     osp_decoder_t *dec;
-    osp_image_t img;        /* the frame held whole */
-    osp_prep_stream_t *ps;  /* a PNG's rows on their way into the tensor */
+    osp_image_t img;       /* the frame held whole */
+    osp_prep_stream_t *ps; /* a PNG's rows on their way into the tensor */
 };
 
 typedef struct {
@@ -80,8 +80,7 @@ int srv_encoded_prepare(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_
     osp_row_sink_t sink = {rows_begin, rows_take, &a};
     int rc = osp_image_decode_rows(e->dec, buf, len, &sink, err, errlen);
     if (rc == OSP_IMG_OK)
-        return osp_model_prepare_rows_end(ctx, e->ps, a.w, a.h, ms_since(&t0), err, errlen) ? -2
-                                                                                            : 0;
+        return osp_model_prepare_rows_end(ctx, e->ps, a.w, a.h, ms_since(&t0), err, errlen) ? -2 : 0;
     if (rc != OSP_IMG_ENOTROWS) return a.nomem || rc == OSP_IMG_ENOMEM ? -2 : -1;
 
     int ow = 0, oh = 0;

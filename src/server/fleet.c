@@ -38,6 +38,7 @@
 #include "sched/pool.h"
 #include "sched/sched.h"
 #include "server/dispatch.h"
+#include "server/encoded.h"
 #include "server/job.h"
 #include "server/ledger.h"
 #include "server/loop.h"
@@ -79,8 +80,8 @@ typedef struct fjob {
     int have_rec;
     struct timespec claimed;
     /* kept between uses, touched by one prepare worker at a time */
-    osp_decoder_t *dec;
-    osp_image_t img;
+    srv_encoded_t *enc; /* a JPEG or PNG job's decoding (encoded.c) */
+    osp_image_t img;    /* an NV12 or I420 job's RGB */
 } fjob_t;
 
 struct srv_fleet {
@@ -154,20 +155,15 @@ static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, 
     fjob_t *q = r->tp_arg;
     const osp_job_t *j = &q->job;
     osp_view_t v;
-    int ow = 0, oh = 0;
     char why[320];
     if (j->kind != OSP_JOB_RAW) {
-        if (!q->dec && !(q->dec = osp_decoder_new())) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        if (osp_image_decode(q->dec, j->data, j->len, m->prep.width, m->prep.height, &q->img, &ow,
-                             &oh, why, sizeof why)) {
+        int rc = srv_encoded_prepare(&q->enc, m, ctx, j->data, j->len, why, sizeof why);
+        if (rc == -1)
             snprintf(err, errlen, "%s decode failed: %s", j->kind == OSP_JOB_PNG ? "png" : "jpeg",
                      why);
-            return -1;
-        }
-        v = osp_image_view(&q->img);
+        else if (rc)
+            snprintf(err, errlen, "%s", why);
+        return rc ? -1 : 0;
     } else if (j->fmt == OSP_JOB_NV12 || j->fmt == OSP_JOB_I420) {
         osp_view_t yuv = {.data = j->data,
                           .width = j->w,
@@ -183,7 +179,7 @@ static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, 
         snprintf(err, errlen, "raw wrap failed: %s", why);
         return -1;
     }
-    return osp_model_prepare(m, ctx, &v, ow, oh, err, errlen);
+    return osp_model_prepare(m, ctx, &v, 0, 0, err, errlen);
 }
 
 /* The record exactly as the pipe writes it for a single frame (exec.c). */
@@ -629,7 +625,7 @@ void srv_fleet_free(srv_fleet_t *f) {
     }
     for (int i = 0; f->jobs && i < f->n_jobs; i++) {
         free(f->jobs[i].buf);
-        osp_decoder_free(f->jobs[i].dec);
+        srv_encoded_free(f->jobs[i].enc);
         osp_image_free(&f->jobs[i].img);
         osp_jw_free(&f->jobs[i].rec);
     }
