@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -201,29 +202,67 @@ int srv_loop_listen_check(const char *spec, char *err, size_t errlen) {
     return unix_claim(spec + 5, 0, err, errlen);
 }
 
+/* A listening unix socket at path. Two servers starting at once on one
+ * path must not both take it: each could find the old file stale, and the
+ * second's unlink would then remove the first's fresh socket, leaving it
+ * deaf. So the check, the bind and the listen happen under an exclusive
+ * lock on the socket's directory, held for that moment only (servers on
+ * other paths there wait a few microseconds); the second then finds the
+ * first answering. -1 with err set on failure. */
+static int listen_unix(server_t *s, const char *path, char *err, size_t errlen) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        snprintf(err, errlen, "socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    char dir[sizeof sa.sun_path];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || flock(dfd, LOCK_EX) != 0) {
+        snprintf(err, errlen, "cannot listen on unix:%s: cannot lock its directory %s: %s", path,
+                 dir, strerror(errno));
+        if (dfd >= 0) close(dfd);
+        return -1;
+    }
+    int fd = -1;
+    if (unix_claim(sa.sun_path, 1, err, errlen)) goto out;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind_unix(fd, &sa, s->opts.socket_mode ? s->opts.socket_mode : 0660) < 0 ||
+        listen(fd, 64) < 0) {
+        snprintf(err, errlen, "cannot listen on unix:%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        fd = -1;
+        goto out;
+    }
+    struct stat st;
+    if (stat(sa.sun_path, &st) == 0) {
+        srv_loop_t *l = s->loop;
+        snprintf(l->sock_path, sizeof l->sock_path, "%s", sa.sun_path);
+        l->sock_dev = st.st_dev;
+        l->sock_ino = st.st_ino;
+    }
+out:
+    close(dfd); /* and with it the lock */
+    return fd;
+}
+
 /* The listening socket. TCP binds loopback unless HOST says otherwise,
  * and another address only with a token (a peer that reaches the port
  * could otherwise load, replace and unload every model). */
 static int listen_on(server_t *s, const char *spec, char *err, size_t errlen) {
     int fd = -1;
     if (strncmp(spec, "unix:", 5) == 0) {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        if (strlen(spec + 5) >= sizeof sa.sun_path) {
-            snprintf(err, errlen, "socket path too long: %s", spec + 5);
-            return -1;
-        }
-        strcpy(sa.sun_path, spec + 5);
-        if (unix_claim(sa.sun_path, 1, err, errlen)) return -1;
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0 || bind_unix(fd, &sa, s->opts.socket_mode ? s->opts.socket_mode : 0660) < 0)
-            goto sys_fail;
-        struct stat st;
-        if (stat(sa.sun_path, &st) == 0) {
-            srv_loop_t *l = s->loop;
-            snprintf(l->sock_path, sizeof l->sock_path, "%s", sa.sun_path);
-            l->sock_dev = st.st_dev;
-            l->sock_ino = st.st_ino;
-        }
+        if ((fd = listen_unix(s, spec + 5, err, errlen)) < 0) return -1;
+        set_nonblock(fd);
+        return fd;
     } else if (strncmp(spec, "tcp:", 4) == 0) {
         char host[256];
         const char *colon = strrchr(spec + 4, ':');

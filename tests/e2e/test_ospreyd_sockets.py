@@ -295,6 +295,31 @@ def test_stale_socket_replaced(spawn, tmp_path):
     assert "was a stale socket (no server answered); replaced" in w.stderr_text()
 
 
+def test_two_daemons_starting_at_once_on_a_stale_socket(spawn, tmp_path):
+    """Both find the file stale; one takes the path and answers, the other is
+    refused, never leaving the first deaf (its socket unlinked). Ten pairs."""
+    cfg = tmp_path / "ospreyd.json"
+    cfg.write_text(json.dumps(tb_config([tb_script(tmp_path / "m.json")])))
+    for i in range(10):
+        sock = tmp_path / f"s{i}.sock"
+        dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        dead.bind(str(sock))
+        dead.close()
+        pair = [spawn("--listen", f"unix:{sock}", "--config", cfg, stdio=False) for _ in range(2)]
+        deadline = time.time() + 20  # both still up then: one of them is deaf
+        while all(w.alive() for w in pair) and time.time() < deadline:
+            time.sleep(0.02)
+        alive = [w for w in pair if w.alive()]
+        assert len(alive) == 1, [w.describe() for w in pair]
+        lost = next(w for w in pair if w is not alive[0])
+        assert lost.wait() == 1, lost.describe()
+        assert "a server is answering there" in lost.stderr_text(), lost.stderr_text()
+        c = alive[0].connect_unix(sock)
+        hello(c, 2)
+        assert c.mem_stats()["status"] == "ok"
+        alive[0].kill()
+
+
 def test_other_file_at_socket_path_kept(spawn, tmp_path):
     sock = tmp_path / "ospreyd.sock"
     sock.write_text("not a socket")
