@@ -52,22 +52,18 @@ def frames(workdir: Path):
 
 
 def reference(bin_dir: Path, files):
-    """osprey detect over the files: {file name: detections}. In runs of 100
-    files: with ~40 KB of arguments on the main thread's stack, ONNX
-    Runtime's recursive graph set-up in osprey detect overflows it here."""
+    """osprey detect over the files: {file name: detections}."""
     ref = {}
-    for at in range(0, len(files), 100):
-        out = subprocess.run([str(bin_dir / "osprey"), "detect", "--model", "ssd-oidv4", "--threshold", "0.3",
-                              "--per-class-nms", "--out",
-                              tempfile.mkdtemp(prefix="fleet-ref-"), *map(str, files[at:at + 100])],
-                             capture_output=True, text=True)
-        if out.returncode != 0:
-            raise SystemExit(f"osprey detect over the frames exited {out.returncode}:\n"
-                             f"{out.stderr[-2000:]}")
-        for x in out.stdout.splitlines():
-            if '"detections"' in x:
-                r = json.loads(x)
-                ref[Path(r["source"]).name] = r["detections"]
+    out = subprocess.run([str(bin_dir / "osprey"), "detect", "--model", "ssd-oidv4", "--threshold", "0.3",
+                          "--per-class-nms", "--out", tempfile.mkdtemp(prefix="fleet-ref-"),
+                          *map(str, files)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"osprey detect over the frames exited {out.returncode}:\n"
+                         f"{out.stderr[-2000:]}")
+    for x in out.stdout.splitlines():
+        if '"detections"' in x:
+            r = json.loads(x)
+            ref[Path(r["source"]).name] = r["detections"]
     return ref
 
 

@@ -46,7 +46,7 @@ static void ort_log(void *param, OrtLoggingLevel severity, const char *category,
             (s >= 0 && s <= 4) ? names[s] : "log", message);
 }
 
-static void ort_init(void) {
+static void ort_start(void) {
     const OrtApiBase *base = OrtGetApiBase();
     g_api = base ? base->GetApi(ORT_API_VERSION) : NULL;
     if (!g_api) {
@@ -63,6 +63,35 @@ static void ort_init(void) {
         g_api->ReleaseStatus(st);
         g_env = NULL;
     }
+}
+
+/* ONNX Runtime reads /proc/self/cmdline as it starts and parses it
+ * recursively, some 80 bytes of stack for each byte: `osprey detect` over
+ * 4000 files (110 KB of arguments) overflowed the main thread's 8 MB. So it
+ * starts on a thread of its own with room for the longest command line
+ * Linux takes (ARG_MAX, 2 MB: about 170 MB of stack), reserved and touched
+ * only as deep as the start goes. Without that thread it starts here. */
+#define START_STACK ((size_t)256 << 20)
+
+static void *ort_start_thread(void *arg) {
+    (void)arg;
+    ort_start();
+    return NULL;
+}
+
+static void ort_init(void) {
+    pthread_attr_t a;
+    pthread_t t;
+    int made = 0;
+    if (pthread_attr_init(&a) == 0) {
+        made = pthread_attr_setstacksize(&a, START_STACK) == 0 &&
+               pthread_create(&t, &a, ort_start_thread, NULL) == 0;
+        pthread_attr_destroy(&a);
+    }
+    if (made)
+        pthread_join(t, NULL);
+    else
+        ort_start();
 }
 
 /* Copy a status message into err, release the status; returns code. */

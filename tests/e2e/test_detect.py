@@ -161,3 +161,17 @@ def test_face_embedding_unit_vector(osprey):
     assert rec["kind"] == "embedding" and len(rec["embedding"]) == 512
     norm = sum(x * x for x in rec["embedding"]) ** 0.5
     assert abs(norm - 1.0) < 1e-3
+
+
+def test_a_long_command_line(osprey, tmp_path):
+    """ONNX Runtime parses /proc/self/cmdline as it starts, recursively: 110 KB
+    of arguments (4000 files) overflowed the main thread's stack. 250 files
+    of 500-character paths here, 125 KB."""
+    deep = tmp_path / ("d" * 240) / ("e" * 240)
+    deep.mkdir(parents=True)
+    shutil.copy(need(MEDIA / "coffee.png"), deep / "coffee.png")
+    files = [str(deep / "coffee.png")] * 250
+    assert sum(len(f) + 1 for f in files) > 120_000
+    r = run(osprey, "detect", "--quiet", "--model", "blazeface", *files)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert len(lines(r.stdout)) == 250
