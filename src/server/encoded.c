@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "image/image.h"
+#include "sched/gate.h"
 
 /* A whole frame's buffer kept from one frame to the next: a 4K frame in RGB
  * is 25 MB. */
@@ -55,12 +56,6 @@ static void rows_take(void *arg, const uint8_t *rows, size_t stride, int n) {
     osp_prep_stream_rows(a->e->ps, rows, stride, n);
 }
 
-static double ms_since(const struct timespec *t0) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 int srv_encoded_prepare(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_t *ctx,
                         const uint8_t *buf, size_t len, char *err, size_t errlen) {
     srv_encoded_t *e = *ep;
@@ -80,7 +75,9 @@ int srv_encoded_prepare(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_
     osp_row_sink_t sink = {rows_begin, rows_take, &a};
     int rc = osp_image_decode_rows(e->dec, buf, len, &sink, err, errlen);
     if (rc == OSP_IMG_OK)
-        return osp_model_prepare_rows_end(ctx, e->ps, a.w, a.h, ms_since(&t0), err, errlen) ? -2 : 0;
+        return osp_model_prepare_rows_end(ctx, e->ps, a.w, a.h, osp_gate_ms_since(&t0), err, errlen)
+                   ? -2
+                   : 0;
     if (rc != OSP_IMG_ENOTROWS) return a.nomem || rc == OSP_IMG_ENOMEM ? -2 : -1;
 
     int ow = 0, oh = 0;
