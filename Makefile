@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet soak clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet bench-frigate soak clean help
 
 all: build
 
@@ -35,6 +35,7 @@ help:
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
+	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
 	@echo "make install  PREFIX=/usr/local (default) [DESTDIR=…]: binaries, ONNX Runtime, catalog models,"
 	@echo "              the systemd unit and its user, an example config (docs/operations.md)"
@@ -145,6 +146,11 @@ demo: build assets
 # vs pipe and two workers vs one, each the median of 3 runs (bench/fleet.py).
 bench-fleet: build assets
 	$(PY) bench/fleet.py --bin $(abspath $(BUILD))/bin --jobs 2000 --frames 400 --runs 3
+
+# Frigate's zmq detector (docs/frigate.md): 1-4 of its detector clients back to back; the
+# round trip against Frigate's 200 ms, frames/s against ONNX Runtime's own loop (bench/frigate.py).
+bench-frigate: build assets
+	$(PY) bench/frigate.py --bin $(abspath $(BUILD))/bin --runs 3
 
 bench: build assets
 	$(BUILD)/bin/bench_image

@@ -15,84 +15,11 @@ import pytest
 import zmq
 from PIL import Image as PILImage
 
+from frigate_client import FrigateZmq, decode
 from ospreyd_client import (MEDIA, MESSI_PERSON, MODELS, SANITIZED, SSD_CATALOG, iou, need,  # noqa: F401
                             spawn, tb_config, tb_script)
 
 ZEROS = np.zeros((20, 6), np.float32)
-
-
-class FrigateZmq:
-    """Frigate's zmq detector, as its plugin talks: one request at a time."""
-
-    def __init__(self, ctx, endpoint, model_name, timeout_ms=200):
-        self.ctx, self.endpoint, self.model_name = ctx, endpoint, model_name
-        self.timeout_ms = timeout_ms
-        self.sock = None
-        self.timeouts = 0
-        self.ready = False
-        self.handshake = None
-        self._create_socket()
-        self._initialize_model()
-
-    def _create_socket(self):
-        if self.sock is not None:
-            self.sock.close(linger=0)
-        self.sock = self.ctx.socket(zmq.REQ)
-        self.sock.setsockopt(zmq.RCVTIMEO, self.timeout_ms)
-        self.sock.setsockopt(zmq.SNDTIMEO, self.timeout_ms)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.connect(self.endpoint)
-
-    def _initialize_model(self):
-        self.sock.send_multipart([json.dumps({"model_request": True,
-                                              "model_name": self.model_name}).encode("utf-8")])
-        self.sock.setsockopt(zmq.RCVTIMEO, 30000)
-        try:
-            frames = self.sock.recv_multipart()
-        finally:
-            self.sock.setsockopt(zmq.RCVTIMEO, self.timeout_ms)
-        assert len(frames) == 1, frames
-        self.handshake = json.loads(frames[0].decode("utf-8"))
-        self.ready = bool(self.handshake.get("model_available") and self.handshake.get("model_loaded"))
-
-    def upload(self, name, data):
-        self.sock.send_multipart([json.dumps({"model_data": True, "model_name": name}).encode(), data])
-        self.sock.setsockopt(zmq.RCVTIMEO, 30000)
-        try:
-            frames = self.sock.recv_multipart()
-        finally:
-            self.sock.setsockopt(zmq.RCVTIMEO, self.timeout_ms)
-        assert len(frames) == 1, frames
-        return json.loads(frames[0].decode("utf-8"))
-
-    def send_raw(self, parts):
-        """Any parts; the reply parts, or None on Frigate's timeout."""
-        try:
-            self.sock.send_multipart(parts)
-            return self.sock.recv_multipart()
-        except zmq.Again:
-            self.timeouts += 1
-            self._create_socket()
-            self._initialize_model()
-            return None
-
-    def detect_raw(self, tensor):
-        header = json.dumps({"shape": list(tensor.shape), "dtype": str(tensor.dtype.name),
-                             "model_type": "ssd"}).encode("utf-8")
-        frames = self.send_raw([header, memoryview(tensor.tobytes(order="C"))])
-        return None if frames is None else decode(frames)
-
-    def close(self):
-        self.sock.close(linger=0)
-
-
-def decode(frames):
-    """The reply as Frigate reads it, checked to be what osprey promises."""
-    assert len(frames) == 2, frames
-    header = json.loads(frames[0].decode("utf-8"))
-    assert header == {"shape": [20, 6], "dtype": "float32"}, header
-    assert len(frames[1]) == 480
-    return np.frombuffer(frames[1], dtype=np.float32).reshape((20, 6))
 
 
 def check_rows(rows):
