@@ -2,6 +2,7 @@
  * libavdevice for V4L2), converted to RGB by libyuv or swscale. */
 #include "video/video.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +128,12 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
     /* on failure avformat_open_input frees the context */
     if ((rc = avformat_open_input(&v->fmt, path, ifmt, &dict)) < 0) {
         open_reason(v, rc, why, sizeof why);
-        snprintf(err, errlen, "cannot open video %s: %s", name, why);
+        /* the capability query of a device that is no camera (a serial
+         * port, /dev/null) */
+        if (ifmt && rc == AVERROR(ENOTTY))
+            snprintf(err, errlen, "cannot open device %s: not a V4L2 video device (%s)", name, why);
+        else
+            snprintf(err, errlen, "cannot open video %s: %s", name, why);
         goto fail;
     }
     arm(v);

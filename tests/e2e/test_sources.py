@@ -6,9 +6,11 @@ on stdin, an MJPEG stream over HTTP, --fps, and inputs and options that are
 refused."""
 import http.server
 import json
+import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -384,6 +386,21 @@ def test_inputs_that_are_no_source():
     assert r.returncode == 2 and "/dev/video9" in r.stderr
     r = run(BIN / "osprey", "detect", "rtsp://u:p4ss@127.0.0.1:1/x")
     assert r.returncode == 2 and "rtsp://***@127.0.0.1:1/x" in r.stderr and "p4ss" not in r.stderr
+
+
+def test_a_device_that_is_no_camera(tmp_path):
+    """A character device goes to FFmpeg's V4L2 input (this machine has no
+    V4L2 in its kernel, so no camera: a node of /dev/null's numbers stands
+    in for a serial port named where a camera was meant)."""
+    node = tmp_path / "video0"
+    try:
+        os.mknod(node, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("mknod needs root")
+    for cmd in (["detect"], ["segment", "--uniform", "2"]):
+        r = run(BIN / "osprey", *cmd, node)
+        assert r.returncode == 2, r.stderr
+        assert f"cannot open device {node}: not a V4L2 video device" in r.stderr, r.stderr
 
 
 # ---- segment refuses what it cannot use ---------------------------------------
