@@ -5,7 +5,9 @@
  * fail, what the outputs hold. It exists so that the server's fault paths
  * (a load that hangs past its bound, a failed load, a slow or failing run)
  * can be reproduced on any machine, and so that tests can count the runs
- * and batch sizes the model really saw.
+ * and batch sizes the model really saw. testscript.c reads and checks the
+ * script; this file plays it: load's delay, hang and failure, and each
+ * run's inputs checked, its count, delay, failure and outputs.
  *
  * A hung load is abandoned by the server, never killed: load only sleeps
  * and then returns normally, touching nothing but its own allocations.
@@ -14,48 +16,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
+#include "runtime/testscript.h"
 
-#define TB_MAX_SCRIPT (1 << 20)        /* bytes of one script */
-#define TB_MAX_TENSORS 16              /* what osp_model_predict can take */
-#define TB_MAX_MS 2147483647.0         /* any delay, in ms (~24.8 days) */
 #define TB_MAX_ELEMS ((size_t)1 << 28) /* elements of one output at run time */
-#define TB_MAX_VALUES 65536            /* entries of "values" and of "set" */
 #define TB_BLOCK_POLL_MS 10            /* how often a blocked load or run looks for its file */
 
-typedef enum { TB_FILL, TB_VALUES, TB_FROM_INPUT_MEAN, TB_FROM_INPUT_COPY } tb_source_t;
-
 typedef struct {
-    int64_t at[OSP_RT_MAX_DIMS]; /* at[0] == -1: every batch item */
-    double value;
-} tb_set_t;
-
-/* How one output is produced. */
-typedef struct {
-    int64_t run_dims[OSP_RT_MAX_DIMS]; /* at run time; run_dims[0] == -1 is the batch */
-    tb_source_t source;
-    double fill;
-    double *values; /* n_values, repeated over each batch item */
-    int n_values;
-    tb_set_t *sets; /* applied after the source, in order */
-    int n_sets;
-} tb_output_t;
-
-typedef struct {
-    int64_t run_delay_ms, run_delay_per_item_ms, run_error_every;
-    char *run_error;      /* NULL: no scripted message */
-    char *counter_file;   /* NULL: none */
-    char *run_block_file; /* NULL: none */
-    tb_output_t *outs;    /* parallel to m->outputs */
+    osp_test_script_t sc;
     /* lock guards runs and the batch log; it is held only to count, never
      * across a sleep, the counter-file write or the output fill. */
     pthread_mutex_t lock;
@@ -64,24 +38,7 @@ typedef struct {
     int n_log, cap_log;
 } tb_model_t;
 
-/* What only load needs. */
-typedef struct {
-    int64_t load_delay_ms;
-    const char *load_error, *load_block_file; /* point into the cJSON tree */
-} tb_load_t;
-
 static void tb_free(osp_rt_model_t *m);
-
-/* "cannot load model <path>: <reason>", the real backend's wording. */
-static int load_fail(char *err, size_t errlen, const char *path, const char *fmt, ...) {
-    char reason[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof reason, fmt, ap);
-    va_end(ap);
-    snprintf(err, errlen, "cannot load model %s: %s", path, reason);
-    return OSP_RT_ELOAD;
-}
 
 static void sleep_ms(int64_t ms) {
     if (ms <= 0) return;
@@ -90,406 +47,39 @@ static void sleep_ms(int64_t ms) {
     }
 }
 
-static osp_dtype_t dtype_from_name(const char *s) {
-    static const osp_dtype_t all[] = {OSP_DT_F32, OSP_DT_U8,  OSP_DT_I8,
-                                      OSP_DT_I32, OSP_DT_I64, OSP_DT_F16};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (strcmp(s, osp_dtype_name(all[i])) == 0) return all[i];
-    return OSP_DT_UNKNOWN;
-}
-
-static int is_int_in(const cJSON *j, double lo, double hi) {
-    return cJSON_IsNumber(j) && j->valuedouble == floor(j->valuedouble) && j->valuedouble >= lo &&
-           j->valuedouble <= hi;
-}
-
-/* Every key of obj must be in `known` (NULL-terminated) and appear once.
- * `where` prefixes the message ("" at the top level). */
-static int check_keys(const cJSON *obj, const char *const *known, const char *where,
-                      const char *path, char *err, size_t errlen) {
-    for (const cJSON *c = obj->child; c; c = c->next) {
-        int ok = 0;
-        for (int k = 0; known[k] && !ok; k++) ok = strcmp(c->string, known[k]) == 0;
-        if (!ok) return load_fail(err, errlen, path, "%sunknown key \"%s\"", where, c->string);
-        if (cJSON_GetObjectItemCaseSensitive(obj, c->string) != c)
-            return load_fail(err, errlen, path, "%skey \"%s\" appears twice", where, c->string);
-    }
-    return 0;
-}
-
-/* An optional non-negative integer (absent or null: 0). */
-static int get_count(const cJSON *obj, const char *key, double max, int64_t *out, const char *path,
-                     char *err, size_t errlen) {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
-    *out = 0;
-    if (!j || cJSON_IsNull(j)) return 0;
-    if (!is_int_in(j, 0, max))
-        return load_fail(err, errlen, path, "\"%s\" must be an integer from 0 to %.0f", key, max);
-    *out = (int64_t)j->valuedouble;
-    return 0;
-}
-
-/* An optional non-empty string (absent or null: NULL). */
-static int get_string(const cJSON *obj, const char *key, const char **out, const char *path,
-                      char *err, size_t errlen) {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
-    *out = NULL;
-    if (!j || cJSON_IsNull(j)) return 0;
-    if (!cJSON_IsString(j) || !j->valuestring[0])
-        return load_fail(err, errlen, path, "\"%s\" must be a non-empty string or null", key);
-    *out = j->valuestring;
-    return 0;
-}
-
-/* A shape: up to OSP_RT_MAX_DIMS integers, each >= -1. */
-static int parse_dims(const cJSON *arr, const char *where, int *rank, int64_t *dims,
-                      const char *path, char *err, size_t errlen) {
-    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > OSP_RT_MAX_DIMS)
-        return load_fail(err, errlen, path, "%s must be an array of at most %d integers", where,
-                         OSP_RT_MAX_DIMS);
-    int n = 0;
-    for (const cJSON *d = arr->child; d; d = d->next, n++) {
-        if (!is_int_in(d, -1, (double)INT32_MAX))
-            return load_fail(err, errlen, path, "%s[%d] must be an integer >= -1 (-1 = dynamic)",
-                             where, n);
-        dims[n] = (int64_t)d->valuedouble;
-    }
-    *rank = n;
-    return 0;
-}
-
-static int parse_desc(const cJSON *t, const char *where, osp_tensor_desc_t *d, const char *path,
-                      char *err, size_t errlen) {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(t, "name");
-    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(t, "dtype");
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape");
-    if (!cJSON_IsString(name) || !name->valuestring[0] || strlen(name->valuestring) >= sizeof d->name)
-        return load_fail(err, errlen, path, "%s.name must be a non-empty string shorter than %zu",
-                         where, sizeof d->name);
-    snprintf(d->name, sizeof d->name, "%s", name->valuestring);
-    d->dtype = cJSON_IsString(dtype) ? dtype_from_name(dtype->valuestring) : OSP_DT_UNKNOWN;
-    if (d->dtype == OSP_DT_UNKNOWN)
-        return load_fail(err, errlen, path,
-                         "%s.dtype must be one of float32, uint8, int8, int32, int64, float16",
-                         where);
-    char w[64];
-    snprintf(w, sizeof w, "%s.shape", where);
-    if (!shape) return load_fail(err, errlen, path, "%s is missing", w);
-    return parse_dims(shape, w, &d->rank, d->dims, path, err, errlen);
-}
-
-static int parse_number_array(const cJSON *arr, const char *where, double **out, int *n,
-                              const char *path, char *err, size_t errlen) {
-    int len = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : 0;
-    if (len < 1 || len > TB_MAX_VALUES)
-        return load_fail(err, errlen, path, "%s must be an array of 1 to %d numbers", where,
-                         TB_MAX_VALUES);
-    if (!(*out = malloc((size_t)len * sizeof **out)))
-        return load_fail(err, errlen, path, "out of memory");
-    int i = 0;
-    for (const cJSON *v = arr->child; v; v = v->next, i++) {
-        if (!cJSON_IsNumber(v))
-            return load_fail(err, errlen, path, "%s[%d] must be a number", where, i);
-        (*out)[i] = v->valuedouble;
-    }
-    *n = len;
-    return 0;
-}
-
-static int parse_sets(const cJSON *arr, const char *where, int rank, tb_output_t *o,
-                      const char *path, char *err, size_t errlen) {
-    static const char *const keys[] = {"at", "value", NULL};
-    int len = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
-    if (len < 0 || len > TB_MAX_VALUES)
-        return load_fail(err, errlen, path, "%s must be an array of at most %d {\"at\",\"value\"}",
-                         where, TB_MAX_VALUES);
-    if (len == 0) return 0;
-    if (!(o->sets = calloc((size_t)len, sizeof *o->sets)))
-        return load_fail(err, errlen, path, "out of memory");
-    o->n_sets = len;
-    int i = 0;
-    for (const cJSON *s = arr->child; s; s = s->next, i++) {
-        char w[128];
-        snprintf(w, sizeof w, "%s[%d]", where, i);
-        if (!cJSON_IsObject(s)) return load_fail(err, errlen, path, "%s must be an object", w);
-        char wk[136];
-        snprintf(wk, sizeof wk, "%s: ", w);
-        if (check_keys(s, keys, wk, path, err, errlen)) return OSP_RT_ELOAD;
-        const cJSON *at = cJSON_GetObjectItemCaseSensitive(s, "at");
-        const cJSON *value = cJSON_GetObjectItemCaseSensitive(s, "value");
-        if (!cJSON_IsNumber(value))
-            return load_fail(err, errlen, path, "%s.value must be a number", w);
-        o->sets[i].value = value->valuedouble;
-        if (!cJSON_IsArray(at) || cJSON_GetArraySize(at) != rank)
-            return load_fail(err, errlen, path, "%s.at must be an array of %d indices (the rank)",
-                             w, rank);
-        int j = 0;
-        for (const cJSON *a = at->child; a; a = a->next, j++) {
-            int64_t dim = o->run_dims[j];
-            /* axis 0 may be -1 (every item) or any item when it is the batch */
-            double lo = j == 0 ? -1 : 0;
-            double hi = dim < 0 ? (double)INT32_MAX : (double)dim - 1;
-            if (!is_int_in(a, lo, hi))
-                return load_fail(err, errlen, path, "%s.at[%d] must be an integer from %.0f to %.0f%s",
-                                 w, j, lo, hi, j == 0 ? " (-1 = every batch item)" : "");
-            o->sets[i].at[j] = (int64_t)a->valuedouble;
-        }
-    }
-    return 0;
-}
-
-static int parse_output(const cJSON *t, const char *where, osp_rt_model_t *m, int idx,
-                        tb_output_t *o, const char *path, char *err, size_t errlen) {
-    static const char *const keys[] = {"name",   "dtype",      "shape", "run_shape", "fill",
-                                       "values", "from_input", "set",   NULL};
-    osp_tensor_desc_t *d = &m->outputs[idx];
-    char wk[64], w[96];
-    snprintf(wk, sizeof wk, "%s: ", where);
-    if (check_keys(t, keys, wk, path, err, errlen)) return OSP_RT_ELOAD;
-    if (parse_desc(t, where, d, path, err, errlen)) return OSP_RT_ELOAD;
-    if (d->dtype == OSP_DT_F16)
-        return load_fail(err, errlen, path,
-                         "%s.dtype float16: the test backend writes float32, uint8, int8, int32 "
-                         "or int64 outputs",
-                         where);
-
-    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(t, "run_shape");
-    memcpy(o->run_dims, d->dims, sizeof o->run_dims);
-    if (rs) {
-        int rank = 0;
-        snprintf(w, sizeof w, "%s.run_shape", where);
-        if (parse_dims(rs, w, &rank, o->run_dims, path, err, errlen)) return OSP_RT_ELOAD;
-        if (rank != d->rank)
-            return load_fail(err, errlen, path, "%s has %d dims, shape %d", w, rank, d->rank);
-        for (int j = 0; j < rank; j++)
-            if (d->dims[j] >= 0 && o->run_dims[j] != d->dims[j])
-                return load_fail(err, errlen, path, "%s[%d] is %lld but shape declares %lld", w, j,
-                                 (long long)o->run_dims[j], (long long)d->dims[j]);
-    }
-    for (int j = 1; j < d->rank; j++)
-        if (o->run_dims[j] < 0)
-            return load_fail(err, errlen, path,
-                             "%s%s[%d] is dynamic; give \"run_shape\" with its size at run time "
-                             "(only axis 0 may be -1, the batch)",
-                             where, rs ? ".run_shape" : ".shape", j);
-
-    const cJSON *fill = cJSON_GetObjectItemCaseSensitive(t, "fill");
-    const cJSON *values = cJSON_GetObjectItemCaseSensitive(t, "values");
-    const cJSON *from = cJSON_GetObjectItemCaseSensitive(t, "from_input");
-    if (!!fill + !!values + !!from > 1)
-        return load_fail(err, errlen, path,
-                         "%s: give at most one of \"fill\", \"values\", "
-                         "\"from_input\"",
-                         where);
-    o->source = TB_FILL;
-    if (fill) {
-        if (!cJSON_IsNumber(fill))
-            return load_fail(err, errlen, path, "%s.fill must be a number", where);
-        o->fill = fill->valuedouble;
-    } else if (values) {
-        snprintf(w, sizeof w, "%s.values", where);
-        if (parse_number_array(values, w, &o->values, &o->n_values, path, err, errlen))
-            return OSP_RT_ELOAD;
-        o->source = TB_VALUES;
-    } else if (from) {
-        int copy = cJSON_IsString(from) && strcmp(from->valuestring, "copy") == 0;
-        if (!copy && (!cJSON_IsString(from) || strcmp(from->valuestring, "mean") != 0))
-            return load_fail(err, errlen, path, "%s.from_input must be \"mean\" or \"copy\"", where);
-        if (m->n_inputs < 1 || m->inputs[0].dtype == OSP_DT_F16)
-            return load_fail(err, errlen, path,
-                             "%s.from_input needs a first input of float32 or an integer type",
-                             where);
-        o->source = copy ? TB_FROM_INPUT_COPY : TB_FROM_INPUT_MEAN;
-        long long in_per = 1, out_per = 1;
-        for (int j = 1; copy && j < m->inputs[0].rank; j++)
-            in_per = m->inputs[0].dims[j] < 0 ? -1 : in_per * m->inputs[0].dims[j];
-        for (int j = 1; copy && j < d->rank; j++) out_per *= o->run_dims[j];
-        if (copy && in_per != out_per)
-            return load_fail(err, errlen, path,
-                             "%s.from_input \"copy\" needs as many values per item as the first "
-                             "input declares (%lld), not %lld",
-                             where, in_per, out_per);
-    }
-    const cJSON *sets = cJSON_GetObjectItemCaseSensitive(t, "set");
-    if (sets) {
-        snprintf(w, sizeof w, "%s.set", where);
-        if (parse_sets(sets, w, d->rank, o, path, err, errlen)) return OSP_RT_ELOAD;
-    }
-    return 0;
-}
-
-static int parse_tensors(const cJSON *root, const char *key, osp_rt_model_t *m, tb_model_t *tm,
-                         const char *path, char *err, size_t errlen) {
-    static const char *const in_keys[] = {"name", "dtype", "shape", NULL};
-    int is_out = strcmp(key, "outputs") == 0;
-    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, key);
-    int n = cJSON_IsArray(arr) ? cJSON_GetArraySize(arr) : -1;
-    if (n < 0 || n > TB_MAX_TENSORS)
-        return load_fail(err, errlen, path, "\"%s\" must be an array of at most %d tensors%s", key,
-                         TB_MAX_TENSORS, arr ? "" : " (it is missing)");
-    osp_tensor_desc_t *descs = calloc(n ? (size_t)n : 1, sizeof *descs);
-    if (!descs) return load_fail(err, errlen, path, "out of memory");
-    if (is_out) {
-        m->outputs = descs;
-        m->n_outputs = n;
-        if (!(tm->outs = calloc(n ? (size_t)n : 1, sizeof *tm->outs)))
-            return load_fail(err, errlen, path, "out of memory");
-    } else {
-        m->inputs = descs;
-        m->n_inputs = n;
-    }
-    int i = 0;
-    for (const cJSON *t = arr->child; t; t = t->next, i++) {
-        char where[48];
-        snprintf(where, sizeof where, "%s[%d]", key, i);
-        if (!cJSON_IsObject(t)) return load_fail(err, errlen, path, "%s must be an object", where);
-        if (is_out) {
-            if (parse_output(t, where, m, i, &tm->outs[i], path, err, errlen)) return OSP_RT_ELOAD;
-            continue;
-        }
-        char wk[56];
-        snprintf(wk, sizeof wk, "%s: ", where);
-        if (check_keys(t, in_keys, wk, path, err, errlen) ||
-            parse_desc(t, where, &descs[i], path, err, errlen))
-            return OSP_RT_ELOAD;
-    }
-    return 0;
-}
-
-static int parse_script(const cJSON *root, osp_rt_model_t *m, tb_model_t *tm, tb_load_t *ld,
-                        const char *path, char *err, size_t errlen) {
-    static const char *const keys[] = {"load_delay_ms",
-                                       "load_block_file",
-                                       "load_error",
-                                       "run_delay_ms",
-                                       "run_delay_per_item_ms",
-                                       "run_block_file",
-                                       "run_error",
-                                       "run_error_every",
-                                       "counter_file",
-                                       "provider",
-                                       "inputs",
-                                       "outputs",
-                                       NULL};
-    if (!cJSON_IsObject(root))
-        return load_fail(err, errlen, path, "a test-backend script must be a JSON object");
-    if (check_keys(root, keys, "", path, err, errlen)) return OSP_RT_ELOAD;
-    const char *run_error, *counter_file, *run_block_file, *provider;
-    if (get_count(root, "load_delay_ms", TB_MAX_MS, &ld->load_delay_ms, path, err, errlen) ||
-        get_string(root, "load_block_file", &ld->load_block_file, path, err, errlen) ||
-        get_string(root, "load_error", &ld->load_error, path, err, errlen) ||
-        get_count(root, "run_delay_ms", TB_MAX_MS, &tm->run_delay_ms, path, err, errlen) ||
-        get_count(root, "run_delay_per_item_ms", TB_MAX_MS, &tm->run_delay_per_item_ms, path, err,
-                  errlen) ||
-        get_string(root, "run_block_file", &run_block_file, path, err, errlen) ||
-        get_string(root, "run_error", &run_error, path, err, errlen) ||
-        get_count(root, "run_error_every", (double)INT32_MAX, &tm->run_error_every, path, err, errlen) ||
-        get_string(root, "counter_file", &counter_file, path, err, errlen) ||
-        get_string(root, "provider", &provider, path, err, errlen))
-        return OSP_RT_ELOAD;
-    if (provider && strlen(provider) >= sizeof m->provider)
-        return load_fail(err, errlen, path, "\"provider\" must be shorter than %zu",
-                         sizeof m->provider);
-    snprintf(m->provider, sizeof m->provider, "%s", provider ? provider : "test");
-    if ((run_error && !(tm->run_error = strdup(run_error))) ||
-        (counter_file && !(tm->counter_file = strdup(counter_file))) ||
-        (run_block_file && !(tm->run_block_file = strdup(run_block_file))))
-        return load_fail(err, errlen, path, "out of memory");
-    /* A script for a load that fails may leave the tensors out. */
-    if (ld->load_error && !cJSON_GetObjectItemCaseSensitive(root, "inputs") &&
-        !cJSON_GetObjectItemCaseSensitive(root, "outputs"))
-        return 0;
-    if (parse_tensors(root, "inputs", m, tm, path, err, errlen) ||
-        parse_tensors(root, "outputs", m, tm, path, err, errlen))
-        return OSP_RT_ELOAD;
-    return 0;
-}
-
-/* Read the whole script; NULL with err set on failure. The caller frees. */
-static char *read_script(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot load model %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = malloc(TB_MAX_SCRIPT + 1);
-    size_t n = buf ? fread(buf, 1, TB_MAX_SCRIPT + 1, f) : 0;
-    int rd_err = ferror(f);
-    fclose(f);
-    if (!buf) {
-        load_fail(err, errlen, path, "out of memory");
-    } else if (rd_err) {
-        load_fail(err, errlen, path, "read error");
-    } else if (n > TB_MAX_SCRIPT) {
-        load_fail(err, errlen, path, "a test-backend script is at most %d bytes", TB_MAX_SCRIPT);
-    } else {
-        *len = n;
-        return buf;
-    }
-    free(buf);
-    return NULL;
-}
-
 static int tb_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t **out, char *err,
                    size_t errlen) {
     (void)opts; /* device, threads and graph level mean nothing to a script */
     *out = NULL;
-    size_t len = 0;
-    char *text = read_script(path, &len, err, errlen);
-    if (!text) return OSP_RT_ELOAD;
-
-    int rc = OSP_RT_ELOAD;
-    cJSON *root = NULL;
-    tb_load_t ld = {0};
     osp_rt_model_t *m = calloc(1, sizeof *m);
     tb_model_t *tm = calloc(1, sizeof *tm);
     if (!m || !tm) {
         free(m);
         free(tm);
-        load_fail(err, errlen, path, "out of memory");
-        rc = OSP_RT_ENOMEM;
-        goto cleanup;
+        snprintf(err, errlen, "cannot load model %s: out of memory", path);
+        return OSP_RT_ENOMEM;
     }
     m->backend = &osp_backend_test;
     m->impl = tm;
     pthread_mutex_init(&tm->lock, NULL);
-
-    const char *end = NULL;
-    root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-    if (!root) {
-        load_fail(err, errlen, path, "invalid JSON near byte %td of the test-backend script",
-                  end ? end - text : (ptrdiff_t)0);
-        goto fail;
-    }
-    while (end < text + len && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
-        end++;
-    if (end < text + len) {
-        load_fail(err, errlen, path,
-                  "text after the JSON value at byte %td of the test-backend "
-                  "script",
-                  end - text);
-        goto fail;
-    }
-    if (parse_script(root, m, tm, &ld, path, err, errlen)) goto fail;
+    const osp_test_script_t *sc = &tm->sc;
+    if (osp_test_script_read(path, m, &tm->sc, err, errlen)) goto fail;
 
     /* The scripted behaviour: a slow compile, then perhaps a hang until the
      * test releases it, then perhaps a failure. */
-    sleep_ms(ld.load_delay_ms);
-    if (ld.load_block_file)
-        while (access(ld.load_block_file, F_OK) != 0) sleep_ms(TB_BLOCK_POLL_MS);
-    if (ld.load_error) {
-        load_fail(err, errlen, path, "%s", ld.load_error);
+    sleep_ms(sc->load_delay_ms);
+    if (sc->load_block_file)
+        while (access(sc->load_block_file, F_OK) != 0) sleep_ms(TB_BLOCK_POLL_MS);
+    if (sc->load_error) {
+        /* cut where the script's other reasons are */
+        snprintf(err, errlen, "cannot load model %s: %.511s", path, sc->load_error);
         goto fail;
     }
     *out = m;
-    m = NULL;
-    rc = OSP_RT_OK;
+    return OSP_RT_OK;
 fail:
     tb_free(m);
-cleanup:
-    cJSON_Delete(root);
-    free(text);
-    return rc;
+    return OSP_RT_ELOAD;
 }
 
 /* Elements of dims; 0 when any is negative or the count passes the cap. */
@@ -538,7 +128,7 @@ static double input_item_mean(const osp_tensor_t *in, int64_t item) {
     return n ? sum / (double)n : 0;
 }
 
-static void fill_output(const tb_output_t *o, const osp_tensor_t *in0, osp_tensor_t *t) {
+static void fill_output(const osp_test_output_t *o, const osp_tensor_t *in0, osp_tensor_t *t) {
     size_t count = osp_dims_count(t->dims, t->rank);
     int64_t items = t->rank > 0 ? t->dims[0] : 1;
     if (count == 0 || items <= 0) return;
@@ -546,19 +136,19 @@ static void fill_output(const tb_output_t *o, const osp_tensor_t *in0, osp_tenso
     int64_t in_items = in0 && in0->rank > 0 ? in0->dims[0] : 1;
     for (int64_t b = 0; b < items; b++) {
         size_t base = (size_t)b * per;
-        if (o->source == TB_FROM_INPUT_COPY) { /* per equals the input's, checked at load */
+        if (o->source == OSP_TEST_FROM_INPUT_COPY) { /* per equals the input's, checked at load */
             size_t from = (size_t)(b % in_items) * per;
             for (size_t i = 0; i < per; i++)
                 store_elem(t->dtype, t->data, base + i, load_elem(in0->dtype, in0->data, from + i));
             continue;
         }
-        double v = o->source == TB_FROM_INPUT_MEAN ? input_item_mean(in0, b) : o->fill;
+        double v = o->source == OSP_TEST_FROM_INPUT_MEAN ? input_item_mean(in0, b) : o->fill;
         for (size_t i = 0; i < per; i++)
             store_elem(t->dtype, t->data, base + i,
-                       o->source == TB_VALUES ? o->values[i % (size_t)o->n_values] : v);
+                       o->source == OSP_TEST_VALUES ? o->values[i % (size_t)o->n_values] : v);
     }
     for (int s = 0; s < o->n_sets; s++) {
-        const tb_set_t *st = &o->sets[s];
+        const osp_test_set_t *st = &o->sets[s];
         size_t off = 0, stride = 1;
         for (int j = t->rank - 1; j >= 1; j--) {
             off += (size_t)st->at[j] * stride;
@@ -610,7 +200,7 @@ static int shape_outputs(const osp_rt_model_t *m, const tb_model_t *tm, int64_t 
     for (int i = 0; i < m->n_outputs; i++) {
         const osp_tensor_desc_t *d = &m->outputs[i];
         int64_t dims[OSP_RT_MAX_DIMS];
-        memcpy(dims, tm->outs[i].run_dims, sizeof dims);
+        memcpy(dims, tm->sc.outs[i].run_dims, sizeof dims);
         if (d->rank > 0 && dims[0] < 0) dims[0] = batch;
         size_t n = count_capped(dims, d->rank);
         if (n == 0 && osp_dims_count(dims, d->rank) != 0) {
@@ -683,19 +273,21 @@ static int tb_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, 
     if (tm->n_log < tm->cap_log) tm->log[tm->n_log++] = batch > INT32_MAX ? INT32_MAX : (int)batch;
     pthread_mutex_unlock(&tm->lock);
 
-    int64_t per_item = tm->run_delay_per_item_ms;
-    int64_t extra = batch > 0 && per_item > 0 && batch > (int64_t)TB_MAX_MS / per_item
-                        ? (int64_t)TB_MAX_MS
+    int64_t per_item = tm->sc.run_delay_per_item_ms;
+    int64_t extra = batch > 0 && per_item > 0 && batch > (int64_t)OSP_TEST_MAX_MS / per_item
+                        ? (int64_t)OSP_TEST_MAX_MS
                         : per_item * batch;
-    sleep_ms(tm->run_delay_ms + extra);
-    if (tm->run_block_file)
-        while (access(tm->run_block_file, F_OK) != 0) sleep_ms(TB_BLOCK_POLL_MS);
+    sleep_ms(tm->sc.run_delay_ms + extra);
+    if (tm->sc.run_block_file)
+        while (access(tm->sc.run_block_file, F_OK) != 0) sleep_ms(TB_BLOCK_POLL_MS);
 
-    if (tm->counter_file && (rc = append_counter(tm->counter_file, batch, err, errlen))) return rc;
-    int fails = tm->run_error_every > 0 ? nth % tm->run_error_every == 0 : tm->run_error != NULL;
+    if (tm->sc.counter_file && (rc = append_counter(tm->sc.counter_file, batch, err, errlen)))
+        return rc;
+    int fails = tm->sc.run_error_every > 0 ? nth % tm->sc.run_error_every == 0
+                                           : tm->sc.run_error != NULL;
     if (fails) {
-        if (tm->run_error)
-            snprintf(err, errlen, "%s", tm->run_error);
+        if (tm->sc.run_error)
+            snprintf(err, errlen, "%s", tm->sc.run_error);
         else
             snprintf(err, errlen, "test backend: scripted failure of run %lld", (long long)nth);
         return OSP_RT_ERUN;
@@ -711,7 +303,7 @@ static int tb_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, 
             }
             out[i].data = out[i].impl;
         }
-        fill_output(&tm->outs[i], in0, &out[i]);
+        fill_output(&tm->sc.outs[i], in0, &out[i]);
     }
     return OSP_RT_OK;
 }
@@ -720,14 +312,7 @@ static void tb_free(osp_rt_model_t *m) {
     if (!m) return;
     tb_model_t *tm = m->impl;
     if (tm) {
-        for (int i = 0; tm->outs && i < m->n_outputs; i++) {
-            free(tm->outs[i].values);
-            free(tm->outs[i].sets);
-        }
-        free(tm->outs);
-        free(tm->run_error);
-        free(tm->counter_file);
-        free(tm->run_block_file);
+        osp_test_script_free(&tm->sc, m->n_outputs);
         free(tm->log);
         pthread_mutex_destroy(&tm->lock);
         free(tm);

@@ -12,6 +12,8 @@
  * a bad header or tensor (zero rows, counted as an error), an upload
  * refused. Everything else goes to the I/O thread as an event carrying a
  * zreq_t, the transport's own request, which comes back as the answer.
+ * The model a handshake or an upload names, found or loaded, and the
+ * directory uploads are written into, are zmqmodels.c's.
  * A frame gets a deadline of ZMQ_BUDGET_MS from its arrival, so a frame
  * that cannot start in time is answered with zeros while Frigate still
  * waits (a late reply makes Frigate tear its socket down), and a frame
@@ -26,14 +28,11 @@
 #include "server/zmq.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <zmq.h>
 
@@ -46,6 +45,7 @@
 #include "server/loop.h"
 #include "server/slots.h"
 #include "server/stats.h"
+#include "server/zmqmodels.h"
 #include "wire/frigate.h"
 #include "log/log.h"
 
@@ -88,8 +88,7 @@ struct srv_zmq {
     osp_mailbox_t out; /* answers, from the I/O thread */
     _Atomic int stop;
     osp_frigate_labelmap_t *lm; /* read-only once started (workers read it) */
-    int accept_fd;              /* --zmq-accept-models, or -1 */
-    char accept_dir[1024];
+    srv_zmq_models_t *models;   /* the models a handshake names, and uploads */
     /* the zmq thread's own */
     zreq_t *all[ZREQ_MAX];
     int n_all;
@@ -190,37 +189,6 @@ static void on_frame(server_t *s, srv_job_t *h) {
     srv_dispatch_submit(s, j);
 }
 
-/* A model Frigate names that is not loaded: a catalog name, or a file in
- * the upload directory or the cache's models directory. 0 and *cfg, or -1. */
-static int resolve(srv_zmq_t *z, const char *name, osp_model_cfg_t *cfg) {
-    char err[512], path[2048], stem[OSP_FRIGATE_NAME_MAX];
-    snprintf(stem, sizeof stem, "%s", name);
-    char *dot = strrchr(stem, '.');
-    if (dot && dot != stem) *dot = '\0';
-    struct stat st;
-    if (osp_catalog_find(stem)) /* only once its file is fetched: else Frigate may upload it */
-        return osp_model_cfg_from_catalog(stem, cfg, err, sizeof err) || stat(cfg->path, &st) ? -1
-                                                                                              : 0;
-    if (!osp_frigate_name_ok(name)) return -1; /* a file name, never a path */
-    if (z->accept_fd >= 0 && fstatat(z->accept_fd, name, &st, 0) == 0 && S_ISREG(st.st_mode)) {
-        snprintf(path, sizeof path, "%s/%s", z->accept_dir, name);
-    } else if (!osp_catalog_file(name, path, sizeof path)) {
-        return -1;
-    }
-    return osp_model_cfg_resolve(path, cfg, err, sizeof err) ? -1 : 0;
-}
-
-/* A model load for a handshake or an upload, on a thread of its own (the
- * I/O thread never loads), back as an event. Frigate waits 30 s for the
- * answer; a load that takes longer still lands in its slot for later. */
-typedef struct {
-    srv_job_t h;
-    zreq_t *q;
-    osp_model_cfg_t cfg;
-    const osp_backend_t *backend;
-    osp_model_t *m;
-} zload_t;
-
 static void answer(zreq_t *q, int first, int loaded) {
     q->json = 1;
     q->text_len = q->kind == ZQ_UPLOAD
@@ -228,86 +196,26 @@ static void answer(zreq_t *q, int first, int loaded) {
                       : osp_frigate_answer_available(first, loaded, q->text, sizeof q->text);
 }
 
-static void load_done(server_t *s, srv_job_t *h) {
-    zload_t *L = (zload_t *)h;
-    zreq_t *q = L->q;
-    srv_jobs_hold(s, -1);
-    int idx = srv_slots_find(s, q->rq.model_name, SRV_FIND_NAME_STEM);
-    if (idx < 0 && L->m) {
-        idx = srv_slots_count(s); /* past every slot a host has named */
-        loaded_t *l = idx < OSP_MAX_SLOTS ? srv_loaded_new(L->m, &L->cfg) : NULL;
-        if (l) {
-            L->m = NULL;
-            srv_slot_install(s, idx, l);
-            osp_log(OSP_LOG_INFO, "ospreyd: zmq: model %s loaded into slot %d for Frigate",
-                    L->cfg.path, idx);
-        } else {
-            idx = -1;
-        }
-    }
+/* The load a handshake or an upload started, come back. */
+static void model_done(server_t *s, void *arg, int idx) {
+    (void)s;
+    zreq_t *q = arg;
     q->model_idx = idx;
     answer(q, 1, idx >= 0);
-    osp_model_free(L->m);
-    free(L);
     post_back(q->z, q);
-}
-
-static void *load_main(void *arg) {
-    zload_t *L = arg;
-    char err[600];
-    (void)pthread_setname_np(pthread_self(), "osp-zmq-load");
-    osp_log(OSP_LOG_INFO, "ospreyd: zmq: loading %s", L->cfg.path);
-    if (osp_model_open(&L->cfg, L->backend, &L->m, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "ospreyd: zmq: %s failed to load: %s", L->cfg.path, err);
-        L->m = NULL;
-    }
-    srv_post(L->q->z->s, &L->h);
-    return NULL;
-}
-
-/* 0: the load runs and answers; -1: it could not start. */
-static int start_load(server_t *s, zreq_t *q, const osp_model_cfg_t *cfg) {
-    zload_t *L = calloc(1, sizeof *L);
-    if (!L) return -1;
-    L->h.kind = SRV_JOB_EVENT;
-    L->h.done = load_done;
-    L->q = q;
-    L->cfg = *cfg;
-    L->backend = s->set.backend;
-    if (!L->cfg.device[0]) snprintf(L->cfg.device, sizeof L->cfg.device, "%s", s->set.device);
-    if (!L->cfg.intra_threads) L->cfg.intra_threads = s->set.intra_threads;
-    if (!L->cfg.lone_threads) L->cfg.lone_threads = s->set.lone_threads;
-    pthread_attr_t attr;
-    pthread_t t;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, load_main, L);
-    pthread_attr_destroy(&attr);
-    if (rc) {
-        free(L);
-        return -1;
-    }
-    srv_jobs_hold(s, 1); /* shutdown waits for it */
-    return 0;
 }
 
 /* A handshake, or an upload just written: the model served, or loaded. */
 static void on_model(server_t *s, srv_job_t *h) {
     zreq_t *q = (zreq_t *)h;
-    osp_model_cfg_t cfg;
     int first = q->kind == ZQ_UPLOAD; /* saved: it was written */
-    q->model_idx = s->set.started && !s->stopping
-                       ? srv_slots_find(s, q->rq.model_name, SRV_FIND_NAME_STEM)
-                       : -1;
-    if (q->model_idx >= 0) {
+    int idx = srv_zmq_models_pick(s, q->z->models, q->rq.model_name, model_done, q);
+    if (idx == SRV_ZMQ_MODELS_LOADING) return;
+    q->model_idx = idx;
+    if (idx >= 0)
         answer(q, 1, 1);
-    } else if (!s->set.started || s->stopping || resolve(q->z, q->rq.model_name, &cfg)) {
+    else
         answer(q, first, 0); /* Frigate uploads it next, when it may */
-    } else if (start_load(s, q, &cfg) == 0) {
-        return;
-    } else {
-        answer(q, first, 0);
-    }
     post_back(q->z, q);
 }
 
@@ -396,29 +304,6 @@ static void log_bad(srv_zmq_t *z, const char *why) {
                 (long long)z->bad, why);
 }
 
-/* Write an upload into the directory, through a hidden name (never
- * resolved) renamed into place once whole. 0 or -1. */
-static int save_upload(srv_zmq_t *z, const char *name, const zmq_msg_t *data) {
-    char tmp[OSP_FRIGATE_NAME_MAX + 16];
-    snprintf(tmp, sizeof tmp, ".upload-%s", name);
-    int fd = openat(z->accept_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return -1;
-    const uint8_t *p = zmq_msg_data((zmq_msg_t *)data);
-    size_t left = zmq_msg_size((zmq_msg_t *)data);
-    while (left) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        p += w;
-        left -= (size_t)w;
-    }
-    int rc = left == 0 && fsync(fd) == 0 ? 0 : -1;
-    close(fd);
-    if (rc == 0) rc = renameat(z->accept_fd, tmp, z->accept_fd, name);
-    if (rc) unlinkat(z->accept_fd, tmp, 0);
-    return rc;
-}
-
 /* One request from the socket: 1 when one was read, 0 when none waits. */
 static int receive_one(srv_zmq_t *z) {
     enum { PARTS = 3 };
@@ -482,9 +367,11 @@ static int receive_one(srv_zmq_t *z) {
         goto done;
     }
     if (rq.kind == OSP_FRIGATE_MODEL_DATA) {
-        int saved = z->accept_fd >= 0 && n == 2 && osp_frigate_name_ok(rq.model_name) &&
-                    save_upload(z, rq.model_name, &part[1]) == 0;
-        if (z->accept_fd >= 0)
+        int accept = srv_zmq_models_accept(z->models);
+        int saved = accept && n == 2 && osp_frigate_name_ok(rq.model_name) &&
+                    srv_zmq_models_save(z->models, rq.model_name, zmq_msg_data(&part[1]),
+                                        zmq_msg_size(&part[1])) == 0;
+        if (accept)
             osp_log(OSP_LOG_INFO, "ospreyd: zmq: an upload of %s (%zu bytes) %s", rq.model_name,
                     n == 2 ? zmq_msg_size(&part[1]) : 0, saved ? "saved" : "refused");
         if (!saved) {
@@ -589,22 +476,15 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen) {
         return NULL;
     }
     z->s = s;
-    z->accept_fd = -1;
-    if (load_labelmap(z, s->opts.zmq_labelmap, err, errlen)) goto fail;
-    if (s->opts.zmq_accept_models) {
-        snprintf(z->accept_dir, sizeof z->accept_dir, "%s", s->opts.zmq_accept_models);
-        z->accept_fd = open(z->accept_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (z->accept_fd < 0) {
-            snprintf(err, errlen, "--zmq-accept-models %s: %s", z->accept_dir, strerror(errno));
-            goto fail;
-        }
-    }
+    if (load_labelmap(z, s->opts.zmq_labelmap, err, errlen) ||
+        !(z->models = srv_zmq_models_new(s->opts.zmq_accept_models, err, errlen)))
+        goto fail;
     if (strncmp(ep, "tcp://", 6) != 0 && strncmp(ep, "ipc://", 6) != 0) {
         snprintf(err, errlen, "--zmq takes ipc://PATH or tcp://HOST:PORT, not '%s'", ep);
         goto fail;
     }
     uint64_t cap = s->opts.max_frame ? s->opts.max_frame : (64u << 20);
-    if (z->accept_fd >= 0) cap = MODEL_MAX;
+    if (srv_zmq_models_accept(z->models)) cap = MODEL_MAX;
     int64_t maxmsg = (int64_t)cap;
     int zero = 0;
     if (!(z->ctx = zmq_ctx_new()) || !(z->sock = zmq_socket(z->ctx, ZMQ_ROUTER)) ||
@@ -617,7 +497,7 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen) {
         osp_log(OSP_LOG_WARN,
                 "ospreyd: zmq: %s is reachable from other machines; anyone who can reach it "
                 "gets detections%s",
-                ep, z->accept_fd >= 0 ? " and may upload models" : "");
+                ep, srv_zmq_models_accept(z->models) ? " and may upload models" : "");
     if (pthread_create(&z->thread, NULL, zmq_main, z)) {
         snprintf(err, errlen, "cannot start the zmq thread");
         goto fail;
@@ -648,7 +528,7 @@ void srv_zmq_free(srv_zmq_t *z) {
     }
     if (z->sock) zmq_close(z->sock);
     if (z->ctx) zmq_ctx_term(z->ctx);
-    if (z->accept_fd >= 0) close(z->accept_fd);
+    srv_zmq_models_free(z->models);
     osp_mailbox_destroy(&z->out);
     free(z->lm);
     free(z);
