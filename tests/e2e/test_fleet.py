@@ -147,6 +147,27 @@ def test_raw_png_and_reply_to(spawn, redis, tmp_path):
     assert "mine" not in res
 
 
+def test_a_png_bomb_job_costs_a_row(spawn, redis, tmp_path):
+    """A fleet job's PNG is decoded as infer_jpeg's (docs/security.md): 400 MB
+    of pixels in a 400 KB PNG go into the tensor a row at a time, and one to
+    be held whole past 50 million pixels is an error, not a worker's memory."""
+    from test_ospreyd_png import peak_kb, png, zeros
+    r = redis()
+    c = r.client()
+    w = start(spawn, tmp_path, r, "cams", {"runtime": "onnxruntime", "models": [SSD_CATALOG]})
+    submit(c, "cams", "warm", data=media_bytes("messi5.jpg"))
+    wait_results(c, "cams:results", 1, what=w.describe)
+    before = peak_kb(w)
+    submit(c, "cams", "bomb", kind="png", data=png(16384, 8192, zeros))
+    submit(c, "cams", "whole", kind="png", data=png(8192, 8192, zeros, interlaced=True))
+    res = by_id(wait_results(c, "cams:results", 3, what=w.describe))
+    assert res["bomb"][0]["status"] == b"served", res["bomb"]
+    assert json.loads(res["bomb"][0]["result"])["frameSize"] == "16384x8192"
+    assert res["whole"][0]["status"] == b"error", res["whole"]
+    assert "more than the 50000000 pixels held whole" in json.loads(res["whole"][0]["result"])["error"]
+    assert peak_kb(w) - before < 64 * 1024, (before, peak_kb(w))
+
+
 def test_bad_jobs_are_answered_with_errors(spawn, redis, tmp_path):
     r = redis()
     c = r.client()
