@@ -138,8 +138,7 @@ int srv_zmq_models_pick(server_t *s, const srv_zmq_models_t *zm, const char *nam
 }
 
 /* Through a hidden name (never resolved), renamed into place once whole. */
-int srv_zmq_models_save(const srv_zmq_models_t *zm, const char *name, const void *data,
-                        size_t len) {
+int srv_zmq_models_save(const srv_zmq_models_t *zm, const char *name, const void *data, size_t len) {
     char tmp[OSP_FRIGATE_NAME_MAX + 16];
     snprintf(tmp, sizeof tmp, ".upload-%s", name);
     int fd = openat(zm->fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);

@@ -25,8 +25,7 @@ void srv_zmq_models_free(srv_zmq_models_t *zm);
 int srv_zmq_models_accept(const srv_zmq_models_t *zm);
 /* An upload of len bytes (the caller's) written whole into the directory
  * as name, a name osp_frigate_name_ok accepts. 0 or -1. */
-int srv_zmq_models_save(const srv_zmq_models_t *zm, const char *name, const void *data,
-                        size_t len);
+int srv_zmq_models_save(const srv_zmq_models_t *zm, const char *name, const void *data, size_t len);
 
 /* A model's load come back, on the I/O thread: idx its slot, or -1. */
 typedef void (*srv_zmq_models_done_fn)(server_t *s, void *arg, int idx);
