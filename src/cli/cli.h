@@ -8,13 +8,7 @@ int osp_cmd_models(int argc, char **argv);
 int osp_cmd_ocr(int argc, char **argv);
 int osp_cmd_compare(int argc, char **argv);
 
-/* Shared by subcommands (defined in ocr.c). Open a catalog model or a model
- * file, with its confidence set to threshold when >= 0; 0, or 2 after one
- * line on stderr naming the problem ("osprey CMD: ..."); *out owned by the
- * caller (osp_model_free). */
-struct osp_model;
-int osp_cli_open_model(const char *cmd, const char *name, float threshold, struct osp_model **out);
-/* Parse a number in [0, 1] for option opt; -1 after one line on stderr. */
+/* Shared by subcommands (defined in ocr.c). Parse a number in [0, 1] for option opt; -1 after one line on stderr. */
 int osp_cli_parse_unit(const char *cmd, const char *opt, const char *s, float *out);
 /* Parse a number >= lo (and <= hi when hi > lo) for option opt; -1 after
  * one line on stderr (defined in args.c). */

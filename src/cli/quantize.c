@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/open.h"
 #include "model/agree.h"
 #include "model/calib.h"
 #include "cli/qmedia.h"
