@@ -96,13 +96,7 @@ static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det
 static void put_face(osp_jw_t *w, const char *key, const osp_det_t *d) {
     osp_jw_key(w, key);
     osp_jw_obj_open(w);
-    osp_jw_key(w, "box");
-    osp_jw_arr_open(w);
-    osp_jw_num(w, d->x1, 1);
-    osp_jw_num(w, d->y1, 1);
-    osp_jw_num(w, d->x2, 1);
-    osp_jw_num(w, d->y2, 1);
-    osp_jw_arr_close(w);
+    osp_model_put_box(w, d);
     osp_jw_key(w, "score");
     osp_jw_num(w, d->score, 4);
     osp_jw_obj_close(w);

@@ -189,13 +189,7 @@ static int ocr_image(ocr_t *o, const char *input) {
         osp_jw_strn(w, rec->text, rec->text_len);
         osp_jw_key(w, "score");
         osp_jw_num(w, rec->text_score, 4);
-        osp_jw_key(w, "box");
-        osp_jw_arr_open(w);
-        osp_jw_num(w, d->x1, 1);
-        osp_jw_num(w, d->y1, 1);
-        osp_jw_num(w, d->x2, 1);
-        osp_jw_num(w, d->y2, 1);
-        osp_jw_arr_close(w);
+        osp_model_put_box(w, d);
         osp_jw_key(w, "polygon");
         osp_jw_arr_open(w);
         for (int k = 0; k < 4; k++) {

@@ -215,5 +215,9 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n, 
  * object the caller has opened; docs/protocol.md §4. */
 #include "wire/jsonw.h"
 void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t *r, int batch);
+/* A detection's "box": [x1, y1, x2, y2], frame pixels to one decimal, as the
+ * record writes it; for the commands whose records are their own (ocr,
+ * compare). */
+void osp_model_put_box(osp_jw_t *w, const osp_det_t *d);
 
 #endif
