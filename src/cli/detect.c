@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,11 +25,6 @@
 
 /* SIGINT/SIGTERM: the sources end as if the stream ended; summaries follow. */
 static atomic_bool g_stop;
-
-static void on_signal(int sig) {
-    (void)sig;
-    atomic_store(&g_stop, true);
-}
 
 static void usage(FILE *out) {
     fputs("usage: osprey detect [options] INPUT...\n"
@@ -351,12 +345,7 @@ int osp_cmd_detect(int argc, char **argv) {
         osp_model_free(m);
         return 1;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    osp_cli_stop_on_signals(&g_stop);
     int status = 0;
     /* A broker that refuses the login stops the inputs as a signal would. */
     int bad_sink = osp_cli_mqtt_open("detect", &o.mqtt, &g_stop, &o.sink);
