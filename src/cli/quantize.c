@@ -94,20 +94,6 @@ static void usage(FILE *out) {
           out);
 }
 
-/* The prepared tensor of ctx as a runtime input of m's shape. */
-static osp_tensor_t input_of(const osp_model_t *m, const osp_infer_ctx_t *ctx) {
-    osp_tensor_t in = {.dtype = m->rt->inputs[0].dtype,
-                       .rank = 4,
-                       .data = ctx->tensor,
-                       .bytes = osp_prep_tensor_bytes(&m->prep)};
-    int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
-    in.dims[0] = 1;
-    in.dims[1] = nhwc ? m->prep.height : m->prep.channels;
-    in.dims[2] = nhwc ? m->prep.width : m->prep.height;
-    in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
-    return in;
-}
-
 /* ---- calibration --------------------------------------------------------------- */
 
 typedef struct {
@@ -123,7 +109,7 @@ typedef struct {
 
 static int calib_frame(void *arg, osp_infer_ctx_t *ctx, char *err, size_t errlen) {
     calib_t *c = arg;
-    osp_tensor_t in = input_of(c->m, ctx);
+    osp_tensor_t in = osp_model_input(c->m, ctx->tensor, 1);
     memset(c->out, 0, (size_t)c->rt->n_outputs * sizeof *c->out);
     if (osp_rt_run(c->rt, &in, c->out, err, errlen)) return -1;
     int rc = 0;
