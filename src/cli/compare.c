@@ -117,14 +117,8 @@ int osp_cmd_compare(int argc, char **argv) {
         case 'D': det_name = optarg; break;
         case 'E': emb_name = optarg; break;
         case 'M': {
-            char *end;
-            errno = 0;
-            double m = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(m >= 0 && m <= 2)) {
-                fprintf(stderr, "osprey compare: --margin must be a number from 0 to 2, not '%s'\n",
-                        optarg);
-                return 2;
-            }
+            double m;
+            if (osp_cli_parse_num("compare", "--margin", optarg, 0, 2, &m)) return 2;
             margin = (float)m;
             break;
         }

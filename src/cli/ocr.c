@@ -47,18 +47,6 @@ static void usage(FILE *out) {
           out);
 }
 
-int osp_cli_parse_unit(const char *cmd, const char *opt, const char *s, float *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0 && v <= 1)) {
-        fprintf(stderr, "osprey %s: %s must be a number from 0 to 1, not '%s'\n", cmd, opt, s);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
-}
-
 /* Reading order as PP-OCR's sorted_boxes: by top, then left; neighbours
  * whose tops are within 10 px are one row, read left to right. */
 static int cmp_reading(const void *a, const void *b) {

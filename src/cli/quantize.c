@@ -382,14 +382,11 @@ static int parse_args(int argc, char **argv, opts_t *o) {
                 return -1;
             }
         } else if (strcmp(a, "-e") == 0 || strcmp(a, "--every") == 0) {
-            char *end;
-            long v = strtol(next, &end, 10);
-            if (*end || end == next || v < 1 || v > 1000000) {
+            if (osp_cli_parse_int(next, 1, 1000000, &o->every)) {
                 fprintf(stderr, "osprey quantize: --every must be a whole number >= 1, not '%s'\n",
                         next);
                 return -1;
             }
-            o->every = (int)v;
         } else if (strcmp(a, "-t") == 0 || strcmp(a, "--threshold") == 0) {
             if (osp_cli_parse_unit("quantize", "--threshold", next, &o->threshold)) return -1;
         } else {
