@@ -21,3 +21,19 @@ int osp_cli_parse_num(const char *cmd, const char *opt, const char *s, double lo
     *out = v;
     return 0;
 }
+
+int osp_cli_parse_unit(const char *cmd, const char *opt, const char *s, float *out) {
+    double v;
+    if (osp_cli_parse_num(cmd, opt, s, 0, 1, &v)) return -1;
+    *out = (float)v;
+    return 0;
+}
+
+int osp_cli_parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/open.h"
 #include "image/text.h"
 #include "model/model.h"
 #include "wire/jsonw.h"
@@ -53,17 +54,11 @@ typedef struct {
 
 /* Find, crop and embed the face of one image into vec (L2-normalised). */
 static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det_t *face) {
-    char err[512];
-    if (osp_image_load(c->dec, input, &c->img, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "osprey compare: %s: %s", input, err);
-        return 2;
-    }
-    osp_view_t v = osp_image_view(&c->img);
     osp_result_t r;
-    if (osp_model_infer(c->det, &c->ctx, &v, 0, 0, &r, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "osprey compare: %s: face detection failed: %s", input, err);
-        return 1;
-    }
+    int rc = osp_cli_run_image("compare", "face detection", c->dec, input, &c->img, c->det,
+                               &c->ctx, &r);
+    if (rc) return rc;
+    osp_view_t v = osp_image_view(&c->img);
     int best = -1;
     for (int i = 0; i < r.n_dets; i++)
         if (best < 0 || r.dets[i].score > r.dets[best].score) best = i;
@@ -83,6 +78,7 @@ static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det
         return 1;
     }
     osp_view_t fv = osp_image_view(&c->crop);
+    char err[512];
     if (osp_model_infer(c->emb, &c->ctx, &fv, 0, 0, &r, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "osprey compare: %s: embedding failed: %s", input, err);
         return 1;
@@ -100,13 +96,7 @@ static int embed_face(cmp_t *c, const char *input, float *vec, int *dim, osp_det
 static void put_face(osp_jw_t *w, const char *key, const osp_det_t *d) {
     osp_jw_key(w, key);
     osp_jw_obj_open(w);
-    osp_jw_key(w, "box");
-    osp_jw_arr_open(w);
-    osp_jw_num(w, d->x1, 1);
-    osp_jw_num(w, d->y1, 1);
-    osp_jw_num(w, d->x2, 1);
-    osp_jw_num(w, d->y2, 1);
-    osp_jw_arr_close(w);
+    osp_model_put_box(w, d);
     osp_jw_key(w, "score");
     osp_jw_num(w, d->score, 4);
     osp_jw_obj_close(w);
@@ -127,14 +117,8 @@ int osp_cmd_compare(int argc, char **argv) {
         case 'D': det_name = optarg; break;
         case 'E': emb_name = optarg; break;
         case 'M': {
-            char *end;
-            errno = 0;
-            double m = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(m >= 0 && m <= 2)) {
-                fprintf(stderr, "osprey compare: --margin must be a number from 0 to 2, not '%s'\n",
-                        optarg);
-                return 2;
-            }
+            double m;
+            if (osp_cli_parse_num("compare", "--margin", optarg, 0, 2, &m)) return 2;
             margin = (float)m;
             break;
         }

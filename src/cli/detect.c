@@ -5,7 +5,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,11 +25,6 @@
 
 /* SIGINT/SIGTERM: the sources end as if the stream ended; summaries follow. */
 static atomic_bool g_stop;
-
-static void on_signal(int sig) {
-    (void)sig;
-    atomic_store(&g_stop, true);
-}
 
 static void usage(FILE *out) {
     fputs("usage: osprey detect [options] INPUT...\n"
@@ -147,15 +141,6 @@ static const osp_catalog_entry_t *catalog_of(const osp_model_cfg_t *cfg) {
     return strcmp(path, cfg->path) == 0 ? e : NULL;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int osp_cmd_detect(int argc, char **argv) {
     osp_detect_opts_t o = {.model = "ssd-oidv4-int8", .threshold = -1, .every = 1, .stop = &g_stop};
     osp_source_cfg_default(&o.source);
@@ -192,20 +177,11 @@ int osp_cmd_detect(int argc, char **argv) {
             break;
         }
         case 'm': o.model = optarg; break;
-        case 't': {
-            char *end;
-            errno = 0;
-            double t = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(t >= 0 && t <= 1)) {
-                fprintf(stderr, "osprey detect: --threshold must be a number from 0 to 1, not '%s'\n",
-                        optarg);
-                return 2;
-            }
-            o.threshold = (float)t;
+        case 't':
+            if (osp_cli_parse_unit("detect", "--threshold", optarg, &o.threshold)) return 2;
             break;
-        }
         case 'e':
-            if (parse_int(optarg, 1, 1000000, &o.every)) {
+            if (osp_cli_parse_int(optarg, 1, 1000000, &o.every)) {
                 fprintf(stderr, "osprey detect: --every must be a whole number >= 1, not '%s'\n",
                         optarg);
                 return 2;
@@ -213,7 +189,7 @@ int osp_cmd_detect(int argc, char **argv) {
             break;
         case 'o': o.out_dir = optarg; break;
         case 'j':
-            if (parse_int(optarg, 1, 64, &o.workers)) {
+            if (osp_cli_parse_int(optarg, 1, 64, &o.workers)) {
                 fprintf(stderr, "osprey detect: --workers must be from 1 to 64, not '%s'\n", optarg);
                 return 2;
             }
@@ -351,12 +327,7 @@ int osp_cmd_detect(int argc, char **argv) {
         osp_model_free(m);
         return 1;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    osp_cli_stop_on_signals(&g_stop);
     int status = 0;
     /* A broker that refuses the login stops the inputs as a signal would. */
     int bad_sink = osp_cli_mqtt_open("detect", &o.mqtt, &g_stop, &o.sink);

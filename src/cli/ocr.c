@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/open.h"
 #include "image/text.h"
 #include "model/model.h"
 #include "post/dbnet.h"
@@ -44,45 +45,6 @@ static void usage(FILE *out) {
           "Exit status: 0 when every image was read (with or without text), 1 when a\n"
           "model failed, 2 for bad usage, an unreadable image or an unknown model.\n",
           out);
-}
-
-int osp_cli_open_model(const char *cmd, const char *name, float threshold, osp_model_t **out) {
-    char err[1024];
-    osp_model_cfg_t cfg;
-    *out = NULL;
-    if (osp_model_cfg_resolve(name, &cfg, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "osprey %s: %s", cmd, err);
-        return 2;
-    }
-    struct stat st;
-    if (stat(cfg.path, &st) != 0) {
-        if (osp_catalog_find(name))
-            osp_log(OSP_LOG_ERROR,
-                    "osprey %s: model %s is not downloaded (expected %s); run scripts/fetch-assets.sh",
-                    cmd, name, cfg.path);
-        else
-            osp_log(OSP_LOG_ERROR, "osprey %s: cannot open model %s: %s", cmd, cfg.path,
-                    strerror(errno));
-        return 2;
-    }
-    if (threshold >= 0) cfg.confidence = threshold;
-    if (osp_model_open(&cfg, NULL, out, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "osprey %s: %s", cmd, err);
-        return 2;
-    }
-    return 0;
-}
-
-int osp_cli_parse_unit(const char *cmd, const char *opt, const char *s, float *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0 && v <= 1)) {
-        fprintf(stderr, "osprey %s: %s must be a number from 0 to 1, not '%s'\n", cmd, opt, s);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
 }
 
 /* Reading order as PP-OCR's sorted_boxes: by top, then left; neighbours
@@ -169,17 +131,11 @@ typedef struct {
 } ocr_t;
 
 static int ocr_image(ocr_t *o, const char *input) {
-    char err[512];
-    if (osp_image_load(o->dec, input, &o->img, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "osprey ocr: %s: %s", input, err);
-        return 2;
-    }
-    osp_view_t v = osp_image_view(&o->img);
     osp_result_t r;
-    if (osp_model_infer(o->det, &o->det_ctx, &v, 0, 0, &r, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "osprey ocr: %s: text detection failed: %s", input, err);
-        return 1;
-    }
+    int rc = osp_cli_run_image("ocr", "text detection", o->dec, input, &o->img, o->det,
+                               &o->det_ctx, &r);
+    if (rc) return rc;
+    osp_view_t v = osp_image_view(&o->img);
     /* the boxes live in the detector's ctx: keep a copy while the recognizer runs */
     int n = r.n_dets;
     if (n > o->box_cap) {
@@ -195,6 +151,7 @@ static int ocr_image(ocr_t *o, const char *input) {
     reading_order(o->boxes, n);
     if (!o->words) n = merge_lines(o->boxes, n);
     int lines = 0, status = 0;
+    char err[512];
     for (int i = 0; i < n; i++) {
         const osp_det_t *d = &o->boxes[i];
         if (d->n_kp != 4) continue;
@@ -220,13 +177,7 @@ static int ocr_image(ocr_t *o, const char *input) {
         osp_jw_strn(w, rec->text, rec->text_len);
         osp_jw_key(w, "score");
         osp_jw_num(w, rec->text_score, 4);
-        osp_jw_key(w, "box");
-        osp_jw_arr_open(w);
-        osp_jw_num(w, d->x1, 1);
-        osp_jw_num(w, d->y1, 1);
-        osp_jw_num(w, d->x2, 1);
-        osp_jw_num(w, d->y2, 1);
-        osp_jw_arr_close(w);
+        osp_model_put_box(w, d);
         osp_jw_key(w, "polygon");
         osp_jw_arr_open(w);
         for (int k = 0; k < 4; k++) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/open.h"
 #include "model/agree.h"
 #include "model/calib.h"
 #include "cli/qmedia.h"
@@ -93,20 +94,6 @@ static void usage(FILE *out) {
           out);
 }
 
-/* The prepared tensor of ctx as a runtime input of m's shape. */
-static osp_tensor_t input_of(const osp_model_t *m, const osp_infer_ctx_t *ctx) {
-    osp_tensor_t in = {.dtype = m->rt->inputs[0].dtype,
-                       .rank = 4,
-                       .data = ctx->tensor,
-                       .bytes = osp_prep_tensor_bytes(&m->prep)};
-    int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
-    in.dims[0] = 1;
-    in.dims[1] = nhwc ? m->prep.height : m->prep.channels;
-    in.dims[2] = nhwc ? m->prep.width : m->prep.height;
-    in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
-    return in;
-}
-
 /* ---- calibration --------------------------------------------------------------- */
 
 typedef struct {
@@ -122,7 +109,7 @@ typedef struct {
 
 static int calib_frame(void *arg, osp_infer_ctx_t *ctx, char *err, size_t errlen) {
     calib_t *c = arg;
-    osp_tensor_t in = input_of(c->m, ctx);
+    osp_tensor_t in = osp_model_input(c->m, ctx->tensor, 1);
     memset(c->out, 0, (size_t)c->rt->n_outputs * sizeof *c->out);
     if (osp_rt_run(c->rt, &in, c->out, err, errlen)) return -1;
     int rc = 0;
@@ -395,14 +382,11 @@ static int parse_args(int argc, char **argv, opts_t *o) {
                 return -1;
             }
         } else if (strcmp(a, "-e") == 0 || strcmp(a, "--every") == 0) {
-            char *end;
-            long v = strtol(next, &end, 10);
-            if (*end || end == next || v < 1 || v > 1000000) {
+            if (osp_cli_parse_int(next, 1, 1000000, &o->every)) {
                 fprintf(stderr, "osprey quantize: --every must be a whole number >= 1, not '%s'\n",
                         next);
                 return -1;
             }
-            o->every = (int)v;
         } else if (strcmp(a, "-t") == 0 || strcmp(a, "--threshold") == 0) {
             if (osp_cli_parse_unit("quantize", "--threshold", next, &o->threshold)) return -1;
         } else {

@@ -6,7 +6,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -88,11 +87,6 @@ static void usage(FILE *out) {
 }
 
 static atomic_bool g_stop;
-
-static void on_signal(int sig) {
-    (void)sig;
-    atomic_store(&g_stop, true);
-}
 
 /* Chunk records come from the output thread and source events from the
  * source thread: one line at a time, in the order printed. */
@@ -344,12 +338,7 @@ int osp_cmd_segment(int argc, char **argv) {
         }
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    osp_cli_stop_on_signals(&g_stop);
     o.stop = &g_stop;
     o.emit = print_line;
     o.emit_ctx = sinks;

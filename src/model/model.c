@@ -498,24 +498,28 @@ static osp_rt_model_t *run_begin(osp_model_t *m, int lone) {
     return m->rt_lone;
 }
 
+osp_tensor_t osp_model_input(const osp_model_t *m, void *data, int n) {
+    osp_tensor_t in = {.dtype = m->rt->inputs[0].dtype,
+                       .rank = 4,
+                       .data = data,
+                       .bytes = osp_prep_tensor_bytes(&m->prep) * (size_t)n};
+    int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
+    in.dims[0] = n;
+    in.dims[1] = nhwc ? m->prep.height : m->prep.channels;
+    in.dims[2] = nhwc ? m->prep.width : m->prep.height;
+    in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
+    return in;
+}
+
 int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,
                       size_t errlen) {
     memset(res, 0, sizeof *res);
     double t0 = now_ms();
-    const osp_tensor_desc_t *d = &m->rt->inputs[0];
-    osp_tensor_t in = {.dtype = d->dtype,
-                       .rank = 4,
-                       .data = ctx->tensor,
-                       .bytes = osp_prep_tensor_bytes(&m->prep)};
-    int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
-    in.dims[0] = 1;
-    in.dims[1] = nhwc ? m->prep.height : m->prep.channels;
-    in.dims[2] = nhwc ? m->prep.width : m->prep.height;
-    in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
+    osp_tensor_t in = osp_model_input(m, ctx->tensor, 1);
     osp_text_prep_t tp;
     if (text_prep(m, &tp)) { /* a text line runs at its own width */
         int tw = osp_text_tensor_width(ctx->view_w, ctx->view_h, &tp);
-        in.dims[nhwc ? 2 : 3] = tw;
+        in.dims[m->prep.layout == OSP_LAYOUT_NHWC ? 2 : 3] = tw;
         in.bytes = (size_t)tw * (size_t)tp.height * (size_t)tp.channels * sizeof(float);
     }
     if (m->rt->n_outputs > 16) {
@@ -565,13 +569,7 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n, 
     }
     for (int i = 0; i < n; i++)
         memcpy((uint8_t *)buf->data + one * (size_t)i, ctx[i]->tensor, one);
-    const osp_tensor_desc_t *d = &m->rt->inputs[0];
-    osp_tensor_t in = {.dtype = d->dtype, .rank = 4, .data = buf->data, .bytes = need};
-    int nhwc = m->prep.layout == OSP_LAYOUT_NHWC;
-    in.dims[0] = n;
-    in.dims[1] = nhwc ? m->prep.height : m->prep.channels;
-    in.dims[2] = nhwc ? m->prep.width : m->prep.height;
-    in.dims[3] = nhwc ? m->prep.channels : m->prep.width;
+    osp_tensor_t in = osp_model_input(m, buf->data, n);
     osp_tensor_t out[16];
     memset(out, 0, sizeof out);
     osp_rt_model_t *rt = run_begin(m, ctx[0]->lone); /* a stacked run may go wide too */

@@ -186,6 +186,9 @@ int osp_model_prepare_rows_end(osp_infer_ctx_t *ctx, osp_prep_stream_t *st, int 
 /* Make sure ctx has room for one input tensor of m (for callers that fill it
  * from a cache). 0 or OSP_MODEL_ENOMEM. */
 int osp_model_ensure_tensor(const osp_model_t *m, osp_infer_ctx_t *ctx);
+/* The runtime input of n prepared tensors of m stacked at data (the
+ * caller's): m's input type, [n, ...] in m's layout, n tensors' bytes. */
+osp_tensor_t osp_model_input(const osp_model_t *m, void *data, int n);
 /* Run the prepared tensor and decode; fills res (valid until the ctx is
  * used again). */
 int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,
@@ -215,5 +218,9 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n, 
  * object the caller has opened; docs/protocol.md §4. */
 #include "wire/jsonw.h"
 void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t *r, int batch);
+/* A detection's "box": [x1, y1, x2, y2], frame pixels to one decimal, as the
+ * record writes it; for the commands whose records are their own (ocr,
+ * compare). */
+void osp_model_put_box(osp_jw_t *w, const osp_det_t *d);
 
 #endif

@@ -18,6 +18,16 @@ static void put_label(osp_jw_t *w, const osp_model_t *m, int cls) {
     osp_jw_int(w, cls);
 }
 
+void osp_model_put_box(osp_jw_t *w, const osp_det_t *d) {
+    osp_jw_key(w, "box");
+    osp_jw_arr_open(w);
+    osp_jw_num(w, d->x1, 1);
+    osp_jw_num(w, d->y1, 1);
+    osp_jw_num(w, d->x2, 1);
+    osp_jw_num(w, d->y2, 1);
+    osp_jw_arr_close(w);
+}
+
 static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *dets, int n) {
     osp_jw_key(w, "detections");
     osp_jw_arr_open(w);
@@ -27,13 +37,7 @@ static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *d
         put_label(w, m, d->cls);
         osp_jw_key(w, "score");
         osp_jw_num(w, d->score, 4);
-        osp_jw_key(w, "box");
-        osp_jw_arr_open(w);
-        osp_jw_num(w, d->x1, 1);
-        osp_jw_num(w, d->y1, 1);
-        osp_jw_num(w, d->x2, 1);
-        osp_jw_num(w, d->y2, 1);
-        osp_jw_arr_close(w);
+        osp_model_put_box(w, d);
         if (d->n_kp > 0) {
             osp_jw_key(w, "landmarks");
             osp_jw_arr_open(w);

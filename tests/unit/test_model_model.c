@@ -275,6 +275,15 @@ static void test_prepare_tensor_layout(void **s) {
     const float *t = ctx.tensor;
     for (int c = 0; c < 3; c++)
         for (int i = 0; i < 64; i++) assert_float_equal(t[c * 64 + i], (float)(c + 1), 1e-5);
+    osp_tensor_t in = osp_model_input(m, ctx.tensor, 2); /* two frames stacked */
+    assert_int_equal(in.dtype, OSP_DT_F32);
+    assert_int_equal(in.rank, 4);
+    assert_int_equal(in.dims[0], 2);
+    assert_int_equal(in.dims[1], 3);
+    assert_int_equal(in.dims[2], 8);
+    assert_int_equal(in.dims[3], 8);
+    assert_int_equal(in.bytes, 2 * 3 * 8 * 8 * sizeof(float));
+    assert_ptr_equal(in.data, ctx.tensor);
     osp_infer_ctx_free(&ctx);
     assert_null(ctx.tensor);
     osp_model_free(m);
@@ -292,6 +301,13 @@ static void test_prepare_tensor_layout(void **s) {
         assert_int_equal(u[i * 3 + 1], 20);
         assert_int_equal(u[i * 3 + 2], 30);
     }
+    in = osp_model_input(m, ctx.tensor, 1);
+    assert_int_equal(in.dtype, OSP_DT_U8);
+    assert_int_equal(in.dims[0], 1);
+    assert_int_equal(in.dims[1], 8);
+    assert_int_equal(in.dims[2], 8);
+    assert_int_equal(in.dims[3], 3);
+    assert_int_equal(in.bytes, 8 * 8 * 3);
     osp_result_t res;
     assert_int_equal(osp_model_predict(m, &ctx, &res, err, sizeof err), 0);
     assert_int_equal(res.rec->n_classes, 2); /* probabilities as they are: 0.5 each */
