@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "post/decoder.h"
+#include "post/scores.h"
 
 /* yolo.c: order the candidates by score before osp_nms sorts them */
 void osp_post_presort(osp_dres_t *res);
@@ -50,20 +51,6 @@ static int yn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     }
     *state = st;
     return 0;
-}
-
-/* The largest of c contiguous scores (NaN ignored; -inf when none), in
- * fixed blocks of 8 that -O2 vectorises: most rows end at this test. */
-static float max_of(const float *restrict s, int64_t c) {
-    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    int64_t j = 0;
-    for (; j + 8 <= c; j += 8)
-        for (int t = 0; t < 8; t++) m[t] = s[j + t] > m[t] ? s[j + t] : m[t];
-    for (; j < c; j++) m[0] = s[j] > m[0] ? s[j] : m[0];
-    float b = m[0];
-    for (int t = 1; t < 8; t++) b = m[t] > b ? m[t] : b;
-    return b;
 }
 
 static int add(osp_dres_t *res, const float *b, float score, int cls, float inv_w, float inv_h) {
@@ -110,11 +97,9 @@ static int yn_decode(const void *state, const osp_pout_t *outs, int n, const osp
         const int64_t c = s->dims[2];
         for (int64_t i = 0; i < b->dims[1]; i++) {
             const float *r = sd + (size_t)i * (size_t)c;
-            if (!(max_of(r, c) >= conf)) continue;
-            int cls = -1;
-            float best = -INFINITY;
-            for (int64_t j = 0; j < c; j++)
-                if (r[j] > best && isfinite(r[j])) best = r[j], cls = (int)j;
+            if (!(osp_post_max_score(r, c) >= conf)) continue;
+            float best;
+            int cls = osp_post_best_class(r, (int)c, 1, &best);
             if (cls < 0 || !(best >= conf)) continue;
             if (add(res, bd + (size_t)i * 4, best, cls, inv_w, inv_h)) goto oom;
         }

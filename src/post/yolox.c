@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "post/decoder.h"
+#include "post/scores.h"
 
 /* yolo.c: order the candidates by score before osp_nms sorts them */
 void osp_post_presort(osp_dres_t *res);
@@ -103,10 +104,8 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
                 float obj = row[4];
                 /* class scores are probabilities: no score beats its objectness */
                 if (!(obj >= conf) || !isfinite(obj)) continue;
-                int cls = -1;
-                float best = -INFINITY;
-                for (int c = 5; c < k; c++)
-                    if (row[c] > best && isfinite(row[c])) best = row[c], cls = c - 5;
+                float best;
+                int cls = osp_post_best_class(row + 5, (int)(k - 5), 1, &best);
                 float score = obj * best;
                 if (cls < 0 || !(score >= conf)) continue;
                 float cx, cy, w, h;
