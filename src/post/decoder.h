@@ -117,6 +117,15 @@ int osp_l2_normalise(const float *src, float *dst, int dim);
  * (or is not `last` when `other`), skipping index `skip`; -1 if none. */
 int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip);
 
+/* Index of the first float32 output of rank 2 or 3 (the one output of a
+ * single-output family: [1,R,C] or [R,C]); -1 if none. */
+int osp_pdesc_find_matrix(const osp_pdesc_t *outs, int n);
+
+/* The rows and columns of a [1,R,C] or [R,C] output: its last two dims.
+ * -1 for another rank or a batch dim other than 1 (a dynamic one, < 0,
+ * passes). */
+int osp_pdims_rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols);
+
 /* The decoder registered under name, or NULL. */
 const osp_decoder_t *osp_decoder_find(const char *name);
 /* "ssd, ultraface, …": the registered names, for error messages. */

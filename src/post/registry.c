@@ -67,6 +67,20 @@ int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int o
     return -1;
 }
 
+int osp_pdesc_find_matrix(const osp_pdesc_t *outs, int n) {
+    for (int i = 0; i < n; i++)
+        if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) return i;
+    return -1;
+}
+
+int osp_pdims_rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols) {
+    if (rank == 3 && dims[0] != 1 && dims[0] >= 0) return -1;
+    if (rank != 2 && rank != 3) return -1;
+    *rows = dims[rank - 2];
+    *cols = dims[rank - 1];
+    return 0;
+}
+
 static int grow(void **p, int *cap, int want, size_t elem) {
     if (want <= *cap) return 0;
     int c = *cap ? *cap : 64;

@@ -58,19 +58,9 @@ typedef struct {
     int out; /* which output */
 } yl_state_t;
 
-static int rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols) {
-    if (rank == 3 && dims[0] != 1 && dims[0] >= 0) return -1;
-    if (rank != 2 && rank != 3) return -1;
-    *rows = dims[rank - 2];
-    *cols = dims[rank - 1];
-    return 0;
-}
-
 static int yl_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
-    int o = -1;
-    for (int i = 0; i < n && o < 0; i++)
-        if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
+    int o = osp_pdesc_find_matrix(outs, n);
     if (o < 0) {
         snprintf(err, errlen,
                  "postprocessor yolo needs a float32 output [1,4+C,N], [1,N,4+C], "
@@ -78,7 +68,7 @@ static int yl_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
         return -1;
     }
     int64_t r, c, nn, k;
-    if (rows_cols(outs[o].dims, outs[o].rank, &r, &c) == 0 && r > 0 && c > 0 &&
+    if (osp_pdims_rows_cols(outs[o].dims, outs[o].rank, &r, &c) == 0 && r > 0 && c > 0 &&
         classify(r, c, p->in_w, p->in_h, &nn, &k) == YL_BAD) {
         snprintf(err, errlen, "postprocessor yolo: output %s [%lld,%lld] is no YOLO layout",
                  outs[o].name ? outs[o].name : "0", (long long)r, (long long)c);
@@ -266,7 +256,7 @@ static int yl_decode(const void *state, const osp_pout_t *outs, int n, const osp
     const osp_pout_t *o = &outs[st->out];
     int64_t r, c, na = 0, k = 0;
     yl_layout_t lay = YL_BAD;
-    if (o->dtype == OSP_PDT_F32 && rows_cols(o->dims, o->rank, &r, &c) == 0)
+    if (o->dtype == OSP_PDT_F32 && osp_pdims_rows_cols(o->dims, o->rank, &r, &c) == 0)
         lay = classify(r, c, p->in_w, p->in_h, &na, &k);
     if (lay == YL_BAD || !(p->in_w > 0) || !(p->in_h > 0)) {
         snprintf(err, errlen, "yolo: output %s has no YOLO layout", o->name ? o->name : "0");

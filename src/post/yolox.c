@@ -35,22 +35,12 @@ static long cells(int w, int h) {
     return n;
 }
 
-static int rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols) {
-    if (rank == 3 && dims[0] != 1 && dims[0] >= 0) return -1;
-    if (rank != 2 && rank != 3) return -1;
-    *rows = dims[rank - 2];
-    *cols = dims[rank - 1];
-    return 0;
-}
-
 static int yx_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
-    int o = -1;
-    for (int i = 0; i < n && o < 0; i++)
-        if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
+    int o = osp_pdesc_find_matrix(outs, n);
     int64_t r = -1, c = -1;
     long want = cells(p->in_w, p->in_h);
-    if (o < 0 || rows_cols(outs[o].dims, outs[o].rank, &r, &c) || (c >= 0 && c < 6) ||
+    if (o < 0 || osp_pdims_rows_cols(outs[o].dims, outs[o].rank, &r, &c) || (c >= 0 && c < 6) ||
         (r >= 0 && r != want)) {
         snprintf(err, errlen,
                  "postprocessor yolox needs one float32 output [1,%ld,5+C] (the grid "
@@ -84,7 +74,7 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
     const yx_state_t *st = state;
     int64_t r, k;
     const osp_pout_t *o = st->out < n ? &outs[st->out] : NULL;
-    if (!o || o->dtype != OSP_PDT_F32 || rows_cols(o->dims, o->rank, &r, &k) || k < 6 ||
+    if (!o || o->dtype != OSP_PDT_F32 || osp_pdims_rows_cols(o->dims, o->rank, &r, &k) || k < 6 ||
         r != cells(p->in_w, p->in_h)) {
         snprintf(err, errlen, "yolox: the output is not [1,%ld,5+C]", cells(p->in_w, p->in_h));
         return -1;
