@@ -110,6 +110,11 @@ typedef struct osp_decoder {
     void (*free_state)(void *state);
 } osp_decoder_t;
 
+/* For a setup whose state is a plain struct: *state = a heap copy of the
+ * size bytes at st, which the decoder's free_state (`free`) releases;
+ * -1 with "out of memory" in err when there is no room. */
+int osp_decoder_state_dup(const void *st, size_t size, void **state, char *err, size_t errlen);
+
 /* dst = src / |src| (dim values); -1 when a value is not finite. */
 int osp_l2_normalise(const float *src, float *dst, int dim);
 

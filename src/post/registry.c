@@ -59,6 +59,17 @@ int osp_decoder_fits(const osp_pdesc_t *outs, int n, const osp_dparams_t *p,
     return k;
 }
 
+int osp_decoder_state_dup(const void *st, size_t size, void **state, char *err, size_t errlen) {
+    void *copy = malloc(size);
+    if (!copy) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(copy, st, size);
+    *state = copy;
+    return 0;
+}
+
 int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip) {
     for (int i = 0; i < n; i++) {
         if (i == skip || outs[i].rank != rank || outs[i].dtype != OSP_PDT_F32) continue;

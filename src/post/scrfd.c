@@ -71,14 +71,7 @@ static int sf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
             return -1;
         }
     }
-    sf_state_t *s = malloc(sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *s = st;
-    *state = s;
-    return 0;
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 static int sf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,

@@ -44,12 +44,8 @@ static int uf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
                  "postprocessor ultraface needs outputs scores [1,N,2] and boxes [1,N,4]");
         return -1;
     }
-    uf_state_t *st = malloc(sizeof *st);
-    if (!st) return -1;
-    st->boxes = ob;
-    st->scores = os;
-    *state = st;
-    return 0;
+    uf_state_t st = {.boxes = ob, .scores = os};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 static int uf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,

@@ -74,14 +74,8 @@ static int yl_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
                  outs[o].name ? outs[o].name : "0", (long long)r, (long long)c);
         return -1;
     }
-    yl_state_t *st = malloc(sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    st->out = o;
-    *state = st;
-    return 0;
+    yl_state_t st = {.out = o};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 /* Room for one more detection; -1 when memory ran out. */

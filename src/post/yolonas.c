@@ -37,20 +37,9 @@ static int yn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
                  "[1,N,C], or one flat [K,7]");
         return -1;
     }
-    yn_state_t *st = malloc(sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (ob >= 0 && os >= 0) {
-        st->boxes = ob;
-        st->scores = os;
-    } else {
-        st->boxes = flat;
-        st->scores = -1;
-    }
-    *state = st;
-    return 0;
+    yn_state_t st = ob >= 0 && os >= 0 ? (yn_state_t){.boxes = ob, .scores = os}
+                                       : (yn_state_t){.boxes = flat, .scores = -1};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 static int add(osp_dres_t *res, const float *b, float score, int cls, float inv_w, float inv_h) {

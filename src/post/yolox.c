@@ -48,14 +48,8 @@ static int yx_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
                  want, p->in_w, p->in_h);
         return -1;
     }
-    yx_state_t *st = malloc(sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    st->out = o;
-    *state = st;
-    return 0;
+    yx_state_t st = {.out = o};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 /* Mean x of the stride-32 level: a few cells when raw, pixels when decoded. */
