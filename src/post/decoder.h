@@ -85,6 +85,14 @@ typedef struct {
 } osp_dres_t;
 
 int osp_dres_reserve_dets(osp_dres_t *r, int n);
+/* Append d to r->dets, growing them; -1 when memory ran out. */
+int osp_dres_push(osp_dres_t *r, const osp_det_t *d);
+/* Append a box given by its corners in input pixels, normalised by inv_w
+ * and inv_h (1 / the input's width and height), with its score and class.
+ * A box with a corner that is not finite is skipped (0). -1 when memory
+ * ran out. */
+int osp_dres_push_px(osp_dres_t *r, float x1, float y1, float x2, float y2, float score, int cls,
+                     float inv_w, float inv_h);
 int osp_dres_reserve_vec(osp_dres_t *r, int n);
 int osp_dres_reserve_classes(osp_dres_t *r, int n);
 int osp_dres_reserve_text(osp_dres_t *r, size_t n);

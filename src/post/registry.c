@@ -1,4 +1,5 @@
 /* The postprocessor registry and the result buffers shared by decoders. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,23 @@ static int grow(void **p, int *cap, int want, size_t elem) {
 int osp_dres_reserve_dets(osp_dres_t *r, int n) {
     return grow((void **)&r->dets, &r->det_cap, n, sizeof *r->dets);
 }
+int osp_dres_push(osp_dres_t *r, const osp_det_t *d) {
+    if (r->n_dets == r->det_cap && osp_dres_reserve_dets(r, r->n_dets + 1)) return -1;
+    r->dets[r->n_dets++] = *d;
+    return 0;
+}
+
+int osp_dres_push_px(osp_dres_t *r, float x1, float y1, float x2, float y2, float score, int cls,
+                     float inv_w, float inv_h) {
+    if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) return 0;
+    return osp_dres_push(r, &(osp_det_t){.x1 = x1 * inv_w,
+                                         .y1 = y1 * inv_h,
+                                         .x2 = x2 * inv_w,
+                                         .y2 = y2 * inv_h,
+                                         .score = score,
+                                         .cls = cls});
+}
+
 int osp_dres_reserve_vec(osp_dres_t *r, int n) {
     return grow((void **)&r->vec, &r->vec_cap, n, sizeof *r->vec);
 }

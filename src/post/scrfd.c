@@ -109,11 +109,10 @@ static int sf_decode(const void *state, const osp_pout_t *outs, int n, const osp
                     d.kp[j][1] = (cy + kp[i * 10 + 2 * j + 1] * (float)s) * inv_h;
                 }
             }
-            if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) {
+            if (osp_dres_push(res, &d)) {
                 snprintf(err, errlen, "out of memory");
                 return -1;
             }
-            res->dets[res->n_dets++] = d;
         }
     }
     osp_post_presort(res);

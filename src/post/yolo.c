@@ -78,24 +78,6 @@ static int yl_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
-/* Room for one more detection; -1 when memory ran out. */
-static int room(osp_dres_t *res) {
-    return res->n_dets < res->det_cap ? 0 : osp_dres_reserve_dets(res, res->n_dets + 1);
-}
-
-static int push(osp_dres_t *res, float x1, float y1, float x2, float y2, float score, int cls,
-                float inv_w, float inv_h) {
-    if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) return 0;
-    if (room(res)) return -1;
-    res->dets[res->n_dets++] = (osp_det_t){.x1 = x1 * inv_w,
-                                           .y1 = y1 * inv_h,
-                                           .x2 = x2 * inv_w,
-                                           .y2 = y2 * inv_h,
-                                           .score = score,
-                                           .cls = cls};
-    return 0;
-}
-
 /* best[i] = max(best[i], row[i]); NaN never wins. Blocks of a fixed 8 so
  * that -O2 (whose cost model vectorises only loops with no remainder)
  * turns them into SIMD max instructions: 4x faster than the plain loop. */
@@ -130,7 +112,8 @@ static int decode_v8(const float *d, int64_t n, int64_t k, const osp_dparams_t *
             int cls = osp_post_best_class(d + 4 * (size_t)n + (size_t)i, (int)(k - 4), (size_t)n, &s);
             if (cls < 0 || !(s >= p->confidence)) continue;
             float cx = d[i], cy = d[n + i], w = d[2 * n + i], h = d[3 * n + i];
-            if (push(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
+            if (osp_dres_push_px(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls,
+                                 inv_w, inv_h))
                 return -1;
         }
     }
@@ -147,7 +130,8 @@ static int decode_rows(yl_layout_t lay, const float *d, int64_t n, int64_t k,
         if (lay == YL_E2E) {
             s = r[4];
             if (!(s >= conf) || !isfinite(s) || !(r[5] >= 0.0f) || !(r[5] < 1e6f)) continue;
-            if (push(res, r[0], r[1], r[2], r[3], s, (int)r[5], inv_w, inv_h)) return -1;
+            if (osp_dres_push_px(res, r[0], r[1], r[2], r[3], s, (int)r[5], inv_w, inv_h))
+                return -1;
             continue;
         }
         if (lay == YL_V5) {
@@ -162,7 +146,7 @@ static int decode_rows(yl_layout_t lay, const float *d, int64_t n, int64_t k,
         }
         if (cls < 0 || !(s >= conf)) continue;
         float cx = r[0], cy = r[1], w = r[2], h = r[3];
-        if (push(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
+        if (osp_dres_push_px(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
             return -1;
     }
     return 0;

@@ -42,16 +42,9 @@ static int yn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
+/* Box b (x1, y1, x2, y2 in input pixels) with its score and class. */
 static int add(osp_dres_t *res, const float *b, float score, int cls, float inv_w, float inv_h) {
-    if (!isfinite(b[0]) || !isfinite(b[1]) || !isfinite(b[2]) || !isfinite(b[3])) return 0;
-    if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) return -1;
-    res->dets[res->n_dets++] = (osp_det_t){.x1 = b[0] * inv_w,
-                                           .y1 = b[1] * inv_h,
-                                           .x2 = b[2] * inv_w,
-                                           .y2 = b[3] * inv_h,
-                                           .score = score,
-                                           .cls = cls};
-    return 0;
+    return osp_dres_push_px(res, b[0], b[1], b[2], b[3], score, cls, inv_w, inv_h);
 }
 
 static int yn_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,

@@ -101,18 +101,11 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
                     w = expf(row[2]) * (float)s;
                     h = expf(row[3]) * (float)s;
                 }
-                float x1 = cx - w / 2, y1 = cy - h / 2, x2 = cx + w / 2, y2 = cy + h / 2;
-                if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) continue;
-                if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) {
+                if (osp_dres_push_px(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, score,
+                                     cls, inv_w, inv_h)) {
                     snprintf(err, errlen, "out of memory");
                     return -1;
                 }
-                res->dets[res->n_dets++] = (osp_det_t){.x1 = x1 * inv_w,
-                                                       .y1 = y1 * inv_h,
-                                                       .x2 = x2 * inv_w,
-                                                       .y2 = y2 * inv_h,
-                                                       .score = score,
-                                                       .cls = cls};
             }
     }
     osp_post_presort(res);
