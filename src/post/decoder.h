@@ -105,6 +105,19 @@ void osp_dres_free(osp_dres_t *r);
  * detector's decode. */
 void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p);
 
+/* A decode in the manner of osp_post_ssd, given a decoder's own state and
+ * outputs: writes at most cap detections (normalised boxes) to out and
+ * returns how many it found. */
+typedef int (*osp_dfill_fn)(const void *state, const osp_pout_t *outs, const osp_dparams_t *p,
+                            osp_det_t *out, int cap);
+
+/* r->dets = all that fill finds, calling it again with room for them when
+ * they did not fit; then osp_dres_finish_normalised. -1 with "out of
+ * memory" in err when there is no room. */
+int osp_dres_fill_normalised(osp_dres_t *r, osp_dfill_fn fill, const void *state,
+                             const osp_pout_t *outs, const osp_dparams_t *p, char *err,
+                             size_t errlen);
+
 typedef struct osp_decoder {
     const char *name;
     /* Check the outputs the model declares and prepare any state (anchors,

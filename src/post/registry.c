@@ -164,3 +164,17 @@ void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p) {
     osp_boxes_to_frame(r->dets, r->n_dets, p->in_w, p->in_h, p->scale_x, p->scale_y, p->pad_x,
                        p->pad_y, p->frame_w, p->frame_h);
 }
+
+int osp_dres_fill_normalised(osp_dres_t *r, osp_dfill_fn fill, const void *state,
+                             const osp_pout_t *outs, const osp_dparams_t *p, char *err,
+                             size_t errlen) {
+    int found;
+    while ((found = fill(state, outs, p, r->dets, r->det_cap)) > r->det_cap)
+        if (osp_dres_reserve_dets(r, found)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    r->n_dets = found;
+    osp_dres_finish_normalised(r, p);
+    return 0;
+}
