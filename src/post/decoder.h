@@ -143,6 +143,11 @@ int osp_l2_normalise(const float *src, float *dst, int dim);
  * (or is not `last` when `other`), skipping index `skip`; -1 if none. */
 int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip);
 
+/* The two outputs of a boxes + scores detector: *boxes the first float32
+ * [1,N,4], *scores the first other float32 rank-3 output whose last dim is
+ * score_cols (0: is not 4). 0 when both are there, else -1. */
+int osp_pdesc_find_pair(const osp_pdesc_t *outs, int n, int64_t score_cols, int *boxes, int *scores);
+
 /* Index of the first float32 output of rank 2 or 3 (the one output of a
  * single-output family: [1,R,C] or [R,C]); -1 if none. */
 int osp_pdesc_find_matrix(const osp_pdesc_t *outs, int n);

@@ -79,6 +79,13 @@ int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int o
     return -1;
 }
 
+int osp_pdesc_find_pair(const osp_pdesc_t *outs, int n, int64_t score_cols, int *boxes, int *scores) {
+    *boxes = osp_pdesc_find(outs, n, 3, 4, 0, -1);
+    *scores = score_cols ? osp_pdesc_find(outs, n, 3, score_cols, 0, *boxes)
+                         : osp_pdesc_find(outs, n, 3, 4, 1, *boxes);
+    return *boxes >= 0 && *scores >= 0 ? 0 : -1;
+}
+
 int osp_pdesc_find_matrix(const osp_pdesc_t *outs, int n) {
     for (int i = 0; i < n; i++)
         if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) return i;

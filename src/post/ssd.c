@@ -166,9 +166,8 @@ typedef struct {
 static int ssd_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                      char *err, size_t errlen) {
     (void)p;
-    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
-    int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
-    if (ob < 0 || os < 0) {
+    int ob, os;
+    if (osp_pdesc_find_pair(outs, n, 0, &ob, &os)) {
         snprintf(err, errlen,
                  "postprocessor ssd needs outputs [1,N,4] (boxes) and [1,N,C] (class logits)");
         return -1;

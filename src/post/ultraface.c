@@ -37,9 +37,8 @@ typedef struct {
 static int uf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
     (void)p;
-    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
-    int os = osp_pdesc_find(outs, n, 3, 2, 0, ob);
-    if (ob < 0 || os < 0) {
+    int ob, os;
+    if (osp_pdesc_find_pair(outs, n, 2, &ob, &os)) {
         snprintf(err, errlen,
                  "postprocessor ultraface needs outputs scores [1,N,2] and boxes [1,N,4]");
         return -1;

@@ -28,17 +28,17 @@ typedef struct {
 static int yn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
     (void)p;
-    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
-    int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
+    int ob, os;
+    int pair = osp_pdesc_find_pair(outs, n, 0, &ob, &os) == 0;
     int flat = osp_pdesc_find(outs, n, 2, 7, 0, -1);
-    if ((ob < 0 || os < 0) && flat < 0) {
+    if (!pair && flat < 0) {
         snprintf(err, errlen,
                  "postprocessor yolonas needs outputs boxes [1,N,4] and scores "
                  "[1,N,C], or one flat [K,7]");
         return -1;
     }
-    yn_state_t st = ob >= 0 && os >= 0 ? (yn_state_t){.boxes = ob, .scores = os}
-                                       : (yn_state_t){.boxes = flat, .scores = -1};
+    yn_state_t st = pair ? (yn_state_t){.boxes = ob, .scores = os}
+                         : (yn_state_t){.boxes = flat, .scores = -1};
     return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
