@@ -105,6 +105,12 @@ void osp_dres_free(osp_dres_t *r);
  * detector's decode. */
 void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p);
 
+/* Put r->dets in the order osp_nms sorts them into (score descending,
+ * NaN last, ties in their present order), so that its sort finds them
+ * sorted (presort.c says why). Keys live in r->vec, which a detections
+ * record does not use. Leaves the order alone when memory runs out. */
+void osp_post_presort(osp_dres_t *r);
+
 /* A decode in the manner of osp_post_ssd, given a decoder's own state and
  * outputs: writes at most cap detections (normalised boxes) to out and
  * returns how many it found. */

@@ -19,9 +19,6 @@
 
 #include "post/decoder.h"
 
-/* yolo.c: order the candidates by score before osp_nms sorts them */
-void osp_post_presort(osp_dres_t *res);
-
 static const int STRIDES[3] = {8, 16, 32};
 
 typedef struct {

@@ -18,9 +18,6 @@
 #include "post/decoder.h"
 #include "post/scores.h"
 
-/* yolo.c: order the candidates by score before osp_nms sorts them */
-void osp_post_presort(osp_dres_t *res);
-
 typedef struct {
     int boxes, scores; /* scores < 0: the flat form, in output `boxes` */
 } yn_state_t;
