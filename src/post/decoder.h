@@ -4,7 +4,8 @@
  * ("postprocessor": "ssd", "yolo", …). A decoder sees the model's outputs as
  * plain arrays and fills a result; it knows nothing of runtimes, threads or
  * I/O. One file per family implements one osp_decoder_t and is listed in
- * registry.c.
+ * registry.c; what the families share (finding their outputs, keeping their
+ * state, filling and finishing the result) is declared here too.
  */
 #ifndef OSP_DECODER_H
 #define OSP_DECODER_H
