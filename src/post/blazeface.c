@@ -125,34 +125,31 @@ static int bf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
     return 0;
 }
 
-static int bf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
-                     osp_dres_t *res, char *err, size_t errlen) {
-    (void)n;
+/* Both grids into out, the larger first. */
+static int bf_fill(const void *state, const osp_pout_t *outs, const osp_dparams_t *p,
+                   osp_det_t *out, int cap) {
     const bf_state_t *st = state;
     const osp_pout_t *s0 = &outs[st->sc[0]], *s1 = &outs[st->sc[1]];
     const osp_pout_t *r0 = &outs[st->rg[0]], *r1 = &outs[st->rg[1]];
     int n0 = (int)s0->dims[1], n1 = (int)s1->dims[1];
-    if (n0 + n1 != st->n || r0->dims[1] != n0 || r1->dims[1] != n1) {
+    int a = osp_post_blazeface(s0->data, r0->data, n0, (int)r0->dims[2], st->anchors, p->in_w,
+                               p->confidence, out, cap);
+    int room = a < cap ? cap - a : 0;
+    int b = osp_post_blazeface(s1->data, r1->data, n1, (int)r1->dims[2], st->anchors + n0, p->in_w,
+                               p->confidence, out + (a < cap ? a : 0), room);
+    return a + b;
+}
+
+static int bf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
+                     osp_dres_t *res, char *err, size_t errlen) {
+    (void)n;
+    const bf_state_t *st = state;
+    int n0 = (int)outs[st->sc[0]].dims[1], n1 = (int)outs[st->sc[1]].dims[1];
+    if (n0 + n1 != st->n || outs[st->rg[0]].dims[1] != n0 || outs[st->rg[1]].dims[1] != n1) {
         snprintf(err, errlen, "blazeface outputs do not match the anchors");
         return -1;
     }
-    for (;;) {
-        int a = osp_post_blazeface(s0->data, r0->data, n0, (int)r0->dims[2], st->anchors, p->in_w,
-                                   p->confidence, res->dets, res->det_cap);
-        int room = a < res->det_cap ? res->det_cap - a : 0;
-        int b = osp_post_blazeface(s1->data, r1->data, n1, (int)r1->dims[2], st->anchors + n0, p->in_w,
-                                   p->confidence, res->dets + (a < res->det_cap ? a : 0), room);
-        if (a + b <= res->det_cap) {
-            res->n_dets = a + b;
-            break;
-        }
-        if (osp_dres_reserve_dets(res, a + b)) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-    osp_dres_finish_normalised(res, p);
-    return 0;
+    return osp_dres_fill_normalised(res, bf_fill, st, outs, p, err, errlen);
 }
 
 static void bf_free(void *state) {

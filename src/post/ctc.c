@@ -70,9 +70,7 @@ oom:
 
 static int ctc_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                      char *err, size_t errlen) {
-    int o = -1;
-    for (int i = 0; i < n && o < 0; i++)
-        if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
+    int o = osp_pdesc_find_matrix(outs, n);
     if (o < 0) {
         snprintf(err, errlen, "postprocessor ctc needs a float32 output [N,T,C] or [T,C]");
         return -1;

@@ -4,7 +4,8 @@
  * ("postprocessor": "ssd", "yolo", …). A decoder sees the model's outputs as
  * plain arrays and fills a result; it knows nothing of runtimes, threads or
  * I/O. One file per family implements one osp_decoder_t and is listed in
- * registry.c.
+ * registry.c; what the families share (finding their outputs, keeping their
+ * state, filling and finishing the result) is declared here too.
  */
 #ifndef OSP_DECODER_H
 #define OSP_DECODER_H
@@ -85,6 +86,14 @@ typedef struct {
 } osp_dres_t;
 
 int osp_dres_reserve_dets(osp_dres_t *r, int n);
+/* Append d to r->dets, growing them; -1 when memory ran out. */
+int osp_dres_push(osp_dres_t *r, const osp_det_t *d);
+/* Append a box given by its corners in input pixels, normalised by inv_w
+ * and inv_h (1 / the input's width and height), with its score and class.
+ * A box with a corner that is not finite is skipped (0). -1 when memory
+ * ran out. */
+int osp_dres_push_px(osp_dres_t *r, float x1, float y1, float x2, float y2, float score, int cls,
+                     float inv_w, float inv_h);
 int osp_dres_reserve_vec(osp_dres_t *r, int n);
 int osp_dres_reserve_classes(osp_dres_t *r, int n);
 int osp_dres_reserve_text(osp_dres_t *r, size_t n);
@@ -96,6 +105,25 @@ void osp_dres_free(osp_dres_t *r);
  * normalised input coordinates to frame pixels: the usual end of a
  * detector's decode. */
 void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p);
+
+/* Put r->dets in the order osp_nms sorts them into (score descending,
+ * NaN last, ties in their present order), so that its sort finds them
+ * sorted (presort.c says why). Keys live in r->vec, which a detections
+ * record does not use. Leaves the order alone when memory runs out. */
+void osp_post_presort(osp_dres_t *r);
+
+/* A decode in the manner of osp_post_ssd, given a decoder's own state and
+ * outputs: writes at most cap detections (normalised boxes) to out and
+ * returns how many it found. */
+typedef int (*osp_dfill_fn)(const void *state, const osp_pout_t *outs, const osp_dparams_t *p,
+                            osp_det_t *out, int cap);
+
+/* r->dets = all that fill finds, calling it again with room for them when
+ * they did not fit; then osp_dres_finish_normalised. -1 with "out of
+ * memory" in err when there is no room. */
+int osp_dres_fill_normalised(osp_dres_t *r, osp_dfill_fn fill, const void *state,
+                             const osp_pout_t *outs, const osp_dparams_t *p, char *err,
+                             size_t errlen);
 
 typedef struct osp_decoder {
     const char *name;
@@ -110,12 +138,31 @@ typedef struct osp_decoder {
     void (*free_state)(void *state);
 } osp_decoder_t;
 
+/* For a setup whose state is a plain struct: *state = a heap copy of the
+ * size bytes at st, which the decoder's free_state (`free`) releases;
+ * -1 with "out of memory" in err when there is no room. */
+int osp_decoder_state_dup(const void *st, size_t size, void **state, char *err, size_t errlen);
+
 /* dst = src / |src| (dim values); -1 when a value is not finite. */
 int osp_l2_normalise(const float *src, float *dst, int dim);
 
 /* Index of the first float32 output of `rank` whose last dim is `last`
  * (or is not `last` when `other`), skipping index `skip`; -1 if none. */
 int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip);
+
+/* The two outputs of a boxes + scores detector: *boxes the first float32
+ * [1,N,4], *scores the first other float32 rank-3 output whose last dim is
+ * score_cols (0: is not 4). 0 when both are there, else -1. */
+int osp_pdesc_find_pair(const osp_pdesc_t *outs, int n, int64_t score_cols, int *boxes, int *scores);
+
+/* Index of the first float32 output of rank 2 or 3 (the one output of a
+ * single-output family: [1,R,C] or [R,C]); -1 if none. */
+int osp_pdesc_find_matrix(const osp_pdesc_t *outs, int n);
+
+/* The rows and columns of a [1,R,C] or [R,C] output: its last two dims.
+ * -1 for another rank or a batch dim other than 1 (a dynamic one, < 0,
+ * passes). */
+int osp_pdims_rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols);
 
 /* The decoder registered under name, or NULL. */
 const osp_decoder_t *osp_decoder_find(const char *name);

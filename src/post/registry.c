@@ -1,4 +1,6 @@
-/* The postprocessor registry and the result buffers shared by decoders. */
+/* The postprocessor registry, the state a decoder keeps, and the result
+ * buffers decoders fill. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,12 +61,15 @@ int osp_decoder_fits(const osp_pdesc_t *outs, int n, const osp_dparams_t *p,
     return k;
 }
 
-int osp_pdesc_find(const osp_pdesc_t *outs, int n, int rank, int64_t last, int other, int skip) {
-    for (int i = 0; i < n; i++) {
-        if (i == skip || outs[i].rank != rank || outs[i].dtype != OSP_PDT_F32) continue;
-        if ((outs[i].dims[rank - 1] == last) != !!other) return i;
+int osp_decoder_state_dup(const void *st, size_t size, void **state, char *err, size_t errlen) {
+    void *copy = malloc(size);
+    if (!copy) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
-    return -1;
+    memcpy(copy, st, size);
+    *state = copy;
+    return 0;
 }
 
 static int grow(void **p, int *cap, int want, size_t elem) {
@@ -81,6 +86,23 @@ static int grow(void **p, int *cap, int want, size_t elem) {
 int osp_dres_reserve_dets(osp_dres_t *r, int n) {
     return grow((void **)&r->dets, &r->det_cap, n, sizeof *r->dets);
 }
+int osp_dres_push(osp_dres_t *r, const osp_det_t *d) {
+    if (r->n_dets == r->det_cap && osp_dres_reserve_dets(r, r->n_dets + 1)) return -1;
+    r->dets[r->n_dets++] = *d;
+    return 0;
+}
+
+int osp_dres_push_px(osp_dres_t *r, float x1, float y1, float x2, float y2, float score, int cls,
+                     float inv_w, float inv_h) {
+    if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) return 0;
+    return osp_dres_push(r, &(osp_det_t){.x1 = x1 * inv_w,
+                                         .y1 = y1 * inv_h,
+                                         .x2 = x2 * inv_w,
+                                         .y2 = y2 * inv_h,
+                                         .score = score,
+                                         .cls = cls});
+}
+
 int osp_dres_reserve_vec(osp_dres_t *r, int n) {
     return grow((void **)&r->vec, &r->vec_cap, n, sizeof *r->vec);
 }
@@ -120,4 +142,18 @@ void osp_dres_finish_normalised(osp_dres_t *r, const osp_dparams_t *p) {
     r->n_dets = osp_nms_across(r->dets, r->n_dets, p->cross_iou);
     osp_boxes_to_frame(r->dets, r->n_dets, p->in_w, p->in_h, p->scale_x, p->scale_y, p->pad_x,
                        p->pad_y, p->frame_w, p->frame_h);
+}
+
+int osp_dres_fill_normalised(osp_dres_t *r, osp_dfill_fn fill, const void *state,
+                             const osp_pout_t *outs, const osp_dparams_t *p, char *err,
+                             size_t errlen) {
+    int found;
+    while ((found = fill(state, outs, p, r->dets, r->det_cap)) > r->det_cap)
+        if (osp_dres_reserve_dets(r, found)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+    r->n_dets = found;
+    osp_dres_finish_normalised(r, p);
+    return 0;
 }

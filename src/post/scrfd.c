@@ -19,9 +19,6 @@
 
 #include "post/decoder.h"
 
-/* yolo.c: order the candidates by score before osp_nms sorts them */
-void osp_post_presort(osp_dres_t *res);
-
 static const int STRIDES[3] = {8, 16, 32};
 
 typedef struct {
@@ -71,14 +68,7 @@ static int sf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
             return -1;
         }
     }
-    sf_state_t *s = malloc(sizeof *s);
-    if (!s) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    *s = st;
-    *state = s;
-    return 0;
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 static int sf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
@@ -116,11 +106,10 @@ static int sf_decode(const void *state, const osp_pout_t *outs, int n, const osp
                     d.kp[j][1] = (cy + kp[i * 10 + 2 * j + 1] * (float)s) * inv_h;
                 }
             }
-            if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) {
+            if (osp_dres_push(res, &d)) {
                 snprintf(err, errlen, "out of memory");
                 return -1;
             }
-            res->dets[res->n_dets++] = d;
         }
     }
     osp_post_presort(res);

@@ -166,9 +166,8 @@ typedef struct {
 static int ssd_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                      char *err, size_t errlen) {
     (void)p;
-    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
-    int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
-    if (ob < 0 || os < 0) {
+    int ob, os;
+    if (osp_pdesc_find_pair(outs, n, 0, &ob, &os)) {
         snprintf(err, errlen,
                  "postprocessor ssd needs outputs [1,N,4] (boxes) and [1,N,C] (class logits)");
         return -1;
@@ -195,6 +194,14 @@ static int ssd_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, voi
     return 0;
 }
 
+static int ssd_fill(const void *state, const osp_pout_t *outs, const osp_dparams_t *p,
+                    osp_det_t *out, int cap) {
+    const ssd_state_t *st = state;
+    const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
+    return osp_post_ssd(b->data, s->data, st->n, (int)s->dims[2], st->anchors, p->confidence, out,
+                        cap);
+}
+
 static int ssd_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
                       osp_dres_t *res, char *err, size_t errlen) {
     (void)n;
@@ -205,16 +212,7 @@ static int ssd_decode(const void *state, const osp_pout_t *outs, int n, const os
                  (long long)b->dims[1], st->n);
         return -1;
     }
-    int found;
-    while ((found = osp_post_ssd(b->data, s->data, st->n, (int)s->dims[2], st->anchors,
-                                 p->confidence, res->dets, res->det_cap)) > res->det_cap)
-        if (osp_dres_reserve_dets(res, found)) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    res->n_dets = found;
-    osp_dres_finish_normalised(res, p);
-    return 0;
+    return osp_dres_fill_normalised(res, ssd_fill, st, outs, p, err, errlen);
 }
 
 static void ssd_free(void *state) {

@@ -37,40 +37,32 @@ typedef struct {
 static int uf_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
     (void)p;
-    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
-    int os = osp_pdesc_find(outs, n, 3, 2, 0, ob);
-    if (ob < 0 || os < 0) {
+    int ob, os;
+    if (osp_pdesc_find_pair(outs, n, 2, &ob, &os)) {
         snprintf(err, errlen,
                  "postprocessor ultraface needs outputs scores [1,N,2] and boxes [1,N,4]");
         return -1;
     }
-    uf_state_t *st = malloc(sizeof *st);
-    if (!st) return -1;
-    st->boxes = ob;
-    st->scores = os;
-    *state = st;
-    return 0;
+    uf_state_t st = {.boxes = ob, .scores = os};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
+}
+
+static int uf_fill(const void *state, const osp_pout_t *outs, const osp_dparams_t *p,
+                   osp_det_t *out, int cap) {
+    const uf_state_t *st = state;
+    const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
+    return osp_post_ultraface(s->data, b->data, (int)b->dims[1], p->confidence, out, cap);
 }
 
 static int uf_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
                      osp_dres_t *res, char *err, size_t errlen) {
     (void)n;
     const uf_state_t *st = state;
-    const osp_pout_t *b = &outs[st->boxes], *s = &outs[st->scores];
-    if (b->dims[1] != s->dims[1]) {
+    if (outs[st->boxes].dims[1] != outs[st->scores].dims[1]) {
         snprintf(err, errlen, "ultraface outputs disagree on the box count");
         return -1;
     }
-    int found;
-    while ((found = osp_post_ultraface(s->data, b->data, (int)b->dims[1], p->confidence, res->dets,
-                                       res->det_cap)) > res->det_cap)
-        if (osp_dres_reserve_dets(res, found)) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    res->n_dets = found;
-    osp_dres_finish_normalised(res, p);
-    return 0;
+    return osp_dres_fill_normalised(res, uf_fill, st, outs, p, err, errlen);
 }
 
 const osp_decoder_t osp_decoder_ultraface = {"ultraface", uf_setup, uf_decode, free};

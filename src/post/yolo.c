@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "post/decoder.h"
+#include "post/scores.h"
 
 typedef enum { YL_BAD = 0, YL_V8, YL_V8T, YL_V5, YL_E2E } yl_layout_t;
 
@@ -57,19 +58,9 @@ typedef struct {
     int out; /* which output */
 } yl_state_t;
 
-static int rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols) {
-    if (rank == 3 && dims[0] != 1 && dims[0] >= 0) return -1;
-    if (rank != 2 && rank != 3) return -1;
-    *rows = dims[rank - 2];
-    *cols = dims[rank - 1];
-    return 0;
-}
-
 static int yl_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
-    int o = -1;
-    for (int i = 0; i < n && o < 0; i++)
-        if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
+    int o = osp_pdesc_find_matrix(outs, n);
     if (o < 0) {
         snprintf(err, errlen,
                  "postprocessor yolo needs a float32 output [1,4+C,N], [1,N,4+C], "
@@ -77,53 +68,14 @@ static int yl_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
         return -1;
     }
     int64_t r, c, nn, k;
-    if (rows_cols(outs[o].dims, outs[o].rank, &r, &c) == 0 && r > 0 && c > 0 &&
+    if (osp_pdims_rows_cols(outs[o].dims, outs[o].rank, &r, &c) == 0 && r > 0 && c > 0 &&
         classify(r, c, p->in_w, p->in_h, &nn, &k) == YL_BAD) {
         snprintf(err, errlen, "postprocessor yolo: output %s [%lld,%lld] is no YOLO layout",
                  outs[o].name ? outs[o].name : "0", (long long)r, (long long)c);
         return -1;
     }
-    yl_state_t *st = malloc(sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    st->out = o;
-    *state = st;
-    return 0;
-}
-
-/* Room for one more detection; -1 when memory ran out. */
-static int room(osp_dres_t *res) {
-    return res->n_dets < res->det_cap ? 0 : osp_dres_reserve_dets(res, res->n_dets + 1);
-}
-
-static int push(osp_dres_t *res, float x1, float y1, float x2, float y2, float score, int cls,
-                float inv_w, float inv_h) {
-    if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) return 0;
-    if (room(res)) return -1;
-    res->dets[res->n_dets++] = (osp_det_t){.x1 = x1 * inv_w,
-                                           .y1 = y1 * inv_h,
-                                           .x2 = x2 * inv_w,
-                                           .y2 = y2 * inv_h,
-                                           .score = score,
-                                           .cls = cls};
-    return 0;
-}
-
-/* Best class of a row of c scores `step` apart, ignoring NaN and Inf. */
-static int best_class(const float *s, int c, size_t step, float *score) {
-    int bc = -1;
-    float b = -INFINITY;
-    for (int j = 0; j < c; j++) {
-        float v = s[(size_t)j * step];
-        if (v > b && isfinite(v)) {
-            b = v;
-            bc = j;
-        }
-    }
-    *score = b;
-    return bc;
+    yl_state_t st = {.out = o};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 /* best[i] = max(best[i], row[i]); NaN never wins. Blocks of a fixed 8 so
@@ -135,19 +87,6 @@ static void row_max(float *restrict best, const float *restrict row, int n) {
         for (int j = 0; j < 8; j++)
             best[i + j] = row[i + j] > best[i + j] ? row[i + j] : best[i + j];
     for (; i < n; i++) best[i] = row[i] > best[i] ? row[i] : best[i];
-}
-
-/* The largest of c contiguous scores (NaN ignored; -inf when none). */
-static float max_of(const float *restrict s, int64_t c) {
-    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    int64_t j = 0;
-    for (; j + 8 <= c; j += 8)
-        for (int t = 0; t < 8; t++) m[t] = s[j + t] > m[t] ? s[j + t] : m[t];
-    for (; j < c; j++) m[0] = s[j] > m[0] ? s[j] : m[0];
-    float b = m[0];
-    for (int t = 1; t < 8; t++) b = m[t] > b ? m[t] : b;
-    return b;
 }
 
 /* Channel-major: anchors a chunk at a time, the running max over the class
@@ -170,10 +109,11 @@ static int decode_v8(const float *d, int64_t n, int64_t k, const osp_dparams_t *
             if (!(best[j] >= p->confidence)) continue;
             const int64_t i = c0 + j;
             float s;
-            int cls = best_class(d + 4 * (size_t)n + (size_t)i, (int)(k - 4), (size_t)n, &s);
+            int cls = osp_post_best_class(d + 4 * (size_t)n + (size_t)i, (int)(k - 4), (size_t)n, &s);
             if (cls < 0 || !(s >= p->confidence)) continue;
             float cx = d[i], cy = d[n + i], w = d[2 * n + i], h = d[3 * n + i];
-            if (push(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
+            if (osp_dres_push_px(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls,
+                                 inv_w, inv_h))
                 return -1;
         }
     }
@@ -190,97 +130,26 @@ static int decode_rows(yl_layout_t lay, const float *d, int64_t n, int64_t k,
         if (lay == YL_E2E) {
             s = r[4];
             if (!(s >= conf) || !isfinite(s) || !(r[5] >= 0.0f) || !(r[5] < 1e6f)) continue;
-            if (push(res, r[0], r[1], r[2], r[3], s, (int)r[5], inv_w, inv_h)) return -1;
+            if (osp_dres_push_px(res, r[0], r[1], r[2], r[3], s, (int)r[5], inv_w, inv_h))
+                return -1;
             continue;
         }
         if (lay == YL_V5) {
             /* class scores are probabilities: no score beats its objectness */
             float obj = r[4];
             if (!(obj >= conf) || !isfinite(obj)) continue;
-            cls = best_class(r + 5, (int)(k - 5), 1, &s);
+            cls = osp_post_best_class(r + 5, (int)(k - 5), 1, &s);
             s *= obj;
         } else {
-            if (!(max_of(r + 4, k - 4) >= conf)) continue; /* most rows end here */
-            cls = best_class(r + 4, (int)(k - 4), 1, &s);
+            if (!(osp_post_max_score(r + 4, k - 4) >= conf)) continue; /* most rows end here */
+            cls = osp_post_best_class(r + 4, (int)(k - 4), 1, &s);
         }
         if (cls < 0 || !(s >= conf)) continue;
         float cx = r[0], cy = r[1], w = r[2], h = r[3];
-        if (push(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
+        if (osp_dres_push_px(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, s, cls, inv_w, inv_h))
             return -1;
     }
     return 0;
-}
-
-/* ---- presort ---- */
-
-/* Put res->dets in the order osp_nms sorts them into (score descending,
- * NaN last, ties in their present order) so that its in-place stable sort,
- * which moves whole 92-byte records by rotation, finds them sorted and only
- * checks: at 480 candidates its sort took 40% of a v8 decode. Keys (score,
- * index) live in res->vec, which a detections record does not use. Leaves
- * the order alone when memory runs out. Shared by the YOLO-family, SCRFD
- * decoders (declared where used). */
-void osp_post_presort(osp_dres_t *res);
-
-typedef struct {
-    float score;
-    float index; /* exact below 2^24 */
-} rank_key_t;
-
-static int key_before(const rank_key_t *a, const rank_key_t *b) {
-    return a->score > b->score || (a->score == b->score && a->index < b->index);
-}
-
-/* A heap whose top is the key that sorts LAST. */
-static void sift(rank_key_t *k, int root, int n) {
-    for (;;) {
-        int c = 2 * root + 1;
-        if (c >= n) return;
-        if (c + 1 < n && key_before(&k[c], &k[c + 1])) c++;
-        if (!key_before(&k[root], &k[c])) return;
-        rank_key_t t = k[c];
-        k[c] = k[root];
-        k[root] = t;
-        root = c;
-    }
-}
-
-void osp_post_presort(osp_dres_t *res) {
-    int n = res->n_dets;
-    if (n < 2 || n > (1 << 23) || osp_dres_reserve_vec(res, 2 * n)) return;
-    rank_key_t *k = (rank_key_t *)(void *)res->vec;
-    for (int i = 0; i < n; i++) {
-        float s = res->dets[i].score;
-        k[i] = (rank_key_t){s == s ? s : -INFINITY, (float)i};
-    }
-    for (int i = n / 2 - 1; i >= 0; i--) sift(k, i, n);
-    for (int end = n - 1; end > 0; end--) {
-        rank_key_t t = k[0];
-        k[0] = k[end];
-        k[end] = t;
-        sift(k, 0, end);
-    }
-    /* k[j].index is the record that belongs at j: apply that permutation in
-     * place, cycle by cycle, marking visited slots with index -1 */
-    for (int start = 0; start < n; start++) {
-        if (k[start].index < 0) continue;
-        if ((int)k[start].index == start) {
-            k[start].index = -1.0f;
-            continue;
-        }
-        osp_det_t tmp = res->dets[start];
-        int j = start;
-        for (;;) {
-            int from = (int)k[j].index;
-            k[j].index = -1.0f;
-            if (from == start) {
-                res->dets[j] = tmp;
-                break;
-            }
-            res->dets[j] = res->dets[from];
-            j = from;
-        }
-    }
 }
 
 static int yl_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
@@ -293,7 +162,7 @@ static int yl_decode(const void *state, const osp_pout_t *outs, int n, const osp
     const osp_pout_t *o = &outs[st->out];
     int64_t r, c, na = 0, k = 0;
     yl_layout_t lay = YL_BAD;
-    if (o->dtype == OSP_PDT_F32 && rows_cols(o->dims, o->rank, &r, &c) == 0)
+    if (o->dtype == OSP_PDT_F32 && osp_pdims_rows_cols(o->dims, o->rank, &r, &c) == 0)
         lay = classify(r, c, p->in_w, p->in_h, &na, &k);
     if (lay == YL_BAD || !(p->in_w > 0) || !(p->in_h > 0)) {
         snprintf(err, errlen, "yolo: output %s has no YOLO layout", o->name ? o->name : "0");

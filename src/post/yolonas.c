@@ -16,9 +16,7 @@
 #include <stdlib.h>
 
 #include "post/decoder.h"
-
-/* yolo.c: order the candidates by score before osp_nms sorts them */
-void osp_post_presort(osp_dres_t *res);
+#include "post/scores.h"
 
 typedef struct {
     int boxes, scores; /* scores < 0: the flat form, in output `boxes` */
@@ -27,55 +25,23 @@ typedef struct {
 static int yn_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
     (void)p;
-    int ob = osp_pdesc_find(outs, n, 3, 4, 0, -1);
-    int os = osp_pdesc_find(outs, n, 3, 4, 1, ob);
+    int ob, os;
+    int pair = osp_pdesc_find_pair(outs, n, 0, &ob, &os) == 0;
     int flat = osp_pdesc_find(outs, n, 2, 7, 0, -1);
-    if ((ob < 0 || os < 0) && flat < 0) {
+    if (!pair && flat < 0) {
         snprintf(err, errlen,
                  "postprocessor yolonas needs outputs boxes [1,N,4] and scores "
                  "[1,N,C], or one flat [K,7]");
         return -1;
     }
-    yn_state_t *st = malloc(sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (ob >= 0 && os >= 0) {
-        st->boxes = ob;
-        st->scores = os;
-    } else {
-        st->boxes = flat;
-        st->scores = -1;
-    }
-    *state = st;
-    return 0;
+    yn_state_t st = pair ? (yn_state_t){.boxes = ob, .scores = os}
+                         : (yn_state_t){.boxes = flat, .scores = -1};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
-/* The largest of c contiguous scores (NaN ignored; -inf when none), in
- * fixed blocks of 8 that -O2 vectorises: most rows end at this test. */
-static float max_of(const float *restrict s, int64_t c) {
-    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
-                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    int64_t j = 0;
-    for (; j + 8 <= c; j += 8)
-        for (int t = 0; t < 8; t++) m[t] = s[j + t] > m[t] ? s[j + t] : m[t];
-    for (; j < c; j++) m[0] = s[j] > m[0] ? s[j] : m[0];
-    float b = m[0];
-    for (int t = 1; t < 8; t++) b = m[t] > b ? m[t] : b;
-    return b;
-}
-
+/* Box b (x1, y1, x2, y2 in input pixels) with its score and class. */
 static int add(osp_dres_t *res, const float *b, float score, int cls, float inv_w, float inv_h) {
-    if (!isfinite(b[0]) || !isfinite(b[1]) || !isfinite(b[2]) || !isfinite(b[3])) return 0;
-    if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) return -1;
-    res->dets[res->n_dets++] = (osp_det_t){.x1 = b[0] * inv_w,
-                                           .y1 = b[1] * inv_h,
-                                           .x2 = b[2] * inv_w,
-                                           .y2 = b[3] * inv_h,
-                                           .score = score,
-                                           .cls = cls};
-    return 0;
+    return osp_dres_push_px(res, b[0], b[1], b[2], b[3], score, cls, inv_w, inv_h);
 }
 
 static int yn_decode(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
@@ -110,11 +76,9 @@ static int yn_decode(const void *state, const osp_pout_t *outs, int n, const osp
         const int64_t c = s->dims[2];
         for (int64_t i = 0; i < b->dims[1]; i++) {
             const float *r = sd + (size_t)i * (size_t)c;
-            if (!(max_of(r, c) >= conf)) continue;
-            int cls = -1;
-            float best = -INFINITY;
-            for (int64_t j = 0; j < c; j++)
-                if (r[j] > best && isfinite(r[j])) best = r[j], cls = (int)j;
+            if (!(osp_post_max_score(r, c) >= conf)) continue;
+            float best;
+            int cls = osp_post_best_class(r, (int)c, 1, &best);
             if (cls < 0 || !(best >= conf)) continue;
             if (add(res, bd + (size_t)i * 4, best, cls, inv_w, inv_h)) goto oom;
         }

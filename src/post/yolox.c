@@ -16,9 +16,7 @@
 #include <stdlib.h>
 
 #include "post/decoder.h"
-
-/* yolo.c: order the candidates by score before osp_nms sorts them */
-void osp_post_presort(osp_dres_t *res);
+#include "post/scores.h"
 
 static const int STRIDES[3] = {8, 16, 32};
 
@@ -34,22 +32,12 @@ static long cells(int w, int h) {
     return n;
 }
 
-static int rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *cols) {
-    if (rank == 3 && dims[0] != 1 && dims[0] >= 0) return -1;
-    if (rank != 2 && rank != 3) return -1;
-    *rows = dims[rank - 2];
-    *cols = dims[rank - 1];
-    return 0;
-}
-
 static int yx_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void **state,
                     char *err, size_t errlen) {
-    int o = -1;
-    for (int i = 0; i < n && o < 0; i++)
-        if (outs[i].dtype == OSP_PDT_F32 && (outs[i].rank == 3 || outs[i].rank == 2)) o = i;
+    int o = osp_pdesc_find_matrix(outs, n);
     int64_t r = -1, c = -1;
     long want = cells(p->in_w, p->in_h);
-    if (o < 0 || rows_cols(outs[o].dims, outs[o].rank, &r, &c) || (c >= 0 && c < 6) ||
+    if (o < 0 || osp_pdims_rows_cols(outs[o].dims, outs[o].rank, &r, &c) || (c >= 0 && c < 6) ||
         (r >= 0 && r != want)) {
         snprintf(err, errlen,
                  "postprocessor yolox needs one float32 output [1,%ld,5+C] (the grid "
@@ -57,14 +45,8 @@ static int yx_setup(const osp_pdesc_t *outs, int n, const osp_dparams_t *p, void
                  want, p->in_w, p->in_h);
         return -1;
     }
-    yx_state_t *st = malloc(sizeof *st);
-    if (!st) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    st->out = o;
-    *state = st;
-    return 0;
+    yx_state_t st = {.out = o};
+    return osp_decoder_state_dup(&st, sizeof st, state, err, errlen);
 }
 
 /* Mean x of the stride-32 level: a few cells when raw, pixels when decoded. */
@@ -83,7 +65,7 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
     const yx_state_t *st = state;
     int64_t r, k;
     const osp_pout_t *o = st->out < n ? &outs[st->out] : NULL;
-    if (!o || o->dtype != OSP_PDT_F32 || rows_cols(o->dims, o->rank, &r, &k) || k < 6 ||
+    if (!o || o->dtype != OSP_PDT_F32 || osp_pdims_rows_cols(o->dims, o->rank, &r, &k) || k < 6 ||
         r != cells(p->in_w, p->in_h)) {
         snprintf(err, errlen, "yolox: the output is not [1,%ld,5+C]", cells(p->in_w, p->in_h));
         return -1;
@@ -103,10 +85,8 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
                 float obj = row[4];
                 /* class scores are probabilities: no score beats its objectness */
                 if (!(obj >= conf) || !isfinite(obj)) continue;
-                int cls = -1;
-                float best = -INFINITY;
-                for (int c = 5; c < k; c++)
-                    if (row[c] > best && isfinite(row[c])) best = row[c], cls = c - 5;
+                float best;
+                int cls = osp_post_best_class(row + 5, (int)(k - 5), 1, &best);
                 float score = obj * best;
                 if (cls < 0 || !(score >= conf)) continue;
                 float cx, cy, w, h;
@@ -118,18 +98,11 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
                     w = expf(row[2]) * (float)s;
                     h = expf(row[3]) * (float)s;
                 }
-                float x1 = cx - w / 2, y1 = cy - h / 2, x2 = cx + w / 2, y2 = cy + h / 2;
-                if (!isfinite(x1) || !isfinite(y1) || !isfinite(x2) || !isfinite(y2)) continue;
-                if (res->n_dets == res->det_cap && osp_dres_reserve_dets(res, res->n_dets + 1)) {
+                if (osp_dres_push_px(res, cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2, score,
+                                     cls, inv_w, inv_h)) {
                     snprintf(err, errlen, "out of memory");
                     return -1;
                 }
-                res->dets[res->n_dets++] = (osp_det_t){.x1 = x1 * inv_w,
-                                                       .y1 = y1 * inv_h,
-                                                       .x2 = x2 * inv_w,
-                                                       .y2 = y2 * inv_h,
-                                                       .score = score,
-                                                       .cls = cls};
             }
     }
     osp_post_presort(res);
