@@ -80,19 +80,13 @@ def start(bin_dir, workdir, model):
     endpoint, sock = f"ipc://{workdir}/zmq_detector", workdir / "ospreyd.sock"
     w = Worker(["--listen", f"unix:{sock}", "--config", str(cfg), "--zmq", endpoint],
                workdir=workdir, stdio=False)
-    end = time.monotonic() + 120
-    while "serving Frigate's zmq detector" not in w.stderr_text():
-        if not w.alive() or time.monotonic() > end:
-            raise SystemExit(f"bench/frigate: ospreyd did not start:\n{w.describe()}")
-        time.sleep(0.05)
+    w.serving("serving Frigate's zmq detector", sock)
     w.endpoint = endpoint
-    w.host = w.connect_unix(sock)
-    w.host.hello({})
     return w
 
 
 def shed(w):
-    c = w.host.mem_stats()["counters"]
+    c = w.counters()
     return c["shedQueueFull"] + c["shedDeadlineExpired"]
 
 

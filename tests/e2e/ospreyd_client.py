@@ -535,6 +535,23 @@ class Worker:
     def alive(self):
         return self.proc.poll() is None
 
+    def serving(self, line, host_sock=None, timeout=120):
+        """Wait until stderr says `line` (a front end is up); with host_sock,
+        attach a pipe-protocol host there (.host) for mem_stats."""
+        end = time.monotonic() + timeout
+        while line not in self.stderr_text():
+            if not self.alive() or time.monotonic() > end:
+                pytest.fail(f"ospreyd never said {line!r}\n{self.describe()}")
+            time.sleep(0.05)
+        if host_sock is not None:
+            self.host = self.connect_unix(host_sock)
+            self.host.hello({})
+        return self
+
+    def counters(self):
+        """mem_stats counters, through the host serving() attached."""
+        return self.host.mem_stats()["counters"]
+
     # sockets
     def connect_unix(self, path, timeout=TIMEOUT):
         return self._connect(lambda: _unix(path), f"unix:{path}", timeout)

@@ -35,20 +35,11 @@ def start(spawn, tmp_path, r, stream, config, *extra, name=None, listen=False):
     sock = tmp_path / f"host-{n}.sock"
     if listen:
         args += ["--listen", f"unix:{sock}"]
-    w = spawn(*args, stdio=False)
-    end = time.monotonic() + WAIT
-    while "serving jobs from" not in w.stderr_text():
-        if not w.alive() or time.monotonic() > end:
-            pytest.fail(f"the fleet worker did not start\n{w.describe()}")
-        time.sleep(0.05)
-    if listen:
-        w.host = w.connect_unix(sock)
-        w.host.hello({})
-    return w
+    return spawn(*args, stdio=False).serving("serving jobs from", sock if listen else None, WAIT)
 
 
 def counters(w):
-    return w.host.mem_stats()["counters"]
+    return w.counters()
 
 
 def submit(c, stream, job_id, model="ssd-oidv4", kind="jpeg", data=None, **more):

@@ -8,7 +8,6 @@ finds the person in messi5.jpg; the test backend (a test double for a
 model runtime, docs/test-backend.md) makes a model slow, to saturate it."""
 import json
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -44,14 +43,6 @@ def person_iou(rows):
     return max((iou([r[3], r[2], r[5], r[4]], want) for r in people), default=0.0)
 
 
-def wait_serving(w, timeout=120):
-    end = time.monotonic() + timeout
-    while "serving Frigate's zmq detector" not in w.stderr_text():
-        assert w.alive(), w.describe()
-        assert time.monotonic() < end, w.describe()
-        time.sleep(0.05)
-
-
 def start(spawn, tmp_path, config, *extra, listen=True):
     cfg = tmp_path / "models.json"
     cfg.write_text(json.dumps(config))
@@ -60,17 +51,13 @@ def start(spawn, tmp_path, config, *extra, listen=True):
     sock = tmp_path / "ospreyd.sock"
     if listen:
         args = ["--listen", f"unix:{sock}", *args]
-    w = spawn(*args, stdio=False)
-    wait_serving(w)
+    w = spawn(*args, stdio=False).serving("serving Frigate's zmq detector", sock if listen else None)
     w.endpoint = endpoint
-    if listen:
-        w.host = w.connect_unix(sock)
-        w.host.hello({})
     return w
 
 
 def counters(w):
-    return w.host.mem_stats()["counters"]
+    return w.counters()
 
 
 @pytest.fixture
