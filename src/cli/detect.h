@@ -29,6 +29,9 @@ typedef struct {
     const char *postprocessor; /* NULL: the model's */
     const char *config;        /* a JSON model config file, or NULL */
     int per_class_nms;         /* --per-class-nms: no suppression across labels */
+    int second_look;           /* look at each box again (model.h, osp_model_look_again) */
+    float once_threshold;      /* then the threshold of a box seen once (too large to look
+                                * at again): the model's for --one-look */
     const char *labels;        /* --labels FILE, or NULL */
     double fps;                /* --fps: frames per second taken; 0: all */
     osp_source_cfg_t source;   /* transport, reconnection */
@@ -44,6 +47,12 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
                      const char *input);
 int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *dec,
                      const char *input);
+
+/* Infer one frame into ctx and res, then, with --second-look, look again
+ * from `look` (a second context of the same thread). */
+int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t *ctx,
+                     osp_infer_ctx_t *look, const osp_view_t *frame, int orig_w, int orig_h,
+                     osp_result_t *res, char *err, size_t errlen);
 
 /* ---- records (detect_lines.c) --------------------------------------------- */
 

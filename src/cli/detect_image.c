@@ -12,7 +12,7 @@
 int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *dec,
                      const char *input) {
     osp_image_t img = {0};
-    osp_infer_ctx_t ctx = {0};
+    osp_infer_ctx_t ctx = {0}, look = {0};
     osp_jw_t w = {0};
     osp_tally_t *t = NULL;
     char err[512];
@@ -43,7 +43,7 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     }
     osp_view_t v = osp_image_view(&img);
     osp_result_t r;
-    if (osp_model_infer(m, &ctx, &v, ow, oh, &r, err, sizeof err)) {
+    if (osp_detect_infer(o, m, &ctx, &look, &v, ow, oh, &r, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s: %s", input, err);
         osp_detect_format(&w, input, 0, -1, m, NULL, err);
         osp_detect_emit(o, &w, t0, 0);
@@ -60,6 +60,7 @@ done:
     free(buf);
     osp_image_free(&img);
     osp_infer_ctx_free(&ctx);
+    osp_infer_ctx_free(&look);
     osp_jw_free(&w);
     osp_tally_free(t);
     return rc;

@@ -115,7 +115,7 @@ static void *reader_main(void *arg) {
 
 static void *worker_main(void *arg) {
     pipe_t *p = arg;
-    osp_infer_ctx_t ctx = {0};
+    osp_infer_ctx_t ctx = {0}, look = {0};
     char err[512];
     for (;;) {
         pthread_mutex_lock(&p->mu);
@@ -126,6 +126,7 @@ static void *worker_main(void *arg) {
             if (p->reader_done && p->take_seq >= p->total) {
                 pthread_mutex_unlock(&p->mu);
                 osp_infer_ctx_free(&ctx);
+                osp_infer_ctx_free(&look);
                 return NULL;
             }
             pthread_cond_wait(&p->cv, &p->mu);
@@ -136,7 +137,7 @@ static void *worker_main(void *arg) {
 
         osp_view_t v = osp_image_view(&s->img);
         osp_result_t r;
-        s->failed = osp_model_infer(p->m, &ctx, &v, 0, 0, &r, err, sizeof err) != 0;
+        s->failed = osp_detect_infer(p->o, p->m, &ctx, &look, &v, 0, 0, &r, err, sizeof err) != 0;
         if (s->failed) {
             osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, NULL, err);
             s->n_dets = 0;
@@ -154,6 +155,7 @@ static void *worker_main(void *arg) {
             s->res = r;
             s->res.dets = s->dets;
             s->res.n_dets = s->n_dets;
+            s->res.look = NULL; /* the worker's, gone with its next frame */
         }
         pthread_mutex_lock(&p->mu);
         s->state = SLOT_DONE;

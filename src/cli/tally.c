@@ -13,8 +13,9 @@ struct osp_tally {
     int person; /* the class labelled "person", or -1 */
     long frames;
     long per_label[MAX_LABELS];
-    long other;      /* detections of classes past MAX_LABELS */
-    int best_people; /* people in the best frame so far (0 without a person label) */
+    long other;               /* detections of classes past MAX_LABELS */
+    long looks, look_dropped; /* the second look's runs, and the boxes it dropped */
+    int best_people;          /* people in the best frame so far (0 without a person label) */
     long best_frame;
     osp_image_t best; /* copy of that frame */
     float best_sx, best_sy;
@@ -78,6 +79,8 @@ static int keep(osp_tally_t *t, const osp_result_t *r, const osp_view_t *pixels)
 
 void osp_tally_add(osp_tally_t *t, const osp_result_t *r, long frame, const osp_view_t *pixels) {
     t->frames++;
+    t->looks += r->looks;
+    t->look_dropped += r->look_dropped;
     int people = 0;
     for (int i = 0; i < r->n_dets; i++) {
         int c = r->dets[i].cls;
@@ -131,5 +134,8 @@ void osp_tally_print(const osp_tally_t *t, const char *name, double secs) {
         else
             fprintf(stderr, "%s class %d %ld", i ? "," : ";", order[i], t->per_label[order[i]]);
     }
+    if (t->looks)
+        fprintf(stderr, "; %ld second look%s, %ld box%s taken back", t->looks,
+                t->looks == 1 ? "" : "s", t->look_dropped, t->look_dropped == 1 ? "" : "es");
     fputc('\n', stderr);
 }

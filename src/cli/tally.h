@@ -23,7 +23,8 @@ void osp_tally_add(osp_tally_t *t, const osp_result_t *r, long frame, const osp_
 void osp_tally_add_failed(osp_tally_t *t);
 long osp_tally_frames(const osp_tally_t *t);
 
-/* The summary line on stderr: "NAME: N frames in S s (F frames/s); Label n, …". */
+/* The summary line on stderr: "NAME: N frames in S s (F frames/s); Label n, …"
+ * and, after a second look, "; L second looks, D boxes taken back". */
 void osp_tally_print(const osp_tally_t *t, const char *name, double secs);
 
 /* The best frame, or 0 when no frame had a detection. Pointers stay the

@@ -25,12 +25,16 @@
 
 static const osp_catalog_entry_t CATALOG[] = {
     {.name = "ssd-oidv4",
-     .cli_confidence = 0.40f, /* best F1 on people in vtest.avi, docs/models.md */
+     .cli_second_look = 1,
+     .cli_confidence = 0.35f,     /* best F1 on people in vtest.avi, docs/models.md */
+     .cli_confidence_one = 0.40f, /* the same, with one look */
      .file = "ssd-oidv4.onnx",
      SSD_OIDV4_IO,
      .description = "SSD-MobileNetV2, Open Images V4, 24 classes (people, vehicles, animals, objects)"},
     {.name = "ssd-oidv4-int8",
-     .cli_confidence = 0.40f, /* the same measure as ssd-oidv4 */
+     .cli_second_look = 1,
+     .cli_confidence = 0.35f, /* the same measures as ssd-oidv4 */
+     .cli_confidence_one = 0.40f,
      .file = "ssd-oidv4-int8-v2.onnx",
      .labels_file = "ssd-oidv4.labels",
      SSD_OIDV4_IO,

@@ -373,6 +373,8 @@ void osp_infer_ctx_free(osp_infer_ctx_t *c) {
     osp_image_free(&c->rgb);
     free(c->tensor);
     osp_dres_free(&c->rec);
+    free(c->look);
+    free(c->look_boxes);
     memset(c, 0, sizeof *c);
 }
 

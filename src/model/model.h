@@ -70,6 +70,9 @@ typedef struct {
     float confidence, nms_iou; /* what a model config naming the entry starts from */
     float cli_confidence;      /* osprey detect's default threshold, measured on labelled
                                 * frames (docs/models.md); 0: confidence */
+    int cli_second_look;       /* osprey detect looks at each box again by default
+                                * (osp_model_look_again), measured to help */
+    float cli_confidence_one;  /* then its threshold with --one-look; 0: cli_confidence */
     const char *labels;        /* built-in labels, '\n'-separated; NULL: a .labels file */
     const char *labels_file;   /* under <cache>/models, when not the model file's own */
     int batches;               /* the model file has a dynamic batch axis */
@@ -156,6 +159,9 @@ typedef struct {
     /* set by a server when no other frame of this model is admitted: the run
      * may take the wider session if nothing else runs at that moment */
     int lone;
+    float *look;           /* osp_model_look_again: each kept box's second score */
+    osp_det_t *look_boxes; /* and the box the look found it at */
+    int look_cap;
 } osp_infer_ctx_t;
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 
@@ -168,6 +174,10 @@ typedef struct {
     int vec_dim;
     double preprocess_ms, predict_ms;
     int frame_w, frame_h;
+    const float *look; /* after osp_model_look_again: per det, the second look's
+                        * score (< 0: the box was not looked at again); else NULL */
+    int looks;         /* runs the second look took */
+    int look_dropped;  /* boxes it dropped */
 } osp_result_t;
 
 /* Preprocess a frame into ctx. orig_w/orig_h: the frame's true size when
@@ -197,6 +207,48 @@ int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, c
 /* Prepare then predict one frame: the whole per-frame path in one call. */
 int osp_model_infer(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *frame, int orig_w,
                     int orig_h, osp_result_t *res, char *err, size_t errlen);
+
+/* ---- the second look (look.c; osprey detect) ------------------------------- */
+
+/* A box is looked at again in a square this many times its longer side,
+ * centred on it and moved inside the frame; the square is run through the
+ * model alone, at the model's input size, so the box is seen about
+ * input side / (OSP_LOOK_ZOOM x box side) times closer. A box whose
+ * square does not fit in the frame is not looked at again. */
+#define OSP_LOOK_ZOOM 3.0f
+/* The look's box of the same label that overlaps the first this much gives
+ * the second score; none gives 0. */
+#define OSP_LOOK_IOU 0.4f
+/* The look's own threshold: every box it finds counts. */
+#define OSP_LOOK_FLOOR 0.05f
+/* Two boxes of a label whose looks found their objects at this IoU are one
+ * object: the one of the better mean score stays. */
+#define OSP_LOOK_SAME 0.7f
+
+/* The containment pass (post.h, osp_nms_contained) with the second look: a
+ * part's own look mostly sees the whole person and takes the part back; of
+ * the parts left, those at least this share inside a better box go. At
+ * OSP_CONTAINMENT (0.6) the pass would also drop people half hidden behind
+ * another (docs/models.md). */
+#define OSP_LOOK_CONTAINMENT 0.8f
+
+/* The square of OSP_LOOK_ZOOM (zoom) around box d inside a w x h frame:
+ * *x, *y its corner, *side its side; *side = 0 when it would not fit. */
+void osp_look_square(const osp_det_t *d, float zoom, int w, int h, int *x, int *y, int *side);
+
+/* Look again at each detection of res, the result of osp_model_infer of
+ * `frame` in ctx: crop its square (above), run it in `look` (a second
+ * context of the same thread), and keep the box when the mean of its two
+ * scores reaches the threshold it was found at and no box of its label with
+ * a better mean was found at the same place by its look (OSP_LOOK_SAME: a
+ * person between two anchors has two boxes). A box not looked at again is
+ * kept when its score reaches `once`, the threshold of a single look. The
+ * boxes kept, with their
+ * first scores and frame boxes, stay in ctx and res (res->look, res->looks
+ * set); the looks' times are added to res. Not for text recognizers. */
+int osp_model_look_again(osp_model_t *m, osp_infer_ctx_t *ctx, osp_infer_ctx_t *look,
+                         const osp_view_t *frame, float once, osp_result_t *res, char *err,
+                         size_t errlen);
 
 /* A stacking buffer for batched runs (one per thread; grows only). */
 typedef struct {

@@ -28,7 +28,9 @@ void osp_model_put_box(osp_jw_t *w, const osp_det_t *d) {
     osp_jw_arr_close(w);
 }
 
-static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *dets, int n) {
+/* look: each box's second-look score (< 0: none), or NULL */
+static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *dets,
+                           const float *look, int n) {
     osp_jw_key(w, "detections");
     osp_jw_arr_open(w);
     for (int i = 0; i < n; i++) {
@@ -37,6 +39,10 @@ static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *d
         put_label(w, m, d->cls);
         osp_jw_key(w, "score");
         osp_jw_num(w, d->score, 4);
+        if (look && look[i] >= 0) {
+            osp_jw_key(w, "lookScore");
+            osp_jw_num(w, look[i], 4);
+        }
         osp_model_put_box(w, d);
         if (d->n_kp > 0) {
             osp_jw_key(w, "landmarks");
@@ -115,12 +121,12 @@ void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t 
         osp_jw_strn(w, rec && rec->text ? rec->text : "", rec ? rec->text_len : 0);
         osp_jw_key(w, "textScore");
         osp_jw_num(w, rec ? rec->text_score : 0, 4);
-        if (rec && rec->n_dets) put_detections(w, m, rec->dets, rec->n_dets);
+        if (rec && rec->n_dets) put_detections(w, m, rec->dets, NULL, rec->n_dets);
         break;
     default:
         osp_jw_key(w, "kind");
         osp_jw_str(w, "detections");
-        put_detections(w, m, r->dets, r->n_dets);
+        put_detections(w, m, r->dets, r->look, r->n_dets);
     }
     osp_jw_key(w, "inferenceMs");
     osp_jw_num(w, r->preprocess_ms + r->predict_ms, 2);

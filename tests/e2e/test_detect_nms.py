@@ -47,8 +47,9 @@ def detect(osprey, *args):
 def test_parked_van_is_one_box(osprey):
     vtest = need(MEDIA / "vtest.avi")
     # at the wire's threshold, where the van is both "Car" and "Vehicle"
-    old = detect(osprey, "--every", "40", "--threshold", "0.3", "--per-class-nms", vtest)
-    new = detect(osprey, "--every", "40", "--threshold", "0.3", vtest)
+    old = detect(osprey, "--every", "40", "--threshold", "0.3", "--one-look", "--per-class-nms",
+                 vtest)
+    new = detect(osprey, "--every", "40", "--threshold", "0.3", "--one-look", vtest)
     assert len(old) == len(new) == 20
     before = sum(len(stacked(r)) for r in old)
     assert sum(("Car", "Vehicle") in stacked(r) or ("Vehicle", "Car") in stacked(r)
@@ -63,16 +64,17 @@ def test_parked_van_is_one_box(osprey):
 
 def test_cockatoo_one_label(osprey):
     clip = need(MEDIA / "cockatoo.mp4")
-    old = detect(osprey, "--threshold", "0.2", "--per-class-nms", clip)
-    new = detect(osprey, "--threshold", "0.2", clip)
+    old = detect(osprey, "--threshold", "0.2", "--one-look", "--per-class-nms", clip)
+    new = detect(osprey, "--threshold", "0.2", "--one-look", clip)
     assert sum(len(stacked(r)) for r in old) > 0
     assert all(stacked(r) == [] for r in new)
 
 
 def test_part_inside_whole_is_dropped(osprey):
     vtest = need(MEDIA / "vtest.avi")
-    old = detect(osprey, "--every", "40", "--threshold", "0.3", "--per-class-nms", vtest)
-    new = detect(osprey, "--every", "40", "--threshold", "0.3", vtest)
+    old = detect(osprey, "--every", "40", "--threshold", "0.3", "--one-look", "--per-class-nms",
+                 vtest)
+    new = detect(osprey, "--every", "40", "--threshold", "0.3", "--one-look", vtest)
     assert sum(len(contained(r)) for r in old) >= 5, [contained(r) for r in old]
     assert all(contained(r) == [] for r in new), [contained(r) for r in new]
 
@@ -95,8 +97,8 @@ def test_containment_on_labelled_frames(osprey, tmp_path):
 
     cfg = tmp_path / "no-containment.json"
     cfg.write_text(json.dumps({"crossClassIou": CROSS, "nmsContainment": 0}))
-    without = counts("--config", cfg)
-    with_ = counts()
+    without = counts("--one-look", "--config", cfg)
+    with_ = counts("--one-look")
     assert with_[0] == without[0], (with_, without)
     assert with_[1] < without[1], (with_, without)
 
@@ -105,8 +107,10 @@ def test_config_key_chooses(osprey, tmp_path):
     cfg = tmp_path / "per-class.json"
     cfg.write_text(json.dumps({"crossClassIou": 0, "nmsContainment": 0}))
     vtest = need(MEDIA / "vtest.avi")
-    keyed = detect(osprey, "--every", "200", "--threshold", "0.3", "--config", cfg, vtest)
-    flag = detect(osprey, "--every", "200", "--threshold", "0.3", "--per-class-nms", vtest)
+    keyed = detect(osprey, "--every", "200", "--threshold", "0.3", "--one-look", "--config", cfg,
+                   vtest)
+    flag = detect(osprey, "--every", "200", "--threshold", "0.3", "--one-look", "--per-class-nms",
+                  vtest)
     assert [r["detections"] for r in keyed] == [r["detections"] for r in flag]
     assert any(stacked(r) for r in keyed)
 

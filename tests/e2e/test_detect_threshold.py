@@ -54,12 +54,14 @@ def test_no_persistent_false_person(osprey, tmp_path):
     found = by_frame(r.stdout)
     assert len(found) == 795
     assert th.static_boxes(found, "Person", 0.0) == []
-    # the snapshot's frame: about as many people as walk there (9-12), not 18
+    # the snapshot's frame: no more people than walk there (at most 9), not 18
     m = re.search(r"snapshot of frame (\d+) \((\d+) people\)", r.stderr)
     assert m, r.stderr
-    assert 6 <= int(m.group(2)) <= 13, r.stderr
-    # --threshold still overrides: at the wire's 0.3 the rock is a person again
-    low = by_frame(detect(osprey, "--threshold", "0.3", "--every", "5", vtest).stdout)
+    assert 6 <= int(m.group(2)) <= 9, r.stderr
+    # --threshold still overrides: looking once at the wire's 0.3, the rock
+    # is a person again
+    low = by_frame(detect(osprey, "--threshold", "0.3", "--one-look", "--every", "5",
+                          vtest).stdout)
     static = th.static_boxes(low, "Person", 0.0)
     assert any(th.iou(b, [166, 249, 192, 282]) >= 0.6 for _, b in static), static
 
