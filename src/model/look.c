@@ -23,7 +23,8 @@ void osp_look_square(const osp_det_t *d, float zoom, int w, int h, int *x, int *
     }
     int n = (int)ceilf(s);
     if (n < 1) n = 1;
-    float cx = (d->x1 + d->x2) / 2, cy = (d->y1 + d->y2) / 2;
+    float cx = fminf(fmaxf((d->x1 + d->x2) / 2, 0), (float)w); /* a box off the frame */
+    float cy = fminf(fmaxf((d->y1 + d->y2) / 2, 0), (float)h);
     int ox = (int)floorf(cx - (float)n / 2), oy = (int)floorf(cy - (float)n / 2);
     if (ox > w - n) ox = w - n;
     if (oy > h - n) oy = h - n;

@@ -53,6 +53,9 @@ static void test_large_boxes_are_not_looked_at(void **state) {
     osp_look_square(&just, 3.0f, 768, 576, &x, &y, &side);
     assert_int_equal(side, 573);
     assert_int_equal(y, 0);
+    osp_det_t off = box(1e30f, 1e30f, 1e30f + 10, 1e30f + 10); /* far off the frame */
+    osp_look_square(&off, 3.0f, 768, 576, &x, &y, &side);
+    assert_true(side >= 1 && x >= 0 && x + side <= 768 && y >= 0 && y + side <= 576);
     osp_det_t nan = box(NAN, 0, 10, 10);
     osp_look_square(&nan, 3.0f, 768, 576, &x, &y, &side);
     assert_int_equal(side, 0);
