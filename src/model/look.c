@@ -68,26 +68,30 @@ static float look_match(const osp_det_t *d, const osp_result_t *r, float dx, flo
 
 /* Of the n boxes kept, drop those whose look found the very object a box
  * of its label with a better mean score found (their looks' boxes at IoU
- * >= OSP_LOOK_SAME); order kept. Returns how many stay. */
+ * >= OSP_LOOK_SAME); order kept. Every box is weighed against all n (a box
+ * dropped still drops others: the best of three wins), then the kept ones
+ * move down. Returns how many stay. */
 static int one_object_one_box(osp_infer_ctx_t *ctx, int n) {
     osp_det_t *dets = ctx->rec.dets, *at = ctx->look_boxes;
     float *look = ctx->look;
-    int kept = 0;
     for (int i = 0; i < n; i++) {
-        int same = 0;
         float mean = (dets[i].score + look[i]) / 2;
-        for (int j = 0; j < n && !same && look[i] > 0; j++) {
+        for (int j = 0; j < n && look[i] > 0; j++) {
             if (j == i || look[j] <= 0 || dets[j].cls != dets[i].cls) continue;
             float other = (dets[j].score + look[j]) / 2;
-            if ((other > mean || (other == mean && j < i)) && osp_iou(&at[i], &at[j]) >= OSP_LOOK_SAME)
-                same = 1;
+            if ((other > mean || (other == mean && j < i)) &&
+                osp_iou(&at[i], &at[j]) >= OSP_LOOK_SAME) {
+                at[i].score = -1; /* the mark: osp_iou reads only corners */
+                break;
+            }
         }
-        /* a box dropped here still drops others: the better of three wins */
-        if (!same) {
-            dets[kept] = dets[i];
-            at[kept] = at[i];
-            look[kept++] = look[i];
-        }
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        if (at[i].score < 0) continue;
+        dets[kept] = dets[i];
+        at[kept] = at[i];
+        look[kept++] = look[i];
     }
     return kept;
 }
