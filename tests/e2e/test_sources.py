@@ -7,6 +7,7 @@ refused."""
 import http.server
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -335,7 +336,12 @@ def test_detect_mjpeg_over_http():
     finally:
         srv.shutdown()
     frames = r.frames()
-    assert len(frames) >= 20
+    # how many frames the model keeps up with depends on the machine (a sanitizer
+    # build is slow): every frame sent is either a record or counted as dropped
+    dropped = re.search(r"live: (\d+) frames dropped for newer ones", r.text())
+    assert dropped, r.text()
+    assert frames and len(frames) + int(dropped.group(1)) == Mjpeg.frames, r.text()
+    assert [f["frame"] for f in frames] == sorted({f["frame"] for f in frames})
     assert all(f["source"].endswith("?user=a&password=***") for f in frames)
     assert any(d["label"] == "Person" for f in frames for d in f["detections"])
     assert r.events("drop") and "pw-9" not in r.text()
