@@ -1,8 +1,8 @@
 /*
  * The annotated snapshot of osprey detect's best frame: every box in its
- * label's colour, each label where it covers the least of the other boxes
- * (image/draw.c), and a detection's landmarks (BlazeFace's eyes, ears, nose
- * and mouth; SCRFD's five points) as dots.
+ * label's colour, each label where it hides the least of the other boxes
+ * and labels (image/draw.c), and a detection's landmarks (BlazeFace's eyes,
+ * ears, nose and mouth; SCRFD's five points) as dots.
  */
 #include "cli/snapshot.h"
 #include "log/log.h"

@@ -238,41 +238,85 @@ static int64_t overlap(int64_t ax1, int64_t ay1, int64_t ax2, int64_t ay2, int64
     return w > 0 && h > 0 ? w * h : 0;
 }
 
-static int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : (v > hi ? hi : v);
+}
+
+/* A label on a label hides text, which is worse than hiding part of a box:
+ * covering a placed label whole costs as much as covering four boxes. */
+#define LABEL_ON_LABEL 4.0
+/* What a place costs besides what it covers: a label one row further from
+ * its box, or slid along its edge beside another label, is less plainly its
+ * box's, so it is taken only when it hides less. */
+#define LABEL_STACKED 0.25
+#define LABEL_SLID 0.05
+/* Past this many labels only the box's own corners are tried. */
+#define LABEL_SLIDE_MAX 64
+
+static double label_cost(const osp_draw_box_t *boxes, const int *w, const int *h, int n,
+                         const int *x, const int *y, int i, int64_t cx, int64_t cy) {
+    int64_t lx2 = cx + w[i], ly2 = cy + h[i];
+    double cost = 0;
+    for (int j = 0; j < n; j++) { /* its own box too: a label inside hides it */
+        const osp_draw_box_t *o = &boxes[j];
+        int64_t area = ((int64_t)o->x2 - o->x1 + 1) * ((int64_t)o->y2 - o->y1 + 1);
+        if (area > 0)
+            cost += (double)overlap(cx, cy, lx2, ly2, o->x1, o->y1, (int64_t)o->x2 + 1,
+                                    (int64_t)o->y2 + 1) /
+                    (double)area;
+    }
+    double label_area = (double)w[i] * (double)h[i];
+    for (int j = 0; j < i && label_area > 0; j++)
+        cost += LABEL_ON_LABEL *
+                (double)overlap(cx, cy, lx2, ly2, x[j], y[j], (int64_t)x[j] + w[j],
+                                (int64_t)y[j] + h[j]) /
+                label_area;
+    return cost;
+}
 
 void osp_draw_place_labels(const osp_draw_box_t *boxes, const int *w, const int *h, int n,
                            int img_w, int img_h, int *x, int *y) {
     for (int i = 0; i < n; i++) {
         const osp_draw_box_t *b = &boxes[i];
-        const int cand[5][2] = {{b->x1, b->y1 - h[i]},
-                                {b->x1, b->y2 + 1},
-                                {b->x2 + 1 - w[i], b->y1 - h[i]},
-                                {b->x2 + 1 - w[i], b->y2 + 1},
-                                {b->x1, b->y1}};
+        /* rows: against the box's top or bottom edge, one row further out, or inside its top */
+        const struct {
+            int64_t y;
+            double cost;
+        } rows[5] = {{(int64_t)b->y1 - h[i], 0},
+                     {(int64_t)b->y2 + 1, 0},
+                     {(int64_t)b->y1 - 2 * (int64_t)h[i], LABEL_STACKED},
+                     {(int64_t)b->y2 + 1 + h[i], LABEL_STACKED},
+                     {b->y1, 0}};
+        /* columns: the box's left or right edge, or beside a label placed
+         * before, as long as the label still spans half of the box's width
+         * (or half of its own, for a box narrower than it) */
+        int64_t bw = (int64_t)b->x2 - b->x1 + 1;
+        int64_t touch = (bw < w[i] ? bw : w[i]) / 2;
+        int ncols = i < LABEL_SLIDE_MAX ? 2 + 2 * i : 2;
         double best = -1;
-        for (int c = 0; c < 5; c++) {
-            int cx = clampi(cand[c][0], 0, img_w - w[i] > 0 ? img_w - w[i] : 0);
-            int cy = clampi(cand[c][1], 0, img_h - h[i] > 0 ? img_h - h[i] : 0);
-            int64_t lx2 = (int64_t)cx + w[i], ly2 = (int64_t)cy + h[i];
-            double cost = 0;
-            for (int j = 0; j < n; j++) { /* its own box too: a label inside hides it */
-                const osp_draw_box_t *o = &boxes[j];
-                int64_t area = ((int64_t)o->x2 - o->x1 + 1) * ((int64_t)o->y2 - o->y1 + 1);
-                if (area > 0)
-                    cost += (double)overlap(cx, cy, lx2, ly2, o->x1, o->y1, (int64_t)o->x2 + 1,
-                                            (int64_t)o->y2 + 1) /
-                            (double)area;
+        for (int r = 0; r < 5; r++)
+            for (int c = 0; c < ncols; c++) {
+                int64_t cx;
+                double cost = rows[r].cost;
+                if (c == 0) {
+                    cx = b->x1;
+                } else if (c == 1) {
+                    cx = (int64_t)b->x2 + 1 - w[i];
+                } else {
+                    int j = (c - 2) / 2;
+                    cx = c % 2 == 0 ? (int64_t)x[j] + w[j] : (int64_t)x[j] - w[i];
+                    if (cx > (int64_t)b->x2 + 1 - touch || cx + w[i] < (int64_t)b->x1 + touch)
+                        continue;
+                    cost += LABEL_SLID;
+                }
+                cx = clamp64(cx, 0, img_w - w[i] > 0 ? img_w - w[i] : 0);
+                int64_t cy = clamp64(rows[r].y, 0, img_h - h[i] > 0 ? img_h - h[i] : 0);
+                cost += label_cost(boxes, w, h, n, x, y, i, cx, cy);
+                if (best < 0 || cost < best - 1e-9) {
+                    best = cost;
+                    x[i] = (int)cx;
+                    y[i] = (int)cy;
+                }
             }
-            double label_area = (double)w[i] * (double)h[i];
-            for (int j = 0; j < i && label_area > 0; j++)
-                cost += (double)overlap(cx, cy, lx2, ly2, x[j], y[j], (int64_t)x[j] + w[j],
-                                        (int64_t)y[j] + h[j]) /
-                        label_area;
-            if (best < 0 || cost < best - 1e-9) {
-                best = cost;
-                x[i] = cx;
-                y[i] = cy;
-            }
-        }
     }
 }

@@ -217,12 +217,15 @@ void osp_draw_label_size(const osp_image_t *img, const char *text, int *w, int *
 void osp_draw_class_colour(int i, uint8_t rgb[3]);
 
 /* Where n labels go, one for each box (inclusive corners; label i is w[i]
- * by h[i]): just above the box, else just below it, at its left or right
- * edge, else inside its top, whichever covers the least of the other boxes
+ * by h[i]): just above the box or just below it, at its left or right
+ * edge, or slid along that edge beside a label placed before, or one row
+ * further out, or inside its top; whichever covers the least of the boxes
  * (as a share of each box's area, so a small box counts as much as a big
- * one) and of the labels placed before it; labels are placed in index
- * order, so put the best detection first. Every label stays inside
- * img_w x img_h when it fits. Writes x[i], y[i], the top-left corners. */
+ * one) and of the labels placed before it, a label hidden counting as four
+ * boxes; a row further out or a slide is taken only when it hides less.
+ * Labels are placed in index order, so put the best detection first.
+ * Every label stays inside img_w x img_h when it fits. Writes x[i], y[i],
+ * the top-left corners. */
 typedef struct {
     int x1, y1, x2, y2;
 } osp_draw_box_t;

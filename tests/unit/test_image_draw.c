@@ -320,6 +320,37 @@ static void test_label_placement(void **state) {
     osp_draw_place_labels(NULL, NULL, NULL, 0, 640, 480, NULL, NULL);
 }
 
+/* People walking abreast: narrow boxes side by side at one height, each
+ * label several boxes wide. No label may hide another, and each stays its
+ * box's: over half of the box's width, against its top or bottom edge or
+ * one row further out. */
+static void test_labels_abreast(void **state) {
+    (void)state;
+    enum { N = 4 };
+    osp_draw_box_t boxes[N];
+    int w[N], h[N], x[N], y[N];
+    for (int i = 0; i < N; i++) {
+        boxes[i] = (osp_draw_box_t){300 + 40 * i, 200, 330 + 40 * i, 290};
+        w[i] = 134;
+        h[i] = 22;
+    }
+    osp_draw_place_labels(boxes, w, h, N, 768, 576, x, y);
+    for (int i = 0; i < N; i++) {
+        const osp_draw_box_t *b = &boxes[i];
+        int span = (x[i] + w[i] < b->x2 + 1 ? x[i] + w[i] : b->x2 + 1) - (x[i] > b->x1 ? x[i] : b->x1);
+        if (span < (b->x2 - b->x1 + 1) / 2)
+            fail_msg("label %d at %d,%d spans %d of its box's width", i, x[i], y[i], span);
+        int row = y[i] == b->y1 - h[i] || y[i] == b->y2 + 1 || y[i] == b->y1 - 2 * h[i] ||
+                  y[i] == b->y2 + 1 + h[i];
+        if (!row) fail_msg("label %d at %d,%d is not against its box", i, x[i], y[i]);
+        for (int j = 0; j < i; j++) {
+            osp_draw_box_t lj = {x[j], y[j], x[j] + w[j] - 1, y[j] + h[j] - 1};
+            if (covers(x[i], y[i], w[i], h[i], &lj))
+                fail_msg("label %d at %d,%d covers label %d at %d,%d", i, x[i], y[i], j, x[j], y[j]);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rect_inside),
@@ -331,6 +362,7 @@ int main(void) {
         cmocka_unit_test(test_other_formats),
         cmocka_unit_test(test_class_colours),
         cmocka_unit_test(test_label_placement),
+        cmocka_unit_test(test_labels_abreast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
