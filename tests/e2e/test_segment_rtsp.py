@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,11 +40,23 @@ def camera():
 def test_rtsp_live_uniform_chunks(camera):
     seg = subprocess.Popen([str(BIN / "osprey"), "segment", "--uniform", "1", camera],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(5.5)
+    out, err = [], []
+    pumps = [threading.Thread(target=lambda f=f, into=into: into.extend(f), daemon=True)
+             for f, into in ((seg.stdout, out), (seg.stderr, err))]
+    for t in pumps:
+        t.start()
+    # three whole chunks, however long the start takes, then a stop mid-chunk
+    end = time.monotonic() + 60
+    while sum(1 for l in out if l.strip()) < 3 and seg.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    time.sleep(0.5)
     seg.send_signal(signal.SIGTERM)
-    out, err = seg.communicate(timeout=20)
+    seg.wait(20)
+    for t in pumps:
+        t.join(10)
+    err = "".join(err)
     assert seg.returncode == 0, err
-    recs = [json.loads(l) for l in out.splitlines() if l.strip()]
+    recs = [json.loads(l) for l in out if l.strip()]
     assert len(recs) >= 3, (recs, err)
     assert all(r["sensor_id"] == "cam7" for r in recs)
     # chunks follow each other; whole ones hold one second at the real 10 fps
