@@ -68,12 +68,18 @@ install: build
 unit: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The end-to-end suite and the tools' tests, on the binaries of $(BUILD), the
+# ONNX Runtime it was built with and the models and media of $(OSPREY_CACHE)
+PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
+    OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider
+E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py
+
 e2e: build assets
-	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py
+	$(PYTEST) $(E2E_TESTS)
 
 check: build assets
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
-	OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py
+	$(PYTEST) $(E2E_TESTS)
 ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory format-check
 	@$(MAKE) --no-print-directory fuzz
@@ -133,7 +139,8 @@ format:
 check-tsan: assets
 	@$(MAKE) --no-print-directory build SANITIZE=thread
 	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
-	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k "ospreyd or test_sources"
+	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin OSPREY_ORT_DIR="$$(cat build-thread/.ort-root)" \
+	    $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k "ospreyd or test_sources"
 
 demo: build assets
 	@mkdir -p out

@@ -82,7 +82,7 @@ INT8=(
 
 usage() {
     cat <<EOF
-Usage: scripts/fetch-assets.sh [--check] [--help]
+Usage: scripts/fetch-assets.sh [--check | --list] [--help]
 
 Puts osprey's models and test media into the cache (\$CACHE below):
   models/  ssd-oidv4.labels ssd-oidv4.tflite (npm @mediapipe/objectron),
@@ -119,6 +119,8 @@ one line per asset.  Runs from any directory.
 Options:
   --check     report what is present, missing, damaged or stale; download and
               change nothing; exit 1 unless everything is in place
+  --list      print the path of every file it puts in the cache, relative to
+              the cache, one a line (the test suite finds its files by it)
   -h, --help  show this help
 
 Environment:
@@ -129,16 +131,25 @@ EOF
 }
 
 check_only=0
+list_only=0
 for arg in "$@"; do
     case $arg in
     -h | --help) usage; exit 0 ;;
     --check) check_only=1 ;;
+    --list) list_only=1 ;;
     *) printf 'fetch-assets.sh: unknown argument: %s (see --help)\n' "$arg" >&2; exit 2 ;;
     esac
 done
 
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+if [[ $list_only -eq 1 ]]; then
+    for a in "${ASSETS[@]}"; do printf '%s\n' "${a%%|*}"; done
+    printf '%s\n' "$SSD_ONNX"
+    for a in "${INT8[@]}"; do printf '%s\n' "${a%%|*}"; done
+    exit 0
+fi
 
 CONVERTER=$OSPREY_REPO/tools/tflite2onnx.py
 [[ -f $CONVERTER ]] || die "$CONVERTER not found"

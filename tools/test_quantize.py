@@ -23,25 +23,22 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import quantize as qz  # noqa: E402
+from testenv import ORT_DIR, ORT_HDR, ORT_LIB, missing  # noqa: E402
 
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 TOOL = os.path.join(HERE, "quantize.py")
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "osprey")
-ORT_DIR = os.environ.get("OSPREY_ORT_DIR", os.path.join(CACHE, "onnxruntime", "1.30.0"))
-ORT_LIB = os.path.join(ORT_DIR, "lib", "libonnxruntime.so.1")
-ORT_HDR = os.path.join(ORT_DIR, "include", "onnxruntime_c_api.h")
 
 
 @pytest.fixture(scope="module")
 def ort_run(tmp_path_factory):
     if not (os.path.exists(ORT_LIB) and os.path.exists(ORT_HDR)):
-        pytest.skip("ONNX Runtime C library not found under %s" % ORT_DIR)
+        missing("ONNX Runtime C library not found under %s" % ORT_DIR)
     cc = shutil.which("cc")
     if not cc:
-        pytest.skip("no C compiler (cc) to build tools/ort_run.c")
+        missing("no C compiler (cc) to build tools/ort_run.c")
     exe = str(tmp_path_factory.mktemp("ort") / "ort_run")
     subprocess.run([cc, "-std=c11", "-O2", "-I" + os.path.dirname(ORT_HDR),
                     os.path.join(HERE, "ort_run.c"), "-o", exe, "-L" + os.path.dirname(ORT_LIB),

@@ -23,14 +23,11 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import tflite2onnx as t2o  # noqa: E402
+from testenv import CACHE, ORT_DIR, ORT_HDR, ORT_LIB, missing  # noqa: E402
 
 PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 CONVERTER = os.path.join(HERE, "tflite2onnx.py")
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "osprey")
 SSD = os.path.join(CACHE, "models", "ssd-oidv4.tflite")
-ORT_DIR = os.environ.get("OSPREY_ORT_DIR", os.path.join(CACHE, "onnxruntime", "1.30.0"))
-ORT_LIB = os.path.join(ORT_DIR, "lib", "libonnxruntime.so.1")
-ORT_HDR = os.path.join(ORT_DIR, "include", "onnxruntime_c_api.h")
 
 TOL = 1e-3        # max abs diff allowed between ORT and the numpy reference
 
@@ -246,10 +243,10 @@ def run_converter(*args):
 @pytest.fixture(scope="module")
 def ort_run(tmp_path_factory):
     if not (os.path.exists(ORT_LIB) and os.path.exists(ORT_HDR)):
-        pytest.skip("ONNX Runtime C library not found under %s" % ORT_DIR)
+        missing("ONNX Runtime C library not found under %s" % ORT_DIR)
     cc = shutil.which("cc")
     if not cc:
-        pytest.skip("no C compiler (cc) to build tools/ort_run.c")
+        missing("no C compiler (cc) to build tools/ort_run.c")
     exe = str(tmp_path_factory.mktemp("ort") / "ort_run")
     subprocess.run([cc, "-std=c11", "-O2", "-I" + os.path.dirname(ORT_HDR),
                     os.path.join(HERE, "ort_run.c"), "-o", exe, "-L" + os.path.dirname(ORT_LIB),
@@ -276,7 +273,7 @@ def ort_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ssd(tmp_path_factory):
     if not os.path.exists(SSD):
-        pytest.skip("SSD model not found at %s" % SSD)
+        missing("SSD model not found at %s" % SSD)
     d = tmp_path_factory.mktemp("ssd")
     dyn, static = str(d / "ssd.onnx"), str(d / "ssd_static.onnx")
     t0 = time.time()
@@ -403,7 +400,7 @@ def test_unsupported_activation(tmp_path):
 def test_unsupported_op_mutated_ssd(tmp_path):
     """Rewrite the RESHAPE operator code of the real model as RESIZE_BILINEAR."""
     if not os.path.exists(SSD):
-        pytest.skip("SSD model not found at %s" % SSD)
+        missing("SSD model not found at %s" % SSD)
     data = bytearray(open(SSD, "rb").read())
     root = t2o.FB(bytes(data)).root()
     patched = 0
@@ -435,7 +432,7 @@ def test_bad_file(tmp_path, content):
 
 def test_truncated_ssd(tmp_path):
     if not os.path.exists(SSD):
-        pytest.skip("SSD model not found at %s" % SSD)
+        missing("SSD model not found at %s" % SSD)
     src = tmp_path / "cut.tflite"
     src.write_bytes(open(SSD, "rb").read()[:100000])
     p = run_converter(str(src), str(tmp_path / "cut.onnx"))

@@ -1,23 +1,11 @@
 """Shared fixtures for the end-to-end suite: the built binaries and the
 real models and media of the asset cache (scripts/fetch-assets.sh)."""
 import json
-import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("OSPREY_BIN", ROOT / "build" / "bin"))
-CACHE = Path(os.environ.get("OSPREY_CACHE", Path.home() / ".cache" / "osprey"))
-MEDIA = CACHE / "media"
-MODELS = CACHE / "models"
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run scripts/fetch-assets.sh (make check does)")
-    return path
+from assets import BIN, CACHE, MEDIA, ROOT, media, model, model_asset, need  # noqa: F401
 
 
 @pytest.fixture(scope="session")

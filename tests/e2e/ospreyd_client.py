@@ -31,16 +31,13 @@ from pathlib import Path
 
 import pytest
 
+from assets import BIN, CACHE, MEDIA, ROOT, media, model, model_asset, need  # noqa: F401
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-BIN = Path(os.environ.get("OSPREY_BIN", ROOT / "build" / "bin"))
 # "address" or "thread" when the binaries under test are a sanitizer build
 # (make check SANITIZE=..., make check-tsan): much slower, so a test that
 # needs the server overloaded may not get there.
 SANITIZED = os.environ.get("OSPREY_SANITIZE", "")
-CACHE = Path(os.environ.get("OSPREY_CACHE", Path.home() / ".cache" / "osprey"))
-MEDIA = CACHE / "media"
-MODELS = CACHE / "models"
 FIXTURES = HERE / "fixtures"
 
 MSG_COMMAND, MSG_JPEG, MSG_RAW, MSG_BATCH, MSG_CACHE, MSG_CACHED = 0, 1, 2, 3, 4, 5
@@ -55,7 +52,7 @@ MESSI_PERSON = [73, 57, 456, 342]
 # The SSD detector given the seed's way (a path and its preprocessing keys)
 # and osprey's way (a catalog name, an extension).
 def ssd_path_config():
-    return {"path": str(MODELS / "ssd-oidv4.onnx"), "postprocessor": "ssd", "inputSize": 300,
+    return {"path": str(model("ssd-oidv4")), "postprocessor": "ssd", "inputSize": 300,
             "preprocessMode": "resize", "mean": 127.5, "std": 127.5}
 
 
@@ -66,12 +63,6 @@ DROPPED_DEADLINE = {"kind": "detections", "detections": [], "inferenceMs": 0, "d
                     "shedReason": "deadline-expired"}
 DROPPED_QUEUE = {"kind": "detections", "detections": [], "inferenceMs": 0, "dropped": True,
                  "shedReason": "queue-full"}
-
-
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.fail(f"{path} is missing: run scripts/fetch-assets.sh (make check does)")
-    return path
 
 
 def ospreyd_exe() -> Path:

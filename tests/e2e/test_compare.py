@@ -1,10 +1,10 @@
 """osprey compare: face detection (ultraface), a crop with a margin, and the
 face-embed embedder; the same face scores high, different people low."""
-from conftest import MEDIA, MODELS, need, run, lines
+from conftest import MEDIA, model, need, run, lines
 
 
 def compare(osprey, a, b, *args):
-    need(MODELS / "face-embed.onnx")
+    model("face-embed")
     r = run(osprey, "compare", *args, a, b)
     assert r.returncode == 0, r.stderr
     (rec,) = lines(r.stdout)

@@ -3,7 +3,7 @@ command line and on the wire, and ignored: a host's config keeps loading."""
 import json
 
 from conftest import MEDIA, need, run, lines
-from ospreyd_client import MODELS, spawn, worker  # noqa: F401
+from ospreyd_client import model, spawn, worker  # noqa: F401
 
 
 def detect(osprey, *args):
@@ -26,7 +26,7 @@ def test_unknown_config_key_warns(osprey, tmp_path):
 
 
 def test_unknown_key_on_the_wire_loads(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, ready = worker({"runtime": "onnxruntime",
                        "models": [{"model": "ssd-oidv4", "confidnce": 0.9, "_hostTag": 1}]})
     assert ready["models"] == 1, ready

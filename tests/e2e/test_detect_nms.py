@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from conftest import MEDIA, need, run, lines, iou
-from ospreyd_client import MODELS, SSD_CATALOG, spawn, worker  # noqa: F401
+from ospreyd_client import model, SSD_CATALOG, spawn, worker  # noqa: F401
 
 CROSS = 0.7
 CONTAIN = 0.6
@@ -125,7 +125,7 @@ def jpeg_of_vtest_frame(tmp_path, frame=0):
 
 
 def test_wire_keeps_per_class(worker, tmp_path):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     jpeg = jpeg_of_vtest_frame(tmp_path)
     part = jpeg_of_vtest_frame(tmp_path, 280)
     w, ready = worker({"runtime": "onnxruntime",

@@ -5,7 +5,7 @@ import json
 import shutil
 
 from conftest import MEDIA, need, run, lines
-from ospreyd_client import MODELS
+from ospreyd_client import model, model_asset
 
 
 def detect(osprey, *args):
@@ -14,14 +14,14 @@ def detect(osprey, *args):
     return lines(r.stdout), r.stderr
 
 
-def own_copy(tmp_path, catalog_file, name):
+def own_copy(tmp_path, catalog_model, name):
     dst = tmp_path / name
-    shutil.copyfile(need(MODELS / catalog_file), dst)
+    shutil.copyfile(model(catalog_model), dst)
     return dst
 
 
 def test_copy_of_the_ssd_is_an_ssd(osprey, tmp_path):
-    mine = own_copy(tmp_path, "ssd-oidv4.onnx", "my-ssd.onnx")
+    mine = own_copy(tmp_path, "ssd-oidv4", "my-ssd.onnx")
     messi = need(MEDIA / "messi5.jpg")
     (rec,), err = detect(osprey, "--model", mine, "--threshold", "0.4", messi)
     assert "outputs fit postprocessor ssd" in err, err
@@ -32,7 +32,7 @@ def test_copy_of_the_ssd_is_an_ssd(osprey, tmp_path):
     # no labels anywhere: the class index is all there is
     assert {d["label"] for d in rec["detections"]} <= {str(d["class"]) for d in rec["detections"]}
     # --labels FILE names them
-    labels = need(MODELS / "ssd-oidv4.labels")
+    labels = model_asset("ssd-oidv4.labels")
     (named,), _ = detect(osprey, "--model", mine, "--labels", labels, "--threshold", "0.4", messi)
     assert "Person" in {d["label"] for d in named["detections"]}
     # and so does a labels file beside the model
@@ -42,7 +42,7 @@ def test_copy_of_the_ssd_is_an_ssd(osprey, tmp_path):
 
 
 def test_copy_of_ultraface_is_a_face_detector(osprey, tmp_path):
-    mine = own_copy(tmp_path, "ultraface-rfb320.onnx", "faces.onnx")
+    mine = own_copy(tmp_path, "ultraface", "faces.onnx")
     (rec,), err = detect(osprey, "--model", mine, "--threshold", "0.5",
                          need(MEDIA / "astronaut.png"))
     assert "outputs fit postprocessor ultraface" in err
@@ -51,11 +51,11 @@ def test_copy_of_ultraface_is_a_face_detector(osprey, tmp_path):
 
 
 def test_wrong_postprocessor_says_what_fits(osprey, tmp_path):
-    mine = own_copy(tmp_path, "ssd-oidv4.onnx", "my-ssd.onnx")
+    mine = own_copy(tmp_path, "ssd-oidv4", "my-ssd.onnx")
     r = run(osprey, "detect", "--model", mine, "--postprocessor", "yolo", MEDIA / "messi5.jpg")
     assert r.returncode == 2
     assert "is no YOLO layout" in r.stderr and "fit --postprocessor ssd" in r.stderr, r.stderr
-    emb = run(osprey, "detect", "--model", need(MODELS / "face-embed.onnx"), MEDIA / "messi5.jpg")
+    emb = run(osprey, "detect", "--model", model("face-embed"), MEDIA / "messi5.jpg")
     assert emb.returncode == 2
     assert "[1,512]" in emb.stderr and "--postprocessor embedding" in emb.stderr, emb.stderr
     r = run(osprey, "detect", "--model", mine, "--labels", tmp_path / "none.labels",

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BIN, MEDIA, MODELS, ROOT, lines, need
+from conftest import BIN, MEDIA, model, ROOT, lines, need
 from ospreyd_client import MSG_COMMAND, frame
 
 
@@ -27,7 +27,7 @@ def make_install(prefix, destdir=None):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     prefix = tmp_path_factory.mktemp("install") / "usr"
     make_install(prefix)
     return prefix
@@ -46,7 +46,7 @@ def test_installed_tree(installed):
     cfg = json.loads((installed / "etc/osprey/ospreyd.json").read_text())
     assert cfg["models"] == [{"model": "ssd-oidv4"}]
     assert (installed / "share/osprey/models/ssd-oidv4.onnx").stat().st_size == \
-        (MODELS / "ssd-oidv4.onnx").stat().st_size
+        model("ssd-oidv4").stat().st_size
     assert (installed / "share/osprey/models/ssd-oidv4.labels").exists()
     assert (installed / "share/doc/osprey/operations.md").exists()
 

@@ -4,7 +4,7 @@ on media it was not calibrated on; the catalog's int8 variants are listed,
 detect by name in the CLI and are served by name by ospreyd."""
 import re
 
-from conftest import MEDIA, MODELS, iou, lines, need, run
+from conftest import MEDIA, model, iou, lines, need, run
 from ospreyd_client import media_image, worker, spawn  # noqa: F401
 
 
@@ -69,7 +69,7 @@ def test_int8_catalog_models_are_listed_and_present(osprey):
 
 
 def test_ssd_int8_detects_like_float(osprey):
-    need(MODELS / "ssd-oidv4-int8-v2.onnx")
+    model("ssd-oidv4-int8")
     (fl,) = detect(osprey, "--model", "ssd-oidv4", MEDIA / "messi5.jpg")
     (q,) = detect(osprey, "--model", "ssd-oidv4-int8", MEDIA / "messi5.jpg")
     people = [d for d in q["detections"] if d["label"] == "Person"]
@@ -80,7 +80,7 @@ def test_ssd_int8_detects_like_float(osprey):
 
 
 def test_ospreyd_serves_ultraface_int8_by_name(worker):
-    need(MODELS / "ultraface-int8-v2.onnx")
+    model("ultraface-int8")
     w, ready = worker({"runtime": "onnxruntime", "models": [{"model": "ultraface-int8"}]})
     reply = w.conn.infer_raw(0, media_image("astronaut.png"))
     faces = reply["detections"]

@@ -9,7 +9,7 @@ import wave
 
 import pytest
 
-from conftest import MODELS, need, run, lines
+from conftest import model_asset, need, run, lines
 
 PHRASES = [
     "The quick brown fox jumps over the lazy dog",
@@ -89,7 +89,7 @@ def check_segments(segs, spans):
 
 
 def test_segments_cover_the_speech(osprey, speech):
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     r = run(osprey, "listen", speech["path"])
     assert r.returncode == 0, r.stderr
     recs = lines(r.stdout)
@@ -98,7 +98,7 @@ def test_segments_cover_the_speech(osprey, speech):
 
 
 def test_stereo_gives_the_same_segments(osprey, speech):
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     mono = run(osprey, "listen", speech["path"])
     stereo = run(osprey, "listen", "--model", "silero-vad", speech["stereo"])
     assert stereo.returncode == 0, stereo.stderr
@@ -106,7 +106,7 @@ def test_stereo_gives_the_same_segments(osprey, speech):
 
 
 def test_threshold_changes_what_counts(osprey, speech):
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     strict = run(osprey, "listen", "--threshold", "0.99", speech["path"])
     loose = run(osprey, "listen", "--threshold", "0.3", speech["path"])
     assert strict.returncode == 0 and loose.returncode == 0
@@ -120,7 +120,7 @@ def test_live_replay(osprey, speech):
     """Real-time replay of one phrase: readings arrive while the file plays,
     each with an age that is a whole number of 32 ms chunks, and the segments
     found live cover the phrase as the offline pass does."""
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     rate, s = espeak(PHRASES[1], speech["dir"] / "live.wav")
     a, b = voiced(s)
     pad = int(1.0 * rate)

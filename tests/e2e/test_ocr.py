@@ -3,7 +3,7 @@ rendered with Debian's DejaVu Sans Bold is read exactly, a real street sign
 yields its text boxes, and bad input is refused."""
 import pytest
 
-from conftest import MEDIA, MODELS, need, run, lines
+from conftest import MEDIA, model, model_asset, need, run, lines
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"  # Debian fonts-dejavu-core
 
@@ -28,9 +28,9 @@ def need_font():
 
 
 def ocr(osprey, *args):
-    need(MODELS / "ocr-det.onnx")
-    need(MODELS / "ocr-rec.onnx")
-    need(MODELS / "ocr-rec.labels")
+    model("ocr-det")
+    model("ocr-rec")
+    model_asset("ocr-rec.labels")
     r = run(osprey, "ocr", *args)
     assert r.returncode == 0, r.stderr
     return lines(r.stdout)

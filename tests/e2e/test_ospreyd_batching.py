@@ -5,7 +5,7 @@ window."""
 import json
 import time
 
-from ospreyd_client import (MODELS, MSG_RAW, SSD_CATALOG, detections_match, media_image, need,
+from ospreyd_client import (model, MSG_RAW, SSD_CATALOG, detections_match, media_image, need,
                             p_raw, spawn, worker)  # noqa: F401
 from test_ospreyd_sockets import serve
 
@@ -13,7 +13,7 @@ FRAMES = ["messi5.jpg", "chelsea.png", "astronaut.png", "basketball1.png"]
 
 
 def test_batched_run_matches_per_item(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     images = [media_image(n) for n in FRAMES]
     single, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     one = [single.conn.infer_raw(0, im) for im in images]
@@ -32,7 +32,7 @@ def test_batched_run_matches_per_item(worker):
 def test_window_batches_ssd(worker):
     """Window mode on the real model: four frames in one window, one stacked
     run, each answered on its own request with batchSize 4."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "batch_mode": "window",
                    "window_ms": 2000, "max_batch_size": 4, "concurrency": 4})
     c = w.conn

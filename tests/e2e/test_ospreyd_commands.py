@@ -4,7 +4,7 @@ import json
 import struct
 import time
 
-from ospreyd_client import (MODELS, MSG_COMMAND, MSG_RAW, SSD_CATALOG, ULTRAFACE_CATALOG,
+from ospreyd_client import (model, MSG_COMMAND, MSG_RAW, SSD_CATALOG, ULTRAFACE_CATALOG,
                             check_clean, iou, media_bytes, media_image, need, p_raw,
                             person, solid, spawn, ssd_path_config, tb_script, worker)  # noqa: F401
 
@@ -12,7 +12,7 @@ ASTRONAUT_FACE = [180, 62, 268, 174]
 
 
 def start_ssd(worker, *args, **extra):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     cfg = {"runtime": "onnxruntime", "models": [ssd_path_config()]}
     cfg.update(extra)
     w, ready = worker(cfg, *args)
@@ -28,7 +28,7 @@ def one_face(rec):
 
 
 def test_load_replace_unload(worker):
-    need(MODELS / "ultraface-rfb320.onnx")
+    model("ultraface")
     w = start_ssd(worker)
     c = w.conn
     done0 = c.mem_stats()["modelLoad"]["completed"]
@@ -41,7 +41,7 @@ def test_load_replace_unload(worker):
     assert st["cmd"] == "status"
     assert [list(m) for m in st["models"]] == [["index", "path", "loaded", "postprocessor"]] * 2
     m0, m1 = st["models"]
-    assert m0 == {"index": 0, "path": str(MODELS / "ssd-oidv4.onnx"), "loaded": True,
+    assert m0 == {"index": 0, "path": str(model("ssd-oidv4")), "loaded": True,
                   "postprocessor": "ssd"}, m0
     assert m1["index"] == 1 and m1["loaded"] is True and m1["postprocessor"] == "ultraface", m1
     assert isinstance(m1["path"], str) and m1["path"].endswith(".onnx"), m1
@@ -98,7 +98,7 @@ def test_replace_failure_keeps_old_model(worker):
     r = w.conn.command({"cmd": "replace", "index": 0, "config": {"path": "/nonexistent/y.onnx"}})
     assert r["status"] == "error", r
     assert person(w.conn.infer_jpeg(0, media_bytes("messi5.jpg"))) >= 0.7
-    assert w.conn.status()["models"][0]["path"] == str(MODELS / "ssd-oidv4.onnx")
+    assert w.conn.status()["models"][0]["path"] == str(model("ssd-oidv4"))
 
 
 def test_reconfigure(worker):
@@ -144,7 +144,7 @@ def test_reconfigure_refuses_reload_keys(worker):
                    "config": {"inputSize": 640, "postprocessor": "yolo"}})
     assert r["error"].startswith(
         "keys not reconfigurable without a reload: inputSize, postprocessor (allowed: "), r
-    assert c.status()["models"][0]["path"] == str(MODELS / "ssd-oidv4.onnx")
+    assert c.status()["models"][0]["path"] == str(model("ssd-oidv4"))
 
 
 MEM_KEYS = ["cmd", "status", "memory", "mallocArenas", "counters", "backpressure",
@@ -225,7 +225,7 @@ def test_uptime_advances(worker):
 
 
 def test_status_not_overtaking_load(worker):
-    need(MODELS / "ultraface-rfb320.onnx")
+    model("ultraface")
     w = start_ssd(worker)
     c = w.conn
     load = c.send_command({"cmd": "load", "index": 1, "config": ULTRAFACE_CATALOG})

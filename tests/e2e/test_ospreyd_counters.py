@@ -10,7 +10,7 @@ import json
 import struct
 from collections import Counter
 
-from ospreyd_client import (MODELS, MSG_BATCH, MSG_CACHED, MSG_JPEG, MSG_RAW, ULTRAFACE_CATALOG,
+from ospreyd_client import (model, MSG_BATCH, MSG_CACHED, MSG_JPEG, MSG_RAW, ULTRAFACE_CATALOG,
                             media_bytes, media_image, need, p_batch, p_cached, p_jpeg, p_raw,
                             solid, spawn)  # noqa: F401
 from test_ospreyd_http import get, parse_metrics, sample, serve, wait_http
@@ -31,8 +31,8 @@ def outcome(rec):
 
 
 def test_every_request_is_counted_once_and_the_counts_add_up(spawn, tmp_path):
-    need(MODELS / "ultraface-rfb320.onnx")
-    need(MODELS / "blazeface.onnx")
+    model("ultraface")
+    model("blazeface")
     w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [ULTRAFACE_CATALOG, BLAZEFACE],
                                 "concurrency": 1})
     wait_http(w, w.hport)

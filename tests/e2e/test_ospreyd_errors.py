@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from ospreyd_client import (MODELS, MSG_BATCH, MSG_CACHE, MSG_CACHED, MSG_COMMAND, MSG_JPEG,
+from ospreyd_client import (model, MSG_BATCH, MSG_CACHE, MSG_CACHED, MSG_COMMAND, MSG_JPEG,
                             MSG_RAW, SSD_CATALOG, Worker, check_clean, deadline_prefix,
                             media_bytes, need, p_batch, p_cache, p_cached, p_raw, person, solid)
 
@@ -17,7 +17,7 @@ NOT_LOADED = {"error": "Model 3 not loaded", "kind": "detections", "detections":
 
 
 def _start(tmp_path_factory, version):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w = Worker(workdir=tmp_path_factory.mktemp(f"errors-v{version}"))
     ready = w.conn.hello({"runtime": "onnxruntime", "models": [SSD_CATALOG],
                           "protocolVersion": version})

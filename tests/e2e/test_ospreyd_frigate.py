@@ -15,7 +15,7 @@ import zmq
 from PIL import Image as PILImage
 
 from frigate_client import FrigateZmq, decode
-from ospreyd_client import (MEDIA, MESSI_PERSON, MODELS, SANITIZED, SSD_CATALOG, iou, need,  # noqa: F401
+from ospreyd_client import (MEDIA, MESSI_PERSON, model, SANITIZED, SSD_CATALOG, iou, need,  # noqa: F401
                             spawn, tb_config, tb_script)
 
 ZEROS = np.zeros((20, 6), np.float32)
@@ -69,7 +69,7 @@ def ctx():
 
 @pytest.fixture
 def ssd(spawn, tmp_path):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     return start(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 2})
 
 
@@ -198,7 +198,7 @@ def test_reconnect_after_the_client_drops(spawn, tmp_path, ctx):
     """zmq alone (no host on stdin, no --listen): a client that goes away
     with a frame in flight, then comes back with a new socket, is served
     as before; SIGTERM ends the process cleanly."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w = start(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG]}, listen=False)
     frame = messi()
     f = FrigateZmq(ctx, w.endpoint, "ssd-oidv4", timeout_ms=10000)

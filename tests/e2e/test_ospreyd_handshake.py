@@ -1,7 +1,7 @@
 """ospreyd's startup handshake over stdin/stdout, at wire v1 and v2."""
 import json
 
-from ospreyd_client import (MSG_COMMAND, MSG_JPEG, MSG_RAW, MODELS, SSD_CATALOG, check_clean,
+from ospreyd_client import (MSG_COMMAND, MSG_JPEG, MSG_RAW, model, SSD_CATALOG, check_clean,
                             frame, media_bytes, need, p_raw, person, solid, spawn,  # noqa: F401
                             ssd_path_config, worker)  # noqa: F401
 
@@ -9,7 +9,7 @@ READY_KEYS = ["status", "models", "total", "startupMs", "runtime", "workers", "p
 
 
 def test_ready_v1_old_host(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, ready = worker({"runtime": "onnxruntime", "models": [ssd_path_config()]})
     assert list(ready) == READY_KEYS, ready
     assert ready["status"] == "ready"
@@ -72,7 +72,7 @@ def test_string_version_two_is_v2(worker):
 
 
 def test_failed_model_leaves_slot_unloaded(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, ready = worker({"runtime": "onnxruntime",
                        "models": [{"path": "/nonexistent/model.onnx", "postprocessor": "ssd"},
                                   ssd_path_config()]})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ospreyd_client import (BIN, MODELS, ROOT, SANITIZED, SSD_CATALOG, TIMEOUT, free_port,  # noqa: F401
+from ospreyd_client import (BIN, model, ROOT, SANITIZED, SSD_CATALOG, TIMEOUT, free_port,  # noqa: F401
                             media_image, need, solid, spawn, tb_script)
 
 BROWSER_DIR = Path(__file__).resolve().parent / "browser"
@@ -84,7 +84,7 @@ def sample(metrics, name, **labels):
 
 @pytest.fixture
 def ssd_http(spawn, tmp_path):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 2})
     wait_http(w, w.hport)
     return w

@@ -1,7 +1,7 @@
 """Every message type through ospreyd with real models and media."""
 import pytest
 
-from ospreyd_client import (FMT_BGR, FMT_GRAY, MODELS, SSD_CATALOG, assert_python_json,
+from ospreyd_client import (FMT_BGR, FMT_GRAY, model, SSD_CATALOG, assert_python_json,
                             check_clean, detections_match, iou, media_bytes, media_image, need,
                             now_ms, person, solid, spawn, ssd_path_config, worker)  # noqa: F401
 
@@ -13,7 +13,7 @@ RESULT_KEYS = ["kind", "detections", "inferenceMs", "preprocessMs", "predictMs",
 def ssd(request, worker):
     """A worker with the SSD detector at index 0, given the seed's way (a
     path and its preprocessing keys) or by catalog name (extension)."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     cfg = ssd_path_config() if request.param == "path" else SSD_CATALOG
     w, ready = worker({"runtime": "onnxruntime", "models": [cfg]})
     assert ready["models"] == 1, ready
@@ -139,7 +139,7 @@ def test_cache_frame_replaces_same_id(ssd):
 
 
 def test_v2_every_type(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, ready = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "protocolVersion": 2})
     c = w.conn
     later = now_ms() + 60_000
@@ -193,7 +193,7 @@ def test_replies_are_python_json(ssd):
 
 
 def test_ultraface_astronaut_by_catalog(worker):
-    need(MODELS / "ultraface-rfb320.onnx")
+    model("ultraface")
     w, ready = worker({"runtime": "onnxruntime", "models": [{"model": "ultraface"}]})
     rec = w.conn.infer_raw(0, media_image("astronaut.png"))
     faces = rec["detections"]
@@ -204,8 +204,8 @@ def test_ultraface_astronaut_by_catalog(worker):
 def test_ultraface_by_path_names_its_class_face(worker):
     """A host of the Python worker names the file, not the catalog entry: the
     face detector's one class is still called "face"."""
-    need(MODELS / "ultraface-rfb320.onnx")
-    cfg = {"path": str(MODELS / "ultraface-rfb320.onnx"), "postprocessor": "ultraface",
+    model("ultraface")
+    cfg = {"path": str(model("ultraface")), "postprocessor": "ultraface",
            "inputWidth": 320, "inputHeight": 240}
     w, ready = worker({"runtime": "onnxruntime", "models": [cfg]})
     faces = w.conn.infer_raw(0, media_image("astronaut.png"))["detections"]
@@ -237,8 +237,7 @@ def test_embedding_base64_extension(worker):
     bytes; it decodes to the same unit vector the JSON array gives."""
     import base64
     import struct as st
-    from ospreyd_client import MODELS as M, need as nd
-    nd(M / "face-embed.onnx")
+    model("face-embed")
     w, _ = worker({"runtime": "onnxruntime", "models": [
         {"model": "face-embed"}, {"model": "face-embed", "embeddingEncoding": "base64"}]})
     img = media_image("astronaut.png")

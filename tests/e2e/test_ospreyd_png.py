@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from ospreyd_client import (FMT_GRAY, MODELS, Image, SSD_CATALOG, media_image, need, spawn,  # noqa: F401
+from ospreyd_client import (FMT_GRAY, model, Image, SSD_CATALOG, media_image, need, spawn,  # noqa: F401
                             tb_config, tb_script, worker)
 
 # Adam7: (first column, first row, column step, row step) of each pass
@@ -109,7 +109,7 @@ def test_a_truncated_png_is_an_error_between_rows(tb):
 def test_rows_give_the_tensor_of_the_whole_frame(worker):
     """The SSD on chelsea and basketball1: PNG bytes row by row, the same
     PNG interlaced (held whole) and the raw pixels give the same answer."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     for name in ("chelsea.png", "basketball1.png"):
         img = rgb(media_image(name))

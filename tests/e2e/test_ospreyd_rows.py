@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ospreyd_client import (DROPPED_DEADLINE, FMT_BGR, MODELS, MSG_RAW, SSD_CATALOG,
+from ospreyd_client import (DROPPED_DEADLINE, FMT_BGR, model, MSG_RAW, SSD_CATALOG,
                             ULTRAFACE_CATALOG, detections_match, frame, media_image, need, now_ms,
                             p_raw, spawn, worker)  # noqa: F401
 from test_ospreyd_threads import tiled
@@ -29,14 +29,14 @@ def whole(c, model_idx, img, frame_id):
     return c.infer_cached(model_idx, frame_id)
 
 
-@pytest.mark.parametrize("model,file,picture,nx,ny", [
-    (SSD_CATALOG, "ssd-oidv4.onnx", "messi5.jpg", 3, 3),
-    (ULTRAFACE_CATALOG, "ultraface-rfb320.onnx", "astronaut.png", 3, 2)])
-def test_rows_match_the_whole_frame(worker, model, file, picture, nx, ny):
+@pytest.mark.parametrize("cfg,picture,nx,ny", [
+    (SSD_CATALOG, "messi5.jpg", 3, 3),
+    (ULTRAFACE_CATALOG, "astronaut.png", 3, 2)])
+def test_rows_match_the_whole_frame(worker, cfg, picture, nx, ny):
     """ssd-oidv4 resizes 1644x1026 to 300x300, ultraface 1536x1024 to
     320x240: blended rows and a general width, in both colour orders."""
-    need(MODELS / file)
-    w, _ = worker({"runtime": "onnxruntime", "models": [model]})
+    model(cfg["model"])
+    w, _ = worker({"runtime": "onnxruntime", "models": [cfg]})
     c = w.conn
     big = tiled(media_image(picture), nx, ny)
     before, bytes_before = prepared_as_read(c), relayed(c)
@@ -56,7 +56,7 @@ def test_rows_match_the_whole_frame(worker, model, file, picture, nx, ny):
 def test_rows_whole_factor_shrink(worker):
     """1920x1080 to ultraface's 320x240: the width shrinks by exactly 6, the
     path that averages pixel pairs."""
-    need(MODELS / "ultraface-rfb320.onnx")
+    model("ultraface")
     w, _ = worker({"runtime": "onnxruntime", "models": [ULTRAFACE_CATALOG]})
     c = w.conn
     big = tiled(media_image("astronaut.png"), 4, 3)  # 2048x1536: crop to 1920x1080
@@ -73,7 +73,7 @@ def test_rows_pauses_and_trailing_bytes(worker):
     """The frame arrives in pieces cut mid-row with pauses, and carries 777
     bytes after its pixels (ignored, as the protocol says); the request after
     it is read from the right place."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     c = w.conn
     big = tiled(media_image("messi5.jpg"), 3, 3)
@@ -91,7 +91,7 @@ def test_rows_pauses_and_trailing_bytes(worker):
 def test_rows_deadline_passes_while_reading(worker):
     """A v2 frame whose deadline passes while its pixels are still arriving
     is shed when it is complete, never run."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "protocolVersion": 2})
     c = w.conn
     big = tiled(media_image("messi5.jpg"), 3, 3)
@@ -111,7 +111,7 @@ def test_rows_model_unloaded_while_reading(spawn, tmp_path):
     model: A's frame gets the reply any frame for an unloaded model gets,
     and the server goes on."""
     from test_ospreyd_sockets import serve
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG]}, "unix")
     a, b = w.connect(), w.connect()
     assert a.hello({"protocolVersion": 1})["status"] == "ready"
@@ -135,7 +135,7 @@ def test_rows_hang_up_inside_a_frame(worker):
     """stdin closes half-way through a frame being prepared: the replies
     already owed go out, the partial frame is reported and dropped, and the
     worker exits cleanly."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     c = w.conn
     big = tiled(media_image("messi5.jpg"), 3, 3)
@@ -159,7 +159,7 @@ def test_rows_frames_already_whole(worker):
     are prepared where they lie (no copy, no hand-over to a preparing
     thread); smaller ones take the usual path. Both answer as the whole-
     frame path does."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     c = w.conn
     messi = media_image("messi5.jpg")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ospreyd_client import (MODELS, MSG_COMMAND, MSG_RAW, ospreyd_exe, frame, free_port,  # noqa: F401
+from ospreyd_client import (model_asset, MSG_COMMAND, MSG_RAW, ospreyd_exe, frame, free_port,  # noqa: F401
                             need, solid, spawn, tb_config, tb_script, worker)
 
 FACE = [(0.9, [0.1, 0.1, 0.5, 0.5])]
@@ -433,7 +433,7 @@ def test_stream_parameters_have_stated_maxima(worker, tmp_path):
 
 
 def test_streams_per_connection_are_capped(worker, tmp_path):
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     w, _ = worker({"runtime": "onnxruntime", "models": []})
     threads0 = w.conn.mem_stats()["memory"]["threads"]
     ids = [w.conn.send_command({"cmd": "open_stream", "config": {"model": "silero-vad"}})
@@ -451,7 +451,7 @@ def test_streams_per_connection_are_capped(worker, tmp_path):
 
 
 def test_stream_loads_are_bounded_like_model_loads(worker):
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     # a bound no ONNX Runtime session creation meets: every open is answered at it
     w, _ = worker({"runtime": "onnxruntime", "models": [], "modelLoadTimeoutMs": 1})
     r = w.conn.command({"cmd": "open_stream", "config": {"model": "silero-vad"}}, timeout=30)

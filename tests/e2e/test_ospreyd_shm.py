@@ -7,7 +7,7 @@ from multiprocessing import shared_memory
 import numpy as np
 import pytest
 
-from ospreyd_client import (MODELS, SSD_CATALOG, detections_match, media_image, need,  # noqa: F401
+from ospreyd_client import (model, SSD_CATALOG, detections_match, media_image, need,  # noqa: F401
                             spawn, worker)
 
 MSG_SHM = 0x06
@@ -34,7 +34,7 @@ def rgb_to_i420(rgb, w, h):
 
 @pytest.fixture
 def ssd(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "protocolVersion": 2})
     return w
 

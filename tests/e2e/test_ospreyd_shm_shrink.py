@@ -5,13 +5,13 @@ import os
 
 import pytest
 
-from ospreyd_client import MODELS, SSD_CATALOG, media_image, need, spawn, worker  # noqa: F401
+from ospreyd_client import model, SSD_CATALOG, media_image, need, spawn, worker  # noqa: F401
 from test_ospreyd_shm import MSG_SHM, region, shm_payload  # noqa: F401
 
 
 @pytest.fixture
 def ssd(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "protocolVersion": 2})
     return w
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from ospreyd_client import (MODELS, MSG_RAW, SSD_CATALOG, check_clean, media_bytes, need, p_raw,
+from ospreyd_client import (model, MSG_RAW, SSD_CATALOG, check_clean, media_bytes, need, p_raw,
                             person, spawn, tb_config, tb_script, worker)  # noqa: F401
 
 
@@ -45,7 +45,7 @@ def test_in_flight_answered_then_exit_0(worker, tmp_path, how):
 
 
 def test_eof_real_model(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     c = w.conn
     ids = [c.send(1, b"\x00" + media_bytes("messi5.jpg")) for _ in range(3)]

@@ -8,14 +8,14 @@ import os
 import subprocess
 import sys
 
-from ospreyd_client import BIN, MODELS, ROOT, SANITIZED, need
+from ospreyd_client import BIN, ROOT, SANITIZED, model
 
 REQUESTS = 800 if SANITIZED else 4000
 
 
 def test_short_soak_with_model_churn_answers_all_and_adds_up(tmp_path):
-    for name in ("ultraface-rfb320", "ultraface-int8", "blazeface", "face-liveness", "face-embed"):
-        need(MODELS / f"{name}.onnx")
+    for name in ("ultraface", "ultraface-int8", "blazeface", "face-liveness", "face-embed"):
+        model(name)
     out = tmp_path / "soak.json"
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "soak.py"), "--ospreyd", str(BIN / "ospreyd"),
                         "--requests", str(REQUESTS), "--churn-s", "1", "--report-s", "5",

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ospreyd_client import (MODELS, MSG_COMMAND, MSG_JPEG, MSG_RAW, SSD_CATALOG,
+from ospreyd_client import (model, MSG_COMMAND, MSG_JPEG, MSG_RAW, SSD_CATALOG,
                             ULTRAFACE_CATALOG, check_clean, frame, free_port, iou, media_bytes,
                             media_image, need, p_raw, person, solid, spawn, tb_config,  # noqa: F401
                             tb_script)
@@ -43,13 +43,13 @@ def hello(conn, version, models=None):
 
 @pytest.fixture
 def ssd_server(spawn, tmp_path):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     return serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG],
                                    "concurrency": 2})
 
 
 def test_unix_two_versions_share_models(ssd_server):
-    need(MODELS / "ultraface-rfb320.onnx")
+    model("ultraface")
     a, b = ssd_server.connect(), ssd_server.connect()
     # a connection naming the preloaded model shares it (no second load);
     # one naming none counts none in its ready reply but serves the slots
@@ -83,7 +83,7 @@ def test_unix_two_versions_share_models(ssd_server):
 
 
 def test_tcp_many_connections(spawn, tmp_path):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG],
                                 "concurrency": 2}, "tcp")
     conns = [w.connect() for _ in range(8)]

@@ -8,7 +8,7 @@ import wave
 
 import pytest
 
-from ospreyd_client import MODELS, need, spawn, worker  # noqa: F401
+from ospreyd_client import model_asset, need, spawn, worker  # noqa: F401
 
 MSG_PUSH = 0x07
 CHUNK = 512  # samples at 16 kHz per frame
@@ -31,7 +31,7 @@ def push(conn, sid, chunk):
 
 
 def test_vad_stream_answers_every_push_at_once(worker, tmp_path):
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     w, _ = worker({"runtime": "onnxruntime", "models": []})
     c = w.conn
     opened = c.command({"cmd": "open_stream", "config": {"model": "silero-vad"}}, timeout=60)
@@ -68,7 +68,7 @@ def test_vad_stream_answers_every_push_at_once(worker, tmp_path):
 
 
 def test_stream_errors(worker):
-    need(MODELS / "silero_vad_v5.onnx")
+    model_asset("silero_vad_v5.onnx")
     w, _ = worker({"runtime": "onnxruntime", "models": []})
     c = w.conn
     bad = c.command({"cmd": "open_stream", "config": {"model": "nope"}})

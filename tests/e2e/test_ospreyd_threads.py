@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from ospreyd_client import (FMT_BGR, MODELS, MSG_RAW, SSD_CATALOG, Image, detections_match,
+from ospreyd_client import (FMT_BGR, model, MSG_RAW, SSD_CATALOG, Image, detections_match,
                             frame, media_image, need, p_raw, spawn, tb_config, worker)  # noqa: F401
 
 
@@ -31,7 +31,7 @@ def tiled(img: Image, nx: int, ny: int) -> Image:
 
 
 def test_lone_frames_take_the_wide_session_and_agree(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     c = w.conn
     th = mem_threading(c)
@@ -60,7 +60,7 @@ def test_no_lone_run_while_input_is_arriving(spawn, tmp_path):
     thread. Once A's frame is in, it runs alone, and so does B's next."""
     import time
     from test_ospreyd_sockets import serve
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w = serve(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG]}, "unix")
     a, b = w.connect(), w.connect()
     assert a.hello({"protocolVersion": 1})["status"] == "ready"
@@ -141,7 +141,7 @@ def test_worker_threads_are_named(worker):
 
 
 def test_lone_frame_threads_off(worker):
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG], "loneFrameThreads": 0})
     c = w.conn
     c.infer_raw(0, media_image("messi5.jpg"))
@@ -153,7 +153,7 @@ def test_large_frame_in_uneven_pieces(worker):
     """A 5 MB frame written in pieces whose ends fall at odd offsets, with
     pauses so the server empties the pipe at each: the same detections as
     the frame written whole."""
-    need(MODELS / "ssd-oidv4.onnx")
+    model("ssd-oidv4")
     w, _ = worker({"runtime": "onnxruntime", "models": [SSD_CATALOG]})
     c = w.conn
     big = tiled(media_image("messi5.jpg"), 3, 3)

@@ -2,8 +2,9 @@
  * Decoding and encoding: JPEG through TurboJPEG (with its scaled decode),
  * PNG through libpng in every pixel layout the format has, snapshots
  * written and read back, and damaged input of every kind refused with a
- * reason rather than a crash. Images are made here; the real media in
- * ~/.cache/osprey/media is used only when present.
+ * reason rather than a crash. Images are made here; the real media of the
+ * asset cache ($OSPREY_CACHE/media, else ~/.cache/osprey/media) is used only
+ * when present.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <turbojpeg.h>
 
 #include "image/image.h"
+#include "model/model.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -564,10 +566,10 @@ static void test_jpeg_save_and_errors(void **state) {
 
 static void test_real_media(void **state) {
     (void)state;
-    const char *home = getenv("HOME");
-    char jpg[512], png[512];
-    snprintf(jpg, sizeof(jpg), "%s/.cache/osprey/media/messi5.jpg", home ? home : "");
-    snprintf(png, sizeof(png), "%s/.cache/osprey/media/chelsea.png", home ? home : "");
+    char cache[400], jpg[512], png[512];
+    osp_cache_dir(cache, sizeof cache);
+    snprintf(jpg, sizeof(jpg), "%s/media/messi5.jpg", cache);
+    snprintf(png, sizeof(png), "%s/media/chelsea.png", cache);
     if (access(jpg, R_OK) != 0 || access(png, R_OK) != 0) {
         print_message("media cache absent, skipping\n");
         skip();

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "model/model.h"
 #include "runtime/runtime.h"
 
 /* UltraFace RFB-320: input [1,3,240,320] float32, outputs scores [1,4420,2]
@@ -29,16 +30,11 @@
 static char g_model[1024];
 static char g_dir[] = "/tmp/osp_ort_XXXXXX";
 
-/* The model is a fetched asset: $OSPREY_CACHE/models, else
- * $HOME/.cache/osprey/models (the lookup of model/catalog.c). */
+/* The model is a fetched asset, found where osprey finds the catalog's
+ * ultraface ($OSPREY_CACHE/models, else $HOME/.cache/osprey/models). */
 static int find_model(void **s) {
     (void)s;
-    const char *cache = getenv("OSPREY_CACHE"), *home = getenv("HOME");
-    if (cache && *cache)
-        snprintf(g_model, sizeof g_model, "%s/models/ultraface-rfb320.onnx", cache);
-    else
-        snprintf(g_model, sizeof g_model, "%s/.cache/osprey/models/ultraface-rfb320.onnx",
-                 home ? home : "");
+    osp_catalog_path(osp_catalog_find("ultraface"), g_model, sizeof g_model);
     struct stat st;
     if (stat(g_model, &st) != 0) {
         fprintf(stderr,
