@@ -46,7 +46,7 @@ from pathlib import Path
 MSG_COMMAND, MSG_JPEG, MSG_RAW, MSG_BATCH = 0, 1, 2, 3
 NEVER = 3  # a slot no model is loaded at
 TARGET = 1.05
-KINDS = ("badRequest", "notLoaded", "notCached", "failed", "noMemory")
+KINDS = ("badRequest", "notLoaded", "notCached", "failed", "noMemory", "timedOut", "reloading")
 
 # slot -> the models the churn alternates between
 SLOTS = {0: ({"model": "ultraface"}, {"model": "ultraface-int8"}),

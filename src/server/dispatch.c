@@ -8,6 +8,7 @@
 #include "sched/gate.h"
 #include "sched/sched.h"
 #include "sched/window.h"
+#include "server/account.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/exec.h"
@@ -59,13 +60,23 @@ void srv_reply_too_short(server_t *s, conn_t *c, uint32_t total_len, uint32_t re
     srv_stat_add(s, SRV_ST_ERRORS, 1);
 }
 
-/* The "model i not loaded" reply in the shape the request type calls for. */
-static void reply_not_loaded(server_t *s, conn_t *c, uint32_t req_id, uint8_t msg_type, int idx) {
+/* The "model i not loaded" reply in the shape the request type calls for,
+ * counted. */
+static void reply_not_loaded(server_t *s, conn_t *c, uint32_t req_id, uint8_t msg_type, int idx,
+                             int64_t items) {
     osp_jw_t *w = srv_reply_buf(s);
     size_t at = osp_wire_reply_begin(w);
     osp_wire_json_not_loaded(w, msg_type, (unsigned)idx);
     osp_wire_reply_end(w, at, req_id);
     srv_send(s, c, w);
+    srv_account(s, idx, items, SRV_OUTCOME_FAILED(SRV_FAIL_NOT_LOADED), 0);
+}
+
+/* An error reply to an inference request that became no job, counted. */
+static void refuse(server_t *s, conn_t *c, uint32_t req_id, int idx, int64_t items,
+                   srv_fail_t kind, srv_err_t shape, const char *msg) {
+    srv_reply_error(s, c, req_id, shape, msg);
+    srv_account(s, idx, items, SRV_OUTCOME_FAILED(kind), 0);
 }
 
 /* ---- jobs coming back ---------------------------------------------------------------- */
@@ -91,7 +102,6 @@ static void count_served(server_t *s, const frame_job_t *j) {
     int as_read = j->r.t0.tv_sec == 0 && j->r.t0.tv_nsec == 0;
     double total = osp_gate_ms_since(&j->r.arrived) + (as_read ? prep : 0);
     double queue = total - prep - pred;
-    srv_stat_frames(s, idx, SRV_OUT_SERVED, 1);
     srv_stat_duration(s, idx, SRV_STAGE_QUEUE, queue > 0 ? queue : 0);
     srv_stat_duration(s, idx, SRV_STAGE_PREPROCESS, prep);
     srv_stat_duration(s, idx, SRV_STAGE_PREDICT, pred);
@@ -101,46 +111,19 @@ static void count_served(server_t *s, const frame_job_t *j) {
 static void frame_done(server_t *s, srv_job_t *h) {
     frame_job_t *j = (frame_job_t *)h;
     int idx = j->r.model_idx, admitted = j->admitted;
-    if (j->r.shed) {
-        srv_stat_shed_deadline(s, idx, j->r.deadline_ms, 1);
-        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
-    }
-    if (j->r.failed) {
-        srv_req_error(s, idx, SRV_FAIL_FAILED);
-        srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
-    }
-    if (!j->r.shed && !j->r.failed) {
-        count_served(s, j);
-        srv_req_served(s, idx);
-    }
+    if (j->r.outcome.fate == SRV_SERVED) count_served(s, j);
     srv_job_retire(s, h);
     if (admitted) next_after(s, idx);
 }
 
-static void batch_done(server_t *s, srv_job_t *h) {
-    batch_job_t *b = (batch_job_t *)h;
-    int idx = b->r.model_idx, n = b->r.rq.u.batch.count;
-    if (b->r.shed) {
-        srv_stat_shed_deadline(s, idx, b->r.deadline_ms, n);
-        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
-    }
-    if (b->r.failed) {
-        srv_req_error(s, idx, SRV_FAIL_FAILED);
-        srv_stat_frames(s, idx, SRV_OUT_ERROR, n);
-    }
-    if (!b->r.shed && !b->r.failed) {
-        srv_stat_frames(s, idx, SRV_OUT_SERVED, n);
-        srv_req_served(s, idx);
-    }
-    srv_job_retire(s, h);
-}
+static void batch_done(server_t *s, srv_job_t *h) { srv_job_retire(s, h); }
 
 static void window_done(server_t *s, srv_job_t *h) { srv_window_job_free(s, (window_job_t *)h); }
 
 /* One request of a run given up: answered with msg unless its worker had
- * answered it already (shed at the gate, failed to prepare), and counted. */
-static void answer_given_up(server_t *s, srv_req_t *r, const char *msg, int64_t items) {
-    if (!r->shed && !r->failed) {
+ * answered it already (shed at the gate, failed to prepare). */
+static void answer_given_up(server_t *s, srv_req_t *r, const char *msg) {
+    if (r->outcome.fate == SRV_SERVED) {
         osp_jw_reset(&r->out);
         size_t at = osp_wire_reply_begin(&r->out);
         if (r->h.kind == SRV_JOB_BATCH)
@@ -148,12 +131,7 @@ static void answer_given_up(server_t *s, srv_req_t *r, const char *msg, int64_t 
         else
             osp_wire_json_infer_error(&r->out, msg);
         osp_wire_reply_end(&r->out, at, r->req_id);
-        r->failed = 1;
-    }
-    if (r->shed) srv_stat_shed_deadline(s, r->model_idx, r->deadline_ms, items);
-    if (r->failed) {
-        srv_stat_add(s, SRV_ST_ERRORS, 1);
-        srv_stat_frames(s, r->model_idx, SRV_OUT_ERROR, items);
+        r->outcome = SRV_OUTCOME_FAILED(SRV_FAIL_TIMED_OUT);
     }
     srv_job_answer(s, &r->h);
 }
@@ -161,18 +139,18 @@ static void answer_given_up(server_t *s, srv_req_t *r, const char *msg, int64_t 
 int srv_dispatch_abandoned(server_t *s, srv_job_t *h, const char *msg) {
     if (h->kind == SRV_JOB_WINDOW) {
         window_job_t *w = (window_job_t *)h;
-        for (int i = 0; i < w->n; i++) answer_given_up(s, &w->items[i]->r, msg, 1);
+        for (int i = 0; i < w->n; i++) answer_given_up(s, &w->items[i]->r, msg);
         return w->n;
     }
     srv_req_t *r = (srv_req_t *)h;
     if (h->kind == SRV_JOB_BATCH) {
-        answer_given_up(s, r, msg, r->rq.u.batch.count);
+        answer_given_up(s, r, msg);
         return 1;
     }
     frame_job_t *j = (frame_job_t *)h;
     int admitted = j->admitted;
     j->admitted = 0;
-    answer_given_up(s, r, msg, 1);
+    answer_given_up(s, r, msg);
     if (admitted) next_after(s, r->model_idx); /* its run slot is the next frame's */
     return 1;
 }
@@ -191,6 +169,22 @@ void srv_dispatch_returned(server_t *s, srv_job_t *h) {
 static void job_drop(server_t *s, frame_job_t *j, osp_wire_shed_t why) {
     osp_jw_reset(&j->r.out);
     osp_wire_reply_dropped(&j->r.out, j->r.req_id, why);
+    j->r.outcome = SRV_OUTCOME_SHED(why == OSP_WIRE_SHED_QUEUE_FULL ? SRV_SHED_QUEUE_FULL
+                                                                    : SRV_SHED_DEADLINE);
+    srv_job_retire(s, &j->r.h);
+}
+
+/* Answer a frame job here with an inference error of kind (the request's
+ * shape: a record with "error"), or "model i not loaded". */
+static void job_fail(server_t *s, frame_job_t *j, srv_fail_t kind, const char *msg) {
+    osp_jw_reset(&j->r.out);
+    size_t at = osp_wire_reply_begin(&j->r.out);
+    if (kind == SRV_FAIL_NOT_LOADED)
+        osp_wire_json_not_loaded(&j->r.out, j->r.msg_type, (unsigned)j->r.model_idx);
+    else
+        osp_wire_json_infer_error(&j->r.out, msg);
+    osp_wire_reply_end(&j->r.out, at, j->r.req_id);
+    j->r.outcome = SRV_OUTCOME_FAILED(kind);
     srv_job_retire(s, &j->r.h);
 }
 
@@ -230,31 +224,17 @@ void srv_dispatch_flush_due(server_t *s) {
 static int run_admitted(server_t *s, frame_job_t *j) {
     int idx = j->r.model_idx;
     if (osp_gate_expired(j->r.deadline_ms)) {
-        srv_stat_shed_deadline(s, idx, j->r.deadline_ms, 1);
-        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
         job_drop(s, j, OSP_WIRE_SHED_DEADLINE);
         return 0;
     }
     loaded_t *l = srv_slot(s, idx);
     if (!l) {
-        srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
-        srv_req_error(s, idx, SRV_FAIL_NOT_LOADED);
-        osp_jw_reset(&j->r.out);
-        size_t at = osp_wire_reply_begin(&j->r.out);
-        osp_wire_json_not_loaded(&j->r.out, j->r.msg_type, (unsigned)idx);
-        osp_wire_reply_end(&j->r.out, at, j->r.req_id);
-        srv_job_retire(s, &j->r.h);
+        job_fail(s, j, SRV_FAIL_NOT_LOADED, NULL);
         return 0;
     }
     const char *stuck = srv_loaded_stuck(j->r.model ? j->r.model : l);
     if (stuck) { /* its session is being reloaded after a run past its bound (watchdog.c) */
-        srv_stat_add(s, SRV_ST_ERRORS, 1);
-        srv_stat_frames(s, idx, SRV_OUT_ERROR, 1);
-        osp_jw_reset(&j->r.out);
-        size_t at = osp_wire_reply_begin(&j->r.out);
-        osp_wire_json_infer_error(&j->r.out, stuck);
-        osp_wire_reply_end(&j->r.out, at, j->r.req_id);
-        srv_job_retire(s, &j->r.h);
+        job_fail(s, j, SRV_FAIL_RELOADING, stuck);
         return 0;
     }
     if (!j->r.model) j->r.model = srv_loaded_ref(l); /* a frame prepared as read keeps its own */
@@ -276,11 +256,7 @@ void srv_dispatch_submit(server_t *s, frame_job_t *j) {
     void *shed = NULL;
     j->r.h.done = frame_done;
     int run = osp_sched_enqueue(s->sched, idx, j, &shed);
-    if (shed) {
-        srv_stat_shed_queue(s, idx);
-        srv_req_shed(s, idx, SRV_SHED_QUEUE_FULL);
-        job_drop(s, shed, OSP_WIRE_SHED_QUEUE_FULL);
-    }
+    if (shed) job_drop(s, shed, OSP_WIRE_SHED_QUEUE_FULL);
     if (run && !run_admitted(s, j)) next_after(s, idx);
     srv_stat_depth(s, idx);
 }
@@ -300,16 +276,15 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
             osp_jw_t *w = srv_reply_buf(s);
             size_t at = osp_wire_reply_begin(w);
             osp_wire_json_not_cached(w, rq->u.cached.frame_id);
-            srv_req_error(s, idx, SRV_FAIL_NOT_CACHED);
             osp_wire_reply_end(w, at, rq->req_id);
             srv_send(s, c, w);
+            srv_account(s, idx, 1, SRV_OUTCOME_FAILED(SRV_FAIL_NOT_CACHED), 0);
             osp_buf_put(s->bufs, frame);
             return;
         }
         if (!srv_slot(s, idx)) {
             osp_cache_release_frame(s->cache, cf);
-            srv_req_error(s, idx, SRV_FAIL_NOT_LOADED);
-            reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx);
+            reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx, 1);
             osp_buf_put(s->bufs, frame);
             return;
         }
@@ -318,8 +293,7 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
     if (!j) {
         if (cf) osp_cache_release_frame(s->cache, cf);
         osp_buf_put(s->bufs, frame);
-        srv_req_error(s, idx, SRV_FAIL_NO_MEMORY);
-        srv_reply_error(s, c, rq->req_id, SRV_ERR_PLAIN, "out of memory");
+        refuse(s, c, rq->req_id, idx, 1, SRV_FAIL_NO_MEMORY, SRV_ERR_PLAIN, "out of memory");
         return;
     }
     j->r.model_idx = idx;
@@ -334,37 +308,32 @@ static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8
 /* Batches bypass admission (as the protocol says): gate, model, then one
  * predict worker runs the items. */
 static void on_batch(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame, size_t len) {
-    int idx = rq->u.batch.model_idx;
+    int idx = rq->u.batch.model_idx, n = rq->u.batch.count;
     if (osp_gate_expired(rq->deadline_ms)) {
-        srv_stat_shed_deadline(s, idx, rq->deadline_ms, rq->u.batch.count);
-        srv_req_shed(s, idx, SRV_SHED_DEADLINE);
         osp_jw_t *w = srv_reply_buf(s);
         size_t at = osp_wire_reply_begin(w);
         osp_wire_json_dropped_batch(w, OSP_WIRE_SHED_DEADLINE, rq->u.batch.count);
         osp_wire_reply_end(w, at, rq->req_id);
         srv_send(s, c, w);
+        srv_account(s, idx, n, SRV_OUTCOME_SHED(SRV_SHED_DEADLINE), rq->deadline_ms);
         osp_buf_put(s->bufs, frame);
         return;
     }
     loaded_t *l = srv_slot(s, idx);
     if (!l) {
-        srv_req_error(s, idx, SRV_FAIL_NOT_LOADED);
-        reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx);
+        reply_not_loaded(s, c, rq->req_id, rq->msg_type, idx, n);
         osp_buf_put(s->bufs, frame);
         return;
     }
     if (srv_loaded_stuck(l)) {
-        srv_stat_add(s, SRV_ST_ERRORS, 1);
-        srv_stat_frames(s, idx, SRV_OUT_ERROR, rq->u.batch.count);
-        srv_reply_error(s, c, rq->req_id, SRV_ERR_RESULTS, srv_loaded_stuck(l));
+        refuse(s, c, rq->req_id, idx, n, SRV_FAIL_RELOADING, SRV_ERR_RESULTS, srv_loaded_stuck(l));
         osp_buf_put(s->bufs, frame);
         return;
     }
     batch_job_t *j = srv_batch_job_new(s, c, rq, frame, len);
     if (!j) {
         osp_buf_put(s->bufs, frame);
-        srv_req_error(s, idx, SRV_FAIL_NO_MEMORY);
-        srv_reply_error(s, c, rq->req_id, SRV_ERR_RESULTS, "out of memory");
+        refuse(s, c, rq->req_id, idx, n, SRV_FAIL_NO_MEMORY, SRV_ERR_RESULTS, "out of memory");
         return;
     }
     j->r.h.done = batch_done;
@@ -440,15 +409,15 @@ void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spil
         int rc = osp_wire_request_parse(&f, srv_conn_version(c), &rq, err, sizeof err);
         count_request(s, f.msg_type);
         int idx = inference_model(f.msg_type, rc == 0, &rq);
-        if (idx != -2) srv_req_received(s, idx);
+        if (idx != -2) srv_account_received(s, idx);
         if (rc) {
-            if (idx != -2)
-                srv_req_error(s, idx, SRV_FAIL_BAD_REQUEST);
-            else
+            srv_err_t shape = rq.err_shape == OSP_WIRE_ERR_RESULTS ? SRV_ERR_RESULTS : SRV_ERR_PLAIN;
+            if (idx != -2) {
+                refuse(s, c, f.req_id, idx, 1, SRV_FAIL_BAD_REQUEST, shape, err);
+            } else { /* a command or cache_frame that does not parse: no inference request */
                 srv_stat_add(s, SRV_ST_ERRORS, 1);
-            srv_reply_error(s, c, f.req_id,
-                            rq.err_shape == OSP_WIRE_ERR_RESULTS ? SRV_ERR_RESULTS : SRV_ERR_PLAIN,
-                            err);
+                srv_reply_error(s, c, f.req_id, shape, err);
+            }
         } else if (rq.msg_type == OSP_WIRE_MSG_COMMAND) {
             srv_on_command(s, c, &rq);
         } else if (rq.msg_type == OSP_WIRE_MSG_INFER_BATCH && rq.u.batch.count == 0) {
@@ -461,7 +430,7 @@ void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spil
             osp_jw_obj_close(w);
             osp_wire_reply_end(w, at, rq.req_id);
             srv_send(s, c, w);
-            srv_req_served(s, idx);
+            srv_account(s, idx, 0, SRV_OUTCOME_SERVED, 0);
         } else if (rq.msg_type == OSP_WIRE_MSG_INFER_BATCH) {
             on_batch(s, c, &rq, frame, len); /* takes frame */
             frame = NULL;

@@ -138,11 +138,11 @@ static void reply_infer_error(srv_req_t *r, const char *msg, int plain) {
     else
         osp_wire_json_infer_error(&r->out, msg);
     osp_wire_reply_end(&r->out, at, r->req_id);
-    r->failed = 1;
+    r->outcome = SRV_OUTCOME_FAILED(SRV_FAIL_FAILED);
 }
 
 static void reply_dropped(srv_req_t *r) {
-    r->shed = 1;
+    r->outcome = SRV_OUTCOME_SHED(SRV_SHED_DEADLINE);
     osp_jw_reset(&r->out);
     osp_wire_reply_dropped(&r->out, r->req_id, OSP_WIRE_SHED_DEADLINE);
 }
@@ -233,6 +233,7 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
     clock_gettime(CLOCK_MONOTONIC, &r->t0);
     if (!j->ctx && !(j->ctx = osp_ctxpool_get(r->srv->ctxs))) {
         reply_infer_error(r, "out of memory", 0);
+        r->outcome.fail = SRV_FAIL_NO_MEMORY;
         return;
     }
     set_params(r, j->ctx);

@@ -37,6 +37,7 @@
 #include "sched/gate.h"
 #include "sched/pool.h"
 #include "sched/sched.h"
+#include "server/account.h"
 #include "server/dispatch.h"
 #include "server/encoded.h"
 #include "server/job.h"
@@ -205,8 +206,7 @@ static void tp_send(server_t *s, srv_req_t *r) {
         size_t len = r->out.len - WIRE_HEAD;
         osp_jw_reset(&q->rec);
         osp_jw_raw(&q->rec, json, len);
-        q->status = r->failed || (len >= 8 && memcmp(json, "{\"error\"", 8) == 0) ? "error"
-                                                                                  : "dropped";
+        q->status = r->outcome.fate == SRV_SHED ? "dropped" : "error";
     } else {
         answer_error(q, "%s", "no reply was made");
     }
@@ -247,7 +247,7 @@ static void on_job(server_t *s, srv_job_t *h) {
     j->r.tp = &fleet_transport;
     j->r.tp_arg = q;
     j->r.model_idx = idx;
-    srv_req_received(s, idx); /* its one outcome is counted where dispatch answers it */
+    srv_account_received(s, idx); /* its one outcome is counted where it is answered */
     srv_dispatch_submit(s, j);
 }
 

@@ -21,6 +21,7 @@
 #include "model/model.h"
 #include "sched/cache.h"
 #include "sched/pool.h"
+#include "server/ledger.h"
 #include "server/srv.h"
 #include "wire/frame.h"
 #include "wire/jsonw.h"
@@ -48,8 +49,8 @@ struct srv_req;
 /* A transport whose requests are not a host connection's (zmq.c): how a
  * frame's pixels become its model's tensor (a prepare worker), how its
  * result is written (a predict worker), and where its reply goes (the I/O
- * thread, from srv_job_retire, whatever the outcome: r->shed and
- * r->failed say it). Requests of a connection have none. */
+ * thread, from srv_job_retire, whatever the outcome: r->outcome says it).
+ * Requests of a connection have none. */
 typedef struct {
     int (*prepare)(struct srv_req *r, const osp_model_t *m, osp_infer_ctx_t *ctx, char *err,
                    size_t errlen);
@@ -74,8 +75,8 @@ typedef struct srv_req {
     size_t frame_len;
     osp_wire_request_t rq; /* points into frame */
     int lone;              /* no other frame of its model admitted at dispatch */
-    int shed;              /* a worker answered it dropped (deadline) */
-    int failed;            /* a worker answered it with an error */
+    srv_outcome_t outcome; /* what its reply says became of it (zeroed: served); set by
+                            * whoever writes an error or a drop into out */
     osp_jw_t out;          /* the reply frame, written by a worker */
     struct timespec t0;
     struct timespec arrived; /* when the job was made (the per-model histograms) */
@@ -119,7 +120,8 @@ batch_job_t *srv_batch_job_new(server_t *s, conn_t *c, const osp_wire_request_t 
                                uint8_t *frame, size_t len);
 window_job_t *srv_window_job_new(server_t *s, int model_idx);
 /* Send the job's reply (j->out) to its connection, if it is still there,
- * or hand it to its transport; end its time in flight, and give
+ * or hand it to its transport; count its outcome (account.h: the one
+ * place a job's answer is counted); end its time in flight, and give
  * everything it holds back. */
 void srv_job_retire(server_t *s, srv_job_t *j);
 /* The two halves of srv_job_retire, for a job whose run was given up

@@ -7,6 +7,7 @@
 
 #include "sched/bufpool.h"
 #include "sched/ctxpool.h"
+#include "server/account.h"
 #include "server/conn.h"
 #include "server/ingest.h"
 #include "server/shm.h"
@@ -104,6 +105,8 @@ void srv_window_job_free(server_t *s, window_job_t *w) {
 
 void srv_job_answer(server_t *s, srv_job_t *h) {
     srv_req_t *r = (srv_req_t *)h;
+    int64_t items = h->kind == SRV_JOB_BATCH ? r->rq.u.batch.count : 1;
+    srv_account(s, r->model_idx, items, r->outcome, r->deadline_ms);
     if (r->tp) {
         r->tp->send(s, r);
     } else {

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/stats.h"
 
 typedef struct {
     _Atomic int64_t received, served;
@@ -22,9 +21,11 @@ struct srv_ledger {
 static const char *const SHED_KEY[SRV_SHED_COUNT] = {"deadlineExpired", "queueFull"};
 static const char *const SHED_LABEL[SRV_SHED_COUNT] = {"deadline-expired", "queue-full"};
 static const char *const FAIL_KEY[SRV_FAIL_COUNT] = {"badRequest", "notLoaded", "notCached",
-                                                     "failed", "noMemory"};
+                                                     "failed",     "noMemory",  "timedOut",
+                                                     "reloading"};
 static const char *const FAIL_LABEL[SRV_FAIL_COUNT] = {"bad-request", "not-loaded", "not-cached",
-                                                       "failed", "no-memory"};
+                                                       "failed",      "no-memory",  "timed-out",
+                                                       "reloading"};
 
 const char *srv_shed_key(srv_shed_t why) { return SHED_KEY[why]; }
 const char *srv_fail_key(srv_fail_t kind) { return FAIL_KEY[kind]; }
@@ -48,7 +49,6 @@ void srv_req_shed(server_t *s, int idx, srv_shed_t why) {
 
 void srv_req_error(server_t *s, int idx, srv_fail_t kind) {
     bump(&row_of(s->ledger, idx)->errors[kind]);
-    srv_stat_add(s, SRV_ST_ERRORS, 1);
 }
 
 static int64_t load(const _Atomic int64_t *v) {

@@ -33,6 +33,7 @@
 #include "sched/ctxpool.h"
 #include "sched/gate.h"
 #include "sched/sched.h"
+#include "server/account.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/ingest.h"
@@ -188,11 +189,11 @@ int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, si
 static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     char err[256];
     srv_stat_add(s, SRV_ST_INFER_RAW, 1);
-    srv_req_received(s, r->idx);
+    srv_account_received(s, r->idx);
     if (osp_model_prepare_rows_end(r->ctx, r->ps, (int)r->w, (int)r->h, r->prep_ms, err, sizeof err)) {
         rows_drop(s, r);
-        srv_req_error(s, r->idx, SRV_FAIL_FAILED);
         srv_reply_error(s, c, r->req_id, SRV_ERR_INFER, err);
+        srv_account(s, r->idx, 1, SRV_OUTCOME_FAILED(SRV_FAIL_FAILED), 0);
         return;
     }
     osp_wire_request_t rq;
@@ -208,9 +209,9 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     rq.u.raw.img.len = (size_t)r->w * r->h * 3; /* pixels: none kept, the tensor is made */
     frame_job_t *j = srv_frame_job_new(s, c, &rq, NULL, 0);
     if (!j) {
-        srv_req_error(s, r->idx, SRV_FAIL_NO_MEMORY);
         rows_drop(s, r);
         srv_reply_error(s, c, r->req_id, SRV_ERR_PLAIN, "out of memory");
+        srv_account(s, r->idx, 1, SRV_OUTCOME_FAILED(SRV_FAIL_NO_MEMORY), 0);
         return;
     }
     j->r.model_idx = r->idx;

@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "sched/bufpool.h"
+#include "server/account.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
@@ -243,20 +244,20 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
 
 static void shm_error(server_t *s, conn_t *c, uint32_t req_id, int idx, srv_fail_t kind,
                       const char *msg) {
-    srv_req_error(s, idx, kind);
     srv_reply_error(s, c, req_id, SRV_ERR_PLAIN, msg);
+    srv_account(s, idx, 1, SRV_OUTCOME_FAILED(kind), 0);
 }
 
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len) {
     char err[512];
     osp_wire_shm_t m;
     if (osp_wire_shm_parse(f->payload, f->payload_len, srv_conn_version(c), &m, err, sizeof err)) {
-        srv_req_received(s, SRV_LEDGER_NO_MODEL);
+        srv_account_received(s, SRV_LEDGER_NO_MODEL);
         shm_error(s, c, f->req_id, SRV_LEDGER_NO_MODEL, SRV_FAIL_BAD_REQUEST, err);
         osp_buf_put(s->bufs, frame);
         return;
     }
-    srv_req_received(s, m.model_idx);
+    srv_account_received(s, m.model_idx);
     shm_region_t *r = find(s, m.region, srv_conn_id(c));
     if (!r) {
         snprintf(err, sizeof err, "shm region %u not registered", m.region);

@@ -54,7 +54,7 @@ static model_counts_t *model_of(server_t *s, int idx) {
     return idx >= 0 && idx < OSP_MAX_SLOTS ? &s->stats->m[idx] : NULL;
 }
 
-void srv_stat_frames(server_t *s, int idx, srv_outcome_t out, int64_t n) {
+void srv_stat_frames(server_t *s, int idx, srv_frame_out_t out, int64_t n) {
     model_counts_t *m = model_of(s, idx);
     if (m) atomic_fetch_add_explicit(&m->frames[out], n, memory_order_relaxed);
 }
@@ -106,12 +106,12 @@ void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t 
                 total, idx, osp_gate_epoch_ms() - (int64_t)deadline_ms);
 }
 
-void srv_stat_shed_queue(server_t *s, int idx) {
-    srv_stat_frames(s, idx, SRV_OUT_SHED, 1);
-    int64_t total = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_QUEUE_FULL], 1,
-                                              memory_order_relaxed) +
-                    1;
-    if (total == 1 || total % 500 == 0)
+void srv_stat_shed_queue(server_t *s, int idx, int64_t n) {
+    srv_stat_frames(s, idx, SRV_OUT_SHED, n);
+    int64_t before = atomic_fetch_add_explicit(&s->stats->v[SRV_ST_SHED_QUEUE_FULL], n,
+                                               memory_order_relaxed);
+    int64_t total = before + n;
+    if (before == 0 || total / 500 != before / 500)
         osp_log(OSP_LOG_WARN,
                 "ospreyd: shed %" PRId64
                 " queued frame(s) under overload so far (model %d: drop-oldest)",

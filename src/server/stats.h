@@ -47,11 +47,12 @@ void srv_stats_free(srv_stats_t *st);
 void srv_stat_add(server_t *s, srv_stat_t which, int64_t n);
 int64_t srv_stat_get(const server_t *s, srv_stat_t which);
 
-/* A deadline shed of n requests of model idx, deadline_ms past: counted,
- * and logged sampled (the first, then every 500th, with the total). */
+/* A deadline shed of n frames of model idx, deadline_ms past: counted,
+ * and logged sampled (the first, then every 500th, with the total). Both
+ * are account.c's, with the request's outcome. */
 void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t n);
-/* A queue-full shed of one frame of model idx: counted and logged sampled. */
-void srv_stat_shed_queue(server_t *s, int idx);
+/* A queue-full shed of n frames of model idx: counted and logged sampled. */
+void srv_stat_shed_queue(server_t *s, int idx, int64_t n);
 
 /* ---- per model, by slot (summed from atomics when read; no lock) ---------------- */
 
@@ -61,7 +62,7 @@ typedef enum {
     SRV_OUT_EXPIRED,
     SRV_OUT_ERROR,
     SRV_OUT_COUNT
-} srv_outcome_t;
+} srv_frame_out_t;
 typedef enum {
     SRV_STAGE_QUEUE,
     SRV_STAGE_PREPROCESS,
@@ -75,7 +76,7 @@ extern const double srv_hist_bounds_s[SRV_HIST_BOUNDS];
 
 /* n frames (batch items) of model idx answered with outcome: any thread.
  * Shed and expired frames are also counted by the two functions below. */
-void srv_stat_frames(server_t *s, int idx, srv_outcome_t out, int64_t n);
+void srv_stat_frames(server_t *s, int idx, srv_frame_out_t out, int64_t n);
 /* A served frame of model idx took ms in stage: any thread. */
 void srv_stat_duration(server_t *s, int idx, srv_stage_t stage, double ms);
 /* Publish model idx's admission depth (running, waiting): the I/O thread,

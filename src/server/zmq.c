@@ -39,6 +39,7 @@
 #include "model/model.h"
 #include "sched/gate.h"
 #include "sched/pool.h"
+#include "server/account.h"
 #include "server/dispatch.h"
 #include "server/job.h"
 #include "server/ledger.h"
@@ -170,16 +171,16 @@ static const srv_transport_t zmq_transport = {tp_prepare, tp_result, tp_send};
 static void on_frame(server_t *s, srv_job_t *h) {
     zreq_t *q = (zreq_t *)h;
     srv_stat_add(s, SRV_ST_INFER_ZMQ, 1);
-    srv_req_received(s, q->model_idx);
+    srv_account_received(s, q->model_idx);
     if (!s->set.started || s->stopping || !srv_slot(s, q->model_idx)) {
-        srv_req_error(s, q->model_idx, SRV_FAIL_NOT_LOADED); /* no model for it */
-        post_back(q->z, q);                                  /* zero rows */
+        srv_account(s, q->model_idx, 1, SRV_OUTCOME_FAILED(SRV_FAIL_NOT_LOADED), 0); /* no model */
+        post_back(q->z, q); /* zero rows */
         return;
     }
     osp_wire_request_t wrq = {.msg_type = OSP_WIRE_MSG_INFER_RAW, .deadline_ms = q->deadline_ms};
     frame_job_t *j = srv_frame_job_new(s, NULL, &wrq, NULL, 0);
     if (!j) {
-        srv_req_error(s, q->model_idx, SRV_FAIL_NO_MEMORY);
+        srv_account(s, q->model_idx, 1, SRV_OUTCOME_FAILED(SRV_FAIL_NO_MEMORY), 0);
         post_back(q->z, q);
         return;
     }
@@ -347,8 +348,8 @@ static int receive_one(srv_zmq_t *z) {
         if (n == 0) snprintf(err, sizeof err, "an empty request");
         if (n > 0) { /* a frame's header that does not parse */
             srv_stat_add(z->s, SRV_ST_INFER_ZMQ, 1);
-            srv_req_received(z->s, SRV_LEDGER_NO_MODEL);
-            srv_req_error(z->s, SRV_LEDGER_NO_MODEL, SRV_FAIL_BAD_REQUEST);
+            srv_account_received(z->s, SRV_LEDGER_NO_MODEL);
+            srv_account(z->s, SRV_LEDGER_NO_MODEL, 1, SRV_OUTCOME_FAILED(SRV_FAIL_BAD_REQUEST), 0);
         } else {
             srv_stat_add(z->s, SRV_ST_ERRORS, 1);
         }
@@ -360,8 +361,8 @@ static int receive_one(srv_zmq_t *z) {
         (n != 2 || osp_frigate_check(&rq, zmq_msg_size(&part[1]), err, sizeof err))) {
         if (n != 2) snprintf(err, sizeof err, "%d parts, a frame is a header and a tensor", n);
         srv_stat_add(z->s, SRV_ST_INFER_ZMQ, 1);
-        srv_req_received(z->s, SRV_LEDGER_NO_MODEL);
-        srv_req_error(z->s, SRV_LEDGER_NO_MODEL, SRV_FAIL_BAD_REQUEST);
+        srv_account_received(z->s, SRV_LEDGER_NO_MODEL);
+        srv_account(z->s, SRV_LEDGER_NO_MODEL, 1, SRV_OUTCOME_FAILED(SRV_FAIL_BAD_REQUEST), 0);
         log_bad(z, err);
         send_zeros(z, &id);
         goto done;
@@ -382,12 +383,13 @@ static int receive_one(srv_zmq_t *z) {
         }
     }
     if (!(q = zreq_get(z))) { /* ZREQ_MAX past the socket: saturated */
-        srv_stat_add(z->s, rq.kind == OSP_FRIGATE_TENSOR ? SRV_ST_SHED_QUEUE_FULL : SRV_ST_ERRORS, 1);
         if (rq.kind == OSP_FRIGATE_TENSOR) {
             srv_stat_add(z->s, SRV_ST_INFER_ZMQ, 1);
-            srv_req_received(z->s, SRV_LEDGER_NO_MODEL);
-            srv_req_shed(z->s, SRV_LEDGER_NO_MODEL, SRV_SHED_QUEUE_FULL);
+            srv_account_received(z->s, SRV_LEDGER_NO_MODEL);
+            srv_account(z->s, SRV_LEDGER_NO_MODEL, 1, SRV_OUTCOME_SHED(SRV_SHED_QUEUE_FULL), 0);
             send_zeros(z, &id);
+        } else {
+            srv_stat_add(z->s, SRV_ST_ERRORS, 1);
         }
         goto done;
     }

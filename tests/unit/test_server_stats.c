@@ -29,7 +29,7 @@ static void test_model_counters(void **state) {
     srv_model_counts_t c;
     srv_stat_frames(s, 2, SRV_OUT_SERVED, 5);
     srv_stat_frames(s, 2, SRV_OUT_ERROR, 1);
-    srv_stat_shed_queue(s, 2);
+    srv_stat_shed_queue(s, 2, 1);
     srv_stat_shed_deadline(s, 2, 1, 3);
     srv_stat_frames(s, 300, SRV_OUT_SERVED, 1);     /* out of range: ignored */
     srv_stat_duration(s, 2, SRV_STAGE_TOTAL, 0.5);  /* <= 1 ms */
