@@ -23,7 +23,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import quantize as qz  # noqa: E402
-from testenv import ORT_DIR, ORT_HDR, ORT_LIB, missing  # noqa: E402
+from testenv import ORT_DIR, ORT_HDR, ORT_LIB, exact_int8, missing  # noqa: E402
 
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -212,6 +212,7 @@ def test_written_model_structure(residual):
                    for n in m.graph.node)                      # the head's result stays float
 
 
+@exact_int8
 def test_onnxruntime_matches_the_simulated_quantization(residual, ort_run):
     d = residual["dir"]
     x, r = residual["x"], residual["ranges"]
@@ -272,6 +273,7 @@ def old_opset_model():
     return m
 
 
+@exact_int8
 def test_old_opset_is_upgraded_and_loads(tmp_path, ort_run):
     src = tmp_path / "old.onnx"
     onnx.save(old_opset_model(), str(src))
