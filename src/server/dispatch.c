@@ -261,6 +261,19 @@ void srv_dispatch_submit(server_t *s, frame_job_t *j) {
     srv_stat_depth(s, idx);
 }
 
+int srv_submit_frame(server_t *s, int idx, uint64_t deadline_ms, const srv_transport_t *tp, void *arg) {
+    frame_job_t *j = srv_frame_job_new(s, NULL, NULL, NULL, 0);
+    if (!j) return -1;
+    j->r.msg_type = OSP_WIRE_MSG_INFER_RAW; /* only the shape of a pipe's own error replies */
+    j->r.deadline_ms = deadline_ms;
+    j->r.tp = tp;
+    j->r.tp_arg = arg;
+    j->r.model_idx = idx;
+    srv_account_received(s, idx);
+    srv_dispatch_submit(s, j);
+    return 0;
+}
+
 /* ---- requests --------------------------------------------------------------------------- */
 
 static void on_infer(server_t *s, conn_t *c, const osp_wire_request_t *rq, uint8_t *frame,

@@ -23,6 +23,17 @@ void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spil
 /* A frame job with its model_idx (and, if prepared as read, its model and
  * context) set: through admission to the pools. */
 void srv_dispatch_submit(server_t *s, frame_job_t *j);
+
+/* The door of a front end whose frames are no pipe requests (Frigate's
+ * socket, the fleet): one frame for slot idx whose pixels, result and
+ * reply are tp's (job.h), with deadline_ms (epoch ms, 0: none). It is
+ * counted received and goes through the deadline gate and the model's
+ * admission to the pools like a pipe's frame; its typed outcome
+ * (r->outcome: served, shed for a reason, failed of a kind) reaches
+ * tp->send on the I/O thread exactly once, and is counted there. 0: the
+ * core holds arg until then; -1 (out of memory): nothing was submitted or
+ * counted, and arg is still the caller's. I/O thread. */
+int srv_submit_frame(server_t *s, int idx, uint64_t deadline_ms, const srv_transport_t *tp, void *arg);
 /* Batch windows: milliseconds until the next is due (-1: none), and send
  * the ones that are due. */
 int srv_dispatch_timer_ms(server_t *s);

@@ -37,7 +37,6 @@
 #include "sched/gate.h"
 #include "sched/pool.h"
 #include "sched/sched.h"
-#include "server/account.h"
 #include "server/dispatch.h"
 #include "server/encoded.h"
 #include "server/job.h"
@@ -234,21 +233,11 @@ static void on_job(server_t *s, srv_job_t *h) {
         to_writer(q);
         return;
     }
-    osp_wire_request_t wrq = {.msg_type = q->job.kind == OSP_JOB_RAW ? OSP_WIRE_MSG_INFER_RAW
-                                                                     : OSP_WIRE_MSG_INFER_JPEG,
-                              .deadline_ms = q->job.deadline_ms};
-    frame_job_t *j = srv_frame_job_new(s, NULL, &wrq, NULL, 0);
-    if (!j) {
-        q->fate = FJ_RELEASE;
-        to_writer(q);
-        return;
-    }
     q->have_rec = 0;
-    j->r.tp = &fleet_transport;
-    j->r.tp_arg = q;
-    j->r.model_idx = idx;
-    srv_account_received(s, idx); /* its one outcome is counted where it is answered */
-    srv_dispatch_submit(s, j);
+    if (srv_submit_frame(s, idx, q->job.deadline_ms, &fleet_transport, q)) {
+        q->fate = FJ_RELEASE; /* another worker, or this one later, takes it over */
+        to_writer(q);
+    }
 }
 
 static void on_reader_done(server_t *s, srv_job_t *h) {

@@ -111,8 +111,8 @@ void srv_jobs_free(srv_jobs_t *p);
 
 /* A frame or batch job for request rq of connection c, holding `frame`
  * (taken: returned to s->bufs when the job is freed); counted as in
- * flight on c until srv_job_retire. c is NULL for a transport's request
- * (the caller sets r.tp and r.tp_arg; frame is NULL). NULL when out of
+ * flight on c until srv_job_retire. c and rq are NULL for a transport's
+ * frame (srv_submit_frame makes those; frame is NULL). NULL when out of
  * memory (frame is then still the caller's). */
 frame_job_t *srv_frame_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
                                uint8_t *frame, size_t len);

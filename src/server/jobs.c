@@ -55,10 +55,12 @@ static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, conn_t *c,
     r->h.kind = kind;
     r->srv = s;
     r->conn_id = c ? srv_conn_id(c) : 0; /* ids start at 1 */
-    r->req_id = rq->req_id;
-    r->msg_type = rq->msg_type;
-    r->deadline_ms = rq->deadline_ms;
-    r->rq = *rq;
+    if (rq) {
+        r->req_id = rq->req_id;
+        r->msg_type = rq->msg_type;
+        r->deadline_ms = rq->deadline_ms;
+        r->rq = *rq;
+    }
     r->frame = frame;
     r->frame_len = len;
     clock_gettime(CLOCK_MONOTONIC, &r->arrived);

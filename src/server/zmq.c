@@ -171,23 +171,14 @@ static const srv_transport_t zmq_transport = {tp_prepare, tp_result, tp_send};
 static void on_frame(server_t *s, srv_job_t *h) {
     zreq_t *q = (zreq_t *)h;
     srv_stat_add(s, SRV_ST_INFER_ZMQ, 1);
+    if (s->set.started && !s->stopping && srv_slot(s, q->model_idx) &&
+        srv_submit_frame(s, q->model_idx, q->deadline_ms, &zmq_transport, q) == 0)
+        return;
+    /* no model for it, or no memory: zero rows */
+    srv_fail_t why = srv_slot(s, q->model_idx) ? SRV_FAIL_NO_MEMORY : SRV_FAIL_NOT_LOADED;
     srv_account_received(s, q->model_idx);
-    if (!s->set.started || s->stopping || !srv_slot(s, q->model_idx)) {
-        srv_account(s, q->model_idx, 1, SRV_OUTCOME_FAILED(SRV_FAIL_NOT_LOADED), 0); /* no model */
-        post_back(q->z, q); /* zero rows */
-        return;
-    }
-    osp_wire_request_t wrq = {.msg_type = OSP_WIRE_MSG_INFER_RAW, .deadline_ms = q->deadline_ms};
-    frame_job_t *j = srv_frame_job_new(s, NULL, &wrq, NULL, 0);
-    if (!j) {
-        srv_account(s, q->model_idx, 1, SRV_OUTCOME_FAILED(SRV_FAIL_NO_MEMORY), 0);
-        post_back(q->z, q);
-        return;
-    }
-    j->r.tp = &zmq_transport;
-    j->r.tp_arg = q;
-    j->r.model_idx = q->model_idx;
-    srv_dispatch_submit(s, j);
+    srv_account(s, q->model_idx, 1, SRV_OUTCOME_FAILED(why), 0);
+    post_back(q->z, q);
 }
 
 static void answer(zreq_t *q, int first, int loaded) {
