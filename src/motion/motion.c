@@ -3,8 +3,8 @@
  *
  * Everything happens on the small frame: at the default 100 rows a 768x576
  * camera frame is 133x100, 13,300 pixels. On vtest.avi the whole update
- * took 0.5-0.6 ms a frame here, about half of it libyuv scaling the luma
- * plane down, a quarter of the decode (bench_motion, 2 shared cores).
+ * took 0.44-0.64 ms a frame here, 40-52 % of it libyuv scaling the luma
+ * plane down (bench_motion, 2 cores shared with other work).
  * The background is kept in float, so that its slow fade at alpha 0.01 (a
  * hundredth of a level a frame for a one-level difference) is not rounded
  * at every step; 13,300 floats stay in cache.
