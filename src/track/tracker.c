@@ -342,7 +342,8 @@ int osp_track_update(osp_tracker_t *t, const osp_track_det_t *dets, int n, doubl
     for (int i = 0; i < n; i++)
         if (usable(&dets[i]) && dets[i].score >= t->p.low_score)
             t->cand[nc++] = (struct cand){dets[i].score, i, 0};
-    qsort(t->cand, (size_t)nc, sizeof *t->cand, by_score);
+    if (nc > 1)
+        qsort(t->cand, (size_t)nc, sizeof *t->cand, by_score); /* cand is NULL until a frame has one */
     if (nc > t->p.max_dets) nc = t->p.max_dets;
     int nh = 0;
     while (nh < nc && t->cand[nh].score >= t->p.high_score) nh++;
