@@ -196,14 +196,19 @@ static int grow(void **buf, int *cap, int want, size_t elem) {
 static int reserve(osp_tracker_t *t, int nc) {
     int want_trk = t->n + nc < t->p.max_tracks ? t->n + nc : t->p.max_tracks;
     if (want_trk < t->n) want_trk = t->n;
-    int pc = t->pcap, pc2 = t->pcap, pc3 = t->pcap;
+    if (grow((void **)&t->trk, &t->cap, want_trk, sizeof *t->trk)) return -1;
+    /* pool, cols and r2c share one capacity: tracks or candidates, the more */
     int big = t->n > nc ? t->n : nc;
-    if (grow((void **)&t->trk, &t->cap, want_trk, sizeof *t->trk) ||
-        grow((void **)&t->pool, &pc, big, sizeof *t->pool) ||
-        grow((void **)&t->cols, &pc2, big, sizeof *t->cols) ||
-        grow((void **)&t->r2c, &pc3, big, sizeof *t->r2c))
-        return -1;
-    if (pc > t->pcap) t->pcap = pc;
+    if (big > t->pcap) {
+        int *a = realloc(t->pool, (size_t)big * sizeof *a);
+        if (a) t->pool = a;
+        int *b = a ? realloc(t->cols, (size_t)big * sizeof *b) : NULL;
+        if (b) t->cols = b;
+        int *c = b ? realloc(t->r2c, (size_t)big * sizeof *c) : NULL;
+        if (!c) return -1;
+        t->r2c = c;
+        t->pcap = big;
+    }
     size_t cells = (size_t)t->n * (size_t)nc;
     if (cells > t->costcap) {
         double *c = realloc(t->cost, cells * sizeof *c);
@@ -348,12 +353,13 @@ int osp_track_update(osp_tracker_t *t, const osp_track_det_t *dets, int n, doubl
     int nh = 0;
     while (nh < nc && t->cand[nh].score >= t->p.high_score) nh++;
 
-    /* the tracks that ended last frame have been seen by the caller */
+    /* reserved before the tracks that ended last frame are dropped (a few
+     * slots more than needed), so that a failure changes nothing */
+    if (reserve(t, nc)) return fail(err, errlen, OSP_TRACK_ENOMEM, "tracker: out of memory");
     int kept = 0;
     for (int i = 0; i < t->n; i++)
         if (t->trk[i].pub.state != OSP_TRACK_REMOVED) t->trk[kept++] = t->trk[i];
     t->n = kept;
-    if (reserve(t, nc)) return fail(err, errlen, OSP_TRACK_ENOMEM, "tracker: out of memory");
     t->now = time;
     t->started = 1;
 
