@@ -1,0 +1,117 @@
+/*
+ * events: tracked objects as event records, one per change of an object,
+ * in the shape of Frigate's frigate/events messages: {"type": "new" |
+ * "update" | "end", "before": {...}, "after": {...}} with Frigate's field
+ * names where they mean the same thing (docs/tracking.md lists them).
+ *
+ * - "new": a track is confirmed and not rejected (and, with
+ *   wait_for_verdict, verified).
+ * - "update": it entered or left a zone, began loitering, became
+ *   stationary or active again, or its best score rose by snapshot_gain
+ *   since the last record. A track's label never changes.
+ * - "end": it was removed (a stationary track is removed only past the
+ *   tracker's parked limits), or it was rejected after its "new" (then
+ *   false_positive is true).
+ * A track never reported (rejected early, or never confirmed) makes no
+ * record. Counts of the reported objects, per label and per zone and
+ * label, are kept for retained count topics.
+ *
+ * Ownership: one osp_events_t per camera, the caller's (osp_events_new /
+ * osp_events_free), used by one thread. It keeps the labels table and the
+ * zones it is given (both the caller's, which must outlive it) and never
+ * frees them. Records and counts are its own, valid until the next update.
+ */
+#ifndef OSP_TRACK_EVENTS_H
+#define OSP_TRACK_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "track/track.h"
+#include "track/zones.h"
+#include "wire/jsonw.h"
+
+#define OSP_EVENTS_EINVAL (-1)
+#define OSP_EVENTS_ENOMEM (-2)
+
+typedef enum { OSP_EVENT_NEW, OSP_EVENT_UPDATE, OSP_EVENT_END } osp_event_type_t;
+
+/* Why an update was sent (osp_event_t.why), any of: */
+#define OSP_EVENT_ZONES 1u      /* entered or left a zone */
+#define OSP_EVENT_LOITERING 2u  /* began loitering in a zone */
+#define OSP_EVENT_STATIONARY 4u /* became stationary, or active again */
+#define OSP_EVENT_SNAPSHOT 8u   /* a better snapshot */
+
+/* An object as one record shows it. */
+typedef struct {
+    uint64_t id; /* the track's */
+    int label;
+    osp_track_verdict_t verdict;
+    float score, top_score;
+    osp_track_box_t box;
+    osp_track_box_t region;
+    int has_region;
+    uint32_t current_zones; /* bit i: zone i of the zones file */
+    uint32_t loitering;
+    int n_entered;
+    uint8_t entered[OSP_ZONES_MAX]; /* in the order entered */
+    int stationary, motionless;
+    double frame_time, start_time, end_time; /* end_time < 0: not ended */
+    double snap_time;                        /* the snapshot: the best-scoring sighting */
+    osp_track_box_t snap_box;
+    float snap_score;
+    int false_positive;
+} osp_event_obj_t;
+
+typedef struct {
+    osp_event_type_t type;
+    unsigned why;                  /* OSP_EVENT_* bits, for an update */
+    osp_event_obj_t before, after; /* the same for "new" */
+} osp_event_t;
+
+typedef struct {
+    float snapshot_gain;  /* 0.05: a best score this much above the last record's is an update */
+    int wait_for_verdict; /* 0: "new" at confirmation; 1: only once verified */
+} osp_events_params_t;
+
+typedef struct osp_events osp_events_t;
+
+void osp_events_params_default(osp_events_params_t *p);
+
+/* camera: 1-63 letters, digits, '_' or '-' (it is part of topics).
+ * labels[0..n_labels) name the tracker's labels (a label without one is
+ * written as its number). zones may be NULL. p NULL: the defaults.
+ * Returns 0, OSP_EVENTS_EINVAL or OSP_EVENTS_ENOMEM. */
+int osp_events_new(const char *camera, const char *const *labels, int n_labels,
+                   const osp_zones_t *zones, const osp_events_params_t *p, osp_events_t **out,
+                   char *err, size_t errlen);
+void osp_events_free(osp_events_t *e);
+
+/* One frame, after osp_track_update and osp_zones_update: the records of
+ * this frame's changes, in track id order. Returns how many (0 or more),
+ * or OSP_EVENTS_ENOMEM (nothing changed). */
+int osp_events_update(osp_events_t *e, const osp_tracker_t *t, char *err, size_t errlen);
+const osp_event_t *osp_events_at(const osp_events_t *e, int i);
+
+/* Writes a record as one JSON object, Frigate's shape. Returns 0 or
+ * OSP_EVENTS_ENOMEM (the writer ran out of memory). */
+int osp_events_write(const osp_events_t *e, const osp_event_t *ev, osp_jw_t *w);
+
+/* Objects reported and not ended, by zone (-1: the whole camera) and
+ * label. Listed: every pair with objects now, and every pair that had some
+ * at the previous update (now 0, so a retained count can be cleared); in
+ * zone then label order. */
+typedef struct {
+    int zone;
+    int label;
+    int count;   /* objects */
+    int active;  /* of which not stationary */
+    int changed; /* count or active differs from the previous update */
+} osp_events_count_t;
+int osp_events_counts(const osp_events_t *e, const osp_events_count_t **out);
+
+/* The label's name as records write it (its number when it has none),
+ * into buf; returns buf. */
+const char *osp_events_label(const osp_events_t *e, int label, char *buf, size_t cap);
+
+#endif

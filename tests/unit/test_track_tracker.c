@@ -1,0 +1,424 @@
+/* The tracker (src/track/tracker.c) on scripted detections: two people
+ * crossing keep their ids; an occlusion (weak detections, then none) keeps
+ * the id; a parked car becomes stationary and outlives the loss limit; an
+ * object that leaves and one that enters where it left get different ids;
+ * a single false detection is never confirmed; a label never continues
+ * another's track; the same frames give the same tracks whatever the
+ * detections' order; the second look's bookkeeping; bad arguments. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "track/track.h"
+
+enum { PERSON = 0, CAR = 2 };
+
+static osp_track_det_t det(float x1, float y1, float x2, float y2, float score, int label) {
+    return (osp_track_det_t){.box = {x1, y1, x2, y2}, .score = score, .label = label};
+}
+
+static osp_tracker_t *tracker(const osp_track_params_t *p) {
+    osp_tracker_t *t;
+    char err[128];
+    assert_int_equal(osp_track_new(p, &t, err, sizeof err), 0);
+    return t;
+}
+
+static void step(osp_tracker_t *t, const osp_track_det_t *d, int n, double time) {
+    char err[128];
+    assert_int_equal(osp_track_update(t, d, n, time, err, sizeof err), 0);
+}
+
+/* The one track (not removed) whose box contains the point, or NULL. */
+static const osp_track_t *at_point(const osp_tracker_t *t, float x, float y) {
+    const osp_track_t *found = NULL;
+    for (int i = 0; i < osp_track_count(t); i++) {
+        const osp_track_t *o = osp_track_at(t, i);
+        if (o->state == OSP_TRACK_REMOVED) continue;
+        if (x >= o->box.x1 && x <= o->box.x2 && y >= o->box.y1 && y <= o->box.y2) {
+            assert_null(found);
+            found = o;
+        }
+    }
+    return found;
+}
+
+static int live(const osp_tracker_t *t) {
+    int n = 0;
+    for (int i = 0; i < osp_track_count(t); i++)
+        n += osp_track_at(t, i)->state != OSP_TRACK_REMOVED;
+    return n;
+}
+
+static void test_crossing_people_keep_their_ids(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    uint64_t a = 0, b = 0;
+    /* A walks right, B walks left, 16 px a frame, boxes 40 wide, 10 px
+     * apart vertically: at the crossing they overlap almost whole */
+    for (int f = 0; f <= 40; f++) {
+        float ax = 100 + 16.0f * f, bx = 740 - 16.0f * f;
+        osp_track_det_t d[2] = {det(ax, 200, ax + 40, 300, 0.9f, PERSON),
+                                det(bx, 210, bx + 40, 310, 0.85f, PERSON)};
+        step(t, d, 2, f * 0.1);
+        if (f == 5) {
+            a = at_point(t, ax + 20, 205)->id;
+            b = at_point(t, bx + 20, 305)->id;
+            assert_int_not_equal(a, b);
+        }
+    }
+    /* now A is at the right and B at the left */
+    const osp_track_t *ra = at_point(t, 100 + 16.0f * 40 + 20, 205);
+    const osp_track_t *rb = at_point(t, 740 - 16.0f * 40 + 20, 305);
+    assert_non_null(ra);
+    assert_non_null(rb);
+    assert_int_equal(ra->id, a);
+    assert_int_equal(rb->id, b);
+    assert_int_equal(ra->state, OSP_TRACK_CONFIRMED);
+    assert_int_equal(live(t), 2);
+    osp_track_free(t);
+}
+
+static void test_occlusion_keeps_the_id(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    uint64_t id = 0;
+    for (int f = 0; f < 40; f++) {
+        float x = 50 + 8.0f * f;
+        osp_track_det_t d = det(x, 100, x + 50, 250, 0.8f, PERSON);
+        int n = 1;
+        if (f >= 10 && f < 15) d.score = 0.3f; /* half hidden: a weak detection */
+        if (f >= 20 && f < 24) n = 0;          /* hidden whole */
+        step(t, &d, n, f / 10.0);
+        if (f == 5) id = at_point(t, x + 25, 175)->id;
+        if (f >= 10 && f < 15) { /* the weak detections kept it seen */
+            const osp_track_t *o = osp_track_find(t, id);
+            assert_int_equal(o->state, OSP_TRACK_CONFIRMED);
+            assert_int_equal(o->unseen, 0);
+            assert_float_equal(o->score, 0.3f, 1e-6);
+        }
+        if (f >= 20 && f < 24) {
+            const osp_track_t *o = osp_track_find(t, id);
+            assert_int_equal(o->state, OSP_TRACK_LOST);
+            assert_int_equal(o->unseen, f - 19);
+            /* predicted along its way */
+            assert_true(o->box.x1 > 50 + 8.0f * 19);
+        }
+    }
+    const osp_track_t *o = at_point(t, 50 + 8.0f * 39 + 25, 175);
+    assert_non_null(o);
+    assert_int_equal(o->id, id);
+    assert_int_equal(o->state, OSP_TRACK_CONFIRMED);
+    assert_float_equal(o->top_score, 0.8f, 1e-6);
+    assert_int_equal(o->hits, 36);
+    assert_int_equal(live(t), 1);
+    osp_track_free(t);
+}
+
+/* A weak detection never starts a track, nor continues a lost one. */
+static void test_weak_detections_start_nothing(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    osp_track_det_t d = det(10, 10, 60, 110, 0.4f, PERSON);
+    for (int f = 0; f < 10; f++) step(t, &d, 1, f);
+    assert_int_equal(osp_track_count(t), 0);
+    osp_track_free(t);
+}
+
+static void test_parked_car_becomes_stationary_and_stays(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    uint64_t id = 0;
+    int f = 0;
+    /* drives in and parks */
+    for (; f < 20; f++) {
+        float x = 100 + 10.0f * (f < 10 ? f : 10);
+        osp_track_det_t d = det(x, 300, x + 200, 400, 0.9f, CAR);
+        step(t, &d, 1, f * 0.2);
+        if (f == 3) id = osp_track_at(t, 0)->id;
+        const osp_track_t *o = osp_track_find(t, id);
+        if (f < 19) assert_int_equal(o ? o->stationary : 0, 0);
+    }
+    /* it jitters a pixel or two in place */
+    for (; f < 100; f++) {
+        float j = (float)(f % 3) - 1.0f;
+        osp_track_det_t d = det(200 + j, 300 - j, 400 + j, 400 + j, 0.85f, CAR);
+        step(t, &d, 1, f * 0.2);
+    }
+    const osp_track_t *o = osp_track_find(t, id);
+    assert_non_null(o);
+    assert_true(o->stationary);
+    assert_true(o->motionless >= 10);
+    /* unseen for ten times the loss limit (60 s): kept, where it was */
+    for (; f < 400; f++) step(t, NULL, 0, f * 0.2);
+    o = osp_track_find(t, id);
+    assert_non_null(o);
+    assert_int_equal(o->state, OSP_TRACK_LOST);
+    assert_true(o->stationary);
+    assert_float_equal(o->box.x1, 200, 2.0);
+    assert_float_equal(o->box.x2, 400, 2.0);
+    /* seen again: the same object */
+    osp_track_det_t d = det(200, 300, 400, 400, 0.9f, CAR);
+    step(t, &d, 1, f++ * 0.2);
+    assert_int_equal(osp_track_at(t, 0)->id, id);
+    assert_int_equal(osp_track_at(t, 0)->state, OSP_TRACK_CONFIRMED);
+    assert_int_equal(osp_track_count(t), 1);
+    /* and driving off makes it active */
+    for (int i = 1; i <= 5; i++) {
+        d = det(200 + 30.0f * i, 300, 400 + 30.0f * i, 400, 0.9f, CAR);
+        step(t, &d, 1, f++ * 0.2);
+    }
+    assert_int_equal(osp_track_at(t, 0)->id, id);
+    assert_false(osp_track_at(t, 0)->stationary);
+    osp_track_free(t);
+}
+
+/* A parked object's own limit: gone after parked_lost_seconds unseen. */
+static void test_parked_limit(void **state) {
+    (void)state;
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    p.parked_lost_seconds = 10;
+    osp_tracker_t *t = tracker(&p);
+    osp_track_det_t d = det(200, 300, 400, 400, 0.9f, CAR);
+    int f = 0;
+    for (; f < 20; f++) step(t, &d, 1, f);
+    assert_true(osp_track_at(t, 0)->stationary);
+    for (; f < 30; f++) step(t, NULL, 0, f);
+    assert_int_equal(osp_track_at(t, 0)->state, OSP_TRACK_LOST); /* 10 s */
+    step(t, NULL, 0, f++);
+    assert_int_equal(osp_track_at(t, 0)->state, OSP_TRACK_REMOVED); /* 11 s */
+    step(t, NULL, 0, f++);
+    assert_int_equal(osp_track_count(t), 0);
+    osp_track_free(t);
+}
+
+static void test_leaving_and_entering_get_different_ids(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    uint64_t first = 0;
+    int f = 0;
+    /* walks out at the right edge (x 640) */
+    for (; f < 20; f++) {
+        float x = 240 + 20.0f * f;
+        osp_track_det_t d = det(x, 100, x + 60, 260, 0.9f, PERSON);
+        step(t, &d, 1, f * 0.1);
+    }
+    first = osp_track_at(t, 0)->id;
+    /* ten frames later, well inside the loss limit, someone walks in
+     * where it left, going the other way */
+    for (; f < 30; f++) step(t, NULL, 0, f * 0.1);
+    assert_int_equal(osp_track_find(t, first)->state, OSP_TRACK_LOST);
+    uint64_t second = 0;
+    for (int i = 0; f < 45; f++, i++) {
+        float x = 600 - 20.0f * i;
+        osp_track_det_t d = det(x, 100, x + 60, 260, 0.9f, PERSON);
+        step(t, &d, 1, f * 0.1);
+        const osp_track_t *o = at_point(t, x + 30, 180);
+        assert_non_null(o);
+        if (!second) second = o->id;
+        assert_int_equal(o->id, second);
+    }
+    assert_true(second > first);
+    /* the first ends at the loss limit: 31 frames unseen */
+    const osp_track_t *o = osp_track_find(t, first);
+    assert_non_null(o);
+    for (; f < 20 + 31; f++) step(t, NULL, 0, f * 0.1);
+    o = osp_track_find(t, first);
+    assert_non_null(o);
+    assert_int_equal(o->state, OSP_TRACK_REMOVED);
+    step(t, NULL, 0, f * 0.1);
+    assert_null(osp_track_find(t, first));
+    osp_track_free(t);
+}
+
+static void test_false_detection_never_confirmed(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    osp_track_det_t d = det(10, 10, 60, 110, 0.95f, PERSON);
+    /* one frame in every two, for twenty frames */
+    for (int f = 0; f < 20; f++) {
+        step(t, &d, f % 2 == 0, f);
+        for (int i = 0; i < osp_track_count(t); i++) {
+            const osp_track_t *o = osp_track_at(t, i);
+            assert_int_not_equal(o->state, OSP_TRACK_CONFIRMED);
+            assert_int_not_equal(o->state, OSP_TRACK_LOST);
+        }
+    }
+    /* three in a row confirm */
+    for (int f = 20; f < 23; f++) step(t, &d, 1, f);
+    assert_int_equal(osp_track_at(t, 0)->state, OSP_TRACK_CONFIRMED);
+    osp_track_free(t);
+}
+
+static void test_labels_never_share_a_track(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    osp_track_det_t p = det(100, 100, 150, 250, 0.9f, PERSON);
+    for (int f = 0; f < 5; f++) step(t, &p, 1, f);
+    uint64_t person = osp_track_at(t, 0)->id;
+    osp_track_det_t c = det(100, 100, 150, 250, 0.9f, CAR);
+    step(t, &c, 1, 5);
+    assert_int_equal(osp_track_count(t), 2);
+    assert_int_equal(osp_track_find(t, person)->state, OSP_TRACK_LOST);
+    const osp_track_t *car = osp_track_at(t, 1);
+    assert_int_equal(car->label, CAR);
+    assert_int_equal(car->state, OSP_TRACK_TENTATIVE);
+    osp_track_free(t);
+}
+
+/* A scene of a dozen walkers with noise, entries, exits and misses. */
+static int scene(int f, osp_track_det_t *d, int reverse) {
+    int n = 0;
+    for (int k = 0; k < 12; k++) {
+        int start = k * 7, len = 60 + (k * 13) % 40;
+        if (f < start || f >= start + len || (f + k) % 11 == 0) continue;
+        float dir = (k % 2) ? 1.0f : -1.0f, x = 320 + dir * (f - start) * (4.0f + k % 5);
+        float y = 40.0f + 35.0f * k, s = 0.55f + 0.03f * k + ((f * 7 + k) % 5) * 0.001f;
+        if ((f + 2 * k) % 9 == 0) s = 0.2f + 0.01f * k;
+        float jit = (float)((f * 31 + k * 17) % 7) - 3.0f;
+        d[n++] = det(x + jit, y, x + 40 + jit, y + 90, s, k % 3);
+    }
+    if (reverse)
+        for (int i = 0; i < n / 2; i++) {
+            osp_track_det_t tmp = d[i];
+            d[i] = d[n - 1 - i];
+            d[n - 1 - i] = tmp;
+        }
+    return n;
+}
+
+static void test_deterministic(void **state) {
+    (void)state;
+    osp_tracker_t *a = tracker(NULL), *b = tracker(NULL), *c = tracker(NULL);
+    int confirmed = 0;
+    for (int f = 0; f < 200; f++) {
+        osp_track_det_t da[16], db[16];
+        int n = scene(f, da, 0);
+        assert_int_equal(scene(f, db, 1), n);
+        step(a, da, n, f * 0.1);
+        step(b, da, n, f * 0.1);
+        step(c, db, n, f * 0.1); /* the same detections in another order */
+        assert_int_equal(osp_track_count(a), osp_track_count(b));
+        assert_int_equal(osp_track_count(a), osp_track_count(c));
+        for (int i = 0; i < osp_track_count(a); i++) {
+            const osp_track_t *x = osp_track_at(a, i), *y = osp_track_at(b, i),
+                              *z = osp_track_at(c, i);
+            assert_memory_equal(x, y, sizeof *x);
+            assert_int_equal(x->id, z->id);
+            assert_int_equal(x->state, z->state);
+            assert_memory_equal(&x->box, &z->box, sizeof x->box);
+            confirmed += x->state == OSP_TRACK_CONFIRMED;
+        }
+    }
+    assert_true(confirmed > 500); /* the scene does make objects */
+    osp_track_free(a);
+    osp_track_free(b);
+    osp_track_free(c);
+}
+
+static void test_second_look_once_per_object(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    osp_track_det_t d[2] = {det(10, 10, 60, 110, 0.9f, PERSON), det(300, 10, 350, 110, 0.9f, PERSON)};
+    uint64_t ids[4];
+    step(t, d, 2, 0);
+    /* both new: both want a look */
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 2);
+    assert_int_equal(osp_track_needs_look(t, ids, 1), 2); /* count beyond cap */
+    uint64_t good = osp_track_at(t, 0)->id, bad = osp_track_at(t, 1)->id;
+    assert_int_equal(osp_track_set_verdict(t, good, OSP_TRACK_VERIFIED, 0.8f), 0);
+    assert_int_equal(osp_track_set_verdict(t, bad, OSP_TRACK_REJECTED, 0.1f), 0);
+    for (int f = 1; f < 6; f++) {
+        step(t, d, 2, f);
+        assert_int_equal(osp_track_needs_look(t, ids, 4), 0);
+    }
+    /* rejected stays rejected, even when told otherwise */
+    assert_int_equal(osp_track_set_verdict(t, bad, OSP_TRACK_VERIFIED, 0.9f), 0);
+    assert_int_equal(osp_track_find(t, bad)->verdict, OSP_TRACK_REJECTED);
+    assert_int_equal(osp_track_find(t, good)->verdict, OSP_TRACK_VERIFIED);
+    assert_float_equal(osp_track_find(t, good)->look_score, 0.8f, 1e-6);
+    /* the verified one's box doubles: one more look */
+    d[0] = det(10, 10, 110, 110, 0.9f, PERSON);
+    d[1].box.x2 = 400;
+    step(t, d, 2, 6);
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], good);
+    assert_int_equal(osp_track_set_verdict(t, good, OSP_TRACK_VERIFIED, 0.85f), 0);
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 0);
+    /* its score drops a lot: another */
+    d[0].score = 0.6f;
+    step(t, d, 2, 8);
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    /* errors */
+    assert_int_equal(osp_track_set_verdict(t, 999, OSP_TRACK_VERIFIED, 1), OSP_TRACK_ENOENT);
+    assert_int_equal(osp_track_set_verdict(t, good, OSP_TRACK_UNVERIFIED, 1), OSP_TRACK_EINVAL);
+    osp_track_free(t);
+}
+
+static void test_bad_arguments(void **state) {
+    (void)state;
+    char err[128];
+    osp_tracker_t *t = tracker(NULL);
+    osp_track_det_t d = det(10, 10, 60, 110, 0.9f, PERSON);
+    step(t, &d, 1, 5.0);
+    assert_int_equal(osp_track_update(t, &d, 1, 4.0, err, sizeof err), OSP_TRACK_EINVAL);
+    assert_non_null(strstr(err, "before the previous frame"));
+    assert_int_equal(osp_track_update(t, &d, -1, 6.0, err, sizeof err), OSP_TRACK_EINVAL);
+    assert_int_equal(osp_track_update(t, NULL, 1, 6.0, err, sizeof err), OSP_TRACK_EINVAL);
+    /* unusable detections are skipped, not fatal */
+    osp_track_det_t junk[3] = {det(10, 10, 5, 110, 0.9f, PERSON), det(0, 0, 1e30f, 1, 0.9f, -1),
+                               det(0, 0, 10, 10, NAN, PERSON)};
+    step(t, junk, 3, 6.0);
+    assert_int_equal(live(t), 0);
+    osp_track_free(t);
+
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    p.low_score = 0.7f;
+    assert_int_equal(osp_track_new(&p, &t, err, sizeof err), OSP_TRACK_EINVAL);
+    assert_null(t);
+    assert_non_null(strstr(err, "low_score"));
+    osp_track_params_default(&p);
+    p.match_iou = 0;
+    assert_int_equal(osp_track_params_check(&p, err, sizeof err), OSP_TRACK_EINVAL);
+    assert_non_null(strstr(err, "match_iou"));
+}
+
+static void test_max_tracks(void **state) {
+    (void)state;
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    p.max_tracks = 3;
+    osp_tracker_t *t = tracker(&p);
+    osp_track_det_t d[5];
+    for (int i = 0; i < 5; i++) d[i] = det(100.0f * i, 0, 100.0f * i + 50, 80, 0.9f - 0.1f * i, 0);
+    step(t, d, 5, 0);
+    assert_int_equal(osp_track_count(t), 3);
+    /* the most confident were kept */
+    assert_float_equal(osp_track_at(t, 2)->score, 0.7f, 1e-6);
+    osp_track_free(t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_crossing_people_keep_their_ids),
+        cmocka_unit_test(test_occlusion_keeps_the_id),
+        cmocka_unit_test(test_weak_detections_start_nothing),
+        cmocka_unit_test(test_parked_car_becomes_stationary_and_stays),
+        cmocka_unit_test(test_parked_limit),
+        cmocka_unit_test(test_leaving_and_entering_get_different_ids),
+        cmocka_unit_test(test_false_detection_never_confirmed),
+        cmocka_unit_test(test_labels_never_share_a_track),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_second_look_once_per_object),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_max_tracks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
