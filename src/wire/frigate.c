@@ -19,8 +19,11 @@
 
 /* ---- request headers ---------------------------------------------------------- */
 
-/* A model name field: 1..OSP_FRIGATE_NAME_MAX-1 bytes of text. */
-static int take_name(const cJSON *root, char *dst, char *err, size_t errlen) {
+/* A model name field: 1..OSP_FRIGATE_NAME_MAX-1 bytes of text. One that
+ * held a NUL (nul) is taken as what C keeps of it followed by "\u0000",
+ * which no file name check passes and no model is called: the peer is told
+ * that no such model is there, as for any other name that is none. */
+static int take_name(const cJSON *root, int nul, char *dst, char *err, size_t errlen) {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "model_name");
     if (!cJSON_IsString(n) || !n->valuestring[0]) {
         if (errlen) snprintf(err, errlen, "model_name must be a non-empty string");
@@ -34,6 +37,21 @@ static int take_name(const cJSON *root, char *dst, char *err, size_t errlen) {
         return OSP_WIRE_EINVAL;
     }
     memcpy(dst, n->valuestring, len + 1);
+    if (nul) snprintf(dst + len, OSP_FRIGATE_NAME_MAX - len, "\\u0000");
+    return 0;
+}
+
+/* Whether the JSON text escapes a NUL character in a string (\u0000 whose
+ * backslash is not itself escaped): cJSON decodes it into a C string that
+ * ends there, so "x\u0000y.onnx" would be taken for "x". */
+static int has_nul_escape(const uint8_t *json, size_t len) {
+    for (size_t i = 0; i + 6 <= len; i++) {
+        if (json[i] != '\\' || json[i + 1] != 'u' || memcmp(json + i + 2, "0000", 4) != 0)
+            continue;
+        size_t run = 0;
+        while (run < i && json[i - 1 - run] == '\\') run++;
+        if (run % 2 == 0) return 1;
+    }
     return 0;
 }
 
@@ -93,16 +111,18 @@ int osp_frigate_parse(const uint8_t *json, size_t len, osp_frigate_req_t *rq, ch
         FAIL("header of %zu bytes, at most %d", len, OSP_FRIGATE_HEADER_MAX);
     root = cJSON_ParseWithLength((const char *)json, len);
     if (!cJSON_IsObject(root)) FAIL("header is not a JSON object");
+    int nul = has_nul_escape(json, len);
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "model_request"))) {
         rq->kind = OSP_FRIGATE_MODEL_REQUEST;
-        rc = take_name(root, rq->model_name, err, errlen);
+        rc = take_name(root, nul, rq->model_name, err, errlen);
         goto done;
     }
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "model_data"))) {
         rq->kind = OSP_FRIGATE_MODEL_DATA;
-        rc = take_name(root, rq->model_name, err, errlen);
+        rc = take_name(root, nul, rq->model_name, err, errlen);
         goto done;
     }
+    if (nul) FAIL("a string of the header holds a NUL character (\\u0000)");
     rq->kind = OSP_FRIGATE_TENSOR;
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(root, "dtype");
     if (!cJSON_IsString(dt)) FAIL("dtype must be \"uint8\" or \"float32\"");

@@ -152,6 +152,10 @@ def test_unknown_model_and_refused_upload(ssd, ctx, tmp_path):
     assert f.upload("nope.onnx", b"\x08\x01" * 100) == {"model_saved": False, "model_loaded": False}
     assert not any(p.name.startswith("nope") for p in tmp_path.iterdir())
     f.close()
+    # a served model's name with a NUL and more after it names no model
+    g = FrigateZmq(ctx, ssd.endpoint, "ssd-oidv4\0.evil")
+    assert g.handshake == {"model_available": False, "model_loaded": False}
+    g.close()
 
 
 def test_saturated_model_answered_with_zeros_in_time(spawn, tmp_path, ctx):
@@ -240,8 +244,8 @@ def test_upload_accepted_only_inside_its_directory(spawn, tmp_path, ctx):
     script = yolo_script(tmp_path / "made.json")
     f = FrigateZmq(ctx, w.endpoint, "uploaded.json")
     assert f.handshake == {"model_available": False, "model_loaded": False}
-    # what a peer may not do: a path, a hidden name
-    for name in ("../evil.json", "/tmp/evil.json", ".hidden.json", "a/b.json"):
+    # what a peer may not do: a path, a hidden name, a name C would cut at its NUL
+    for name in ("../evil.json", "/tmp/evil.json", ".hidden.json", "a/b.json", "x\0y.json"):
         assert f.upload(name, script) == {"model_saved": False, "model_loaded": False}
     assert not (tmp_path / "evil.json").exists() and not any(models.iterdir())
     # Frigate's own upload, then frames on it

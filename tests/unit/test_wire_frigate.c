@@ -55,6 +55,16 @@ static void test_headers(void **s) {
     assert_int_equal(parse("{\"model_data\": true, \"model_name\": \"yolov9-t.onnx\"}", &rq), 0);
     assert_int_equal(rq.kind, OSP_FRIGATE_MODEL_DATA);
     assert_string_equal(rq.model_name, "yolov9-t.onnx");
+    /* a name C would cut at its NUL is not taken for what C keeps ("x"), and
+     * no name check passes it */
+    assert_int_equal(parse("{\"model_data\": true, \"model_name\": \"x\\u0000y.onnx\"}", &rq), 0);
+    assert_string_equal(rq.model_name, "x\\u0000");
+    assert_false(osp_frigate_name_ok(rq.model_name));
+    assert_int_equal(parse("{\"model_request\": true, \"model_name\": \"\\\\\\u0000\"}", &rq), 0);
+    assert_string_equal(rq.model_name, "\\\\u0000");
+    /* an escaped backslash before u0000 is text, not a NUL */
+    assert_int_equal(parse("{\"model_request\": true, \"model_name\": \"a\\\\u0000\"}", &rq), 0);
+    assert_string_equal(rq.model_name, "a\\u0000");
 }
 
 static void test_bad_headers(void **s) {
@@ -65,6 +75,8 @@ static void test_bad_headers(void **s) {
     } bad[] = {
         {"", "header is not a JSON object"},
         {"[1]", "header is not a JSON object"},
+        {"{\"shape\": [8, 8, 3], \"dtype\": \"uint8\", \"model_type\": \"ssd\\u0000x\"}",
+         "a string of the header holds a NUL character (\\u0000)"},
         {"{\"shape\": [1, 300, 300, 3]}", "dtype must be \"uint8\" or \"float32\""},
         {"{\"shape\": [1, 300, 300, 3], \"dtype\": \"int8\"}", "dtype must be \"uint8\" or \"float32\""},
         {"{\"dtype\": \"uint8\"}", "shape must be a list of 3 or 4 integers"},
