@@ -22,14 +22,8 @@
 #include <unistd.h>
 
 #include "sched/pool.h"
-#include "server/cmds.h"
-#include "server/conn.h"
-#include "server/dispatch.h"
-#include "server/fleet.h"
 #include "server/loop.h"
-#include "server/streams.h"
 #include "log/log.h"
-#include "server/watchdog.h"
 
 #define TAG_LISTEN 0xFFFFFFF0u
 #define TAG_MAILBOX 0xFFFFFFF1u
@@ -38,6 +32,15 @@
 struct srv_loop {
     int epfd, sigfd, listen_fd;
     osp_mailbox_t done; /* finished jobs, from any thread */
+    srv_fd_fn on_fd;
+    void (*on_accept)(server_t *s, int fd);
+    struct {
+        int (*due_ms)(server_t *s);
+        void (*fire)(server_t *s);
+    } timers[SRV_LOOP_TIMERS];
+    int n_timers;
+    void (*on_stop[SRV_LOOP_TIMERS])(server_t *s);
+    int n_on_stop;
     /* the unix socket file this server made, removed when it stops
      * listening if it is still the same file (dev, ino) */
     char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -105,6 +108,23 @@ void srv_loop_mod(server_t *s, int fd, uint32_t events, uint32_t tag) {
 }
 
 void srv_loop_del(server_t *s, int fd) { epoll_ctl(s->loop->epfd, EPOLL_CTL_DEL, fd, NULL); }
+
+void srv_loop_on_fd(server_t *s, srv_fd_fn fn) { s->loop->on_fd = fn; }
+
+int srv_loop_timer(server_t *s, int (*due_ms)(server_t *s), void (*fire)(server_t *s)) {
+    srv_loop_t *l = s->loop;
+    if (l->n_timers == SRV_LOOP_TIMERS) return -1;
+    l->timers[l->n_timers].due_ms = due_ms;
+    l->timers[l->n_timers++].fire = fire;
+    return 0;
+}
+
+int srv_loop_on_stop(server_t *s, void (*fn)(server_t *s)) {
+    srv_loop_t *l = s->loop;
+    if (l->n_on_stop == SRV_LOOP_TIMERS) return -1;
+    l->on_stop[l->n_on_stop++] = fn;
+    return 0;
+}
 
 void srv_post(server_t *s, srv_job_t *j) { osp_mailbox_post(&s->loop->done, &j->q); }
 
@@ -310,19 +330,21 @@ sys_fail:
     return -1;
 }
 
-int srv_loop_listen(server_t *s, const char *spec, char *err, size_t errlen) {
+int srv_loop_listen(server_t *s, const char *spec, void (*on_accept)(server_t *s, int fd),
+                    char *err, size_t errlen) {
     int fd = listen_on(s, spec, err, errlen);
     if (fd < 0) return -1;
     s->loop->listen_fd = fd;
+    s->loop->on_accept = on_accept;
     srv_loop_add(s, fd, EPOLLIN, TAG_LISTEN);
     return 0;
 }
 
-static void on_accept(server_t *s) {
+static void accept_all(server_t *s) {
     for (;;) {
         int fd = accept4(s->loop->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) return;
-        if (s->stopping || !srv_conn_new(s, fd, fd, 0)) close(fd);
+        s->loop->on_accept(s, fd);
     }
 }
 
@@ -332,28 +354,28 @@ static void start_stopping(server_t *s) {
     srv_loop_t *l = s->loop;
     if (l->listen_fd >= 0) srv_loop_del(s, l->listen_fd);
     unlisten(l);
-    srv_conns_stop_reading(s);
-    srv_fleet_stop_claiming(s->fleet);
+    for (int i = 0; i < l->n_on_stop; i++) l->on_stop[i](s);
 }
 
-/* The nearest timer: a model load's or a run's bound, or a batch window's end. */
+/* The nearest of the registered timers (-1: none). */
 static int next_timeout(server_t *s) {
-    int t = srv_cmds_timer_ms(s), more[] = {srv_dispatch_timer_ms(s), srv_conns_hello_timer_ms(s),
-                                            srv_streams_timer_ms(s), srv_watchdog_timer_ms(s)};
-    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
-        if (more[i] >= 0 && (t < 0 || more[i] < t)) t = more[i];
+    srv_loop_t *l = s->loop;
+    int t = -1;
+    for (int i = 0; i < l->n_timers; i++) {
+        int due = l->timers[i].due_ms(s);
+        if (due >= 0 && (t < 0 || due < t)) t = due;
+    }
     return t;
 }
 
-int srv_loop_run(server_t *s) {
+int srv_loop_run(server_t *s, const srv_loop_run_t *run) {
     struct epoll_event evs[64];
     int exit_code = 0;
+    srv_loop_t *l = s->loop;
     for (;;) {
-        /* retire finished connections; in stdio mode that is the end */
-        if (srv_conns_retire(s, &exit_code)) return exit_code;
-        if (s->stopping && srv_conns_empty(s) && srv_idle(s)) return exit_code;
-        int busy = srv_conns_read_unpolled(s);
-        int n = epoll_wait(s->loop->epfd, evs, 64, busy ? 0 : next_timeout(s));
+        if (run->finished(s, &exit_code)) return exit_code;
+        int busy = run->busy(s);
+        int n = epoll_wait(l->epfd, evs, 64, busy ? 0 : next_timeout(s));
         if (n < 0 && errno != EINTR) {
             osp_log(OSP_LOG_ERROR, "ospreyd: epoll_wait: %s", strerror(errno));
             return 1;
@@ -369,15 +391,11 @@ int srv_loop_run(server_t *s) {
                             strsignal((int)si.ssi_signo));
                 start_stopping(s);
             } else if (tag == TAG_LISTEN) {
-                on_accept(s);
-            } else {
-                srv_conn_event(s, tag, evs[i].events);
+                accept_all(s);
+            } else if (l->on_fd) {
+                l->on_fd(s, tag, evs[i].events);
             }
         }
-        srv_cmds_check_timers(s);
-        srv_dispatch_flush_due(s);
-        srv_conns_expire_hellos(s);
-        srv_streams_check_timers(s);
-        srv_watchdog_check(s);
+        for (int i = 0; i < l->n_timers; i++) l->timers[i].fire(s);
     }
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "model/loader.h"
 #include "model/model.h"
@@ -21,6 +22,7 @@
 #include "server/board.h"
 #include "server/cmds.h"
 #include "server/conn.h"
+#include "server/dispatch.h"
 #include "server/exec.h"
 #include "server/fleet.h"
 #include "server/http.h"
@@ -69,6 +71,35 @@ static void server_free(server_t *s) {
     free(s);
 }
 
+/* ---- what the loop serves (loop.h: it names none of it) ------------------------ */
+
+static void stop_claiming(server_t *s) { srv_fleet_stop_claiming(s->fleet); }
+
+static void accept_conn(server_t *s, int fd) {
+    if (s->stopping || !srv_conn_new(s, fd, fd, 0)) close(fd);
+}
+
+/* Finished connections retired (in stdio mode the last one is the end);
+ * after a stop, finished when no connection and no work is left. */
+static int finished(server_t *s, int *exit_code) {
+    if (srv_conns_retire(s, exit_code)) return 1;
+    return s->stopping && srv_conns_empty(s) && srv_idle(s);
+}
+
+static const srv_loop_run_t RUN = {finished, srv_conns_read_unpolled};
+
+static void register_with_loop(server_t *s) {
+    srv_loop_on_fd(s, srv_conn_event);
+    /* model loads' bounds, batch windows, handshakes' bounds, streams, runs' bounds */
+    srv_loop_timer(s, srv_cmds_timer_ms, srv_cmds_check_timers);
+    srv_loop_timer(s, srv_dispatch_timer_ms, srv_dispatch_flush_due);
+    srv_loop_timer(s, srv_conns_hello_timer_ms, srv_conns_expire_hellos);
+    srv_loop_timer(s, srv_streams_timer_ms, srv_streams_check_timers);
+    srv_loop_timer(s, srv_watchdog_timer_ms, srv_watchdog_check);
+    srv_loop_on_stop(s, srv_conns_stop_reading);
+    srv_loop_on_stop(s, stop_claiming);
+}
+
 static server_t *server_new(const osp_server_opts_t *opts) {
     server_t *s = calloc(1, sizeof *s);
     if (!s) return NULL;
@@ -98,6 +129,7 @@ static server_t *server_new(const osp_server_opts_t *opts) {
         server_free(s);
         return NULL;
     }
+    register_with_loop(s);
     return s;
 }
 
@@ -159,7 +191,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
     }
     if (opts->listen) {
         char err[256];
-        if (srv_loop_listen(s, opts->listen, err, sizeof err)) {
+        if (srv_loop_listen(s, opts->listen, accept_conn, err, sizeof err)) {
             osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
             server_free(s);
             return 1;
@@ -186,7 +218,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
             return 1;
         }
     }
-    rc = srv_loop_run(s);
+    rc = srv_loop_run(s, &RUN);
     int stuck = srv_exec_stuck(s);
     if (stuck) {
         /* they cannot be joined; the process ends without them */
