@@ -1,16 +1,12 @@
 /* The per-frame records of osprey detect: one JSON line each on stdout. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "cli/detect.h"
 #include "wire/frame.h"
 
-double osp_detect_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
+double osp_detect_now(void) { return osp_now_s(); }
 
 const char *osp_detect_base_name(const char *path) {
     if (strcmp(path, "-") == 0) return "stdin";

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "cli/cli.h"
 #include "model/model.h"
 #include "stream/stream.h"
@@ -74,11 +75,6 @@ static void on_score(void *ctx, int64_t frame, const float *out, int out_len) {
     osp_vad_segment_t s;
     l->scored++;
     if (out_len >= 1 && osp_vad_seg_feed(&l->seg, frame, out[0], &s)) print_segment(l, &s);
-}
-
-static void sleep_until(const struct timespec *t) {
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL) == EINTR) {
-    }
 }
 
 int osp_cmd_listen(int argc, char **argv) {
@@ -194,13 +190,12 @@ int osp_cmd_listen(int argc, char **argv) {
 
     size_t chunks = n / CHUNK; /* a short tail is not scored: no padding */
     struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
+    osp_now(&next);
     int64_t shown = 0;
     for (size_t i = 0; i < chunks; i++) {
         if (live) {
-            sleep_until(&next);
-            next.tv_nsec += (long)CHUNK * 1000000000L / RATE;
-            if (next.tv_nsec >= 1000000000L) next.tv_sec++, next.tv_nsec -= 1000000000L;
+            osp_sleep_until(&next);
+            osp_timespec_add_ms(&next, (double)CHUNK * 1000 / RATE);
         }
         osp_stream_push(s, samples + i * CHUNK);
         if (!live) continue;
