@@ -344,7 +344,7 @@ int osp_cmd_jobs(int argc, char **argv) {
         case 'm': model = optarg; break;
         case 'g': group = optarg; break;
         case 'e':
-            if (osp_cli_parse_num("jobs", "--every", optarg, 1, 1e6, &v)) return 2;
+            if (osp_args_num("osprey jobs", "--every", optarg, 1, 1e6, &v)) return 2;
             every = (int)v;
             break;
         case 'h': usage(stdout); return 0;

@@ -382,13 +382,13 @@ static int parse_args(int argc, char **argv, opts_t *o) {
                 return -1;
             }
         } else if (strcmp(a, "-e") == 0 || strcmp(a, "--every") == 0) {
-            if (osp_cli_parse_int(next, 1, 1000000, &o->every)) {
+            if (osp_args_int(next, 1, 1000000, &o->every)) {
                 fprintf(stderr, "osprey quantize: --every must be a whole number >= 1, not '%s'\n",
                         next);
                 return -1;
             }
         } else if (strcmp(a, "-t") == 0 || strcmp(a, "--threshold") == 0) {
-            if (osp_cli_parse_unit("quantize", "--threshold", next, &o->threshold)) return -1;
+            if (osp_args_unit("osprey quantize", "--threshold", next, &o->threshold)) return -1;
         } else {
             fprintf(stderr, "osprey quantize: unknown option '%s'; see 'osprey quantize --help'\n", a);
             return -1;

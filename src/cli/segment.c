@@ -121,7 +121,7 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
 
 /* A number in [lo, hi] (hi <= lo: no upper bound); whole: an integer. */
 static int num(const char *opt, const char *s, double lo, double hi, bool whole, double *out) {
-    if (osp_cli_parse_num("segment", opt, s, lo, hi, out)) return -1;
+    if (osp_args_num("osprey segment", opt, s, lo, hi, out)) return -1;
     if (whole && *out != (double)(long long)*out) {
         fprintf(stderr, "osprey segment: %s must be a whole number, not '%s'\n", opt, s);
         return -1;
