@@ -6,6 +6,7 @@
  * is printed with its age, the lag a live display would show.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -81,39 +82,42 @@ int osp_cmd_listen(int argc, char **argv) {
     const char *input = NULL, *model_arg = "silero-vad";
     float threshold = 0.5f;
     int live = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--live") == 0) {
-            live = 1;
-        } else if (strcmp(a, "--model") == 0 || strcmp(a, "--threshold") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "osprey listen: %s needs a value\n", a);
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"live", no_argument, NULL, 'L'},
+                                             {"model", required_argument, NULL, 'm'},
+                                             {"threshold", required_argument, NULL, 't'},
+                                             {NULL, 0, NULL, 0}};
+    int c;
+    optind = 1;
+    opterr = 0; /* the messages below are this command's own */
+    /* "-": the input in its place among the options; ":": a missing value is told apart */
+    while ((c = getopt_long(argc, argv, "-:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case 'L': live = 1; break;
+        case 'm': model_arg = optarg; break;
+        case 't': {
+            char *end;
+            threshold = strtof(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(threshold > 0.0f && threshold < 1.0f)) {
+                fprintf(stderr,
+                        "osprey listen: --threshold must be a number between 0 and 1, not '%s'\n",
+                        optarg);
                 return 2;
             }
-            const char *v = argv[++i];
-            if (a[2] == 'm') {
-                model_arg = v;
-            } else {
-                char *end;
-                threshold = strtof(v, &end);
-                if (*v == '\0' || *end != '\0' || !(threshold > 0.0f && threshold < 1.0f)) {
-                    fprintf(stderr,
-                            "osprey listen: --threshold must be a number between 0 and 1, not '%s'\n",
-                            v);
-                    return 2;
-                }
+            break;
+        }
+        case 1:
+            if (input) {
+                fprintf(stderr, "osprey listen: one input file, not '%s' and '%s'\n", input, optarg);
+                return 2;
             }
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "osprey listen: unknown option '%s' (see --help)\n", a);
+            input = optarg;
+            break;
+        case ':': fprintf(stderr, "osprey listen: %s needs a value\n", argv[optind - 1]); return 2;
+        default:
+            fprintf(stderr, "osprey listen: unknown option '%s' (see --help)\n", argv[optind - 1]);
             return 2;
-        } else if (input) {
-            fprintf(stderr, "osprey listen: one input file, not '%s' and '%s'\n", input, a);
-            return 2;
-        } else {
-            input = a;
         }
     }
     if (!input) {
