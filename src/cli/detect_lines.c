@@ -6,8 +6,6 @@
 #include "cli/detect.h"
 #include "wire/frame.h"
 
-double osp_detect_now(void) { return osp_now_s(); }
-
 const char *osp_detect_base_name(const char *path) {
     if (strcmp(path, "-") == 0) return "stdin";
     const char *s = strrchr(path, '/');
@@ -47,7 +45,7 @@ void osp_detect_put_line(const osp_jw_t *w, int flush) {
 
 void osp_detect_emit(const osp_detect_opts_t *o, osp_jw_t *w, double captured, int flush) {
     osp_jw_key(w, "ageMs");
-    osp_jw_num(w, (osp_detect_now() - captured) * 1000.0, 1);
+    osp_jw_num(w, (osp_now_s() - captured) * 1000.0, 1);
     osp_jw_obj_close(w);
     if (!o->no_json) osp_detect_put_line(w, flush);
     if (o->sink && !w->oom) osp_sink_put(o->sink, w->buf);
