@@ -118,7 +118,7 @@ int osp_cmd_compare(int argc, char **argv) {
         case 'E': emb_name = optarg; break;
         case 'M': {
             double m;
-            if (osp_cli_parse_num("compare", "--margin", optarg, 0, 2, &m)) return 2;
+            if (osp_args_num("osprey compare", "--margin", optarg, 0, 2, &m)) return 2;
             margin = (float)m;
             break;
         }

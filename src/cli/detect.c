@@ -209,10 +209,10 @@ int osp_cmd_detect(int argc, char **argv) {
         case 0x102: o.second_look = 0; break;
         case 'm': o.model = optarg; break;
         case 't':
-            if (osp_cli_parse_unit("detect", "--threshold", optarg, &o.threshold)) return 2;
+            if (osp_args_unit("osprey detect", "--threshold", optarg, &o.threshold)) return 2;
             break;
         case 'e':
-            if (osp_cli_parse_int(optarg, 1, 1000000, &o.every)) {
+            if (osp_args_int(optarg, 1, 1000000, &o.every)) {
                 fprintf(stderr, "osprey detect: --every must be a whole number >= 1, not '%s'\n",
                         optarg);
                 return 2;
@@ -220,10 +220,7 @@ int osp_cmd_detect(int argc, char **argv) {
             break;
         case 'o': o.out_dir = optarg; break;
         case 'j':
-            if (osp_cli_parse_int(optarg, 1, 64, &o.workers)) {
-                fprintf(stderr, "osprey detect: --workers must be from 1 to 64, not '%s'\n", optarg);
-                return 2;
-            }
+            if (osp_args_int_in("osprey detect", "--workers", optarg, 1, 64, &o.workers)) return 2;
             break;
         case 'q': o.quiet = 1; break;
         case 'J': o.no_json = 1; break;
@@ -232,10 +229,11 @@ int osp_cmd_detect(int argc, char **argv) {
         case 'N': o.per_class_nms = 1; break;
         case 'L': o.labels = optarg; break;
         case 'F':
-            if (osp_cli_parse_num("detect", "--fps", optarg, 0.001, 1000, &o.fps)) return 2;
+            if (osp_args_num("osprey detect", "--fps", optarg, 0.001, 1000, &o.fps)) return 2;
             break;
         case 'R':
-            if (osp_cli_parse_num("detect", "--reconnect-for", optarg, 0, 0, &o.source.reconnect_for_s))
+            if (osp_args_num("osprey detect", "--reconnect-for", optarg, 0, 0,
+                             &o.source.reconnect_for_s))
                 return 2;
             break;
         case 'T':

@@ -56,8 +56,6 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
 
 /* ---- records (detect_lines.c) --------------------------------------------- */
 
-/* Monotonic seconds. */
-double osp_detect_now(void);
 /* "stdin" for "-", else the last path component. */
 const char *osp_detect_base_name(const char *path);
 /* Start one result line in w: {"source","frame",["t",] record…} (t < 0:

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "cli/detect.h"
 #include "cli/snapshot.h"
 #include "cli/tally.h"
@@ -17,7 +18,7 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_tally_t *t = NULL;
     char err[512];
     int rc = 0, ow = 0, oh = 0;
-    double t0 = osp_detect_now();
+    double t0 = osp_now_s();
     FILE *f = fopen(input, "rb");
     uint8_t *buf = NULL;
     long len = 0;
@@ -53,7 +54,7 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_detect_format(&w, input, 0, -1, m, &r, NULL);
     osp_detect_emit(o, &w, t0, 0);
     osp_tally_add(t, &r, 0, &v);
-    osp_tally_print(t, osp_detect_base_name(input), osp_detect_now() - t0);
+    osp_tally_print(t, osp_detect_base_name(input), osp_now_s() - t0);
     osp_snapshot_write(o->out_dir, input, t, m, dec);
 done:
     if (f) fclose(f);

@@ -1,16 +1,10 @@
 /* The per-frame records of osprey detect: one JSON line each on stdout. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "cli/detect.h"
 #include "wire/frame.h"
-
-double osp_detect_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 const char *osp_detect_base_name(const char *path) {
     if (strcmp(path, "-") == 0) return "stdin";
@@ -51,7 +45,7 @@ void osp_detect_put_line(const osp_jw_t *w, int flush) {
 
 void osp_detect_emit(const osp_detect_opts_t *o, osp_jw_t *w, double captured, int flush) {
     osp_jw_key(w, "ageMs");
-    osp_jw_num(w, (osp_detect_now() - captured) * 1000.0, 1);
+    osp_jw_num(w, (osp_now_s() - captured) * 1000.0, 1);
     osp_jw_obj_close(w);
     if (!o->no_json) osp_detect_put_line(w, flush);
     if (o->sink && !w->oom) osp_sink_put(o->sink, w->buf);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "cli/detect.h"
 #include "cli/events.h"
 #include "cli/snapshot.h"
@@ -225,7 +226,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     int nw = 0, rc = 0;
     long expect = info->frames > 0 && o->fps <= 0 ? (info->frames + o->every - 1) / o->every : 0;
     int bar = !o->quiet && isatty(STDERR_FILENO);
-    double t0 = osp_detect_now(), last_bar = 0;
+    double t0 = osp_now_s(), last_bar = 0;
 
     pthread_create(&reader, NULL, reader_main, &p);
     for (int i = 0; i < o->workers; i++)
@@ -246,7 +247,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
             osp_view_t pv = osp_image_view(&s->img);
             osp_tally_add(t, &s->res, s->frame, &pv);
         }
-        double now = osp_detect_now();
+        double now = osp_now_s();
         if (bar && now - last_bar > 0.1) {
             progress(name, seq + 1, expect, now - t0, 0);
             last_bar = now;
@@ -261,8 +262,8 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     int64_t dropped = p.newest ? osp_newest_dropped(p.newest) : 0;
     osp_newest_stop(p.newest);
     fflush(stdout);
-    if (bar) progress(name, osp_tally_frames(t), expect, osp_detect_now() - t0, 1);
-    osp_tally_print(t, osp_detect_base_name(name), osp_detect_now() - t0);
+    if (bar) progress(name, osp_tally_frames(t), expect, osp_now_s() - t0, 1);
+    osp_tally_print(t, osp_detect_base_name(name), osp_now_s() - t0);
     if (live) {
         osp_source_stats_t ss = osp_source_stats(src);
         fprintf(stderr,

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
+#include "base/clock.h"
 #include "cli/cli.h"
 #include "jobs/jobs.h"
 #include "video/video.h"
@@ -49,12 +49,6 @@ typedef struct {
     double start, last_progress;
     int errors;
 } submit_t;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static redisReply *cmd(redisContext *c, int argc, const char **argv, const size_t *lens) {
     redisReply *r = redisCommandArgv(c, argc, argv, lens);
@@ -115,7 +109,7 @@ static void print_ready(submit_t *S) {
         size_t len = p->len;
         if (len > 2 && rec[0] == '{' && rec[len - 1] == '}') osp_jw_raw(&w, rec + 1, len - 2);
         osp_jw_key(&w, "ageMs");
-        osp_jw_num(&w, (now_s() - p->submitted) * 1000.0, 1);
+        osp_jw_num(&w, (osp_now_s() - p->submitted) * 1000.0, 1);
         osp_jw_obj_close(&w);
         if (!w.oom) {
             fwrite(w.buf, 1, w.len, stdout);
@@ -130,9 +124,9 @@ static void print_ready(submit_t *S) {
 }
 
 static void progress(submit_t *S, int final) {
-    if (!isatty(2) || (!final && now_s() - S->last_progress < 0.2)) return;
-    S->last_progress = now_s();
-    double rate = S->printed / (now_s() - S->start + 1e-9);
+    if (!isatty(2) || (!final && osp_now_s() - S->last_progress < 0.2)) return;
+    S->last_progress = osp_now_s();
+    double rate = S->printed / (osp_now_s() - S->start + 1e-9);
     if (S->total > 0) {
         int bar = (int)(30 * S->printed / S->total);
         fprintf(stderr, "\r[%.*s%*s] %ld/%ld jobs, %.1f/s", bar,
@@ -192,14 +186,14 @@ static int read_results(submit_t *S, int block_ms) {
 
 /* Room for one more job: wait for results while WINDOW are out. */
 static int make_room(submit_t *S) {
-    double since = now_s();
+    double since = osp_now_s();
     long before = S->printed;
     while (S->next - S->printed >= WINDOW) {
         if (read_results(S, 1000)) return -1;
         if (S->printed != before) {
             before = S->printed;
-            since = now_s();
-        } else if (now_s() - since > STALL_S) {
+            since = osp_now_s();
+        } else if (osp_now_s() - since > STALL_S) {
             fprintf(stderr, "osprey jobs: no result for %d s: is a worker serving %s?\n", STALL_S,
                     S->t.stream);
             return -1;
@@ -246,7 +240,7 @@ static int push(submit_t *S, const char *source, long frame, double t, const cha
         snprintf(p->source, sizeof p->source, "%s", source);
         p->frame = frame;
         p->t = t;
-        p->submitted = now_s();
+        p->submitted = osp_now_s();
         snprintf(p->entry, sizeof p->entry, "%s", r->str);
         S->next++;
     }
@@ -350,7 +344,7 @@ int osp_cmd_jobs(int argc, char **argv) {
         case 'm': model = optarg; break;
         case 'g': group = optarg; break;
         case 'e':
-            if (osp_cli_parse_num("jobs", "--every", optarg, 1, 1e6, &v)) return 2;
+            if (osp_args_num("osprey jobs", "--every", optarg, 1, 1e6, &v)) return 2;
             every = (int)v;
             break;
         case 'h': usage(stdout); return 0;
@@ -387,14 +381,12 @@ int osp_cmd_jobs(int argc, char **argv) {
     char host[64] = "host";
     gethostname(host, sizeof host - 1);
     /* job ids are remembered as done for a day: this run's must be new */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(S->id_prefix, sizeof S->id_prefix, "%s-%ld-%lld%03ld-", host, (long)getpid(),
-             (long long)ts.tv_sec, ts.tv_nsec / 1000000);
+    snprintf(S->id_prefix, sizeof S->id_prefix, "%s-%ld-%lld-", host, (long)getpid(),
+             (long long)osp_epoch_ms());
     snprintf(S->reply, sizeof S->reply, "%s:reply:%s", t.stream, S->id_prefix);
     snprintf(S->model, sizeof S->model, "%s", model);
     snprintf(S->last, sizeof S->last, "0-0");
-    S->start = now_s();
+    S->start = osp_now_s();
     S->total = -1;
     int all_images = 1, rc = 0;
     for (int i = first; i < argc && all_images; i++) {
@@ -407,15 +399,15 @@ int osp_cmd_jobs(int argc, char **argv) {
         int r = push_input(S, argv[i], every);
         rc = r > rc ? r : rc;
     }
-    double since = now_s();
+    double since = osp_now_s();
     long before = S->printed;
     while (rc < 1 && S->printed < S->next) {
         if (read_results(S, 1000)) {
             rc = 1;
         } else if (S->printed != before) {
             before = S->printed;
-            since = now_s();
-        } else if (now_s() - since > STALL_S) {
+            since = osp_now_s();
+        } else if (osp_now_s() - since > STALL_S) {
             fprintf(stderr, "osprey jobs: %ld job(s) unanswered after %d s\n",
                     S->next - S->printed, STALL_S);
             rc = 1;

@@ -6,6 +6,7 @@
  * is printed with its age, the lag a live display would show.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "cli/cli.h"
 #include "model/model.h"
 #include "stream/stream.h"
@@ -76,48 +78,46 @@ static void on_score(void *ctx, int64_t frame, const float *out, int out_len) {
     if (out_len >= 1 && osp_vad_seg_feed(&l->seg, frame, out[0], &s)) print_segment(l, &s);
 }
 
-static void sleep_until(const struct timespec *t) {
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL) == EINTR) {
-    }
-}
-
 int osp_cmd_listen(int argc, char **argv) {
     const char *input = NULL, *model_arg = "silero-vad";
     float threshold = 0.5f;
     int live = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--live") == 0) {
-            live = 1;
-        } else if (strcmp(a, "--model") == 0 || strcmp(a, "--threshold") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "osprey listen: %s needs a value\n", a);
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"live", no_argument, NULL, 'L'},
+                                             {"model", required_argument, NULL, 'm'},
+                                             {"threshold", required_argument, NULL, 't'},
+                                             {NULL, 0, NULL, 0}};
+    int c;
+    optind = 1;
+    opterr = 0; /* the messages below are this command's own */
+    /* "-": the input in its place among the options; ":": a missing value is told apart */
+    while ((c = getopt_long(argc, argv, "-:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case 'L': live = 1; break;
+        case 'm': model_arg = optarg; break;
+        case 't': {
+            char *end;
+            threshold = strtof(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(threshold > 0.0f && threshold < 1.0f)) {
+                fprintf(stderr,
+                        "osprey listen: --threshold must be a number between 0 and 1, not '%s'\n",
+                        optarg);
                 return 2;
             }
-            const char *v = argv[++i];
-            if (a[2] == 'm') {
-                model_arg = v;
-            } else {
-                char *end;
-                threshold = strtof(v, &end);
-                if (*v == '\0' || *end != '\0' || !(threshold > 0.0f && threshold < 1.0f)) {
-                    fprintf(stderr,
-                            "osprey listen: --threshold must be a number between 0 and 1, not '%s'\n",
-                            v);
-                    return 2;
-                }
+            break;
+        }
+        case 1:
+            if (input) {
+                fprintf(stderr, "osprey listen: one input file, not '%s' and '%s'\n", input, optarg);
+                return 2;
             }
-        } else if (a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "osprey listen: unknown option '%s' (see --help)\n", a);
+            input = optarg;
+            break;
+        case ':': fprintf(stderr, "osprey listen: %s needs a value\n", argv[optind - 1]); return 2;
+        default:
+            fprintf(stderr, "osprey listen: unknown option '%s' (see --help)\n", argv[optind - 1]);
             return 2;
-        } else if (input) {
-            fprintf(stderr, "osprey listen: one input file, not '%s' and '%s'\n", input, a);
-            return 2;
-        } else {
-            input = a;
         }
     }
     if (!input) {
@@ -194,13 +194,12 @@ int osp_cmd_listen(int argc, char **argv) {
 
     size_t chunks = n / CHUNK; /* a short tail is not scored: no padding */
     struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
+    osp_now(&next);
     int64_t shown = 0;
     for (size_t i = 0; i < chunks; i++) {
         if (live) {
-            sleep_until(&next);
-            next.tv_nsec += (long)CHUNK * 1000000000L / RATE;
-            if (next.tv_nsec >= 1000000000L) next.tv_sec++, next.tv_nsec -= 1000000000L;
+            osp_sleep_until(&next);
+            osp_timespec_add_ms(&next, (double)CHUNK * 1000 / RATE);
         }
         osp_stream_push(s, samples + i * CHUNK);
         if (!live) continue;

@@ -1,4 +1,5 @@
 /* osprey models: the built-in catalog. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,10 +8,19 @@
 
 int osp_cmd_models(int argc, char **argv) {
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+    static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    int c;
+    optind = 1;
+    opterr = 0; /* the message below is this command's own */
+    while ((c = getopt_long(argc, argv, "-h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = 1; break;
+        case 1: /* "-h": the words in their order; models takes none */
+            fprintf(stderr, "osprey models: unknown option '%s'\n", optarg);
+            return 2;
+        case 'h':
             puts("usage: osprey models [--json]\n"
                  "\n"
                  "Lists the built-in models: name, whether the file is present, where it is\n"
@@ -22,8 +32,8 @@ int osp_cmd_models(int argc, char **argv) {
                  "\n"
                  "  --json   one JSON object per model instead of a table");
             return 0;
-        } else {
-            fprintf(stderr, "osprey models: unknown option '%s'\n", argv[i]);
+        default:
+            fprintf(stderr, "osprey models: unknown option '%s'\n", argv[optind - 1]);
             return 2;
         }
     }

@@ -223,10 +223,10 @@ int osp_cmd_ocr(int argc, char **argv) {
         case 'R': rec_name = optarg; break;
         case 'W': words = 1; break;
         case 't':
-            if (osp_cli_parse_unit("ocr", "--threshold", optarg, &threshold)) return 2;
+            if (osp_args_unit("osprey ocr", "--threshold", optarg, &threshold)) return 2;
             break;
         case 's':
-            if (osp_cli_parse_unit("ocr", "--min-score", optarg, &min_score)) return 2;
+            if (osp_args_unit("osprey ocr", "--min-score", optarg, &min_score)) return 2;
             break;
         case 'h': usage(stdout); return 0;
         default: fprintf(stderr, "osprey ocr: see 'osprey ocr --help'\n"); return 2;

@@ -15,6 +15,7 @@
  * per held-out frame through the whole decode path.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,72 +329,93 @@ static void print_agreement(const agree_run_t *g, float threshold) {
 /* ---- command ------------------------------------------------------------------------ */
 
 static int parse_args(int argc, char **argv, opts_t *o) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-        int is_list = strcmp(a, "--calibrate") == 0 || strcmp(a, "--holdout") == 0;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 1;
-        }
-        if (strcmp(a, "--float-heads") == 0) {
-            o->float_heads = 1;
-            continue;
-        }
-        if (is_list) {
-            int hold = a[2] == 'h';
-            osp_qmedia_t *list = hold ? o->hold : o->calib;
-            int *n = hold ? &o->n_hold : &o->n_calib;
-            for (; i + 1 < argc && argv[i + 1][0] != '-'; i++) {
-                if (*n == MAX_MEDIA || osp_qmedia_parse(argv[i + 1], &list[*n])) {
-                    fprintf(stderr, "osprey quantize: too many media or too long a path: %s\n",
-                            argv[i + 1]);
-                    return -1;
-                }
-                (*n)++;
+    enum { O_FLOAT_HEADS = 0x100, O_CALIBRATE, O_HOLDOUT, O_FACES, O_METHOD, O_PERCENTILE };
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"float-heads", no_argument, NULL, O_FLOAT_HEADS},
+                                             {"calibrate", no_argument, NULL, O_CALIBRATE},
+                                             {"holdout", no_argument, NULL, O_HOLDOUT},
+                                             {"model", required_argument, NULL, 'm'},
+                                             {"faces", required_argument, NULL, O_FACES},
+                                             {"out", required_argument, NULL, 'o'},
+                                             {"method", required_argument, NULL, O_METHOD},
+                                             {"percentile", required_argument, NULL, O_PERCENTILE},
+                                             {"every", required_argument, NULL, 'e'},
+                                             {"threshold", required_argument, NULL, 't'},
+                                             {NULL, 0, NULL, 0}};
+    /* --calibrate and --holdout take the words after them, up to the next
+     * option: read in order ("-"), each word lands in the list open then */
+    osp_qmedia_t *list = NULL;
+    int *n = NULL;
+    int c;
+    optind = 1;
+    opterr = 0; /* the messages below are this command's own */
+    while ((c = getopt_long(argc, argv, "-:hm:o:e:t:", longopts, NULL)) != -1) {
+        if (c == 1 && list && optarg[0] != '-') {
+            if (*n == MAX_MEDIA || osp_qmedia_parse(optarg, &list[*n])) {
+                fprintf(stderr, "osprey quantize: too many media or too long a path: %s\n", optarg);
+                return -1;
             }
+            (*n)++;
             continue;
         }
-        if (!next) {
-            fprintf(stderr, "osprey quantize: unknown option or missing value: %s\n", a);
-            return -1;
-        }
-        if (strcmp(a, "-m") == 0 || strcmp(a, "--model") == 0) {
-            o->model = next;
-        } else if (strcmp(a, "--faces") == 0) {
-            o->faces = next;
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--out") == 0) {
-            o->out = next;
-        } else if (strcmp(a, "--method") == 0) {
-            if (strcmp(next, "minmax") == 0)
+        list = NULL;
+        switch (c) {
+        case 'h': usage(stdout); return 1;
+        case O_FLOAT_HEADS: o->float_heads = 1; break;
+        case O_CALIBRATE:
+            list = o->calib;
+            n = &o->n_calib;
+            break;
+        case O_HOLDOUT:
+            list = o->hold;
+            n = &o->n_hold;
+            break;
+        case 'm': o->model = optarg; break;
+        case O_FACES: o->faces = optarg; break;
+        case 'o': o->out = optarg; break;
+        case O_METHOD:
+            if (strcmp(optarg, "minmax") == 0)
                 o->method = OSP_CALIB_MINMAX;
-            else if (strcmp(next, "percentile") == 0)
+            else if (strcmp(optarg, "percentile") == 0)
                 o->method = OSP_CALIB_PERCENTILE;
             else {
-                fprintf(stderr, "osprey quantize: --method is minmax or percentile, not '%s'\n", next);
+                fprintf(stderr, "osprey quantize: --method is minmax or percentile, not '%s'\n",
+                        optarg);
                 return -1;
             }
-        } else if (strcmp(a, "--percentile") == 0) {
+            break;
+        case O_PERCENTILE: {
             char *end;
-            o->pct = strtod(next, &end);
-            if (*end || end == next || !(o->pct >= 50 && o->pct <= 100)) {
+            o->pct = strtod(optarg, &end);
+            if (*end || end == optarg || !(o->pct >= 50 && o->pct <= 100)) {
                 fprintf(stderr, "osprey quantize: --percentile must be from 50 to 100, not '%s'\n",
-                        next);
+                        optarg);
                 return -1;
             }
-        } else if (strcmp(a, "-e") == 0 || strcmp(a, "--every") == 0) {
-            if (osp_cli_parse_int(next, 1, 1000000, &o->every)) {
+            break;
+        }
+        case 'e':
+            if (osp_args_int(optarg, 1, 1000000, &o->every)) {
                 fprintf(stderr, "osprey quantize: --every must be a whole number >= 1, not '%s'\n",
-                        next);
+                        optarg);
                 return -1;
             }
-        } else if (strcmp(a, "-t") == 0 || strcmp(a, "--threshold") == 0) {
-            if (osp_cli_parse_unit("quantize", "--threshold", next, &o->threshold)) return -1;
-        } else {
-            fprintf(stderr, "osprey quantize: unknown option '%s'; see 'osprey quantize --help'\n", a);
+            break;
+        case 't':
+            if (osp_args_unit("osprey quantize", "--threshold", optarg, &o->threshold)) return -1;
+            break;
+        default: {
+            /* a word outside a list, an unknown option, or an option whose value is
+             * missing: the last word of the line is told as a missing value */
+            const char *a = c == 1 ? optarg : argv[optind - 1];
+            if (c == ':' || optind >= argc)
+                fprintf(stderr, "osprey quantize: unknown option or missing value: %s\n", a);
+            else
+                fprintf(stderr,
+                        "osprey quantize: unknown option '%s'; see 'osprey quantize --help'\n", a);
             return -1;
         }
-        i++;
+        }
     }
     if (!o->model || !o->out || !o->n_calib) {
         fprintf(stderr,

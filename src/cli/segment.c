@@ -5,6 +5,7 @@
  * run on stderr. The stages live in src/segment/ (pipeline.h).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdatomic.h>
@@ -121,7 +122,7 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
 
 /* A number in [lo, hi] (hi <= lo: no upper bound); whole: an integer. */
 static int num(const char *opt, const char *s, double lo, double hi, bool whole, double *out) {
-    if (osp_cli_parse_num("segment", opt, s, lo, hi, out)) return -1;
+    if (osp_args_num("osprey segment", opt, s, lo, hi, out)) return -1;
     if (whole && *out != (double)(long long)*out) {
         fprintf(stderr, "osprey segment: %s must be a whole number, not '%s'\n", opt, s);
         return -1;
@@ -161,106 +162,164 @@ int osp_cmd_segment(int argc, char **argv) {
     const char *input = NULL, *camera = NULL, *prompt = NULL, *prompt_file = NULL;
     const char *procedure = NULL, *kafka = NULL, *vlm_key_file = NULL;
     osp_cli_mqtt_t mqtt = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
-            return 0;
-        } else if (strcmp(a, "--live") == 0) {
-            o.live = true;
-        } else if (strcmp(a, "--no-warmup") == 0) {
-            o.warmup = false;
-        } else if (a[0] == '-' && a[1] == '-') {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "osprey segment: %s needs a value (see --help)\n", a);
+    enum {
+        O_LIVE = 0x100,
+        O_NO_WARMUP,
+        O_MQTT,
+        O_UNIFORM,
+        O_MAX_LENGTH,
+        O_MIN_LENGTH,
+        O_THRESHOLD,
+        O_DELAY_FRAMES,
+        O_SCORER,
+        O_SCORER_SIZE,
+        O_SCORER_WINDOW,
+        O_SPEED,
+        O_CAMERA,
+        O_VLM,
+        O_VLM_MODEL,
+        O_PROMPT,
+        O_PROMPT_FILE,
+        O_SYSTEM_PROMPT,
+        O_MAX_TOKENS,
+        O_TEMPERATURE,
+        O_VLM_FPS,
+        O_VLM_MAX_FRAMES,
+        O_VLM_CONCURRENCY,
+        O_VLM_TIMEOUT,
+        O_VLM_KEY_FILE,
+        O_VLM_CA,
+        O_KAFKA,
+        O_RECONNECT_FOR,
+        O_RTSP_TRANSPORT,
+        O_PROCEDURE,
+        O_SLOW_DESCRIBE_MS
+    };
+    static const struct option longopts[] =
+        {{"help", no_argument, NULL, 'h'},
+         {"live", no_argument, NULL, O_LIVE},
+         {"no-warmup", no_argument, NULL, O_NO_WARMUP},
+         {"mqtt", required_argument, NULL, O_MQTT},
+         {"mqtt-user", required_argument, NULL, O_MQTT},
+         {"mqtt-password-file", required_argument, NULL, O_MQTT},
+         {"mqtt-ca", required_argument, NULL, O_MQTT},
+         {"uniform", required_argument, NULL, O_UNIFORM},
+         {"max-length", required_argument, NULL, O_MAX_LENGTH},
+         {"min-length", required_argument, NULL, O_MIN_LENGTH},
+         {"threshold", required_argument, NULL, O_THRESHOLD},
+         {"delay-frames", required_argument, NULL, O_DELAY_FRAMES},
+         {"scorer", required_argument, NULL, O_SCORER},
+         {"scorer-size", required_argument, NULL, O_SCORER_SIZE},
+         {"scorer-window", required_argument, NULL, O_SCORER_WINDOW},
+         {"speed", required_argument, NULL, O_SPEED},
+         {"camera", required_argument, NULL, O_CAMERA},
+         {"vlm", required_argument, NULL, O_VLM},
+         {"vlm-model", required_argument, NULL, O_VLM_MODEL},
+         {"prompt", required_argument, NULL, O_PROMPT},
+         {"prompt-file", required_argument, NULL, O_PROMPT_FILE},
+         {"system-prompt", required_argument, NULL, O_SYSTEM_PROMPT},
+         {"max-tokens", required_argument, NULL, O_MAX_TOKENS},
+         {"temperature", required_argument, NULL, O_TEMPERATURE},
+         {"vlm-fps", required_argument, NULL, O_VLM_FPS},
+         {"vlm-max-frames", required_argument, NULL, O_VLM_MAX_FRAMES},
+         {"vlm-concurrency", required_argument, NULL, O_VLM_CONCURRENCY},
+         {"vlm-timeout", required_argument, NULL, O_VLM_TIMEOUT},
+         {"vlm-key-file", required_argument, NULL, O_VLM_KEY_FILE},
+         {"vlm-ca", required_argument, NULL, O_VLM_CA},
+         {"kafka", required_argument, NULL, O_KAFKA},
+         {"reconnect-for", required_argument, NULL, O_RECONNECT_FOR},
+         {"rtsp-transport", required_argument, NULL, O_RTSP_TRANSPORT},
+         {"procedure", required_argument, NULL, O_PROCEDURE},
+         /* test hook: a deliberately slow stage 3 */
+         {"slow-describe-ms", required_argument, NULL, O_SLOW_DESCRIBE_MS},
+         {NULL, 0, NULL, 0}};
+    int c, li = 0;
+    optind = 1;
+    opterr = 0; /* the messages below are this command's own */
+    while ((c = getopt_long(argc, argv, "-:h", longopts, &li)) != -1) {
+        char a[32]; /* the option's whole name, for messages */
+        snprintf(a, sizeof a, "--%s", longopts[li].name);
+        char *v = optarg;
+        double d = 0;
+        int bad = 0;
+        switch (c) {
+        case 'h': usage(stdout); return 0;
+        case 1: /* "-": the input in its place among the options, as ever */
+            if (input) {
+                fprintf(stderr, "osprey segment: one input, not '%s' and '%s'\n", input, v);
                 return 2;
             }
-            char *v = argv[++i];
-            double d = 0;
-            int bad = 0;
-            if (osp_cli_mqtt_arg(&mqtt, a, v)) {
-                /* an MQTT option */
-            } else if (strcmp(a, "--uniform") == 0) {
-                bad = num(a, v, 0.001, 3600, false, &o.chunk.uniform_len);
-                o.chunk.uniform = true;
-            } else if (strcmp(a, "--max-length") == 0) {
-                bad = num(a, v, 0.001, 3600, false, &o.chunk.max_len);
-            } else if (strcmp(a, "--min-length") == 0) {
-                bad = num(a, v, 0, 3600, false, &o.chunk.min_len);
-            } else if (strcmp(a, "--threshold") == 0) {
-                bad = num(a, v, 0, 1, false, &o.chunk.threshold);
-            } else if (strcmp(a, "--delay-frames") == 0) {
-                bad = num(a, v, 0, 1000, true, &d);
-                o.chunk.delay_frames = (int)d;
-            } else if (strcmp(a, "--scorer") == 0) {
-                o.scorer = v;
-            } else if (strcmp(a, "--scorer-size") == 0) {
-                bad = num(a, v, 1, 1024, true, &d);
-                o.scorer_size = (int)d;
-            } else if (strcmp(a, "--scorer-window") == 0) {
-                bad = num(a, v, 1, 256, true, &d);
-                o.scorer_window = (int)d;
-            } else if (strcmp(a, "--speed") == 0) {
-                bad = num(a, v, 0.01, 100, false, &o.live_speed);
-            } else if (strcmp(a, "--camera") == 0) {
-                camera = v;
-            } else if (strcmp(a, "--vlm") == 0) {
-                o.vlm.url = v;
-            } else if (strcmp(a, "--vlm-model") == 0) {
-                o.vlm.model = v;
-            } else if (strcmp(a, "--prompt") == 0) {
-                prompt = v;
-            } else if (strcmp(a, "--prompt-file") == 0) {
-                prompt_file = v;
-            } else if (strcmp(a, "--system-prompt") == 0) {
-                o.vlm.system_prompt = v;
-            } else if (strcmp(a, "--max-tokens") == 0) {
-                bad = num(a, v, 1, 1000000, true, &d);
-                o.vlm.max_tokens = (int)d;
-            } else if (strcmp(a, "--temperature") == 0) {
-                bad = num(a, v, 0, 2, false, &o.vlm.temperature);
-            } else if (strcmp(a, "--vlm-fps") == 0) {
-                bad = num(a, v, 0.001, 60, false, &o.vlm_fps);
-            } else if (strcmp(a, "--vlm-max-frames") == 0) {
-                bad = num(a, v, 1, 256, true, &d);
-                o.vlm_max_frames = (int)d;
-            } else if (strcmp(a, "--vlm-concurrency") == 0) {
-                bad = num(a, v, 1, 256, true, &d);
-                o.vlm_concurrency = (int)d;
-            } else if (strcmp(a, "--vlm-timeout") == 0) {
-                bad = num(a, v, 0.1, 86400, false, &o.vlm.timeout_s);
-            } else if (strcmp(a, "--vlm-key-file") == 0) {
-                vlm_key_file = v;
-            } else if (strcmp(a, "--vlm-ca") == 0) {
-                o.vlm.ca_file = v;
-            } else if (strcmp(a, "--kafka") == 0) {
-                kafka = v;
-            } else if (strcmp(a, "--reconnect-for") == 0) {
-                bad = num(a, v, 0, 0, false, &o.source.reconnect_for_s);
-            } else if (strcmp(a, "--rtsp-transport") == 0) {
-                if (strcmp(v, "tcp") != 0 && strcmp(v, "udp") != 0) {
-                    fprintf(stderr,
-                            "osprey segment: --rtsp-transport must be tcp or udp, not '%s'\n", v);
-                    return 2;
-                }
-                o.source.rtsp_udp = v[0] == 'u';
-            } else if (strcmp(a, "--procedure") == 0) {
-                procedure = v;
-            } else if (strcmp(a, "--slow-describe-ms") == 0) {
-                /* Test hook: a deliberately slow stage 3. */
-                bad = num(a, v, 0, 600000, true, &d);
-                o.slow_describe_ms = (int)d;
-            } else {
-                fprintf(stderr, "osprey segment: unknown option '%s' (see --help)\n", a);
+            input = v;
+            break;
+        case O_LIVE: o.live = true; break;
+        case O_NO_WARMUP: o.warmup = false; break;
+        case O_MQTT: osp_cli_mqtt_arg(&mqtt, a, v); break;
+        case O_UNIFORM:
+            bad = num(a, v, 0.001, 3600, false, &o.chunk.uniform_len);
+            o.chunk.uniform = true;
+            break;
+        case O_MAX_LENGTH: bad = num(a, v, 0.001, 3600, false, &o.chunk.max_len); break;
+        case O_MIN_LENGTH: bad = num(a, v, 0, 3600, false, &o.chunk.min_len); break;
+        case O_THRESHOLD: bad = num(a, v, 0, 1, false, &o.chunk.threshold); break;
+        case O_DELAY_FRAMES:
+            bad = num(a, v, 0, 1000, true, &d);
+            o.chunk.delay_frames = (int)d;
+            break;
+        case O_SCORER: o.scorer = v; break;
+        case O_SCORER_SIZE:
+            bad = num(a, v, 1, 1024, true, &d);
+            o.scorer_size = (int)d;
+            break;
+        case O_SCORER_WINDOW:
+            bad = num(a, v, 1, 256, true, &d);
+            o.scorer_window = (int)d;
+            break;
+        case O_SPEED: bad = num(a, v, 0.01, 100, false, &o.live_speed); break;
+        case O_CAMERA: camera = v; break;
+        case O_VLM: o.vlm.url = v; break;
+        case O_VLM_MODEL: o.vlm.model = v; break;
+        case O_PROMPT: prompt = v; break;
+        case O_PROMPT_FILE: prompt_file = v; break;
+        case O_SYSTEM_PROMPT: o.vlm.system_prompt = v; break;
+        case O_MAX_TOKENS:
+            bad = num(a, v, 1, 1000000, true, &d);
+            o.vlm.max_tokens = (int)d;
+            break;
+        case O_TEMPERATURE: bad = num(a, v, 0, 2, false, &o.vlm.temperature); break;
+        case O_VLM_FPS: bad = num(a, v, 0.001, 60, false, &o.vlm_fps); break;
+        case O_VLM_MAX_FRAMES:
+            bad = num(a, v, 1, 256, true, &d);
+            o.vlm_max_frames = (int)d;
+            break;
+        case O_VLM_CONCURRENCY:
+            bad = num(a, v, 1, 256, true, &d);
+            o.vlm_concurrency = (int)d;
+            break;
+        case O_VLM_TIMEOUT: bad = num(a, v, 0.1, 86400, false, &o.vlm.timeout_s); break;
+        case O_VLM_KEY_FILE: vlm_key_file = v; break;
+        case O_VLM_CA: o.vlm.ca_file = v; break;
+        case O_KAFKA: kafka = v; break;
+        case O_RECONNECT_FOR: bad = num(a, v, 0, 0, false, &o.source.reconnect_for_s); break;
+        case O_RTSP_TRANSPORT:
+            if (strcmp(v, "tcp") != 0 && strcmp(v, "udp") != 0) {
+                fprintf(stderr, "osprey segment: --rtsp-transport must be tcp or udp, not '%s'\n", v);
                 return 2;
             }
-            if (bad) return 2;
-        } else if (input) {
-            fprintf(stderr, "osprey segment: one input, not '%s' and '%s'\n", input, a);
+            o.source.rtsp_udp = v[0] == 'u';
+            break;
+        case O_PROCEDURE: procedure = v; break;
+        case O_SLOW_DESCRIBE_MS:
+            bad = num(a, v, 0, 600000, true, &d);
+            o.slow_describe_ms = (int)d;
+            break;
+        case ':':
+            fprintf(stderr, "osprey segment: %s needs a value (see --help)\n", argv[optind - 1]);
             return 2;
-        } else {
-            input = a;
+        default:
+            fprintf(stderr, "osprey segment: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return 2;
         }
+        if (bad) return 2;
     }
     if (!input) {
         usage(stderr);

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 /* Set by main before threads start, read by every thread after. */
 static osp_log_format_t g_format = OSP_LOG_PLAIN;
 
@@ -161,9 +163,7 @@ void osp_vlog(osp_log_level_t lvl, const char *fmt, va_list ap) {
         m = big;
     }
     va_end(ap2);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    long long ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    long long ms = (long long)osp_epoch_ms();
     size_t need = osp_log_format_line(line, sizeof line, g_format, lvl, ms, m);
     char *bigline = NULL;
     if (need >= sizeof line && (bigline = malloc(need + 1))) {

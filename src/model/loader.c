@@ -7,18 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-
-static double ms_since(const struct timespec *t) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t->tv_sec) * 1e3 + (double)(now.tv_nsec - t->tv_nsec) / 1e6;
-}
-
-static int64_t epoch_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "base/clock.h"
+#include "base/thread.h"
 
 struct osp_loader {
     double bound_ms;
@@ -48,7 +38,7 @@ static void *load_main(void *arg) {
     (void)pthread_setname_np(pthread_self(), "osp-load");
     osp_load_result_t *r = calloc(1, sizeof *r);
     struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    osp_now(&t0);
     osp_model_t *m = NULL;
     char err[512] = "";
     int rc = osp_model_open(&a->cfg, a->backend, &m, err, sizeof err);
@@ -60,7 +50,7 @@ static void *load_main(void *arg) {
     r->seq = a->seq;
     r->model = m;
     r->rc = rc;
-    r->load_ms = ms_since(&t0);
+    r->load_ms = osp_ms_since(&t0);
     snprintf(r->err, sizeof r->err, "%s", err);
     a->post(a->post_arg, r);
     free(a);
@@ -92,7 +82,7 @@ int osp_loader_poisoned(const osp_loader_t *ld, osp_load_info_t *info) {
     if (!ld->poisoned) return 0;
     if (info) {
         *info = ld->poison;
-        info->elapsed_ms = ms_since(&ld->poison_started);
+        info->elapsed_ms = osp_ms_since(&ld->poison_started);
     }
     return 1;
 }
@@ -101,7 +91,7 @@ int osp_loader_in_flight(const osp_loader_t *ld, osp_load_info_t *info) {
     if (!ld->busy) return 0;
     if (info) {
         *info = ld->cur;
-        info->elapsed_ms = ms_since(&ld->started);
+        info->elapsed_ms = osp_ms_since(&ld->started);
     }
     return 1;
 }
@@ -116,13 +106,7 @@ int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_bac
                       .seq = ld->seq + 1,
                       .post = ld->post,
                       .post_arg = ld->post_arg};
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED); /* abandoned, never joined */
-    pthread_t t;
-    int rc = pthread_create(&t, &attr, load_main, a);
-    pthread_attr_destroy(&attr);
-    if (rc) {
+    if (osp_thread_detached(load_main, a)) { /* abandoned, never joined */
         free(a);
         return -1;
     }
@@ -131,23 +115,23 @@ int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_bac
     memset(&ld->cur, 0, sizeof ld->cur);
     ld->cur.index = index;
     snprintf(ld->cur.model_id, sizeof ld->cur.model_id, "%s", model_id);
-    clock_gettime(CLOCK_MONOTONIC, &ld->started);
+    osp_now(&ld->started);
     return 0;
 }
 
 int osp_loader_timer_ms(const osp_loader_t *ld) {
     if (!ld->busy) return -1;
-    double left = ld->bound_ms - ms_since(&ld->started);
+    double left = ld->bound_ms - osp_ms_since(&ld->started);
     return left <= 0 ? 0 : (int)(left + 0.999);
 }
 
 int osp_loader_expire(osp_loader_t *ld, osp_load_info_t *info) {
-    if (!ld->busy || ms_since(&ld->started) < ld->bound_ms) return 0;
+    if (!ld->busy || osp_ms_since(&ld->started) < ld->bound_ms) return 0;
     ld->busy = 0;
     ld->poisoned = 1;
     ld->poison_seq = ld->seq;
     ld->poison = ld->cur;
-    ld->poison.at_ms = epoch_ms();
+    ld->poison.at_ms = osp_epoch_ms();
     ld->poison_started = ld->started;
     ld->counts.timed_out++;
     return osp_loader_poisoned(ld, info);

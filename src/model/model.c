@@ -1,5 +1,7 @@
 /* A loaded model and the per-frame path: prepare, then predict + decode. */
 #include "model/model.h"
+#include "base/clock.h"
+#include "base/thread.h"
 #include "image/text.h"
 #include "model/fit.h"
 #include "model/paths.h"
@@ -10,22 +12,14 @@
 #include <malloc.h>
 #endif
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /* post/labels_coco.c: the built-in labels of a postprocessor family, or NULL */
 const char *osp_post_default_labels(const char *postprocessor);
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* One label per line; a missing file is not an error (labels are optional).
  * Only a regular file is read, and at most OSP_LABELS_MAX_BYTES of it in
@@ -337,15 +331,8 @@ static void give_back_memory(void) {
             continue;
         }
         if (!atomic_compare_exchange_strong(&g_trim, &st, 1)) continue;
-        pthread_t t;
-        pthread_attr_t at;
-        int rc = pthread_attr_init(&at);
-        if (rc == 0) {
-            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-            rc = pthread_create(&t, &at, trim_main, NULL);
-            pthread_attr_destroy(&at);
-        }
-        if (rc) trim_main(NULL); /* no thread to spare: here, then */
+        if (osp_thread_detached(trim_main, NULL))
+            trim_main(NULL); /* no thread to spare: here, then */
         return;
     }
 }
@@ -410,7 +397,7 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
         snprintf(err, errlen, "out of memory");
         return OSP_MODEL_ENOMEM;
     }
-    double t0 = now_ms();
+    double t0 = osp_now_ms();
     osp_view_t rgb;
     if (frame->fmt == OSP_PIX_NV12 || frame->fmt == OSP_PIX_I420) {
         if (osp_yuv_to_rgb(frame, &ctx->rgb, err, errlen)) return OSP_MODEL_EINVAL;
@@ -428,7 +415,7 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
     } else if (osp_prep_run(frame, &m->prep, ctx->tensor, &ctx->scratch, &ctx->geom, err, errlen)) {
         return OSP_MODEL_EINVAL;
     }
-    set_frame_size(ctx, frame->width, frame->height, orig_w, orig_h, now_ms() - t0);
+    set_frame_size(ctx, frame->width, frame->height, orig_w, orig_h, osp_now_ms() - t0);
     return OSP_MODEL_OK;
 }
 
@@ -516,7 +503,7 @@ osp_tensor_t osp_model_input(const osp_model_t *m, void *data, int n) {
 int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, char *err,
                       size_t errlen) {
     memset(res, 0, sizeof *res);
-    double t0 = now_ms();
+    double t0 = osp_now_ms();
     osp_tensor_t in = osp_model_input(m, ctx->tensor, 1);
     osp_text_prep_t tp;
     if (text_prep(m, &tp)) { /* a text line runs at its own width */
@@ -536,7 +523,7 @@ int osp_model_predict(osp_model_t *m, osp_infer_ctx_t *ctx, osp_result_t *res, c
     if (run_rc) return OSP_MODEL_ERUN;
     int rc = decode(m, ctx, out, 0, 1, res, err, errlen);
     osp_rt_release_outputs(rt, out);
-    res->predict_ms = now_ms() - t0;
+    res->predict_ms = osp_now_ms() - t0;
     res->preprocess_ms = ctx->prep_ms;
     res->frame_w = ctx->frame_w;
     res->frame_h = ctx->frame_h;
@@ -558,7 +545,7 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n, 
         return 0;
     }
     for (int i = 0; i < n; i++) memset(&res[i], 0, sizeof res[i]);
-    double t0 = now_ms();
+    double t0 = osp_now_ms();
     size_t one = osp_prep_tensor_bytes(&m->prep), need = one * (size_t)n;
     if (buf->cap < need) {
         void *d = realloc(buf->data, need);
@@ -578,14 +565,14 @@ int osp_model_predict_batch(osp_model_t *m, osp_infer_ctx_t *const *ctx, int n, 
     int run_rc = osp_rt_run(rt, &in, out, err, errlen);
     atomic_fetch_sub(&m->running, 1);
     if (run_rc) return OSP_MODEL_ERUN;
-    double run_ms = now_ms() - t0;
+    double run_ms = osp_now_ms() - t0;
     char item_err[256];
     for (int i = 0; i < n; i++) {
-        double t1 = now_ms();
+        double t1 = osp_now_ms();
         rcs[i] = decode(m, ctx[i], out, i, n, &res[i], item_err, sizeof item_err);
         if (rcs[i]) snprintf(err, errlen, "%s", item_err);
         /* the run is shared: each frame carries it whole, plus its own decode */
-        res[i].predict_ms = run_ms + (now_ms() - t1);
+        res[i].predict_ms = run_ms + (osp_now_ms() - t1);
         res[i].preprocess_ms = ctx[i]->prep_ms;
         res[i].frame_w = ctx[i]->frame_w;
         res[i].frame_h = ctx[i]->frame_h;

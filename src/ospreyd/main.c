@@ -2,12 +2,12 @@
  * protocol over stdin/stdout (docs/protocol.md), or connects to it over a
  * socket with --listen; Frigate reaches it as its zmq detector with --zmq
  * (docs/frigate.md). */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/args.h"
 #include "log/log.h"
 #include "server/server.h"
 #include "version/version.h"
@@ -141,10 +141,8 @@ int main(int argc, char **argv) {
         case 'c': o.config_path = optarg; break;
         case 'H': o.http = optarg; break;
         case 'm': {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 16 || v > 0xFFFFFFFFull) {
+            long long v;
+            if (osp_args_whole(optarg, 10, 16, 0xFFFFFFFFll, &v)) {
                 fprintf(stderr,
                         "ospreyd: --max-frame must be a byte count from 16 to 4294967295, not '%s'\n",
                         optarg);
@@ -162,9 +160,8 @@ int main(int argc, char **argv) {
             break;
         case 't': o.auth_token_file = optarg; break;
         case 's': {
-            char *end;
-            unsigned long v = strtoul(optarg, &end, 8);
-            if (end == optarg || *end || v == 0 || v > 0777) {
+            long long v;
+            if (osp_args_whole(optarg, 8, 1, 0777, &v)) {
                 fprintf(stderr,
                         "ospreyd: --socket-mode takes octal permissions such as 0660, not '%s'\n",
                         optarg);
@@ -174,31 +171,15 @@ int main(int argc, char **argv) {
             break;
         }
         case 'o': o.read_only = 1; break;
-        case 'w': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 1 || v > 3600000) {
-                fprintf(stderr,
-                        "ospreyd: --handshake-timeout-ms must be from 1 to 3600000, not '%s'\n",
-                        optarg);
+        case 'w':
+            if (osp_args_int_in("ospreyd", "--handshake-timeout-ms", optarg, 1, 3600000,
+                                &o.handshake_ms))
                 return 2;
-            }
-            o.handshake_ms = (int)v;
             break;
-        }
-        case 'T': {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 1 || v > 86400000) {
-                fprintf(stderr, "ospreyd: --run-timeout-ms must be from 1 to 86400000, not '%s'\n",
-                        optarg);
+        case 'T':
+            if (osp_args_int_in("ospreyd", "--run-timeout-ms", optarg, 1, 86400000, &o.run_timeout_ms))
                 return 2;
-            }
-            o.run_timeout_ms = (int)v;
             break;
-        }
         case 'z': o.zmq = optarg; break;
         case 'L': o.zmq_labelmap = optarg; break;
         case 'A': o.zmq_accept_models = optarg; break;
@@ -226,22 +207,14 @@ int main(int argc, char **argv) {
         case 0x101: o.jobs_group = optarg; break;
         case 0x102: o.jobs_consumer = optarg; break;
         case 0x103:
-        case 0x104: {
-            char *end;
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            long hi = c == 0x103 ? 86400000 : 1000;
-            if (errno || end == optarg || *end || v < 1 || v > hi) {
-                fprintf(stderr, "ospreyd: --%s must be from 1 to %ld, not '%s'\n",
-                        c == 0x103 ? "claim-idle-ms" : "max-deliveries", hi, optarg);
+            if (osp_args_int_in("ospreyd", "--claim-idle-ms", optarg, 1, 86400000,
+                                &o.jobs_claim_idle_ms))
                 return 2;
-            }
-            if (c == 0x103)
-                o.jobs_claim_idle_ms = (int)v;
-            else
-                o.jobs_max_deliveries = (int)v;
             break;
-        }
+        case 0x104:
+            if (osp_args_int_in("ospreyd", "--max-deliveries", optarg, 1, 1000, &o.jobs_max_deliveries))
+                return 2;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

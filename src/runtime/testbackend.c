@@ -20,9 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "runtime/testscript.h"
 
 #define TB_MAX_ELEMS ((size_t)1 << 28) /* elements of one output at run time */
@@ -39,13 +39,6 @@ typedef struct {
 } tb_model_t;
 
 static void tb_free(osp_rt_model_t *m);
-
-static void sleep_ms(int64_t ms) {
-    if (ms <= 0) return;
-    struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
 
 static int tb_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t **out, char *err,
                    size_t errlen) {
@@ -67,9 +60,9 @@ static int tb_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t *
 
     /* The scripted behaviour: a slow compile, then perhaps a hang until the
      * test releases it, then perhaps a failure. */
-    sleep_ms(sc->load_delay_ms);
+    osp_sleep_ms(sc->load_delay_ms);
     if (sc->load_block_file)
-        while (access(sc->load_block_file, F_OK) != 0) sleep_ms(TB_BLOCK_POLL_MS);
+        while (access(sc->load_block_file, F_OK) != 0) osp_sleep_ms(TB_BLOCK_POLL_MS);
     if (sc->load_error) {
         /* cut where the script's other reasons are */
         snprintf(err, errlen, "cannot load model %s: %.511s", path, sc->load_error);
@@ -277,9 +270,9 @@ static int tb_run(osp_rt_model_t *m, const osp_tensor_t *in, osp_tensor_t *out, 
     int64_t extra = batch > 0 && per_item > 0 && batch > (int64_t)OSP_TEST_MAX_MS / per_item
                         ? (int64_t)OSP_TEST_MAX_MS
                         : per_item * batch;
-    sleep_ms(tm->sc.run_delay_ms + extra);
+    osp_sleep_ms(tm->sc.run_delay_ms + extra);
     if (tm->sc.run_block_file)
-        while (access(tm->sc.run_block_file, F_OK) != 0) sleep_ms(TB_BLOCK_POLL_MS);
+        while (access(tm->sc.run_block_file, F_OK) != 0) osp_sleep_ms(TB_BLOCK_POLL_MS);
 
     if (tm->sc.counter_file && (rc = append_counter(tm->sc.counter_file, batch, err, errlen)))
         return rc;

@@ -129,16 +129,6 @@ osp_pool_t *osp_pool_new(const char *name, int threads, int nice, osp_pool_fn fn
     return p;
 }
 
-int osp_thread_detached(void *(*fn)(void *), void *arg) {
-    pthread_attr_t attr;
-    pthread_t t;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, fn, arg);
-    pthread_attr_destroy(&attr);
-    return rc ? -1 : 0;
-}
-
 void osp_pool_push(osp_pool_t *p, osp_qnode_t *item) {
     item->next = NULL;
     pthread_mutex_lock(&p->mu);

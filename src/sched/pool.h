@@ -42,11 +42,6 @@ int osp_pool_abandoned(osp_pool_t *p);
  * while a thread given up has not returned, leave the last of them to). */
 void osp_pool_free(osp_pool_t *p);
 
-/* Run fn(arg) on a detached thread of its own (a load that may be
- * abandoned, never joined). 0, or -1 when no thread could be started (fn
- * does not run; arg is still the caller's). */
-int osp_thread_detached(void *(*fn)(void *), void *arg);
-
 /* A many-producer, one-consumer hand-off to an event loop. */
 typedef struct {
     pthread_mutex_t mu; /* guards head/tail */

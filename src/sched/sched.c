@@ -5,7 +5,7 @@
 #include <time.h>
 
 #include "sched/admit.h"
-#include "sched/gate.h"
+#include "base/clock.h"
 
 #define SHEDDING_MS 1000.0 /* a model that shed a frame this recently is overloaded */
 
@@ -28,7 +28,7 @@ osp_sched_t *osp_sched_new(int models, int running_max, int pending_max) {
         return NULL;
     }
     for (int i = 0; i < s->models; i++) osp_admit_init(&s->admit[i], running_max, pending_max);
-    clock_gettime(CLOCK_MONOTONIC, &s->t0);
+    osp_now(&s->t0);
     return s;
 }
 
@@ -43,7 +43,7 @@ int osp_sched_enqueue(osp_sched_t *s, int idx, void *item, void **shed) {
     int run = osp_admit_offer(&s->admit[idx], item, shed);
     if (*shed) {
         s->shed_total++;
-        s->shed_at_ms[idx] = osp_gate_ms_since(&s->t0);
+        s->shed_at_ms[idx] = osp_ms_since(&s->t0);
     }
     return run;
 }
@@ -60,7 +60,7 @@ int osp_sched_likely_shed(const osp_sched_t *s, int idx) {
     /* it waits behind another while the model sheds: two more arrivals
      * before two run slots free up push it out */
     return a->count > 0 && s->shed_at_ms[idx] > 0 &&
-           osp_gate_ms_since(&s->t0) - s->shed_at_ms[idx] < SHEDDING_MS;
+           osp_ms_since(&s->t0) - s->shed_at_ms[idx] < SHEDDING_MS;
 }
 
 int osp_sched_alone(const osp_sched_t *s, int idx, int mine) {

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sched/gate.h"
+#include "base/clock.h"
 
 typedef struct {
     void *items[OSP_WINDOW_MAX];
@@ -40,7 +40,7 @@ void osp_window_free(osp_window_t *w) {
 int osp_window_add(osp_window_t *w, int idx, void *item) {
     slot_t *s = &w->slots[idx];
     if (s->n == 0) {
-        clock_gettime(CLOCK_MONOTONIC, &s->t0);
+        osp_now(&s->t0);
         w->open++;
     }
     s->items[s->n++] = item;
@@ -73,7 +73,7 @@ int osp_window_timer_ms(const osp_window_t *w) {
     int any = 0;
     for (int i = 0; i < w->models; i++) {
         if (!w->slots[i].n) continue;
-        double left = w->window_ms - osp_gate_ms_since(&w->slots[i].t0);
+        double left = w->window_ms - osp_ms_since(&w->slots[i].t0);
         if (!any || left < best) best = left;
         any = 1;
     }
@@ -83,6 +83,6 @@ int osp_window_timer_ms(const osp_window_t *w) {
 int osp_window_due(const osp_window_t *w) {
     if (!w->open) return -1;
     for (int i = 0; i < w->models; i++)
-        if (w->slots[i].n && osp_gate_ms_since(&w->slots[i].t0) >= w->window_ms) return i;
+        if (w->slots[i].n && osp_ms_since(&w->slots[i].t0) >= w->window_ms) return i;
     return -1;
 }

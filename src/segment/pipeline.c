@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
+#include "base/clock.h"
 #include "segment/onnxscore.h"
 #include "segment/queue.h"
 #include "segment/scene.h"
@@ -21,24 +21,6 @@
  * so this never fills in practice; a live source still never waits on it. */
 #define SCORE_QUEUE 8192
 #define CHUNK_QUEUE 256
-
-static double mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void sleep_s(double s) {
-    if (s <= 0) return;
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
 
 /* ---- records ---- */
 
@@ -89,7 +71,7 @@ typedef struct {
 /* The ONNX scorer's sink, on its worker thread (frames in order). */
 static void on_onnx_score(void *ctx, int64_t frame, float score) {
     pipe_t *p = ctx;
-    score_t s = {.pts = (double)frame / p->fps, .score = score, .wall = wall()};
+    score_t s = {.pts = (double)frame / p->fps, .score = score, .wall = osp_epoch_s()};
     osp_bq_put(p->scores, &s, p->cp.live);
 }
 
@@ -123,7 +105,7 @@ static void *source_main(void *arg) {
         snprintf(p->src_err, sizeof p->src_err, "out of memory");
         goto done;
     }
-    double t0 = mono();
+    double t0 = osp_now_s();
     double speed = o->live_speed > 0 ? o->live_speed : 1.0;
     for (int64_t i = 0;; i++) {
         if (p->stop && atomic_load(p->stop)) break;
@@ -141,12 +123,12 @@ static void *source_main(void *arg) {
             /* Replay at the real rate: the frame is due pts / speed after the first. */
             double due = t0 + pts / speed;
             while (!(p->stop && atomic_load(p->stop))) {
-                double left = due - mono();
+                double left = due - osp_now_s();
                 if (left <= 0) break;
-                sleep_s(left > 0.05 ? 0.05 : left);
+                osp_sleep_ms((left > 0.05 ? 0.05 : left) * 1e3);
             }
         }
-        double seen = wall();
+        double seen = osp_epoch_s();
         score_t s = {.pts = pts, .score = 0, .wall = seen};
         if (scene) {
             osp_view_t v = osp_image_view(&rgb);
@@ -179,11 +161,11 @@ done:
 static void send_chunk(pipe_t *p, const osp_chunk_t *c, bool final, double *t_last) {
     record_t *r = calloc(1, sizeof(*r));
     if (!r) return; /* out of memory: the chunk's frames go to the next one */
-    double now = mono();
+    double now = osp_now_s();
     r->chunk = *c;
     r->final = final;
     r->cv_execute_time = now - *t_last;
-    r->t_cv_ready = wall();
+    r->t_cv_ready = osp_epoch_s();
     *t_last = now;
     osp_bq_put(p->chunks, &r, false);
 }
@@ -194,7 +176,7 @@ static void *chunker_main(void *arg) {
     osp_chunker_init(&ch, &p->cp);
     osp_chunk_t out[8];
     score_t s;
-    double t_last = mono();
+    double t_last = osp_now_s();
     while (osp_bq_get(p->scores, &s)) {
         int n = osp_chunker_push(&ch, s.pts, s.score, out, 8);
         for (int i = 0; i < n; i++) send_chunk(p, &out[i], false, &t_last);
@@ -218,7 +200,7 @@ static void *request_main(void *arg) {
     pipe_t *p = (pipe_t *)r->content; /* handed over through content, see start_request */
     r->content = NULL;
     r->rc = osp_vlm_post(&p->o->vlm, r->body, p->stop, &r->content, r->err, sizeof r->err);
-    r->t_done = mono();
+    r->t_done = osp_now_s();
     free(r->body);
     r->body = NULL;
     sem_post(&p->slots);
@@ -227,7 +209,7 @@ static void *request_main(void *arg) {
 
 static void start_request(pipe_t *p, record_t *r) {
     while (sem_wait(&p->slots) != 0) continue; /* EINTR */
-    r->t_submit = mono();
+    r->t_submit = osp_now_s();
     r->content = (char *)p;
     if (pthread_create(&r->th, NULL, request_main, r) != 0) {
         sem_post(&p->slots);
@@ -274,7 +256,7 @@ static void *describe_main(void *arg) {
             while (k < n && start + (k + 0.5) * len / n <= pts + 0.5 / p->fps) k++;
         }
         p->described += r->frame_number;
-        if (o->slow_describe_ms > 0) sleep_s(o->slow_describe_ms / 1000.0);
+        osp_sleep_ms(o->slow_describe_ms);
         if (vlm && r->vlm_frames > 0) {
             r->body = osp_vlm_body_finish(&body, &o->vlm, o->prompt);
             if (r->body)
@@ -327,7 +309,7 @@ static void output(pipe_t *p, record_t *r, osp_segment_stats_t *st) {
     add_num(j, "pipeline_starting_timestamp", p->t_start_wall);
     add_num(j, "pipeline_cv_ready_timestamp", r->t_cv_ready);
     add_num(j, "pipeline_chunk_end_timestamp", r->t_chunk_end);
-    add_num(j, "pipeline_vlm_ready_timestamp", wall());
+    add_num(j, "pipeline_vlm_ready_timestamp", osp_epoch_s());
     cJSON_AddStringToObject(j, "sensor_id", o->sensor_id ? o->sensor_id : "");
     emit_json(p, j);
     cJSON_Delete(j);
@@ -363,7 +345,7 @@ int osp_segment_run(const osp_segment_opts_t *o, osp_segment_stats_t *st, char *
     atomic_bool own_stop = false;
     p.o = o;
     p.stop = o->stop ? o->stop : &own_stop;
-    p.t_start_wall = wall();
+    p.t_start_wall = osp_epoch_s();
     osp_source_cfg_t scfg = o->source;
     scfg.stop = p.stop;
     int rc = osp_source_open(o->input, &scfg, &p.src, err, errlen);

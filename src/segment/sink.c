@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <librdkafka/rdkafka.h>
 #include <mosquitto.h>
 
+#include "base/clock.h"
 #include "video/url.h"
 
 struct osp_sink {
@@ -36,12 +36,6 @@ struct osp_sink {
     double deadline; /* closing: give up on unacknowledged records then */
     osp_sink_stats_t st;
 };
-
-static double mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int lib_refs;
 static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -121,8 +115,8 @@ static void *publisher(void *arg) {
         bool idle = s->n == 0 && s->st.acked >= s->st.published;
         double deadline = s->deadline;
         pthread_mutex_unlock(&s->mu);
-        if (gone || (closing && (idle || mono() > deadline))) break;
-        if (!connected && mono() >= next_try) {
+        if (gone || (closing && (idle || osp_now_s() > deadline))) break;
+        if (!connected && osp_now_s() >= next_try) {
             int rc = ever ? mosquitto_reconnect(s->mq)
                           : mosquitto_connect(s->mq, s->host, s->port, 30);
             if (rc == MOSQ_ERR_SUCCESS) {
@@ -143,7 +137,7 @@ static void *publisher(void *arg) {
                             rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
                 backoff = backoff * 2 > 10 ? 10 : backoff * 2;
             }
-            next_try = mono() + backoff;
+            next_try = osp_now_s() + backoff;
         }
         /* Runs the callbacks (on_connect, on_publish) on this thread. */
         int lrc = mosquitto_loop(s->mq, 50, 1);
@@ -156,10 +150,7 @@ static void *publisher(void *arg) {
             pthread_mutex_lock(&s->mu);
             s->connected = false;
             pthread_mutex_unlock(&s->mu);
-            if (lrc == MOSQ_ERR_NO_CONN || lrc == MOSQ_ERR_CONN_LOST) {
-                struct timespec ts = {0, 20 * 1000000L};
-                nanosleep(&ts, NULL);
-            }
+            if (lrc == MOSQ_ERR_NO_CONN || lrc == MOSQ_ERR_CONN_LOST) osp_sleep_ms(20);
             continue;
         }
         for (;;) {
@@ -501,7 +492,7 @@ void osp_sink_close(osp_sink_t *s, double timeout_s, osp_sink_stats_t *stats) {
         return;
     }
     pthread_mutex_lock(&s->mu);
-    s->deadline = mono() + timeout_s;
+    s->deadline = osp_now_s() + timeout_s;
     s->closing = true;
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->th, NULL);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/gate.h"
+#include "base/clock.h"
 #include "server/slots.h"
 
 struct srv_board {
@@ -28,7 +28,7 @@ srv_board_t *srv_board_new(void) {
     if (!b) return NULL;
     pthread_mutex_init(&b->mu, NULL);
     for (int i = 0; i < OSP_MAX_SLOTS; i++) b->e[i].index = i;
-    clock_gettime(CLOCK_MONOTONIC, &b->started);
+    osp_now(&b->started);
     return b;
 }
 
@@ -49,7 +49,7 @@ static void copy(char *dst, size_t n, const char *src) {
 static void add_event(srv_board_t *b, int idx, srv_model_state_t st, const char *detail) {
     srv_board_event_t *ev = &b->ev[++b->seq % SRV_BOARD_EVENTS];
     ev->seq = b->seq;
-    ev->at_s = osp_gate_ms_since(&b->started) / 1000.0;
+    ev->at_s = osp_ms_since(&b->started) / 1000.0;
     ev->index = idx;
     copy(ev->name, sizeof ev->name, b->e[idx].name);
     ev->state = st;

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "sched/bufpool.h"
 #include "server/cmds.h"
 #include "server/conn.h"
@@ -149,24 +150,14 @@ void srv_conn_set_handshaken(server_t *s, conn_t *c, int version) {
     c->version = version;
 }
 
-static int64_t ms_until(const struct timespec *t, const struct timespec *now) {
-    return (int64_t)(t->tv_sec - now->tv_sec) * 1000 + (t->tv_nsec - now->tv_nsec) / 1000000;
-}
-
 /* A host that connects and never sends its startup config would hold a
  * connection (and its buffers) for as long as it likes; 1 600 of them
  * once did. */
 static void hello_arm(server_t *s, conn_t *c) {
     srv_conns_t *cs = s->conns;
     int ms = s->opts.handshake_ms > 0 ? s->opts.handshake_ms : SRV_HELLO_MS_DEFAULT;
-    clock_gettime(CLOCK_MONOTONIC, &c->hello_due);
-    c->hello_due.tv_sec += ms / 1000;
-    c->hello_due.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (c->hello_due.tv_nsec >= 1000000000L) {
-        c->hello_due.tv_sec++;
-        c->hello_due.tv_nsec -= 1000000000L;
-    }
-    if (cs->awaiting_hello++ == 0 || ms_until(&c->hello_due, &cs->hello_next) < 0)
+    c->hello_due = osp_deadline_in(CLOCK_MONOTONIC, ms);
+    if (cs->awaiting_hello++ == 0 || osp_timespec_diff_ms(&c->hello_due, &cs->hello_next) < 0)
         cs->hello_next = c->hello_due;
 }
 
@@ -174,8 +165,8 @@ int srv_conns_hello_timer_ms(server_t *s) {
     srv_conns_t *cs = s->conns;
     if (cs->awaiting_hello <= 0) return -1;
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t ms = ms_until(&cs->hello_next, &now) + 1;
+    osp_now(&now);
+    int64_t ms = osp_timespec_diff_ms(&cs->hello_next, &now) + 1;
     return ms < 0 ? 0 : ms > 3600000 ? 3600000 : (int)ms;
 }
 
@@ -185,19 +176,20 @@ void srv_conns_expire_hellos(server_t *s) {
     srv_conns_t *cs = s->conns;
     if (cs->awaiting_hello <= 0) return;
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (ms_until(&cs->hello_next, &now) > 0) return;
+    osp_now(&now);
+    if (osp_timespec_diff_ms(&cs->hello_next, &now) > 0) return;
     int first = 1;
     for (conn_t *c = cs->head; c; c = c->next) {
         if (c->stdio || c->handshaken || c->fatal) continue;
-        if (ms_until(&c->hello_due, &now) <= 0) {
+        if (osp_timespec_diff_ms(&c->hello_due, &now) <= 0) {
             osp_log(OSP_LOG_WARN, "ospreyd: connection %u sent no startup config in time; closed",
                     c->id);
             c->fatal = 1;
             rd_enter(s, c, RD_CLOSED);
             continue;
         }
-        if (first || ms_until(&c->hello_due, &cs->hello_next) < 0) cs->hello_next = c->hello_due;
+        if (first || osp_timespec_diff_ms(&c->hello_due, &cs->hello_next) < 0)
+            cs->hello_next = c->hello_due;
         first = 0;
     }
     if (first) cs->hello_next = now; /* those left are closing: nothing to wait for */

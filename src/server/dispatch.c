@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sched/bufpool.h"
+#include "base/clock.h"
 #include "sched/gate.h"
 #include "sched/sched.h"
 #include "sched/window.h"
@@ -100,7 +101,7 @@ static void count_served(server_t *s, const frame_job_t *j) {
     int idx = j->r.model_idx;
     double prep = j->ctx ? j->ctx->prep_ms : 0, pred = j->r.predict_ms;
     int as_read = j->r.t0.tv_sec == 0 && j->r.t0.tv_nsec == 0;
-    double total = osp_gate_ms_since(&j->r.arrived) + (as_read ? prep : 0);
+    double total = osp_ms_since(&j->r.arrived) + (as_read ? prep : 0);
     double queue = total - prep - pred;
     srv_stat_duration(s, idx, SRV_STAGE_QUEUE, queue > 0 ? queue : 0);
     srv_stat_duration(s, idx, SRV_STAGE_PREPROCESS, prep);

@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "image/image.h"
-#include "sched/gate.h"
+#include "base/clock.h"
 
 /* A whole frame's buffer kept from one frame to the next: a 4K frame in RGB
  * is 25 MB. */
@@ -70,14 +70,13 @@ int srv_encoded_prepare(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_
         *ep = e;
     }
     struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    osp_now(&t0);
     rows_job_t a = {.e = e, .m = m, .ctx = ctx};
     osp_row_sink_t sink = {rows_begin, rows_take, &a};
     int rc = osp_image_decode_rows(e->dec, buf, len, &sink, err, errlen);
     if (rc == OSP_IMG_OK)
-        return osp_model_prepare_rows_end(ctx, e->ps, a.w, a.h, osp_gate_ms_since(&t0), err, errlen)
-                   ? -2
-                   : 0;
+        return osp_model_prepare_rows_end(ctx, e->ps, a.w, a.h, osp_ms_since(&t0), err, errlen) ? -2
+                                                                                                : 0;
     if (rc != OSP_IMG_ENOTROWS) return a.nomem || rc == OSP_IMG_ENOMEM ? -2 : -1;
 
     int ow = 0, oh = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sched/ctxpool.h"
+#include "base/clock.h"
 #include "sched/gate.h"
 #include "sched/window.h"
 #include "server/encoded.h"
@@ -80,7 +81,7 @@ static void run_begin(srv_exec_t *e, wstate_t *ws, int worker, srv_job_t *h, con
                  .model_idx = r->model_idx,
                  .items = items,
                  .model = r->model};
-    clock_gettime(CLOCK_MONOTONIC, &u->started);
+    osp_now(&u->started);
     e->running = u;
     pthread_mutex_unlock(&e->mu);
 }
@@ -230,7 +231,7 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
     if (j->prepared) return; /* prepared as it was read (rows.c) */
     osp_model_t *m = srv_loaded_model(r->model);
     int rc = 0;
-    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    osp_now(&r->t0);
     if (!j->ctx && !(j->ctx = osp_ctxpool_get(r->srv->ctxs))) {
         reply_infer_error(r, "out of memory", 0);
         r->outcome.fail = SRV_FAIL_NO_MEMORY;
@@ -403,7 +404,7 @@ static int predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *ws
     uint32_t tag = r->rq.u.batch.frame_id;
     uint32_t key = ((uint32_t)m->prep.width << 16) ^ (uint32_t)m->prep.height;
     int count = r->rq.u.batch.count;
-    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    osp_now(&r->t0);
     osp_jw_reset(&r->out);
     size_t at = osp_wire_reply_begin(&r->out);
     osp_jw_obj_open(&r->out);
@@ -529,8 +530,6 @@ int srv_exec_runs(server_t *s, srv_run_t *out, int cap) {
     srv_exec_t *e = s->exec;
     int n = 0;
     if (!e) return 0;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&e->mu);
     for (const run_t *u = e->running; u && n < cap; u = u->next) {
         const wstate_t *ws = (const wstate_t *)((const char *)u - offsetof(wstate_t, run));
@@ -540,8 +539,7 @@ int srv_exec_runs(server_t *s, srv_run_t *out, int cap) {
                                .model = u->model,
                                .items = u->items,
                                .lent = ws->lent,
-                               .elapsed_ms = (double)(now.tv_sec - u->started.tv_sec) * 1e3 +
-                                             (double)(now.tv_nsec - u->started.tv_nsec) / 1e6};
+                               .elapsed_ms = osp_ms_since(&u->started)};
     }
     pthread_mutex_unlock(&e->mu);
     return n;

@@ -19,7 +19,6 @@
 #include "server/fleet.h"
 #include "log/log.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -34,7 +33,7 @@
 #include "image/image.h"
 #include "jobs/jobs.h"
 #include "model/model.h"
-#include "sched/gate.h"
+#include "base/clock.h"
 #include "sched/pool.h"
 #include "sched/sched.h"
 #include "server/dispatch.h"
@@ -106,14 +105,6 @@ struct srv_fleet {
     int writer_again;      /* the writer has connected before (its own) */
     srv_job_t reader_done; /* the reader's last word to the I/O thread */
 };
-
-static int64_t now_ms(void) { return osp_gate_epoch_ms(); }
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) && errno == EINTR) {
-    }
-}
 
 /* ---- the spare jobs ------------------------------------------------------------- */
 
@@ -266,8 +257,9 @@ static osp_jobs_conn_t *connect_retrying(srv_fleet_t *f, const char *who, int ag
             osp_log(OSP_LOG_WARN, "ospreyd: jobs (%s): %s: %s; retrying every %d ms at most", who,
                     f->shown, err, BACKOFF_MAX_MS);
         for (int waited = 0; waited < delay; waited += 50) {
-            if ((stop && atomic_load(stop)) || (give_up_at && now_ms() > give_up_at)) return NULL;
-            sleep_ms(50);
+            if ((stop && atomic_load(stop)) || (give_up_at && osp_epoch_ms() > give_up_at))
+                return NULL;
+            osp_sleep_ms(50);
         }
         delay = delay * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay * 2;
     }
@@ -296,7 +288,7 @@ static void take(srv_fleet_t *f, const osp_jobs_entry_t *e, int reclaimed) {
     q->fate = FJ_RUN;
     q->status = NULL;
     q->have_rec = 0;
-    clock_gettime(CLOCK_MONOTONIC, &q->claimed);
+    osp_now(&q->claimed);
     srv_stat_add(f->s, SRV_ST_JOBS_CLAIMED, 1);
     if (reclaimed) srv_stat_add(f->s, SRV_ST_JOBS_RECLAIMED, 1);
     char err[sizeof q->err];
@@ -356,19 +348,19 @@ static void *reader_main(void *arg) {
             wait_for_spare(f, BLOCK_MS);
             continue;
         }
-        if (now_ms() >= next_reclaim) {
+        if (osp_epoch_ms() >= next_reclaim) {
             int n = f->eng->reclaim(c, f->claim_idle_ms, room, take_over, f, err, sizeof err);
             if (n < 0) {
                 lost(f, "claims", &c, err);
                 continue;
             }
             /* a full take may have left more: look again at once */
-            next_reclaim = n == room
-                               ? 0
-                               : now_ms() + (f->claim_idle_ms / 4 > 100 ? f->claim_idle_ms / 4 : 100);
+            next_reclaim = n == room ? 0
+                                     : osp_epoch_ms() +
+                                           (f->claim_idle_ms / 4 > 100 ? f->claim_idle_ms / 4 : 100);
             if (n > 0) continue;
         }
-        int64_t until = next_reclaim - now_ms();
+        int64_t until = next_reclaim - osp_epoch_ms();
         int block = until < BLOCK_MS ? (until > 1 ? (int)until : 1) : BLOCK_MS;
         if (f->eng->claim(c, room, block, take_new, f, err, sizeof err) < 0)
             lost(f, "claims", &c, err);
@@ -392,7 +384,7 @@ static int file_one(srv_fleet_t *f, osp_jobs_conn_t **c, fjob_t *q) {
         osp_jw_obj_close(&q->rec);
     }
     snprintf(deliveries, sizeof deliveries, "%d", q->deliveries);
-    snprintf(worker_ms, sizeof worker_ms, "%.3f", osp_gate_ms_since(&q->claimed));
+    snprintf(worker_ms, sizeof worker_ms, "%.3f", osp_ms_since(&q->claimed));
     /* a job without an id is deduplicated by its delivery instead */
     snprintf(marker, sizeof marker, "%s%s", q->job.id[0] ? "" : "#",
              q->job.id[0] ? q->job.id : q->token);
@@ -406,11 +398,11 @@ static int file_one(srv_fleet_t *f, osp_jobs_conn_t **c, fjob_t *q) {
     osp_jobs_result_t r = {q->token, marker, q->job.reply_to, fields, lens, 12};
     int64_t give_up_at = 0;
     for (;;) {
-        if (atomic_load(&f->stop) && !give_up_at) give_up_at = now_ms() + FLUSH_BOUND_MS;
+        if (atomic_load(&f->stop) && !give_up_at) give_up_at = osp_epoch_ms() + FLUSH_BOUND_MS;
         /* until the exit, a result waits for the queue as long as it takes */
         if (!*c && !(*c = connect_retrying(f, "results", f->writer_again,
                                            give_up_at ? NULL : &f->stop, give_up_at))) {
-            if (give_up_at && now_ms() > give_up_at) return -1;
+            if (give_up_at && osp_epoch_ms() > give_up_at) return -1;
             continue;
         }
         f->writer_again = 1;

@@ -16,8 +16,8 @@
 #include <cjson/cJSON.h>
 
 #include "model/paths.h"
-#include "sched/gate.h"
-#include "sched/pool.h"
+#include "base/clock.h"
+#include "base/thread.h"
 #include "sched/sched.h"
 #include "sched/window.h"
 #include "server/auth.h"
@@ -227,7 +227,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
                 osp_log(OSP_LOG_INFO, "ospreyd: model root: the folder of %s", cfg.path);
             name = cfg.name;
             struct timespec t0;
-            clock_gettime(CLOCK_MONOTONIC, &t0);
+            osp_now(&t0);
             if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0) {
                 loaded_t *l = srv_loaded_new(m, &cfg);
                 if (l) {
@@ -236,7 +236,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
                 } else {
                     osp_model_free(m);
                 }
-                srv_board_sync(s, i, osp_gate_ms_since(&t0));
+                srv_board_sync(s, i, osp_ms_since(&t0));
                 i++;
                 continue;
             }
@@ -309,12 +309,12 @@ static void hello_done(server_t *s, srv_job_t *h) {
         if (!l) continue;
         p->m[i] = NULL;
         srv_slot_install(s, idx, l);
-        srv_board_sync(s, idx, osp_gate_ms_since(&p->t0));
+        srv_board_sync(s, idx, osp_ms_since(&p->t0));
         p->loaded++;
     }
     if (c) {
         srv_conn_inflight(c, -1);
-        send_ready(s, c, p->req_id, p->loaded, p->total, (int64_t)llround(osp_gate_ms_since(&p->t0)));
+        send_ready(s, c, p->req_id, p->loaded, p->total, (int64_t)llround(osp_ms_since(&p->t0)));
         srv_conn_pause_loading(s, c, 0);
     }
     plan_free(p);
@@ -382,7 +382,7 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
     }
     srv_board_configured(s);
     if (p->n == 0) {
-        send_ready(s, c, req_id, p->loaded, p->total, (int64_t)llround(osp_gate_ms_since(t0)));
+        send_ready(s, c, req_id, p->loaded, p->total, (int64_t)llround(osp_ms_since(t0)));
         plan_free(p);
         return 0;
     }
@@ -406,7 +406,7 @@ void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
     osp_wire_hello_t h;
     char err[OSP_WIRE_ERRLEN + 64];
     struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    osp_now(&t0);
     if (osp_wire_hello_parse(f->msg_type, f->payload, f->payload_len, OSP_WIRE_VERSION, &h, err,
                              sizeof err)) {
         osp_log(OSP_LOG_ERROR, "%s", err);
@@ -450,7 +450,7 @@ void srv_on_hello(server_t *s, conn_t *c, const osp_wire_frame_t *f) {
      * did; nothing else is being served yet */
     int loaded = 0, total = 0;
     handshake_models(s, SRV_FROM_HOST, h.models, &loaded, &total);
-    send_ready(s, c, f->req_id, loaded, total, (int64_t)llround(osp_gate_ms_since(&s->started)));
+    send_ready(s, c, f->req_id, loaded, total, (int64_t)llround(osp_ms_since(&s->started)));
     osp_wire_hello_free(&h);
 }
 

@@ -22,6 +22,7 @@
 
 #include <microhttpd.h>
 
+#include "base/clock.h"
 #include "server/dashboard.h"
 #include "server/job.h"
 #include "server/loop.h"
@@ -52,16 +53,6 @@ static void cond_init_monotonic(pthread_cond_t *cv) {
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(cv, &a);
     pthread_condattr_destroy(&a);
-}
-
-static void deadline_in(struct timespec *ts, long ms) {
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
 }
 
 /* ---- answers --------------------------------------------------------------------- */
@@ -129,8 +120,7 @@ static enum MHD_Result page_stats(srv_http_t *h, struct MHD_Connection *c) {
     a->h.kind = SRV_JOB_EVENT;
     a->h.done = stats_written;
     srv_post(h->s, &a->h);
-    struct timespec until;
-    deadline_in(&until, STATS_WAIT_MS);
+    struct timespec until = osp_deadline_in(CLOCK_MONOTONIC, STATS_WAIT_MS);
     pthread_mutex_lock(&a->mu);
     while (!a->done && pthread_cond_timedwait(&a->cv, &a->mu, &until) != ETIMEDOUT) {
     }
@@ -156,8 +146,7 @@ typedef struct {
 /* 1 when the door is stopping; else waits out the rest of the second. */
 static int stream_wait(stream_t *e) {
     srv_http_t *h = e->h;
-    struct timespec until;
-    deadline_in(&until, e->events ? EVENT_PERIOD_MS : 0);
+    struct timespec until = osp_deadline_in(CLOCK_MONOTONIC, e->events ? EVENT_PERIOD_MS : 0);
     pthread_mutex_lock(&h->mu);
     while (!h->stopping && pthread_cond_timedwait(&h->cv, &h->mu, &until) != ETIMEDOUT) {
     }

@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "sched/bufpool.h"
 #include "sched/ctxpool.h"
 #include "server/account.h"
@@ -63,7 +63,7 @@ static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, conn_t *c,
     }
     r->frame = frame;
     r->frame_len = len;
-    clock_gettime(CLOCK_MONOTONIC, &r->arrived);
+    osp_now(&r->arrived);
     if (c) srv_conn_inflight(c, 1);
     s->jobs->inflight++;
 }

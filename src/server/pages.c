@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sched/gate.h"
+#include "base/clock.h"
 #include "server/ledger.h"
 
 static const char *const OUTCOME[SRV_OUT_COUNT] = {"served", "shed", "expired", "error"};
@@ -160,7 +160,7 @@ void srv_page_metrics(server_t *s, osp_text_t *t) {
     osp_prom_family(t, "osprey_resident_memory_bytes", "gauge", "Resident set size of ospreyd.");
     osp_prom_sample(t, "osprey_resident_memory_bytes", NULL, (double)srv_pages_rss_bytes());
     osp_prom_family(t, "osprey_uptime_seconds", "gauge", "Seconds since ospreyd started.");
-    osp_prom_sample(t, "osprey_uptime_seconds", NULL, osp_gate_ms_since(&s->started) / 1000.0);
+    osp_prom_sample(t, "osprey_uptime_seconds", NULL, osp_ms_since(&s->started) / 1000.0);
     free(m);
 }
 
@@ -317,13 +317,13 @@ void srv_page_event(server_t *s, srv_page_stream_t *st, osp_jw_t *w) {
     srv_page_model_t *m = malloc(OSP_MAX_SLOTS * sizeof *m);
     int n = m ? srv_pages_models(s, m) : 0;
     struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double dt = st->started ? osp_gate_ms_since(&st->at) / 1000.0 : 0;
+    osp_now(&now);
+    double dt = st->started ? osp_ms_since(&st->at) / 1000.0 : 0;
     st->at = now;
     st->started = 1;
     osp_jw_obj_open(w);
     osp_jw_key(w, "uptimeS");
-    osp_jw_num(w, osp_gate_ms_since(&s->started) / 1000.0, 1);
+    osp_jw_num(w, osp_ms_since(&s->started) / 1000.0, 1);
     osp_jw_key(w, "intervalS");
     osp_jw_num(w, dt, 3);
     osp_jw_key(w, "rssBytes");

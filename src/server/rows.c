@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "sched/ctxpool.h"
+#include "base/clock.h"
 #include "sched/gate.h"
 #include "sched/sched.h"
 #include "server/account.h"
@@ -100,9 +101,9 @@ static void rows_consume(srv_rows_t *r) {
     if (n > r->rows_left) n = r->rows_left;
     if (n > 0) {
         struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        osp_now(&t0);
         osp_prep_stream_rows(r->ps, r->ring + r->lo, r->row_bytes, n);
-        r->prep_ms += osp_gate_ms_since(&t0);
+        r->prep_ms += osp_ms_since(&t0);
         r->lo += (size_t)n * r->row_bytes;
         r->rows_left -= n;
     }
@@ -168,9 +169,9 @@ int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, si
     srv_stat_add(s, SRV_ST_PREPARED_AS_READ, 1);
     if (whole) {
         struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        osp_now(&t0);
         osp_prep_stream_rows(r->ps, p + head, row_bytes, r->rows_left);
-        r->prep_ms = osp_gate_ms_since(&t0);
+        r->prep_ms = osp_ms_since(&t0);
         r->rows_left = 0;
         rows_done(s, c, r);
         return 1;

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "model/loader.h"
 #include "model/model.h"
 #include "model/paths.h"
@@ -104,7 +104,7 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     server_t *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->opts = *opts;
-    clock_gettime(CLOCK_MONOTONIC, &s->started);
+    osp_now(&s->started);
     if (!(s->loop = srv_loop_new())) {
         free(s);
         return NULL;

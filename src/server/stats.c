@@ -12,7 +12,7 @@
 
 #include "model/loader.h"
 #include "sched/cache.h"
-#include "sched/gate.h"
+#include "base/clock.h"
 #include "sched/sched.h"
 #include "server/ledger.h"
 #include "server/slots.h"
@@ -103,7 +103,7 @@ void srv_stat_shed_deadline(server_t *s, int idx, uint64_t deadline_ms, int64_t 
         osp_log(OSP_LOG_WARN,
                 "ospreyd: shed %" PRId64
                 " request(s) past their deadline so far (model %d, %" PRId64 " ms late)",
-                total, idx, osp_gate_epoch_ms() - (int64_t)deadline_ms);
+                total, idx, osp_epoch_ms() - (int64_t)deadline_ms);
 }
 
 void srv_stat_shed_queue(server_t *s, int idx, int64_t n) {
@@ -302,7 +302,7 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_key(w, "benchPreprocessCacheEntries");
     osp_jw_int(w, cs.tensors_bench);
     osp_jw_key(w, "uptimeSec");
-    osp_jw_int(w, (int64_t)llround(osp_gate_ms_since(&s->started)) / 1000);
+    osp_jw_int(w, (int64_t)llround(osp_ms_since(&s->started)) / 1000);
     const srv_settings_t *t = &s->set;
     osp_jw_key(w, "threading");
     osp_jw_obj_open(w);

@@ -17,7 +17,8 @@
 
 #include "model/model.h"
 #include "model/paths.h"
-#include "sched/pool.h"
+#include "base/clock.h"
+#include "base/thread.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
@@ -80,12 +81,6 @@ static void pending_unlink(srv_streams_t *sts, open_arg_t *a) {
     open_arg_t **pp = &sts->pending;
     while (*pp && *pp != a) pp = &(*pp)->next;
     if (*pp) *pp = a->next;
-}
-
-static int64_t ms_until(const struct timespec *t) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)(t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
 }
 
 static void stream_free(srv_stream_t *st) {
@@ -308,10 +303,7 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
         /* bounded as a model load is: a peer waits no longer than that */
         double bound = s->set.load_bound_ms > 0 ? s->set.load_bound_ms : 120000.0;
         if (bound > 86400000.0) bound = 86400000.0;
-        clock_gettime(CLOCK_MONOTONIC, &a->due);
-        int64_t ns = (int64_t)a->due.tv_nsec + (int64_t)(bound * 1e6);
-        a->due.tv_sec += (time_t)(ns / 1000000000);
-        a->due.tv_nsec = (long)(ns % 1000000000);
+        a->due = osp_deadline_in(CLOCK_MONOTONIC, bound);
         a->conn_id = srv_conn_id(c);
         a->req_id = req_id;
         if (osp_thread_detached(open_main, a)) {
@@ -348,7 +340,7 @@ int srv_streams_timer_ms(server_t *s) {
     int64_t best = -1;
     for (open_arg_t *a = s->streams->pending; a; a = a->next) {
         if (a->abandoned) continue;
-        int64_t ms = ms_until(&a->due) + 1;
+        int64_t ms = osp_ms_until(&a->due) + 1;
         if (ms < 0) ms = 0;
         if (best < 0 || ms < best) best = ms;
     }
@@ -357,7 +349,7 @@ int srv_streams_timer_ms(server_t *s) {
 
 void srv_streams_check_timers(server_t *s) {
     for (open_arg_t *a = s->streams->pending; a; a = a->next) {
-        if (a->abandoned || ms_until(&a->due) > 0) continue;
+        if (a->abandoned || osp_ms_until(&a->due) > 0) continue;
         /* a native load cannot be stopped: it is left to finish, its thread
          * still counted against the connection's streams */
         a->abandoned = 1;

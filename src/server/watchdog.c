@@ -19,10 +19,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+#include "base/thread.h"
 #include "model/model.h"
 #include "model/paths.h"
-#include "sched/gate.h"
-#include "sched/pool.h"
 #include "server/board.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
@@ -90,8 +90,6 @@ void srv_watchdog_free(srv_watchdog_t *wd) {
     }
     free(wd);
 }
-
-static double ms_since(const struct timespec *t) { return osp_gate_ms_since(t); }
 
 /* ---- the bound ------------------------------------------------------------------ */
 
@@ -229,9 +227,9 @@ static void *reload_main(void *arg) {
     reload_t *r = arg;
     (void)pthread_setname_np(pthread_self(), "osp-reload");
     struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    osp_now(&t0);
     r->rc = osp_model_open(&r->cfg, r->backend, &r->m, r->err, sizeof r->err);
-    r->load_ms = ms_since(&t0);
+    r->load_ms = osp_ms_since(&t0);
     srv_post(r->s, &r->h);
     return NULL;
 }
@@ -259,11 +257,8 @@ static void reload_start(server_t *s, int idx, loaded_t *l, const char *model_id
     r->stuck = srv_loaded_ref(l);
     r->cfg = srv_loaded_model(l)->cfg;
     r->backend = s->set.backend;
-    clock_gettime(CLOCK_MONOTONIC, &r->due);
     double ms = s->set.load_bound_ms > 0 ? fmin(s->set.load_bound_ms, 86400000.0) : 120000.0;
-    int64_t ns = (int64_t)r->due.tv_nsec + (int64_t)(ms * 1e6);
-    r->due.tv_sec += (time_t)(ns / 1000000000);
-    r->due.tv_nsec = (long)(ns % 1000000000);
+    r->due = osp_deadline_in(CLOCK_MONOTONIC, ms);
     if (osp_thread_detached(reload_main, r)) {
         reload_failed(s, r, "cannot start a thread");
         reload_free(r);
@@ -283,7 +278,7 @@ static void run_returned(server_t *s, srv_job_t *h) {
     while ((g = *pp) && g->job != h) pp = &g->next;
     if (g) {
         *pp = g->next;
-        int64_t ms = (int64_t)llround(g->elapsed_ms + ms_since(&g->at));
+        int64_t ms = (int64_t)llround(g->elapsed_ms + osp_ms_since(&g->at));
         osp_log(OSP_LOG_WARN,
                 "ospreyd: a run of model %d (%s) returned after %" PRId64
                 " ms, past its bound; result discarded, its thread gone",
@@ -306,8 +301,7 @@ static void give_up(server_t *s, const srv_run_t *run, double bound) {
     if (rc != 1) {
         free(g);
         if (rc < 0) { /* no thread to replace it: not given up yet */
-            clock_gettime(CLOCK_MONOTONIC, &wd->retry_at);
-            wd->retry_at.tv_sec += 1;
+            wd->retry_at = osp_deadline_in(CLOCK_MONOTONIC, 1000);
         }
         return;
     }
@@ -345,20 +339,14 @@ static void give_up(server_t *s, const srv_run_t *run, double bound) {
     g->index = idx;
     snprintf(g->model_id, sizeof g->model_id, "%s", id);
     g->elapsed_ms = run->elapsed_ms;
-    clock_gettime(CLOCK_MONOTONIC, &g->at);
+    osp_now(&g->at);
     g->next = wd->given_up;
     wd->given_up = g;
 }
 
-static int64_t ms_until(const struct timespec *t) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)(t->tv_sec - now.tv_sec) * 1000 + (t->tv_nsec - now.tv_nsec) / 1000000;
-}
-
 int srv_watchdog_timer_ms(server_t *s) {
     srv_run_t runs[MAX_RUNS];
-    int64_t retry = ms_until(&s->watchdog->retry_at);
+    int64_t retry = osp_ms_until(&s->watchdog->retry_at);
     int n = retry > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
     double best = retry > 0 ? (double)retry : -1;
     for (int i = 0; i < n; i++) {
@@ -373,7 +361,7 @@ int srv_watchdog_timer_ms(server_t *s) {
     if (retry <= 0 && srv_jobs_inflight(s) > n && (best < 0 || best > TICK_MS)) best = TICK_MS;
     for (reload_t *r = s->watchdog->reloads; r; r = r->next) {
         if (r->abandoned) continue;
-        double left = (double)ms_until(&r->due) + 1;
+        double left = (double)osp_ms_until(&r->due) + 1;
         if (best < 0 || left < best) best = left < 0 ? 0 : left;
     }
     if (best < 0) return -1;
@@ -383,24 +371,23 @@ int srv_watchdog_timer_ms(server_t *s) {
 void srv_watchdog_check(server_t *s) {
     srv_watchdog_t *wd = s->watchdog;
     srv_run_t runs[MAX_RUNS];
-    int n = ms_until(&wd->retry_at) > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
+    int n = osp_ms_until(&wd->retry_at) > 0 ? 0 : srv_exec_runs(s, runs, MAX_RUNS);
     for (int i = 0; i < n; i++) {
         double lend, bound;
         limits(s, &runs[i], &lend, &bound);
         if (runs[i].elapsed_ms >= bound) {
             give_up(s, &runs[i], bound);
         } else if (!runs[i].lent && runs[i].elapsed_ms >= lend && srv_exec_lend(s, &runs[i]) < 0) {
-            clock_gettime(CLOCK_MONOTONIC, &wd->retry_at); /* no thread: try again later */
-            wd->retry_at.tv_sec += 1;
+            wd->retry_at = osp_deadline_in(CLOCK_MONOTONIC, 1000); /* no thread: try again later */
         }
     }
     for (reload_t *r = wd->reloads; r; r = r->next) {
-        if (r->abandoned || ms_until(&r->due) > 0) continue;
+        if (r->abandoned || osp_ms_until(&r->due) > 0) continue;
         r->abandoned = 1; /* its thread still runs; what it loads is dropped */
         srv_jobs_hold(s, -1);
         char why[200];
         snprintf(why, sizeof why, "reloading took longer than %.0f ms", s->set.load_bound_ms);
-        r->load_ms = ms_since(&r->due) + s->set.load_bound_ms;
+        r->load_ms = osp_ms_since(&r->due) + s->set.load_bound_ms;
         reload_failed(s, r, why);
     }
 }

@@ -37,7 +37,7 @@
 #include <zmq.h>
 
 #include "model/model.h"
-#include "sched/gate.h"
+#include "base/clock.h"
 #include "sched/pool.h"
 #include "server/account.h"
 #include "server/dispatch.h"
@@ -391,7 +391,7 @@ static int receive_one(srv_zmq_t *z) {
         q->kind = ZQ_FRAME;
         q->h.done = on_frame;
         q->model_idx = peer_model(z, &q->id);
-        q->deadline_ms = (uint64_t)(osp_gate_epoch_ms() + ZMQ_BUDGET_MS);
+        q->deadline_ms = (uint64_t)(osp_epoch_ms() + ZMQ_BUDGET_MS);
         zmq_msg_move(&q->data, &part[1]);
     } else {
         q->kind = rq.kind == OSP_FRIGATE_MODEL_DATA ? ZQ_UPLOAD : ZQ_HANDSHAKE;

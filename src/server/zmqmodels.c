@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "model/model.h"
-#include "sched/pool.h"
+#include "base/thread.h"
 #include "server/job.h"
 #include "server/loop.h"
 #include "server/slots.h"

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "stream/stream.h"
 
 #define DEFAULT_JOIN_TIMEOUT_MS 5000
@@ -461,21 +462,9 @@ static bool caught_up(const osp_stream_t *s) {
     return s->count - 1 < s->next_end;
 }
 
-static struct timespec deadline_after(clockid_t clock, int ms) {
-    struct timespec t;
-    clock_gettime(clock, &t);
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
-
 int osp_stream_drain(osp_stream_t *s, int timeout_ms) {
     if (s->cfg.window == 0) return OSP_STREAM_OK;
-    struct timespec until = deadline_after(CLOCK_REALTIME, timeout_ms);
+    struct timespec until = osp_deadline_in(CLOCK_REALTIME, timeout_ms);
     int rc = OSP_STREAM_OK;
     pthread_mutex_lock(&s->lock);
     while (!caught_up(s) && !s->stopped) {
@@ -504,7 +493,7 @@ int osp_stream_stop(osp_stream_t *s) {
     pthread_mutex_unlock(&s->lock);
 
     if (state == WORKER_RUNNING) {
-        struct timespec until = deadline_after(CLOCK_REALTIME, s->cfg.join_timeout_ms);
+        struct timespec until = osp_deadline_in(CLOCK_REALTIME, s->cfg.join_timeout_ms);
         int jr = pthread_timedjoin_np(s->thread, NULL, &until);
         pthread_mutex_lock(&s->lock);
         if (jr == 0) {

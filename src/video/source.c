@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "base/clock.h"
 #include "video/backoff.h"
 #include "video/url.h"
 
@@ -37,18 +37,6 @@ struct osp_source {
     osp_source_stats_t stats;
 };
 
-static double mono(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int halted(const osp_source_t *s) {
     return atomic_load(&s->cancel) || (s->cfg.stop && atomic_load(s->cfg.stop));
 }
@@ -65,7 +53,7 @@ void osp_source_cfg_default(osp_source_cfg_t *cfg) {
 
 static void report(osp_source_t *s, osp_source_event_t *e) {
     e->name = s->name;
-    e->time = wall();
+    e->time = osp_epoch_s();
     e->frame = s->next_index - 1;
     if (s->cfg.on_event) s->cfg.on_event(s->cfg.ctx, e);
 }
@@ -152,7 +140,7 @@ osp_source_stats_t osp_source_stats(const osp_source_t *s) { return s->stats; }
 static void dropped(osp_source_t *s, const char *why) {
     osp_video_close(s->v);
     s->v = NULL;
-    s->drop_at = mono();
+    s->drop_at = osp_now_s();
     s->attempts = 0;
     s->stats.drops++;
     osp_source_event_t e = {.kind = OSP_SOURCE_DROP,
@@ -167,13 +155,12 @@ static void dropped(osp_source_t *s, const char *why) {
 
 /* Sleep up to secs, waking early when halted. */
 static void nap(const osp_source_t *s, double secs) {
-    double until = mono() + secs;
+    double until = osp_now_s() + secs;
     while (!halted(s)) {
-        double left = until - mono();
+        double left = until - osp_now_s();
         if (left <= 0) return;
         if (left > 0.05) left = 0.05;
-        struct timespec ts = {0, (long)(left * 1e9)};
-        nanosleep(&ts, NULL);
+        osp_sleep_ms(left * 1e3);
     }
 }
 
@@ -182,7 +169,7 @@ static int reconnect(osp_source_t *s, char *err, size_t errlen) {
     double bound = s->cfg.reconnect_for_s;
     for (;;) {
         if (halted(s)) return 1;
-        double down = mono() - s->drop_at;
+        double down = osp_now_s() - s->drop_at;
         if (bound >= 0 && down >= bound) {
             osp_source_event_t e = {.kind = OSP_SOURCE_GAVE_UP,
                                     .reason = s->last_why[0] ? s->last_why : "no reopen tried",
@@ -216,7 +203,7 @@ int osp_source_read(osp_source_t *s, osp_image_t *rgb, osp_frame_meta_t *meta, c
         }
         int r = osp_video_read(s->v, rgb, why, sizeof why);
         if (r == 1) {
-            double now = mono();
+            double now = osp_now_s();
             if (s->reopened) {
                 /* frames due strictly between the last one and this one */
                 int64_t lost = s->last_frame > 0 ? frames_in(s, now - s->last_frame) : 0;

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <time.h>
 
 #include <libavcodec/avcodec.h>
 #include <libavdevice/avdevice.h>
@@ -17,6 +16,7 @@
 #include <libswscale/swscale.h>
 #include <libyuv.h>
 
+#include "base/clock.h"
 #include "video/url.h"
 
 struct osp_video {
@@ -40,19 +40,15 @@ struct osp_video {
     char name[256];              /* the input, masked: used in every message */
 };
 
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int interrupt(void *arg) {
     osp_video_t *v = arg;
     if (v->stopped && v->stopped(v->stop_ctx)) return 1;
-    return v->deadline > 0 && mono_s() > v->deadline;
+    return v->deadline > 0 && osp_now_s() > v->deadline;
 }
 
-static void arm(osp_video_t *v) { v->deadline = v->io_timeout > 0 ? mono_s() + v->io_timeout : 0; }
+static void arm(osp_video_t *v) {
+    v->deadline = v->io_timeout > 0 ? osp_now_s() + v->io_timeout : 0;
+}
 
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static void register_devices(void) { avdevice_register_all(); }
