@@ -97,7 +97,7 @@ FUZZ_WHAT_image := JPEG and PNG decode through src/image/decode.c
 FUZZ_WHAT_http := the HTTP door's routes, bind spec, metric labels and quantiles
 FUZZ_WHAT_frigate := Frigate's zmq detector protocol (headers, tensors, rows, labelmaps)
 FUZZ_WHAT_zones := the zones file, then tracked objects through its zones and lines
-FUZZ_MODEL_SRC := src/model/config.c src/model/catalog.c src/model/paths.c src/image/prep.c src/image/geom.c src/image/buffer.c
+FUZZ_MODEL_SRC := src/base/text.c src/model/config.c src/model/catalog.c src/model/paths.c src/image/prep.c src/image/geom.c src/image/buffer.c
 FUZZ_SRC_json := $(FUZZ_MODEL_SRC)
 FUZZ_LIBS_json := -lyuv
 FUZZ_SRC_cmds := $(FUZZ_MODEL_SRC)
@@ -106,7 +106,7 @@ FUZZ_DICT_json := tests/fuzz/json.dict
 FUZZ_DICT_cmds := tests/fuzz/json.dict
 FUZZ_SRC_image := src/image/decode.c src/image/buffer.c
 FUZZ_LIBS_image := -lturbojpeg -lpng -lz
-FUZZ_SRC_zones := src/track/zonefile.c src/track/zones.c src/track/tracker.c src/track/kalman.c src/track/assign.c
+FUZZ_SRC_zones := src/base/text.c src/track/zonefile.c src/track/zones.c src/track/tracker.c src/track/kalman.c src/track/assign.c
 FUZZ_DICT_zones := tests/fuzz/zones.dict
 CLOSE := )
 .SECONDEXPANSION:

@@ -1,6 +1,7 @@
 /* Model configuration: defaults, the catalog, and the protocol's JSON keys. */
 #include "model/model.h"
 #include "model/paths.h"
+#include "base/text.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -145,29 +146,6 @@ static const char *const KNOWN_KEYS[] = {
     "threads",
 };
 
-/* Edit distance, letters compared without case ("Confidence" is one edit
- * from nothing), of two short keys; 99 past 63 bytes. */
-static int distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    int row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
-            int v = diag + !same;
-            if (up + 1 < v) v = up + 1;
-            if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
-            row[j] = v;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* A key osprey does not know is ignored, as the Python worker ignored it (a
  * host's config must keep loading), but said on stderr with the nearest
  * known key: "confidnce" was a silent default threshold. Keys starting with
@@ -179,7 +157,7 @@ static void warn_unknown_keys(const cJSON *obj) {
         int best = 99, known = 0;
         for (size_t i = 0; i < sizeof KNOWN_KEYS / sizeof KNOWN_KEYS[0] && !known; i++) {
             if (strcmp(k->string, KNOWN_KEYS[i]) == 0) known = 1;
-            int d = distance(k->string, KNOWN_KEYS[i]);
+            int d = osp_text_distance(k->string, KNOWN_KEYS[i]);
             /* a known key's start ("nmsIou") is as near as a typo */
             if (strlen(k->string) >= 4 && strncasecmp(KNOWN_KEYS[i], k->string, strlen(k->string)) == 0)
                 d = 1;

@@ -1,5 +1,6 @@
 /* The zones file and the rules a zone configuration keeps; see zones.h. */
 #include "track/zones.h"
+#include "base/text.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -35,27 +36,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     return OSP_ZONES_EINVAL;
 }
 
-/* Edit distance, case-blind, for "did you mean"; keys are short. */
-static int distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return 99;
-    int row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-    for (size_t i = 1; i <= la; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
-        for (size_t j = 1; j <= lb; j++) {
-            int up = row[j];
-            int v = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-            if (up + 1 < v) v = up + 1;
-            if (row[j - 1] + 1 < v) v = row[j - 1] + 1;
-            row[j] = v;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* Every key of obj must be one of known[]; the error names the nearest. */
 static int known_keys(const cJSON *obj, const char *const *known, size_t n, const char *where,
                       char *err, size_t errlen) {
@@ -64,7 +44,7 @@ static int known_keys(const cJSON *obj, const char *const *known, size_t n, cons
         int best = 99, ok = 0;
         for (size_t i = 0; i < n && !ok; i++) {
             ok = strcmp(k->string, known[i]) == 0;
-            int d = distance(k->string, known[i]);
+            int d = osp_text_distance(k->string, known[i]);
             /* a known key's start ("loitering") is as near as a typo */
             size_t kl = strlen(k->string);
             if (kl >= 4 && strncasecmp(known[i], k->string, kl) == 0) d = 1;
