@@ -2,8 +2,7 @@
  * cmds: commands and the handshake, on the I/O thread.
  *
  * commands.c: load / replace / unload / reconfigure / status run in
- * arrival order on one queue, a load bounded by the model loader
- * (model/loader.h); mem_stats, uncache_frame and the extensions' commands
+ * arrival order on one queue, a load bounded like every load (loads.h); mem_stats, uncache_frame and the extensions' commands
  * (shm.c, streams.c) are answered at once: a host's liveness probe never
  * waits behind a compile.
  *
@@ -32,10 +31,6 @@ void srv_cmds_free(srv_cmds_t *q);
 void srv_on_command(server_t *s, conn_t *c, const osp_wire_request_t *rq);
 /* Nothing in flight: no job, no load, no queued command. */
 int srv_idle(server_t *s);
-/* The load bound's timer: milliseconds to it (-1: none), and what to do
- * when it has passed. */
-int srv_cmds_timer_ms(server_t *s);
-void srv_cmds_check_timers(server_t *s);
 
 /* A command reply: begin writes {"cmd": name[, "index": i], "status":
  * status (index < 0: none); the caller adds its keys; send closes the

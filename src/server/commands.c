@@ -1,11 +1,9 @@
 /*
  * Commands (cmds.h), on the I/O thread. load/replace/unload/reconfigure/
  * status run in arrival order on one queue; a load holds the queue until
- * the model loader (model/loader.h) reports it back within its bound or
- * the bound passes. Past the bound the load is abandoned (a native
- * compile cannot be killed), the loader is poisoned for loads until it
- * returns, and its late return is announced to every connection as an
- * event on request id 0xFFFFFFFF.
+ * loads.c answers it: loaded within its bound, failed, or past its bound
+ * (abandoned, the loader poisoned until it returns, its late return
+ * announced to every connection as an event on request id 0xFFFFFFFF).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -15,12 +13,12 @@
 
 #include <cjson/cJSON.h>
 
-#include "model/loader.h"
 #include "sched/cache.h"
 #include "server/board.h"
 #include "server/cmds.h"
 #include "server/conn.h"
 #include "server/job.h"
+#include "server/loads.h"
 #include "server/loop.h"
 #include "server/shm.h"
 #include "server/slots.h"
@@ -38,14 +36,9 @@ typedef struct cmdq {
 
 struct srv_cmds {
     cmdq_t *head, *tail;
-    cmdq_t *loading; /* the load or replace whose load is in flight */
+    cmdq_t *loading; /* the load or replace whose load is queued or in flight */
+    int starting;    /* inside run_load's srv_load */
 };
-
-/* A load's result on its way back through the mailbox. */
-typedef struct {
-    srv_job_t h;
-    osp_load_result_t *r;
-} load_job_t;
 
 srv_cmds_t *srv_cmds_new(void) { return calloc(1, sizeof(srv_cmds_t)); }
 
@@ -94,142 +87,86 @@ void srv_cmd_error(server_t *s, uint32_t conn_id, uint32_t req_id, const char *n
     srv_cmd_send(s, conn_id, w, at, req_id);
 }
 
-static void model_id_of(const char *path, char *out, size_t n) {
-    const char *b = strrchr(path, '/');
-    b = b ? b + 1 : path;
-    const char *dot = strrchr(b, '.');
-    size_t len = dot && dot != b ? (size_t)(dot - b) : strlen(b);
-    if (len == 0) {
-        snprintf(out, n, "unknown");
-        return;
-    }
-    if (len >= n) len = n - 1;
-    memcpy(out, b, len);
-    out[len] = '\0';
-}
-
 static const char *cmd_name(const cJSON *cmd) { return osp_wire_cmd_name(cmd); }
 
 int srv_idle(server_t *s) {
-    return srv_jobs_inflight(s) == 0 && !s->cmds->loading && s->cmds->head == NULL;
+    return srv_jobs_inflight(s) == 0 && !s->cmds->loading && s->cmds->head == NULL &&
+           srv_loads_idle(s);
 }
 
-/* ---- the loader ---------------------------------------------------------------------- */
+/* ---- a load's answer ------------------------------------------------------------------ */
 
 static void process_commands(server_t *s);
 
-/* The command in flight is answered: the queue moves on. */
-static void load_over(server_t *s) {
-    cmdq_free(s->cmds->loading);
-    s->cmds->loading = NULL;
-    process_commands(s);
-}
-
-static void load_done(server_t *s, srv_job_t *h) {
-    load_job_t *j = (load_job_t *)h;
-    osp_load_result_t *r = j->r;
-    free(j);
-    osp_load_info_t info;
-    osp_load_outcome_t out = osp_loader_finish(s->loader, r, &info);
-    if (out == OSP_LOAD_IN_TIME) {
-        /* back inside its bound: install or report */
-        cmdq_t *q = s->cmds->loading;
-        const char *name = cmd_name(q->cmd);
-        loaded_t *l = r->rc == 0 ? srv_loaded_new(r->model, &r->model->cfg) : NULL;
-        if (l) {
-            r->model = NULL; /* the slot's now */
-            srv_slot_install(s, info.index, l);
-            srv_board_sync(s, info.index, r->load_ms);
-            osp_log(OSP_LOG_INFO, "ospreyd: model %d %s: %s (%.0f ms)", info.index,
-                    strcmp(name, "load") == 0 ? "loaded" : "replaced", srv_loaded_path(l),
-                    r->load_ms);
-            osp_jw_t *w = srv_reply_buf(s);
-            size_t at = srv_cmd_begin(w, name, info.index, "ok");
-            osp_jw_key(w, "loadMs");
-            osp_jw_int(w, (int64_t)llround(r->load_ms));
-            srv_cmd_send(s, q->conn_id, w, at, q->req_id);
-        } else {
-            if (r->rc == 0) snprintf(r->err, sizeof r->err, "out of memory");
-            osp_log(OSP_LOG_ERROR, "ospreyd: model %d load failed: %s", info.index, r->err);
-            srv_board_failed(s, info.index, info.model_id, r->err);
-            srv_cmd_error(s, q->conn_id, q->req_id, name, info.index, r->err);
-        }
-        osp_loader_result_free(r);
-        load_over(s);
-        return;
-    }
-    if (out == OSP_LOAD_LATE) {
-        osp_log(OSP_LOG_WARN,
-                "ospreyd: the load of %s (index %d) returned after its bound, in %" PRId64
-                " ms (%s); result discarded, loads accepted again",
-                info.model_id, info.index, (int64_t)llround(info.elapsed_ms), r->rc ? r->err : "ok");
-        osp_jw_t w = {0};
-        osp_wire_late_t ev = {.index = info.index,
-                              .model_id = info.model_id,
-                              .ok = r->rc == 0,
-                              .elapsed_ms = (int64_t)llround(info.elapsed_ms),
-                              .error = r->rc ? r->err : NULL};
-        osp_wire_reply_event_late(&w, &ev);
-        srv_broadcast(s, &w);
-        osp_jw_free(&w);
-        if (srv_slot(s, info.index))
-            srv_board_sync(s, info.index, -1);
-        else
-            srv_board_failed(s, info.index, info.model_id,
-                             "its load returned after its bound; result discarded");
-    }
-    osp_loader_result_free(r);
-}
-
-/* On the loader's thread: its result back to the I/O thread. */
-static void load_post(void *arg, osp_load_result_t *r) {
-    server_t *s = arg;
-    load_job_t *j = calloc(1, sizeof *j);
-    if (!j) { /* nowhere to report: the loop times the load out */
-        osp_loader_result_free(r);
-        return;
-    }
-    j->h.kind = SRV_JOB_EVENT;
-    j->h.done = load_done;
-    j->r = r;
-    srv_post(s, &j->h);
-}
-
-static osp_loader_t *loader(server_t *s) {
-    if (!s->loader) s->loader = osp_loader_new(s->set.load_bound_ms, load_post, s);
-    return s->loader;
-}
-
-int srv_cmds_timer_ms(server_t *s) { return s->loader ? osp_loader_timer_ms(s->loader) : -1; }
-
-void srv_cmds_check_timers(server_t *s) {
-    osp_load_info_t info;
-    if (!s->loader || !s->cmds->loading || !osp_loader_expire(s->loader, &info)) return;
-    cmdq_t *q = s->cmds->loading;
-    int64_t bound = (int64_t)llround(osp_loader_bound_ms(s->loader));
-    char msg[512];
-    snprintf(msg, sizeof msg,
-             "loading %s (index %d) took longer than %" PRId64 " ms; it is left to finish in the "
-             "background and no other load starts until it does",
-             info.model_id, info.index, bound);
-    osp_log(OSP_LOG_ERROR, "ospreyd: model %d: %s", info.index, msg);
-    srv_board_poisoned(s, info.index, info.model_id, (double)bound);
+/* {"cmd", "index", "status": "error", "reason": "worker-poisoned", ...}:
+ * no load starts while an abandoned one still runs. */
+static void reply_poisoned(server_t *s, const cmdq_t *q, const char *name, int index,
+                           const char *model_id, double elapsed_ms, const char *err) {
     osp_jw_t *w = srv_reply_buf(s);
-    size_t at = srv_cmd_begin(w, cmd_name(q->cmd), info.index, "error");
+    size_t at = srv_cmd_begin(w, name, index, "error");
     osp_jw_key(w, "reason");
-    osp_jw_str(w, "compile-timeout");
+    osp_jw_str(w, "worker-poisoned");
     osp_jw_key(w, "modelId");
-    osp_jw_str(w, info.model_id);
+    osp_jw_str(w, model_id);
     osp_jw_key(w, "poisoned");
     osp_jw_bool(w, 1);
-    osp_jw_key(w, "timeoutMs");
-    osp_jw_int(w, bound);
     osp_jw_key(w, "compileElapsedMs");
-    osp_jw_int(w, (int64_t)llround(info.elapsed_ms));
+    osp_jw_int(w, (int64_t)llround(elapsed_ms));
     osp_jw_key(w, "error");
-    osp_jw_str(w, msg);
+    osp_jw_str(w, err);
     srv_cmd_send(s, q->conn_id, w, at, q->req_id);
-    load_over(s);
+}
+
+/* The load of the command in flight (s->cmds->loading) is answered (loads.h). */
+static void load_done(server_t *s, void *arg, srv_load_end_t *end) {
+    cmdq_t *q = arg;
+    const char *name = cmd_name(q->cmd);
+    int index = end->index;
+    if (end->status == SRV_LOAD_OK) {
+        loaded_t *l = srv_loaded_new(end->model, &end->model->cfg);
+        if (l) {
+            end->model = NULL; /* the slot's now */
+            srv_slot_install(s, index, l);
+            srv_board_sync(s, index, end->load_ms);
+            osp_log(OSP_LOG_INFO, "ospreyd: model %d %s: %s (%.0f ms)", index,
+                    strcmp(name, "load") == 0 ? "loaded" : "replaced", srv_loaded_path(l),
+                    end->load_ms);
+            osp_jw_t *w = srv_reply_buf(s);
+            size_t at = srv_cmd_begin(w, name, index, "ok");
+            osp_jw_key(w, "loadMs");
+            osp_jw_int(w, (int64_t)llround(end->load_ms));
+            srv_cmd_send(s, q->conn_id, w, at, q->req_id);
+        } else {
+            osp_log(OSP_LOG_ERROR, "ospreyd: model %d load failed: out of memory", index);
+            srv_board_failed(s, index, end->model_id, "out of memory");
+            srv_cmd_error(s, q->conn_id, q->req_id, name, index, "out of memory");
+        }
+    } else if (end->status == SRV_LOAD_TIMED_OUT) {
+        osp_jw_t *w = srv_reply_buf(s);
+        size_t at = srv_cmd_begin(w, name, index, "error");
+        osp_jw_key(w, "reason");
+        osp_jw_str(w, "compile-timeout");
+        osp_jw_key(w, "modelId");
+        osp_jw_str(w, end->model_id);
+        osp_jw_key(w, "poisoned");
+        osp_jw_bool(w, 1);
+        osp_jw_key(w, "timeoutMs");
+        osp_jw_int(w, end->bound_ms);
+        osp_jw_key(w, "compileElapsedMs");
+        osp_jw_int(w, (int64_t)llround(end->elapsed_ms));
+        osp_jw_key(w, "error");
+        osp_jw_str(w, end->err);
+        srv_cmd_send(s, q->conn_id, w, at, q->req_id);
+    } else if (end->status == SRV_LOAD_POISONED) {
+        srv_board_failed(s, index, end->model_id, end->err);
+        reply_poisoned(s, q, name, index, end->model_id, end->elapsed_ms, end->err);
+    } else {
+        srv_cmd_error(s, q->conn_id, q->req_id, name, index, end->err);
+    }
+    s->cmds->loading = NULL;
+    if (s->cmds->starting) return; /* answered before it was queued: run_load goes on */
+    cmdq_free(q);
+    process_commands(s);
 }
 
 /* ---- the command queue ------------------------------------------------------------------ */
@@ -238,7 +175,7 @@ static int get_index(const cJSON *cmd, int *index) {
     return osp_wire_cmd_index(cmd, OSP_MAX_SLOTS, index);
 }
 
-/* Returns 1 when a load was started (the queue waits for it). */
+/* Returns 1 when a load was queued (the command queue waits for its answer). */
 static int run_load(server_t *s, cmdq_t *q, const char *name) {
     int index;
     char err[600];
@@ -254,53 +191,37 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
         srv_cmd_error(s, q->conn_id, q->req_id, name, index, "missing \"config\" object");
         return 0;
     }
-    char model_id[128];
+    char model_id[128], poisoned_by[128];
     const cJSON *path = cJSON_GetObjectItemCaseSensitive(config, "path");
-    model_id_of(cJSON_IsString(path) ? path->valuestring : "", model_id, sizeof model_id);
-    osp_loader_t *ld = loader(s);
-    osp_load_info_t poison;
-    if (!ld) {
-        srv_cmd_error(s, q->conn_id, q->req_id, name, index, "out of memory");
-        return 0;
-    }
-    if (osp_loader_poisoned(ld, &poison)) {
+    srv_model_id(cJSON_IsString(path) ? path->valuestring : "", model_id, sizeof model_id);
+    int poisoned_index;
+    double elapsed;
+    if (srv_loads_poisoned(s, poisoned_by, sizeof poisoned_by, &poisoned_index, &elapsed)) {
         snprintf(err, sizeof err,
                  "no load starts while the load of %s (index %d) is still running past its "
                  "bound (%" PRId64 " ms)",
-                 poison.model_id, poison.index, (int64_t)llround(osp_loader_bound_ms(ld)));
-        osp_jw_t *w = srv_reply_buf(s);
-        size_t at = srv_cmd_begin(w, name, index, "error");
-        osp_jw_key(w, "reason");
-        osp_jw_str(w, "worker-poisoned");
-        osp_jw_key(w, "modelId");
-        osp_jw_str(w, model_id);
-        osp_jw_key(w, "poisoned");
-        osp_jw_bool(w, 1);
-        osp_jw_key(w, "compileElapsedMs");
-        osp_jw_int(w, (int64_t)llround(poison.elapsed_ms));
-        osp_jw_key(w, "error");
-        osp_jw_str(w, err);
-        srv_cmd_send(s, q->conn_id, w, at, q->req_id);
+                 poisoned_by, poisoned_index, (int64_t)llround(s->set.load_bound_ms));
+        reply_poisoned(s, q, name, index, model_id, elapsed, err);
         return 0;
     }
     if (srv_model_cfg(s, srv_from(srv_conn_find(s, q->conn_id)), config, &cfg, err, sizeof err)) {
         srv_board_failed(s, index, model_id, err);
         srv_cmd_error(s, q->conn_id, q->req_id, name, index, err);
-        osp_loader_note_failed(ld);
+        srv_loads_note_failed(s);
         return 0;
     }
-    model_id_of(cfg.path, model_id, sizeof model_id);
+    srv_model_id(cfg.path, model_id, sizeof model_id);
     srv_slots_grow(s, index);
-    osp_log(OSP_LOG_INFO, "ospreyd: model %d load started: %s (bound %.0f ms)", index, cfg.path,
-            osp_loader_bound_ms(ld));
-    srv_board_loading(s, index, &cfg);
-    if (osp_loader_start(ld, &cfg, s->set.backend, index, model_id)) {
-        srv_board_failed(s, index, cfg.name, "cannot start a loader thread");
-        srv_cmd_error(s, q->conn_id, q->req_id, name, index, "cannot start a loader thread");
+    s->cmds->loading = q;
+    s->cmds->starting = 1; /* its answer may come before srv_load returns */
+    int rc = srv_load(s, &cfg, index, model_id, load_done, q);
+    s->cmds->starting = 0;
+    if (rc) {
+        s->cmds->loading = NULL;
+        srv_cmd_error(s, q->conn_id, q->req_id, name, index, "out of memory");
         return 0;
     }
-    s->cmds->loading = q;
-    return 1;
+    return s->cmds->loading == q;
 }
 
 static void run_unload(server_t *s, cmdq_t *q) {

@@ -7,7 +7,6 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +16,6 @@
 
 #include "model/paths.h"
 #include "base/clock.h"
-#include "base/thread.h"
 #include "sched/sched.h"
 #include "sched/window.h"
 #include "server/auth.h"
@@ -26,6 +24,7 @@
 #include "server/conn.h"
 #include "server/exec.h"
 #include "server/job.h"
+#include "server/loads.h"
 #include "server/loop.h"
 #include "server/slots.h"
 #include "log/log.h"
@@ -265,20 +264,25 @@ static void send_ready(server_t *s, conn_t *c, uint32_t req_id, int loaded, int 
 }
 
 /* Models a socket connection's handshake asked for that were not loaded:
- * loaded on a thread so the I/O thread keeps serving everyone else, then
- * handed back as an event job. */
+ * loaded through the server's loads (loads.h: one at a time, each within
+ * the load bound) while the I/O thread keeps serving everyone else; the
+ * ready reply waits for the last. */
+typedef struct hello_plan hello_plan_t;
 typedef struct {
-    srv_job_t h;
-    server_t *s;
+    hello_plan_t *p;
+    int i;
+} hello_load_t;
+struct hello_plan {
     uint32_t conn_id, req_id;
     struct timespec t0; /* when the handshake arrived */
     int loaded, total;  /* the handshake's models: ready / named */
     int n;              /* to load */
+    int pending;        /* loads not answered yet */
     int index[OSP_MAX_SLOTS];
+    hello_load_t load[OSP_MAX_SLOTS];
     osp_model_cfg_t *cfg; /* n entries */
     osp_model_t **m;      /* n entries: NULL where the load failed */
-    const osp_backend_t *backend;
-} hello_plan_t;
+};
 
 static void plan_free(hello_plan_t *p) {
     if (!p) return;
@@ -288,16 +292,12 @@ static void plan_free(hello_plan_t *p) {
     free(p);
 }
 
-static void hello_done(server_t *s, srv_job_t *h) {
-    hello_plan_t *p = (hello_plan_t *)h;
+/* Every load of the plan answered: the models in, the ready reply out. */
+static void hello_done(server_t *s, hello_plan_t *p) {
     conn_t *c = srv_conn_find(s, p->conn_id);
-    srv_jobs_hold(s, -1);
     for (int i = 0; i < p->n; i++) {
         int idx = p->index[i];
-        if (!p->m[i]) {
-            srv_board_failed(s, idx, p->cfg[i].name, "the handshake's load failed (see the log)");
-            continue;
-        }
+        if (!p->m[i]) continue; /* the board says why (loads.c, hello_loaded) */
         loaded_t *have = srv_slot(s, idx);
         if (have) {
             /* another connection filled it meanwhile */
@@ -320,16 +320,19 @@ static void hello_done(server_t *s, srv_job_t *h) {
     plan_free(p);
 }
 
-static void *hello_main(void *arg) {
-    hello_plan_t *p = arg;
-    (void)pthread_setname_np(pthread_self(), "osp-hello");
-    for (int i = 0; i < p->n; i++) {
-        char err[600];
-        if (osp_model_open(&p->cfg[i], p->backend, &p->m[i], err, sizeof err))
-            osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", p->index[i], err);
+/* One of the plan's loads answered (loads.h). */
+static void hello_loaded(server_t *s, void *arg, srv_load_end_t *end) {
+    hello_load_t *hl = arg;
+    hello_plan_t *p = hl->p;
+    if (end->status == SRV_LOAD_OK) {
+        p->m[hl->i] = end->model;
+        end->model = NULL;
+    } else {
+        osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", end->index, end->err);
+        if (end->status == SRV_LOAD_POISONED)
+            srv_board_failed(s, end->index, end->model_id, end->err);
     }
-    srv_post(p->s, &p->h);
-    return NULL;
+    if (--p->pending == 0) hello_done(s, p);
 }
 
 /* A socket connection's handshake: models already in their slots are shared;
@@ -346,13 +349,9 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         plan_free(p);
         return -1;
     }
-    p->h.kind = SRV_JOB_EVENT;
-    p->h.done = hello_done;
-    p->s = s;
     p->conn_id = srv_conn_id(c);
     p->req_id = req_id;
     p->t0 = *t0;
-    p->backend = s->set.backend;
     const cJSON *mc;
     int i = 0;
     cJSON_ArrayForEach(mc, models) {
@@ -386,13 +385,19 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         plan_free(p);
         return 0;
     }
-    if (osp_thread_detached(hello_main, p)) {
-        plan_free(p);
-        return -1;
-    }
-    srv_jobs_hold(s, 1); /* shutdown waits for it */
     srv_conn_inflight(c, 1);
     srv_conn_pause_loading(s, c, 1);
+    p->pending = p->n + 1; /* one more until every load is queued: an answer may come at once */
+    for (int k = 0; k < p->n; k++) {
+        char model_id[128];
+        srv_model_id(p->cfg[k].path, model_id, sizeof model_id);
+        p->load[k] = (hello_load_t){p, k};
+        if (srv_load(s, &p->cfg[k], p->index[k], model_id, hello_loaded, &p->load[k])) {
+            srv_board_failed(s, p->index[k], model_id, "out of memory");
+            p->pending--;
+        }
+    }
+    if (--p->pending == 0) hello_done(s, p);
     return 0;
 }
 

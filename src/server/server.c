@@ -28,6 +28,7 @@
 #include "server/http.h"
 #include "server/job.h"
 #include "server/ledger.h"
+#include "server/loads.h"
 #include "server/loop.h"
 #include "server/shm.h"
 #include "server/slots.h"
@@ -52,6 +53,7 @@ static void server_free(server_t *s) {
     srv_fleet_free(s->fleet);
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
+    srv_loads_free(s->loads);
     srv_slots_free(s->slots);
     srv_shm_free(s->shm);
     srv_streams_free(s->streams);
@@ -91,7 +93,7 @@ static const srv_loop_run_t RUN = {finished, srv_conns_read_unpolled};
 static void register_with_loop(server_t *s) {
     srv_loop_on_fd(s, srv_conn_event);
     /* model loads' bounds, batch windows, handshakes' bounds, streams, runs' bounds */
-    srv_loop_timer(s, srv_cmds_timer_ms, srv_cmds_check_timers);
+    srv_loop_timer(s, srv_loads_timer_ms, srv_loads_check);
     srv_loop_timer(s, srv_dispatch_timer_ms, srv_dispatch_flush_due);
     srv_loop_timer(s, srv_conns_hello_timer_ms, srv_conns_expire_hellos);
     srv_loop_timer(s, srv_streams_timer_ms, srv_streams_check_timers);
@@ -113,6 +115,7 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->slots = srv_slots_new();
     s->jobs = srv_jobs_new();
     s->cmds = srv_cmds_new();
+    s->loads = srv_loads_new();
     s->stats = srv_stats_new();
     s->ledger = srv_ledger_new();
     s->shm = srv_shm_new();
@@ -123,8 +126,9 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     s->bufs = osp_bufpool_new(BUF_KEEP);
     s->ctxs = osp_ctxpool_new();
     s->roots = osp_paths_new();
-    if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->stats || !s->ledger ||
-        !s->shm || !s->streams || !s->board || !s->watchdog || !s->cache || !s->bufs || !s->ctxs) {
+    if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->loads || !s->stats ||
+        !s->ledger || !s->shm || !s->streams || !s->board || !s->watchdog || !s->cache ||
+        !s->bufs || !s->ctxs) {
         osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
         server_free(s);
         return NULL;

@@ -35,6 +35,7 @@ typedef struct srv_http srv_http_t;         /* http.h */
 typedef struct srv_zmq srv_zmq_t;           /* zmq.h */
 typedef struct srv_watchdog srv_watchdog_t; /* watchdog.h */
 typedef struct srv_fleet srv_fleet_t;       /* fleet.h */
+typedef struct srv_loads srv_loads_t;       /* loads.h */
 struct osp_sched;
 struct osp_window;
 struct osp_cache;
@@ -83,7 +84,8 @@ struct server {
     srv_fleet_t *fleet;        /* the shared job queue (--jobs), or NULL */
     struct osp_sched *sched;   /* admission (sched/sched.h) */
     struct osp_window *window; /* window batching (sched/window.h) once started, or NULL */
-    struct osp_loader *loader; /* bounded model loads (model/loader.h) */
+    struct osp_loader *loader; /* bounded model loads (model/loader.h), loads.c's */
+    srv_loads_t *loads;        /* every model load, queued for the loader (loads.h) */
     struct osp_cache *cache;   /* frames and tensors (sched/cache.h) */
     struct osp_bufpool *bufs;  /* frame buffers, I/O thread only (sched/bufpool.h) */
     struct osp_ctxpool *ctxs;  /* inference contexts (sched/ctxpool.h) */

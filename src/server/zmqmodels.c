@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +19,8 @@
 #include <unistd.h>
 
 #include "model/model.h"
-#include "base/thread.h"
-#include "server/job.h"
-#include "server/loop.h"
+#include "server/board.h"
+#include "server/loads.h"
 #include "server/slots.h"
 #include "wire/frigate.h"
 #include "log/log.h"
@@ -56,74 +54,54 @@ static int resolve(const srv_zmq_models_t *zm, const char *name, osp_model_cfg_t
 
 /* A model load for a handshake or an upload, on a thread of its own,
  * back as an event. */
+/* A model Frigate named, on its way through the loads (loads.h). */
 typedef struct {
-    srv_job_t h;
-    server_t *s;
     char name[OSP_FRIGATE_NAME_MAX];
     srv_zmq_models_done_fn done;
     void *arg;
-    osp_model_cfg_t cfg;
-    const osp_backend_t *backend;
-    osp_model_t *m;
 } zload_t;
 
-static void load_done(server_t *s, srv_job_t *h) {
-    zload_t *L = (zload_t *)h;
-    srv_jobs_hold(s, -1);
+static void load_done(server_t *s, void *arg, srv_load_end_t *end) {
+    zload_t *L = arg;
     int idx = srv_slots_find(s, L->name, SRV_FIND_NAME_STEM);
-    if (idx < 0 && L->m) {
+    if (idx < 0 && end->model) {
         idx = srv_slots_count(s); /* past every slot a host has named */
-        loaded_t *l = idx < OSP_MAX_SLOTS ? srv_loaded_new(L->m, &L->cfg) : NULL;
+        loaded_t *l = idx < OSP_MAX_SLOTS ? srv_loaded_new(end->model, &end->model->cfg) : NULL;
         if (l) {
-            L->m = NULL;
+            end->model = NULL;
             srv_slot_install(s, idx, l);
+            srv_board_sync(s, idx, end->load_ms);
+            if (idx != end->index) srv_board_sync(s, end->index, -1); /* slots grew meanwhile */
             osp_log(OSP_LOG_INFO, "ospreyd: zmq: model %s loaded into slot %d for Frigate",
-                    L->cfg.path, idx);
+                    srv_loaded_path(l), idx);
         } else {
             idx = -1;
         }
+    } else if (end->status != SRV_LOAD_OK) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: zmq: %s: %s", L->name, end->err);
     }
     srv_zmq_models_done_fn done = L->done;
-    void *arg = L->arg;
-    osp_model_free(L->m);
+    void *done_arg = L->arg;
     free(L);
-    done(s, arg, idx);
+    done(s, done_arg, idx);
 }
 
-static void *load_main(void *arg) {
-    zload_t *L = arg;
-    char err[600];
-    (void)pthread_setname_np(pthread_self(), "osp-zmq-load");
-    osp_log(OSP_LOG_INFO, "ospreyd: zmq: loading %s", L->cfg.path);
-    if (osp_model_open(&L->cfg, L->backend, &L->m, err, sizeof err)) {
-        osp_log(OSP_LOG_ERROR, "ospreyd: zmq: %s failed to load: %s", L->cfg.path, err);
-        L->m = NULL;
-    }
-    srv_post(L->s, &L->h);
-    return NULL;
-}
-
-/* 0: the load runs and answers; -1: it could not start. */
+/* 0: the load is queued and answers through done; -1: it could not be. */
 static int start_load(server_t *s, const char *name, const osp_model_cfg_t *cfg,
                       srv_zmq_models_done_fn done, void *arg) {
     zload_t *L = calloc(1, sizeof *L);
     if (!L) return -1;
-    L->h.kind = SRV_JOB_EVENT;
-    L->h.done = load_done;
-    L->s = s;
     snprintf(L->name, sizeof L->name, "%s", name);
     L->done = done;
     L->arg = arg;
-    L->cfg = *cfg;
-    L->backend = s->set.backend;
-    if (!L->cfg.device[0]) snprintf(L->cfg.device, sizeof L->cfg.device, "%s", s->set.device);
-    if (!L->cfg.intra_threads) L->cfg.intra_threads = s->set.intra_threads;
-    if (!L->cfg.lone_threads) L->cfg.lone_threads = s->set.lone_threads;
-    if (osp_thread_detached(load_main, L)) {
+    osp_model_cfg_t c = *cfg;
+    if (!c.device[0]) snprintf(c.device, sizeof c.device, "%s", s->set.device);
+    if (!c.intra_threads) c.intra_threads = s->set.intra_threads;
+    if (!c.lone_threads) c.lone_threads = s->set.lone_threads;
+    if (srv_load(s, &c, srv_slots_count(s), name, load_done, L)) {
         free(L);
         return -1;
     }
-    srv_jobs_hold(s, 1); /* shutdown waits for it */
     return 0;
 }
 

@@ -2,7 +2,7 @@
  * zmqmodels: the models Frigate's zmq detector names (docs/frigate.md),
  * for zmq.c: the directory its uploads are written into
  * (--zmq-accept-models), the file a handshake's name means, and that
- * model's load into a slot of its own. The struct is private to
+ * model's load into a slot of its own, bounded like every load (loads.h). The struct is private to
  * zmqmodels.c; once made it is read-only, used by the zmq thread (accept,
  * save) and the I/O thread (pick) at once.
  */

@@ -8,6 +8,7 @@ finds the person in messi5.jpg; the test backend (a test double for a
 model runtime, docs/test-backend.md) makes a model slow, to saturate it."""
 import json
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -259,4 +260,30 @@ def test_upload_accepted_only_inside_its_directory(spawn, tmp_path, ctx):
     g = FrigateZmq(ctx, w.endpoint, "uploaded.json")
     assert g.handshake == {"model_available": True, "model_loaded": True}
     f.close()
+    g.close()
+
+
+def test_a_handshake_whose_load_hangs_is_answered_at_the_bound(spawn, tmp_path, ctx):
+    """Frigate names a model whose load hangs: it is answered once the load
+    bound passes (not loaded), and the same name loads once that load has
+    returned."""
+    models = tmp_path / "uploads"
+    models.mkdir()
+    release = tmp_path / "release"
+    script = json.loads(yolo_script(tmp_path / "yolo.json"))
+    script["load_block_file"] = str(release)
+    (models / "hang.json").write_text(json.dumps(script))
+    w = start(spawn, tmp_path, tb_config([tb_script(tmp_path / "other.json")], timeout_ms=500),
+              "--zmq-accept-models", models)
+    f = FrigateZmq(ctx, w.endpoint, "hang.json")
+    assert f.handshake == {"model_available": True, "model_loaded": False}  # there, not loaded
+    f.close()
+    release.touch()
+    for _ in range(100):  # refused while the abandoned load has not come back
+        g = FrigateZmq(ctx, w.endpoint, "hang.json")
+        if g.ready:
+            break
+        g.close()
+        time.sleep(0.1)
+    assert g.handshake == {"model_available": True, "model_loaded": True}
     g.close()

@@ -278,7 +278,8 @@ def test_second_daemon_refused_first_keeps_answering(spawn, tmp_path):
     assert a.infer_raw(0, solid(32, 32))["detections"]
     b = first.connect()
     hello(b, 1)
-    assert b.infer_raw(0, solid(32, 32))["detections"]
+    rec = b.infer_raw(0, solid(32, 32))
+    assert rec.get("detections"), rec
     assert first.alive()
 
 
@@ -350,3 +351,28 @@ def test_socket_file_removed_on_failed_start(spawn, tmp_path):
     assert w.wait() == 1, w.describe()
     assert "--zmq" in w.stderr_text()
     assert not sock.exists()
+
+
+def test_a_handshake_load_past_its_bound_is_answered(spawn, tmp_path):
+    """A handshake naming a model whose load hangs is answered once the load
+    bound passes, without that model; the load is abandoned and poisons the
+    worker for loads until it returns, as a load command's would."""
+    m = tb_script(tmp_path / "m.json", faces=[(0.9, [0.1, 0.1, 0.5, 0.5])])
+    release = tmp_path / "release"
+    hang = tb_script(tmp_path / "hang.json", load_block_file=release)
+    w = serve(spawn, tmp_path, tb_config([m], concurrency=2, timeout_ms=500))
+    a = w.connect()
+    hello(a, 2)
+    b = w.connect()
+    b.send(MSG_COMMAND, json.dumps({"models": [m, hang]}).encode(), req_id=0)
+    ready = b.reply(0, timeout=30)
+    assert ready["status"] == "ready" and ready["models"] == 1, ready
+    r = a.command({"cmd": "load", "index": 2, "config": m})
+    assert r["status"] == "error" and r["reason"] == "worker-poisoned", r
+    release.touch()
+    for conn in (a, b):
+        ev = conn.event(timeout=10)
+        assert ev["event"] == "compile-finished-late" and ev["modelId"] == "hang", ev
+    assert a.command({"cmd": "load", "index": 2, "config": m})["status"] == "ok"
+    rec = b.infer_raw(0, solid(32, 32))
+    assert rec.get("detections"), rec
