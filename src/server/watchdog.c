@@ -13,20 +13,19 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/clock.h"
-#include "base/thread.h"
 #include "model/model.h"
 #include "model/paths.h"
 #include "server/board.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/exec.h"
+#include "server/loads.h"
 #include "server/loop.h"
 #include "server/slots.h"
 #include "server/stats.h"
@@ -57,26 +56,16 @@ typedef struct given_up {
 /* A fresh session of a model whose run passed its bound, loading on a
  * thread of its own. The thread writes m, rc, err and load_ms; the rest
  * is the I/O thread's. */
+/* A stuck model's reload, on its way through the loads (loads.h). */
 typedef struct reload {
-    srv_job_t h; /* posted back when loaded: must stay first */
-    struct reload *next;
-    server_t *s;
     int index;
     char model_id[128];
     loaded_t *stuck; /* the slot's model when it started (a reference) */
-    osp_model_cfg_t cfg;
-    const osp_backend_t *backend;
-    struct timespec due;
-    int abandoned; /* its bound passed: the result is dropped when it comes */
-    osp_model_t *m;
-    int rc;
-    char err[512];
     double load_ms;
 } reload_t;
 
 struct srv_watchdog {
     given_up_t *given_up;
-    reload_t *reloads;
     struct timespec retry_at; /* no thread could replace a stuck one: try again then */
 };
 
@@ -168,14 +157,7 @@ static void event_reloaded(server_t *s, const reload_t *r, const char *error) {
 
 /* ---- reloading a stuck model ---------------------------------------------------- */
 
-static void reload_unlink(srv_watchdog_t *wd, reload_t *r) {
-    reload_t **pp = &wd->reloads;
-    while (*pp && *pp != r) pp = &(*pp)->next;
-    if (*pp) *pp = r->next;
-}
-
 static void reload_free(reload_t *r) {
-    osp_model_free(r->m);
     srv_loaded_release(r->stuck);
     free(r);
 }
@@ -191,29 +173,22 @@ static void reload_failed(server_t *s, reload_t *r, const char *why) {
     event_reloaded(s, r, why);
 }
 
-static void reload_done(server_t *s, srv_job_t *h) {
-    reload_t *r = (reload_t *)h;
-    reload_unlink(s->watchdog, r);
-    if (r->abandoned) { /* answered at its bound */
-        osp_log(OSP_LOG_WARN, "ospreyd: the reload of model %d (%s) returned after its bound; dropped",
-                r->index, r->model_id);
-        reload_free(r);
-        return;
-    }
-    srv_jobs_hold(s, -1);
+static void reload_done(server_t *s, void *arg, srv_load_end_t *end) {
+    reload_t *r = arg;
+    r->load_ms = end->status == SRV_LOAD_TIMED_OUT ? end->elapsed_ms : end->load_ms;
     loaded_t *l = NULL;
     if (srv_slot(s, r->index) != r->stuck) {
         osp_log(OSP_LOG_INFO,
                 "ospreyd: model %d was unloaded or replaced while %s reloaded; reload dropped",
                 r->index, r->model_id);
-    } else if (r->rc || !(l = srv_loaded_new(r->m, &r->m->cfg))) {
-        reload_failed(s, r, r->rc ? r->err : "out of memory");
+    } else if (end->status != SRV_LOAD_OK || !(l = srv_loaded_new(end->model, &end->model->cfg))) {
+        reload_failed(s, r, end->status != SRV_LOAD_OK ? end->err : "out of memory");
     } else {
         float conf, nms;
         int maxdet;
         srv_loaded_params(r->stuck, &conf, &nms, &maxdet); /* a reconfigure stays in force */
         srv_loaded_set_params(l, conf, nms, maxdet);
-        r->m = NULL; /* the slot's now */
+        end->model = NULL; /* the slot's now */
         srv_slot_install(s, r->index, l);
         srv_board_sync(s, r->index, r->load_ms);
         osp_log(OSP_LOG_INFO, "ospreyd: model %d (%s) reloaded after a stuck run (%.0f ms)",
@@ -223,19 +198,9 @@ static void reload_done(server_t *s, srv_job_t *h) {
     reload_free(r);
 }
 
-static void *reload_main(void *arg) {
-    reload_t *r = arg;
-    (void)pthread_setname_np(pthread_self(), "osp-reload");
-    struct timespec t0;
-    osp_now(&t0);
-    r->rc = osp_model_open(&r->cfg, r->backend, &r->m, r->err, sizeof r->err);
-    r->load_ms = osp_ms_since(&t0);
-    srv_post(r->s, &r->h);
-    return NULL;
-}
-
-/* A fresh session for slot idx, whose model l got stuck; l is refused
- * frames until it comes (or fails, and the slot is emptied). */
+/* A fresh session for slot idx, whose model l got stuck, loaded like every
+ * load (loads.h); l is refused frames until it comes (or fails, past the
+ * load bound too, and the slot is emptied). */
 static void reload_start(server_t *s, int idx, loaded_t *l, const char *model_id, double bound) {
     char why[320];
     snprintf(why, sizeof why,
@@ -244,29 +209,17 @@ static void reload_start(server_t *s, int idx, loaded_t *l, const char *model_id
     srv_loaded_set_stuck(l, why);
     if (s->stopping) return; /* no one will use it */
     reload_t *r = calloc(1, sizeof *r);
-    if (!r) {
+    if (r) {
+        r->index = idx;
+        snprintf(r->model_id, sizeof r->model_id, "%s", model_id);
+        r->stuck = srv_loaded_ref(l);
+    }
+    if (!r || srv_load(s, &srv_loaded_model(l)->cfg, idx, model_id, reload_done, r)) {
+        if (r) srv_loaded_release(r->stuck);
+        free(r);
         srv_slot_clear(s, idx);
         srv_board_failed(s, idx, model_id, "out of memory");
-        return;
     }
-    r->h.kind = SRV_JOB_EVENT;
-    r->h.done = reload_done;
-    r->s = s;
-    r->index = idx;
-    snprintf(r->model_id, sizeof r->model_id, "%s", model_id);
-    r->stuck = srv_loaded_ref(l);
-    r->cfg = srv_loaded_model(l)->cfg;
-    r->backend = s->set.backend;
-    double ms = s->set.load_bound_ms > 0 ? fmin(s->set.load_bound_ms, 86400000.0) : 120000.0;
-    r->due = osp_deadline_in(CLOCK_MONOTONIC, ms);
-    if (osp_thread_detached(reload_main, r)) {
-        reload_failed(s, r, "cannot start a thread");
-        reload_free(r);
-        return;
-    }
-    srv_jobs_hold(s, 1); /* shutdown waits for it, up to its bound */
-    r->next = s->watchdog->reloads;
-    s->watchdog->reloads = r;
 }
 
 /* ---- runs past their bound -------------------------------------------------------- */
@@ -359,11 +312,6 @@ int srv_watchdog_timer_ms(server_t *s) {
      * requests are in flight that may not have started theirs, look again
      * every TICK_MS (the loop wakes far more often for their replies) */
     if (retry <= 0 && srv_jobs_inflight(s) > n && (best < 0 || best > TICK_MS)) best = TICK_MS;
-    for (reload_t *r = s->watchdog->reloads; r; r = r->next) {
-        if (r->abandoned) continue;
-        double left = (double)osp_ms_until(&r->due) + 1;
-        if (best < 0 || left < best) best = left < 0 ? 0 : left;
-    }
     if (best < 0) return -1;
     return best > 3600000 ? 3600000 : (int)ceil(best);
 }
@@ -380,14 +328,5 @@ void srv_watchdog_check(server_t *s) {
         } else if (!runs[i].lent && runs[i].elapsed_ms >= lend && srv_exec_lend(s, &runs[i]) < 0) {
             wd->retry_at = osp_deadline_in(CLOCK_MONOTONIC, 1000); /* no thread: try again later */
         }
-    }
-    for (reload_t *r = wd->reloads; r; r = r->next) {
-        if (r->abandoned || osp_ms_until(&r->due) > 0) continue;
-        r->abandoned = 1; /* its thread still runs; what it loads is dropped */
-        srv_jobs_hold(s, -1);
-        char why[200];
-        snprintf(why, sizeof why, "reloading took longer than %.0f ms", s->set.load_bound_ms);
-        r->load_ms = osp_ms_since(&r->due) + s->set.load_bound_ms;
-        reload_failed(s, r, why);
     }
 }

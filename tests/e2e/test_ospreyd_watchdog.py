@@ -277,3 +277,29 @@ def _batch(idx, n, side=32):
                      for _ in range(n))
     return struct.pack("<BBI", idx, n, 0) + items
 
+
+
+def test_a_reload_past_the_load_bound_is_bounded_like_every_load(worker, tmp_path):
+    """The reload of a stuck model goes through the one loader: when it hangs
+    too, it is given up at the load bound (the slot emptied, an event says
+    why), no other load starts until it returns, and its late return is
+    announced like any load's."""
+    gate = tmp_path / "load.gate"
+    gate.touch()  # the first load passes; the reload waits for the gate again
+    stuck, release = stuck_model(tmp_path, load_block_file=gate)
+    w, _ = worker(tb_config([stuck, healthy_model(tmp_path)], concurrency=2, timeout_ms=1000))
+    c = w.conn
+    gate.unlink()
+    rec = c.infer_raw(0, solid(32, 32), timeout=30)
+    assert "abandoned" in rec["error"], rec
+    ev = wait_event(c, "model-reloaded")
+    assert ev["ok"] is False and "took longer than 1000 ms" in ev["error"], ev
+    r = c.command({"cmd": "load", "index": 2, "config": healthy_model(tmp_path, "other")})
+    assert r["status"] == "error" and r["reason"] == "worker-poisoned", r
+    assert c.infer_raw(1, solid(32, 32))["detections"], "the other model is served"
+    gate.touch()
+    late = wait_event(c, "compile-finished-late")
+    assert late["index"] == 0 and late["modelId"] == "stuck", late
+    r = c.command({"cmd": "load", "index": 2, "config": healthy_model(tmp_path, "other")})
+    assert r["status"] == "ok", r
+    release.touch()
