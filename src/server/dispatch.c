@@ -119,7 +119,13 @@ static void frame_done(server_t *s, srv_job_t *h) {
 
 static void batch_done(server_t *s, srv_job_t *h) { srv_job_retire(s, h); }
 
-static void window_done(server_t *s, srv_job_t *h) { srv_window_job_free(s, (window_job_t *)h); }
+/* A window comes back after its frames were answered: the server held open
+ * for it (window_flush) lets go, so that no window is left in the mailbox
+ * at exit. */
+static void window_done(server_t *s, srv_job_t *h) {
+    srv_jobs_hold(s, -1);
+    srv_window_job_free(s, (window_job_t *)h);
+}
 
 /* One request of a run given up: answered with msg unless its worker had
  * answered it already (shed at the gate, failed to prepare). */
@@ -141,6 +147,7 @@ int srv_dispatch_abandoned(server_t *s, srv_job_t *h, const char *msg) {
     if (h->kind == SRV_JOB_WINDOW) {
         window_job_t *w = (window_job_t *)h;
         for (int i = 0; i < w->n; i++) answer_given_up(s, &w->items[i]->r, msg);
+        srv_jobs_hold(s, -1); /* its late return gives it back (srv_dispatch_returned) */
         return w->n;
     }
     srv_req_t *r = (srv_req_t *)h;
@@ -203,6 +210,7 @@ static int window_flush(server_t *s, int idx) {
         return -1;
     }
     w->h.done = window_done;
+    srv_jobs_hold(s, 1); /* until it is back: window_done */
     w->n = n;
     memcpy(w->items, items, (size_t)n * sizeof *items);
     srv_exec_predict(s, &w->h);

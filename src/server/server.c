@@ -48,6 +48,7 @@ static void server_free(server_t *s) {
         srv_drain(s); /* a /v1/stats it asked for that the loop had not taken */
     }
     srv_exec_free(s->exec);
+    srv_drain(s); /* what the workers posted as they stopped: a window back after its frames */
     srv_zmq_free(s->zmq); /* after the pools: no job holds one of its requests */
     srv_watchdog_free(s->watchdog);
     srv_fleet_free(s->fleet);
