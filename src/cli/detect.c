@@ -74,6 +74,16 @@ static void usage(FILE *out) {
           "                         tenth of the false boxes, about ten model runs a frame\n"
           "      --one-look         no second look: less work per frame, more false boxes\n",
           out);
+    fputs("      --track            follow objects across a video's frames (not for images;\n"
+          "                         docs/tracking.md): each box of a confirmed object gets\n"
+          "                         \"trackId\" (a box seen for fewer than 3 frames has none), and\n"
+          "                         each change of an object is a line {\"source\",\"frame\",\"t\",\n"
+          "                         \"kind\":\"event\",\"type\":\"new\"|\"update\"|\"end\",\"before\",\n"
+          "                         \"after\"} in Frigate's frigate/events shape, after its frame's\n"
+          "                         record. The summary adds the objects per label\n"
+          "      --events FILE      with --track: write the event lines to FILE\n"
+          "                         instead of among the records (- for stdout)\n",
+          out);
     fputs("      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
           "                         defaults to --model\n"
@@ -164,6 +174,9 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
     return rc;
 }
 
+static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
+                      const char *events_path);
+
 int osp_cmd_detect(int argc, char **argv) {
     osp_detect_opts_t o = {.model = "ssd-oidv4-int8",
                            .threshold = -1,
@@ -190,12 +203,15 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"labels", required_argument, NULL, 'L'},
                                              {"second-look", no_argument, NULL, 0x101},
                                              {"one-look", no_argument, NULL, 0x102},
+                                             {"track", no_argument, NULL, 0x103},
+                                             {"events", required_argument, NULL, 0x105},
                                              {"mqtt", required_argument, NULL, 0x100},
                                              {"mqtt-user", required_argument, NULL, 0x100},
                                              {"mqtt-password-file", required_argument, NULL, 0x100},
                                              {"mqtt-ca", required_argument, NULL, 0x100},
                                              {NULL, 0, NULL, 0}};
     int c, li = 0;
+    const char *events_path = NULL;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, &li)) != -1) {
         switch (c) {
@@ -207,6 +223,8 @@ int osp_cmd_detect(int argc, char **argv) {
         }
         case 0x101: o.second_look = 1; break;
         case 0x102: o.second_look = 0; break;
+        case 0x103: o.track = 1; break;
+        case 0x105: events_path = optarg; break;
         case 'm': o.model = optarg; break;
         case 't':
             if (osp_cli_parse_unit("detect", "--threshold", optarg, &o.threshold)) return 2;
@@ -255,6 +273,10 @@ int osp_cmd_detect(int argc, char **argv) {
                 "osprey detect: no input given (images or videos); see 'osprey detect --help'\n");
         return 2;
     }
+    if (events_path && !o.track) {
+        fprintf(stderr, "osprey detect: --events needs --track\n");
+        return 2;
+    }
     /* every file must exist before any work starts (streams are opened in turn) */
     int stdin_inputs = 0;
     for (int i = optind; i < argc; i++) {
@@ -278,6 +300,13 @@ int osp_cmd_detect(int argc, char **argv) {
             fprintf(stderr, "osprey detect: %s is not a file\n", name);
             return 2;
         }
+        if (o.track && osp_path_is_image(argv[i])) {
+            fprintf(stderr,
+                    "osprey detect: --track follows objects across a video's frames; %s is a "
+                    "single image\n",
+                    name);
+            return 2;
+        }
     }
     if (stdin_inputs > 1) {
         fprintf(stderr, "osprey detect: - (stdin) can be given once\n");
@@ -288,6 +317,14 @@ int osp_cmd_detect(int argc, char **argv) {
         return 2;
     }
 
+    return run_inputs(&o, argc, argv, optind, events_path);
+}
+
+/* The rest of osp_cmd_detect, from the model on: argv[first..argc) are the
+ * inputs, checked. */
+static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
+                      const char *events_path) {
+    osp_detect_opts_t o = *po;
     char err[1024];
     osp_model_cfg_t cfg;
     config_keys_t keys = {0};
@@ -360,8 +397,14 @@ int osp_cmd_detect(int argc, char **argv) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 2;
     }
+    if (events_path && strcmp(events_path, "-") != 0 && !(o.events = fopen(events_path, "w"))) {
+        fprintf(stderr, "osprey detect: cannot write --events %s: %s\n", events_path, strerror(errno));
+        osp_model_free(m);
+        return 2;
+    }
     osp_decoder_t *dec = osp_decoder_new();
     if (!dec) {
+        if (o.events) fclose(o.events);
         osp_log(OSP_LOG_ERROR, "osprey detect: out of memory");
         osp_model_free(m);
         return 1;
@@ -371,7 +414,7 @@ int osp_cmd_detect(int argc, char **argv) {
     /* A broker that refuses the login stops the inputs as a signal would. */
     int bad_sink = osp_cli_mqtt_open("detect", &o.mqtt, &g_stop, &o.sink);
     if (bad_sink) status = bad_sink;
-    for (int i = optind; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
+    for (int i = first; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
         int image = osp_url_kind(argv[i]) == OSP_URL_FILE && osp_path_is_image(argv[i]);
         int r = image ? osp_detect_image(&o, m, dec, argv[i]) : osp_detect_video(&o, m, dec, argv[i]);
         if (r > status) status = r;
@@ -381,6 +424,10 @@ int osp_cmd_detect(int argc, char **argv) {
      * input cut short by that stop is not the input's fault) */
     if (osp_cli_sink_close("detect", o.sink, "mqtt") && (status == 0 || atomic_load(&g_stop)))
         status = 1;
+    if (o.events && fclose(o.events) != 0 && status == 0) {
+        fprintf(stderr, "osprey detect: cannot write --events %s: %s\n", events_path, strerror(errno));
+        status = 1;
+    }
     osp_decoder_free(dec);
     osp_model_free(m);
     return status;

@@ -4,12 +4,13 @@
  * detect_image.c runs a still image, detect_video.c a video source through
  * its reader/worker pipeline; detect_lines.c prints the per-frame records
  * both write; tally.c and snapshot.c count an input's detections and draw
- * its best frame.
+ * its best frame; detect_track.c follows a video's objects (--track).
  */
 #ifndef OSP_CLI_DETECT_H
 #define OSP_CLI_DETECT_H
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "cli/sinkopt.h"
 #include "image/image.h"
@@ -38,6 +39,10 @@ typedef struct {
     atomic_bool *stop;         /* set by SIGINT/SIGTERM: inputs end as if they ended */
     osp_cli_mqtt_t mqtt;       /* --mqtt and its login (cli/sinkopt.h) */
     osp_sink_t *sink;          /* NULL without --mqtt: each record is also published */
+
+    /* --track: objects over time (detect_track.c) */
+    int track;
+    FILE *events; /* --events FILE: event lines go there; NULL: on stdout among the records */
 } osp_detect_opts_t;
 
 /* Run one still image / one video source (file, camera, stream, stdin):
@@ -70,5 +75,24 @@ void osp_detect_format(osp_jw_t *w, const char *input, long frame, double t, con
 void osp_detect_emit(const osp_detect_opts_t *o, osp_jw_t *w, double captured, int flush);
 /* Print a finished line whole (a source's thread prints event records too). */
 void osp_detect_put_line(const osp_jw_t *w, int flush);
+
+/* ---- objects over time (detect_track.c) --------------------------------- */
+
+/* One video input's tracker, zones and events, used by the thread that
+ * writes its records; input is its printable name (kept, not copied). */
+typedef struct osp_detect_track osp_detect_track_t;
+int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char *input,
+                         osp_detect_track_t **out, char *err, size_t errlen);
+void osp_detect_track_free(osp_detect_track_t *k);
+/* One frame, in frame order, at time t (seconds): track its detections
+ * (dets, the caller's array res's boxes are in) and point res->track_ids into k until the next call. 0, or -1
+ * with the reason in err. */
+int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets, double t,
+                           char *err, size_t errlen);
+/* The last frame's event records, one line each, after the frame's own
+ * record (opts->events, else stdout; and the sink). */
+void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush);
+/* What the summary line adds: objects per label. */
+void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap);
 
 #endif

@@ -178,6 +178,9 @@ typedef struct {
                         * score (< 0: the box was not looked at again); else NULL */
     int looks;         /* runs the second look took */
     int look_dropped;  /* boxes it dropped */
+    /* set by a caller that tracks objects (osprey detect --track): per det,
+     * its object's id, 0 for none (no "trackId"); else NULL */
+    const uint64_t *track_ids;
 } osp_result_t;
 
 /* Preprocess a frame into ctx. orig_w/orig_h: the frame's true size when

@@ -1,0 +1,217 @@
+/*
+ * osprey detect --track: one input's objects over time (src/track/). The
+ * thread that writes the records in frame order hands each frame's
+ * detections here: one tracker, and event records in Frigate's shape.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/detect.h"
+#include "track/events.h"
+#include "track/track.h"
+
+#define MAX_LABELS 256
+
+struct osp_detect_track {
+    const osp_detect_opts_t *o;
+    osp_model_t *m;
+    const char *input; /* the source's printable name */
+    osp_tracker_t *tracker;
+    osp_events_t *events;
+    double last_t;
+    int n_events; /* of the last frame */
+    /* per frame, grown to the largest frame seen and reused */
+    osp_track_det_t *tdets;
+    uint64_t *ids;     /* per det: its track's id, 0 for none (written as none) */
+    uint64_t *track;   /* per det: its track's id, confirmed or not */
+    int cap;
+    osp_jw_t line, ev;
+    /* the summary */
+    long objects[MAX_LABELS]; /* reported ("new") and not taken back as false */
+};
+
+/* The events' camera: the input's name without its extension, in the
+ * letters a topic allows. */
+static void camera_name(const char *input, char *out, size_t cap) {
+    const char *base = osp_detect_base_name(input);
+    size_t n = 0;
+    for (const char *c = base; *c && *c != '.' && n + 1 < cap && n < 63; c++)
+        out[n++] = isalnum((unsigned char)*c) || *c == '-' ? *c : '_';
+    if (n == 0) n = (size_t)snprintf(out, cap, "camera");
+    out[n] = '\0';
+}
+
+int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char *input,
+                         osp_detect_track_t **out, char *err, size_t errlen) {
+    osp_detect_track_t *k = calloc(1, sizeof *k);
+    if (!k) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    k->o = o;
+    k->m = m;
+    k->input = input;
+    /* every box the detector reports is confident here: the threshold that
+     * let it through is the tracker's, so each one either continues an
+     * object or starts a track */
+    osp_track_params_t tp;
+    osp_track_params_default(&tp);
+    tp.high_score = tp.new_score = m->cfg.confidence;
+    if (tp.low_score > tp.high_score) tp.low_score = tp.high_score;
+    char camera[64];
+    camera_name(input, camera, sizeof camera);
+    if (osp_track_new(&tp, &k->tracker, err, errlen) ||
+        osp_events_new(camera, (const char *const *)m->labels, m->n_labels, NULL, NULL,
+                       &k->events, err, errlen)) {
+        osp_detect_track_free(k);
+        return -1;
+    }
+    *out = k;
+    return 0;
+}
+
+void osp_detect_track_free(osp_detect_track_t *k) {
+    if (!k) return;
+    osp_track_free(k->tracker);
+    osp_events_free(k->events);
+    free(k->tdets);
+    free(k->ids);
+    free(k->track);
+    osp_jw_free(&k->line);
+    osp_jw_free(&k->ev);
+    free(k);
+}
+
+static int grow(osp_detect_track_t *k, int n) {
+    if (n <= k->cap) return 0;
+    int cap = n < 64 ? 64 : n;
+    osp_track_det_t *d = realloc(k->tdets, (size_t)cap * sizeof *d);
+    if (d) k->tdets = d;
+    uint64_t *a = realloc(k->ids, (size_t)cap * sizeof *a);
+    if (a) k->ids = a;
+    uint64_t *b = realloc(k->track, (size_t)cap * sizeof *b);
+    if (b) k->track = b;
+    if (!d || !a || !b) return -1;
+    k->cap = cap;
+    return 0;
+}
+
+static int same_box(const osp_track_box_t *b, const osp_det_t *d) {
+    return b->x1 == d->x1 && b->y1 == d->y1 && b->x2 == d->x2 && b->y2 == d->y2;
+}
+
+/* Each det's track: a track seen this frame holds its detection's box as
+ * it was given (tracker.c, match and start), so the box says which. */
+static void link_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n) {
+    int nt = osp_track_count(k->tracker);
+    for (int i = 0; i < n; i++) {
+        k->track[i] = 0;
+        for (int j = 0; j < nt; j++) {
+            const osp_track_t *tr = osp_track_at(k->tracker, j);
+            if (tr->unseen == 0 && tr->state != OSP_TRACK_REMOVED && tr->label == dets[i].cls &&
+                same_box(&tr->box, &dets[i])) {
+                k->track[i] = tr->id;
+                break;
+            }
+        }
+    }
+}
+
+int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
+                           double t, char *err, size_t errlen) {
+    int n = res->n_dets;
+    k->n_events = 0;
+    if (grow(k, n)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        k->tdets[i] = (osp_track_det_t){
+            .box = {dets[i].x1, dets[i].y1, dets[i].x2, dets[i].y2},
+            .score = dets[i].score,
+            .label = dets[i].cls,
+        };
+    /* a camera's clock may step back when it reconnects; the tracker's may not */
+    if (t < k->last_t) t = k->last_t;
+    k->last_t = t;
+    if (osp_track_update(k->tracker, k->tdets, n, t, err, errlen)) return -1;
+    link_tracks(k, dets, n);
+    for (int i = 0; i < n; i++) {
+        const osp_track_t *o = k->track[i] ? osp_track_find(k->tracker, k->track[i]) : NULL;
+        k->ids[i] = o && o->state == OSP_TRACK_CONFIRMED ? o->id : 0;
+    }
+    res->track_ids = k->ids;
+    int ne = osp_events_update(k->events, k->tracker, err, errlen);
+    if (ne < 0) return -1;
+    k->n_events = ne;
+    for (int i = 0; i < ne; i++) {
+        const osp_event_t *ev = osp_events_at(k->events, i);
+        int label = ev->after.label;
+        if (label < 0 || label >= MAX_LABELS) continue;
+        if (ev->type == OSP_EVENT_NEW) k->objects[label]++;
+        if (ev->type == OSP_EVENT_END && ev->after.false_positive) k->objects[label]--;
+    }
+    return 0;
+}
+
+/* {"source","frame","t","kind": ... : the start of an event's or a crossing's line */
+static void line_head(osp_detect_track_t *k, long frame, double t, const char *kind) {
+    osp_jw_reset(&k->line);
+    osp_jw_obj_open(&k->line);
+    osp_jw_key(&k->line, "source");
+    osp_jw_str(&k->line, k->input);
+    osp_jw_key(&k->line, "frame");
+    osp_jw_int(&k->line, frame);
+    if (t >= 0) {
+        osp_jw_key(&k->line, "t");
+        osp_jw_num(&k->line, t, 3);
+    }
+    osp_jw_key(&k->line, "kind");
+    osp_jw_str(&k->line, kind);
+}
+
+static void put(osp_detect_track_t *k, int flush) {
+    osp_jw_obj_close(&k->line);
+    if (k->line.oom) return;
+    const osp_detect_opts_t *o = k->o;
+    if (o->events) {
+        fwrite(k->line.buf, 1, k->line.len, o->events);
+        fputc('\n', o->events);
+        if (flush) fflush(o->events);
+    } else if (!o->no_json) {
+        osp_detect_put_line(&k->line, flush);
+    }
+    if (o->sink) osp_sink_put(o->sink, k->line.buf);
+}
+
+void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush) {
+    for (int i = 0; i < k->n_events; i++) {
+        osp_jw_reset(&k->ev);
+        if (osp_events_write(k->events, osp_events_at(k->events, i), &k->ev) || k->ev.len < 2)
+            continue;
+        line_head(k, frame, t, "event");
+        /* the record's own keys, after ours: {"type", "before", "after"} */
+        osp_jw_raw(&k->line, k->ev.buf + 1, k->ev.len - 2);
+        put(k, flush);
+    }
+}
+
+void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap) {
+    size_t n = 0;
+#define ADD(...)                                                                                   \
+    do {                                                                                           \
+        if (n < cap) n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__);                         \
+    } while (0)
+    ADD("; tracked");
+    int any = 0;
+    for (int c = 0; c < MAX_LABELS; c++) {
+        if (k->objects[c] <= 0) continue;
+        char label[64];
+        ADD("%s %s %ld", any++ ? "," : "", osp_events_label(k->events, c, label, sizeof label),
+            k->objects[c]);
+    }
+    if (!any) ADD(" no objects");
+#undef ADD
+}
