@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,7 +82,12 @@ static void usage(FILE *out) {
           "                         \"kind\":\"event\",\"type\":\"new\"|\"update\"|\"end\",\"before\",\n"
           "                         \"after\"} in Frigate's frigate/events shape, after its frame's\n"
           "                         record. The summary adds the objects per label\n"
-          "      --events FILE      with --track: write the event lines to FILE\n"
+          "      --zones FILE       with --track: zones and lines (JSON, Frigate's relative\n"
+          "                         coordinates; docs/tracking.md): events get current_zones\n"
+          "                         and entered_zones, each line crossing is a line\n"
+          "                         {\"kind\":\"crossing\",\"line\",\"direction\":\"in\"|\"out\",\n"
+          "                         \"trackId\",\"label\"}, and the summary counts them per line\n"
+          "      --events FILE      with --track: write the event and crossing lines to FILE\n"
           "                         instead of among the records (- for stdout)\n",
           out);
     fputs("      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
@@ -114,6 +120,63 @@ static void usage(FILE *out) {
           out);
 }
 
+
+/* --zones FILE: read and parsed before any work starts; the parser's
+ * message ("zones file: ...") follows the file's name. */
+static osp_zones_cfg_t *load_zones(const char *file) {
+    FILE *f = fopen(file, "rb");
+    char *text = NULL, err[512];
+    long len = -1;
+    osp_zones_cfg_t *cfg = NULL;
+    if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || len > (1 << 20) ||
+        fseek(f, 0, SEEK_SET) || !(text = malloc((size_t)len + 1)) ||
+        fread(text, 1, (size_t)len, f) != (size_t)len) {
+        fprintf(stderr, "osprey detect: cannot read --zones %s: %s\n", file,
+                len > (1 << 20) ? "larger than 1 MiB" : strerror(errno ? errno : EIO));
+        goto done;
+    }
+    text[len] = '\0';
+    if (!(cfg = malloc(sizeof *cfg))) {
+        fprintf(stderr, "osprey detect: out of memory\n");
+        goto done;
+    }
+    if (osp_zones_cfg_parse(text, (size_t)len, cfg, err, sizeof err)) {
+        fprintf(stderr, "osprey detect: --zones %s: %s\n", file, err);
+        free(cfg);
+        cfg = NULL;
+    }
+done:
+    if (f) fclose(f);
+    free(text);
+    return cfg;
+}
+
+/* An "objects" name the model has no label for would never count: say so,
+ * and which label was meant when only the case differs ("person" for
+ * OIDv4's "Person"). 0, or -1 after the message. */
+static int check_zone_labels(const char *file, const osp_zones_cfg_t *z, const osp_model_t *m) {
+    for (int i = 0; i < z->n_zones + z->n_lines; i++) {
+        int line = i >= z->n_zones;
+        const char *name = line ? z->lines[i - z->n_zones].name : z->zones[i].name;
+        int n = line ? z->lines[i - z->n_zones].n_objects : z->zones[i].n_objects;
+        for (int j = 0; j < n; j++) {
+            const char *obj = line ? z->lines[i - z->n_zones].objects[j] : z->zones[i].objects[j];
+            const char *near = NULL;
+            int found = 0;
+            for (int c = 0; c < m->n_labels && !found; c++) {
+                found = strcmp(m->labels[c], obj) == 0;
+                if (strcasecmp(m->labels[c], obj) == 0) near = m->labels[c];
+            }
+            if (found) continue;
+            fprintf(stderr, "osprey detect: --zones %s: %s \"%s\": \"%s\" is not a label of %s",
+                    file, line ? "line" : "zone", name, obj, m->cfg.name);
+            if (near) fprintf(stderr, " (did you mean \"%s\"?)", near);
+            fputc('\n', stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 /* --config FILE: the model config of the protocol; without "path" or
  * "model" it configures the --model given (a catalog name or a file). */
@@ -175,7 +238,7 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
 }
 
 static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
-                      const char *events_path);
+                      const char *zones_path, const char *events_path);
 
 int osp_cmd_detect(int argc, char **argv) {
     osp_detect_opts_t o = {.model = "ssd-oidv4-int8",
@@ -204,6 +267,7 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"second-look", no_argument, NULL, 0x101},
                                              {"one-look", no_argument, NULL, 0x102},
                                              {"track", no_argument, NULL, 0x103},
+                                             {"zones", required_argument, NULL, 0x104},
                                              {"events", required_argument, NULL, 0x105},
                                              {"mqtt", required_argument, NULL, 0x100},
                                              {"mqtt-user", required_argument, NULL, 0x100},
@@ -211,7 +275,7 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"mqtt-ca", required_argument, NULL, 0x100},
                                              {NULL, 0, NULL, 0}};
     int c, li = 0;
-    const char *events_path = NULL;
+    const char *zones_path = NULL, *events_path = NULL;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, &li)) != -1) {
         switch (c) {
@@ -224,6 +288,7 @@ int osp_cmd_detect(int argc, char **argv) {
         case 0x101: o.second_look = 1; break;
         case 0x102: o.second_look = 0; break;
         case 0x103: o.track = 1; break;
+        case 0x104: zones_path = optarg; break;
         case 0x105: events_path = optarg; break;
         case 'm': o.model = optarg; break;
         case 't':
@@ -273,8 +338,8 @@ int osp_cmd_detect(int argc, char **argv) {
                 "osprey detect: no input given (images or videos); see 'osprey detect --help'\n");
         return 2;
     }
-    if (events_path && !o.track) {
-        fprintf(stderr, "osprey detect: --events needs --track\n");
+    if ((zones_path || events_path) && !o.track) {
+        fprintf(stderr, "osprey detect: %s needs --track\n", zones_path ? "--zones" : "--events");
         return 2;
     }
     /* every file must exist before any work starts (streams are opened in turn) */
@@ -317,13 +382,18 @@ int osp_cmd_detect(int argc, char **argv) {
         return 2;
     }
 
-    return run_inputs(&o, argc, argv, optind, events_path);
+    osp_zones_cfg_t *zones = NULL;
+    if (zones_path && !(zones = load_zones(zones_path))) return 2;
+    o.zones = zones;
+    int status = run_inputs(&o, argc, argv, optind, zones_path, events_path);
+    free(zones);
+    return status;
 }
 
 /* The rest of osp_cmd_detect, from the model on: argv[first..argc) are the
- * inputs, checked. */
+ * inputs, checked; the zones are the caller's. */
 static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
-                      const char *events_path) {
+                      const char *zones_path, const char *events_path) {
     osp_detect_opts_t o = *po;
     char err[1024];
     osp_model_cfg_t cfg;
@@ -395,6 +465,10 @@ static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int fi
     osp_model_t *m = NULL;
     if (osp_model_open(&cfg, NULL, &m, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
+        return 2;
+    }
+    if (zones_path && check_zone_labels(zones_path, o.zones, m)) {
+        osp_model_free(m);
         return 2;
     }
     if (events_path && strcmp(events_path, "-") != 0 && !(o.events = fopen(events_path, "w"))) {

@@ -15,6 +15,7 @@
 #include "cli/sinkopt.h"
 #include "image/image.h"
 #include "model/model.h"
+#include "track/zones.h"
 #include "video/source.h"
 #include "wire/jsonw.h"
 
@@ -31,8 +32,8 @@ typedef struct {
     const char *config;        /* a JSON model config file, or NULL */
     int per_class_nms;         /* --per-class-nms: no suppression across labels */
     int second_look;           /* look at each box again (model.h, osp_model_look_again) */
-    float once_threshold;      /* then the threshold of a box seen once (too large to look
-                                * at again): the model's for --one-look */
+    float once_threshold;      /* then the threshold of a box seen once (too large to
+                         * look at again): the model's for --one-look */
     const char *labels;        /* --labels FILE, or NULL */
     double fps;                /* --fps: frames per second taken; 0: all */
     osp_source_cfg_t source;   /* transport, reconnection */
@@ -42,7 +43,9 @@ typedef struct {
 
     /* --track: objects over time (detect_track.c) */
     int track;
-    FILE *events; /* --events FILE: event lines go there; NULL: on stdout among the records */
+    const osp_zones_cfg_t *zones; /* --zones, parsed; NULL: none */
+    FILE *events;                 /* --events FILE: event and crossing lines go there; NULL: on
+                 * stdout among the records */
 } osp_detect_opts_t;
 
 /* Run one still image / one video source (file, camera, stream, stdin):
@@ -59,7 +62,8 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
                      osp_infer_ctx_t *look, const osp_view_t *frame, int orig_w, int orig_h,
                      osp_result_t *res, char *err, size_t errlen);
 
-/* ---- records (detect_lines.c) --------------------------------------------- */
+/* ---- records (detect_lines.c) ---------------------------------------------
+ */
 
 /* Monotonic seconds. */
 double osp_detect_now(void);
@@ -85,14 +89,15 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
                          osp_detect_track_t **out, char *err, size_t errlen);
 void osp_detect_track_free(osp_detect_track_t *k);
 /* One frame, in frame order, at time t (seconds): track its detections
- * (dets, the caller's array res's boxes are in) and point res->track_ids into k until the next call. 0, or -1
+ * (dets, the caller's array res's boxes are in), move them through the
+ * zones, and point res->track_ids into k until the next call. 0, or -1
  * with the reason in err. */
 int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets, double t,
                            char *err, size_t errlen);
-/* The last frame's event records, one line each, after the frame's own
- * record (opts->events, else stdout; and the sink). */
+/* The last frame's event and line-crossing records, one line each, after
+ * the frame's own record (opts->events, else stdout; and the sink). */
 void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush);
-/* What the summary line adds: objects per label. */
+/* What the summary line adds: objects per label, line crossings. */
 void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap);
 
 #endif

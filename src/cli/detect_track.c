@@ -1,7 +1,8 @@
 /*
  * osprey detect --track: one input's objects over time (src/track/). The
  * thread that writes the records in frame order hands each frame's
- * detections here: one tracker, and event records in Frigate's shape.
+ * detections here: one tracker, zones and lines (--zones), and event
+ * records in Frigate's shape.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "cli/detect.h"
 #include "track/events.h"
 #include "track/track.h"
+#include "track/zones.h"
 
 #define MAX_LABELS 256
 
@@ -19,13 +21,14 @@ struct osp_detect_track {
     osp_model_t *m;
     const char *input; /* the source's printable name */
     osp_tracker_t *tracker;
+    osp_zones_t *zones; /* NULL without --zones */
     osp_events_t *events;
     double last_t;
     int n_events; /* of the last frame */
     /* per frame, grown to the largest frame seen and reused */
     osp_track_det_t *tdets;
-    uint64_t *ids;     /* per det: its track's id, 0 for none (written as none) */
-    uint64_t *track;   /* per det: its track's id, confirmed or not */
+    uint64_t *ids;   /* per det: its track's id, 0 for none (written as none) */
+    uint64_t *track; /* per det: its track's id, confirmed or not */
     int cap;
     osp_jw_t line, ev;
     /* the summary */
@@ -63,7 +66,8 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
     char camera[64];
     camera_name(input, camera, sizeof camera);
     if (osp_track_new(&tp, &k->tracker, err, errlen) ||
-        osp_events_new(camera, (const char *const *)m->labels, m->n_labels, NULL, NULL,
+        (o->zones && osp_zones_new(o->zones, &k->zones, err, errlen)) ||
+        osp_events_new(camera, (const char *const *)m->labels, m->n_labels, k->zones, NULL,
                        &k->events, err, errlen)) {
         osp_detect_track_free(k);
         return -1;
@@ -75,6 +79,7 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
 void osp_detect_track_free(osp_detect_track_t *k) {
     if (!k) return;
     osp_track_free(k->tracker);
+    osp_zones_free(k->zones);
     osp_events_free(k->events);
     free(k->tdets);
     free(k->ids);
@@ -119,8 +124,8 @@ static void link_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n) {
     }
 }
 
-int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
-                           double t, char *err, size_t errlen) {
+int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets, double t,
+                           char *err, size_t errlen) {
     int n = res->n_dets;
     k->n_events = 0;
     if (grow(k, n)) {
@@ -143,6 +148,10 @@ int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *
         k->ids[i] = o && o->state == OSP_TRACK_CONFIRMED ? o->id : 0;
     }
     res->track_ids = k->ids;
+
+    if (k->zones && osp_zones_update(k->zones, k->tracker, res->frame_w, res->frame_h,
+                                     (const char *const *)k->m->labels, k->m->n_labels, err, errlen))
+        return -1;
     int ne = osp_events_update(k->events, k->tracker, err, errlen);
     if (ne < 0) return -1;
     k->n_events = ne;
@@ -196,13 +205,29 @@ void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flus
         osp_jw_raw(&k->line, k->ev.buf + 1, k->ev.len - 2);
         put(k, flush);
     }
+    const osp_zones_cross_t *c;
+    int nc = k->zones ? osp_zones_crossings(k->zones, &c) : 0;
+    const osp_zones_cfg_t *zc = k->zones ? osp_zones_cfg(k->zones) : NULL;
+    for (int i = 0; i < nc; i++) {
+        char label[64];
+        line_head(k, frame, t, "crossing");
+        osp_jw_key(&k->line, "line");
+        osp_jw_str(&k->line, zc->lines[c[i].line].name);
+        osp_jw_key(&k->line, "direction");
+        osp_jw_str(&k->line, osp_zones_dir_name(c[i].dir));
+        osp_jw_key(&k->line, "trackId");
+        osp_jw_uint(&k->line, c[i].id);
+        osp_jw_key(&k->line, "label");
+        osp_jw_str(&k->line, osp_events_label(k->events, c[i].label, label, sizeof label));
+        put(k, flush);
+    }
 }
 
 void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap) {
     size_t n = 0;
-#define ADD(...)                                                                                   \
-    do {                                                                                           \
-        if (n < cap) n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__);                         \
+#define ADD(...)                                                           \
+    do {                                                                   \
+        if (n < cap) n += (size_t)snprintf(buf + n, cap - n, __VA_ARGS__); \
     } while (0)
     ADD("; tracked");
     int any = 0;
@@ -213,5 +238,12 @@ void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap
             k->objects[c]);
     }
     if (!any) ADD(" no objects");
+    const osp_zones_cfg_t *zc = k->zones ? osp_zones_cfg(k->zones) : NULL;
+    for (int i = 0; zc && i < zc->n_lines; i++) {
+        uint64_t in, out;
+        osp_zones_line_totals(k->zones, i, &in, &out);
+        ADD("; line %s: in %llu, out %llu", zc->lines[i].name, (unsigned long long)in,
+            (unsigned long long)out);
+    }
 #undef ADD
 }
