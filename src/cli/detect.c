@@ -124,15 +124,16 @@ static void usage(FILE *out) {
 /* --zones FILE: read and parsed before any work starts; the parser's
  * message ("zones file: ...") follows the file's name. */
 static osp_zones_cfg_t *load_zones(const char *file) {
+    enum { LIMIT = 1 << 20 };
     FILE *f = fopen(file, "rb");
-    char *text = NULL, err[512];
-    long len = -1;
+    char *text = malloc(LIMIT + 1), err[512];
+    size_t len = 0;
     osp_zones_cfg_t *cfg = NULL;
-    if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || len > (1 << 20) ||
-        fseek(f, 0, SEEK_SET) || !(text = malloc((size_t)len + 1)) ||
-        fread(text, 1, (size_t)len, f) != (size_t)len) {
+    /* read to the end, not by its size: a pipe (<(...)) has none */
+    if (f && text) len = fread(text, 1, LIMIT + 1, f);
+    if (!f || !text || ferror(f) || len > LIMIT) {
         fprintf(stderr, "osprey detect: cannot read --zones %s: %s\n", file,
-                len > (1 << 20) ? "larger than 1 MiB" : strerror(errno ? errno : EIO));
+                len > LIMIT ? "larger than 1 MiB" : strerror(errno ? errno : EIO));
         goto done;
     }
     text[len] = '\0';
@@ -140,7 +141,7 @@ static osp_zones_cfg_t *load_zones(const char *file) {
         fprintf(stderr, "osprey detect: out of memory\n");
         goto done;
     }
-    if (osp_zones_cfg_parse(text, (size_t)len, cfg, err, sizeof err)) {
+    if (osp_zones_cfg_parse(text, len, cfg, err, sizeof err)) {
         fprintf(stderr, "osprey detect: --zones %s: %s\n", file, err);
         free(cfg);
         cfg = NULL;
