@@ -81,7 +81,11 @@ static void usage(FILE *out) {
           "                         each change of an object is a line {\"source\",\"frame\",\"t\",\n"
           "                         \"kind\":\"event\",\"type\":\"new\"|\"update\"|\"end\",\"before\",\n"
           "                         \"after\"} in Frigate's frigate/events shape, after its frame's\n"
-          "                         record. The summary adds the objects per label\n"
+          "                         record. The second look is taken once per object (when\n"
+          "                         its track starts, and when its score or size changes a\n"
+          "                         lot) instead of at every box; an object it rejects is\n"
+          "                         left out of the records. The summary adds the objects per\n"
+          "                         label and the looks taken\n"
           "      --zones FILE       with --track: zones and lines (JSON, Frigate's relative\n"
           "                         coordinates; docs/tracking.md): events get current_zones\n"
           "                         and entered_zones, each line crossing is a line\n"
@@ -233,7 +237,8 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
                      osp_infer_ctx_t *look, const osp_view_t *frame, int orig_w, int orig_h,
                      osp_result_t *res, char *err, size_t errlen) {
     int rc = osp_model_infer(m, ctx, frame, orig_w, orig_h, res, err, errlen);
-    if (rc == 0 && o->second_look)
+    /* --track: the looks are the tracks' (detect_track.c) */
+    if (rc == 0 && o->second_look && !o->track)
         rc = osp_model_look_again(m, ctx, look, frame, o->once_threshold, res, err, errlen);
     return rc;
 }

@@ -41,7 +41,8 @@ typedef struct {
     osp_cli_mqtt_t mqtt;       /* --mqtt and its login (cli/sinkopt.h) */
     osp_sink_t *sink;          /* NULL without --mqtt: each record is also published */
 
-    /* --track: objects over time (detect_track.c) */
+    /* --track: objects over time (detect_track.c); the second look, if any,
+   * is then taken once per object */
     int track;
     const osp_zones_cfg_t *zones; /* --zones, parsed; NULL: none */
     FILE *events;                 /* --events FILE: event and crossing lines go there; NULL: on
@@ -88,16 +89,18 @@ typedef struct osp_detect_track osp_detect_track_t;
 int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char *input,
                          osp_detect_track_t **out, char *err, size_t errlen);
 void osp_detect_track_free(osp_detect_track_t *k);
-/* One frame, in frame order, at time t (seconds): track its detections
- * (dets, the caller's array res's boxes are in), move them through the
- * zones, and point res->track_ids into k until the next call. 0, or -1
- * with the reason in err. */
-int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets, double t,
-                           char *err, size_t errlen);
+/* One frame, in frame order, at time t (seconds): track its detections,
+ * take the looks its tracks ask for on pixels (the frame the detections
+ * are of: it must stay valid during the call), and rewrite res for the
+ * record: dets (the caller's array, res's boxes) compacted in place
+ * without the boxes of rejected objects, res->track_ids and res->look
+ * pointing into k until the next call. 0, or -1 with the reason in err. */
+int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
+                           const osp_view_t *pixels, double t, char *err, size_t errlen);
 /* The last frame's event and line-crossing records, one line each, after
  * the frame's own record (opts->events, else stdout; and the sink). */
 void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush);
-/* What the summary line adds: objects per label, line crossings. */
+/* What the summary line adds: objects per label, looks, line crossings. */
 void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap);
 
 #endif

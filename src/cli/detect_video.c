@@ -9,7 +9,8 @@
  * takes the newest frame, so a model slower than the camera drops the
  * oldest frames (counted) instead of falling behind; its ring is shorter
  * for the same reason. With --track the calling thread also follows the
- * objects (detect_track.c) before it writes each frame's record.
+ * objects (detect_track.c) before it writes each frame's record, and keeps
+ * the frame's slot until then: the looks are taken on its pixels.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -249,7 +250,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
         double ft = s->t >= 0 ? s->t : s->captured;
         if (trk && !s->failed) {
             char terr[512];
-            if (osp_detect_track_frame(trk, &s->res, s->dets, ft, terr, sizeof terr)) {
+            if (osp_detect_track_frame(trk, &s->res, s->dets, &pv, ft, terr, sizeof terr)) {
                 s->failed = 1;
                 osp_detect_format(&s->line, name, s->frame, s->t, m, NULL, terr);
             } else {
