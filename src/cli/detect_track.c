@@ -8,9 +8,10 @@
  * runs a frame on vtest.avi. Here they run the model once a frame, and a
  * box is looked at when its track asks for it (osp_track_needs_look): when
  * the track starts, and when its score or size has changed a lot since. A
- * track its look rejects is kept by the tracker, so the same false box is
- * not looked at again; its boxes are left out of the records and it makes
- * no events. docs/tracking.md, osprey detect --track, has the figures.
+ * track whose looks fail LOOK_TRIES times in a row is rejected and kept by
+ * the tracker, so the same false box is not looked at again; its boxes are
+ * left out of the records and it makes no events. docs/tracking.md,
+ * osprey detect --track, has the figures.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -29,8 +30,8 @@
  * rejected track is rejected for good, and the tracker goes on following
  * the person under it. F1 on the labelled vtest frames (threshold 0.35)
  * with 1, 3, 6 and 10 failures in a row: 0.80, 0.90, 0.93, 0.94 (0.96
- * with the per-box look), at 0.96 to 1.12 looks a frame; no static false
- * person in any of them. */
+ * with the per-box look), at 0.96 to 1.12 looks a frame; with 10, no
+ * static false person over the whole clip (tools/threshold.py's test). */
 #define LOOK_TRIES 10
 
 typedef struct {
