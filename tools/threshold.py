@@ -3,7 +3,7 @@
 frames, and pick its default score threshold.
 
     tools/threshold.py --truth tests/e2e/fixtures/truth/vtest-people.json \\
-        --model ssd-oidv4 [--one-look] [--static VIDEO] [--osprey build/bin/osprey]
+        --model ssd-oidv4 [--one-look] [--track] [--static VIDEO] [--osprey build/bin/osprey]
         [--media DIR] [--json]
 
 The truth file (tests/e2e/fixtures/truth/README.md) names the label it
@@ -18,6 +18,10 @@ that share it the lowest (recall lost for no precision gained is the worse
 mistake on a camera).
 
 --one-look measures osprey detect --one-look, without the second look.
+--track measures osprey detect --track (the second look once per object,
+its rejected objects left out): a tracker needs every frame, so each
+source is run whole and its labelled frames picked out (a source's
+"every" is not used).
 
 With --static VIDEO it also runs the whole video and reports, at each
 threshold, the boxes of the label that stay put: boxes grouped across
@@ -80,14 +84,15 @@ def match(truth, found, thresh):
     return tp, len(dets) - tp, len(free)
 
 
-def scores(truth_file, osprey, model, media, extra=()):
+def scores(truth_file, osprey, model, media, extra=(), every=True):
     spec = json.loads(Path(truth_file).read_text())
     label = spec["label"]
     rows = []
     for t in THRESHOLDS:
         frames = []  # (truth boxes, [(score, box)] of the label)
         for src in spec["sources"]:
-            found = detect(osprey, model, Path(media) / src["file"], t, src.get("every"), extra)
+            found = detect(osprey, model, Path(media) / src["file"], t,
+                           src.get("every") if every else None, extra)
             for key, boxes in src["frames"].items():
                 frames.append((boxes, [(d["score"], d["box"]) for d in found.get(int(key), [])
                                        if d["label"] == label]))
@@ -139,9 +144,15 @@ def main():
     ap.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     ap.add_argument("--one-look", action="store_true",
                     help="measure osprey detect --one-look (no second look at each box)")
+    ap.add_argument("--at", metavar="T,...",
+                    help="only these thresholds (default 0.20 to 0.70 by 0.05)")
+    ap.add_argument("--track", action="store_true",
+                    help="measure osprey detect --track (every frame of each source is run)")
     a = ap.parse_args()
-    extra = ["--one-look"] if a.one_look else []
-    res = scores(a.truth, a.osprey, a.model, a.media, extra)
+    if a.at:
+        THRESHOLDS[:] = [float(t) for t in a.at.split(",")]
+    extra = (["--one-look"] if a.one_look else []) + (["--track"] if a.track else [])
+    res = scores(a.truth, a.osprey, a.model, a.media, extra, every=not a.track)
     if a.static:
         res["static"] = {}
         for t in THRESHOLDS:

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,6 +75,26 @@ static void usage(FILE *out) {
           "                         tenth of the false boxes, about ten model runs a frame\n"
           "      --one-look         no second look: less work per frame, more false boxes\n",
           out);
+    fputs("      --track            follow objects across a video's frames (not for images;\n"
+          "                         docs/tracking.md): each box of a confirmed object gets\n"
+          "                         \"trackId\" (a box seen for fewer than 3 frames has none), and\n"
+          "                         each change of an object is a line {\"source\",\"frame\",\"t\",\n"
+          "                         \"kind\":\"event\",\"type\":\"new\"|\"update\"|\"end\",\"before\",\n"
+          "                         \"after\"} in Frigate's frigate/events shape, after its frame's\n"
+          "                         record. The second look is taken once per object (when\n"
+          "                         its track starts, and when its score or size changes a\n"
+          "                         lot) instead of at every box: a new object's boxes wait\n"
+          "                         for a look that passes, and one whose looks fail 10 times\n"
+          "                         in a row is left out of the records for good. The summary\n"
+          "                         adds the objects per label and the looks taken\n"
+          "      --zones FILE       with --track: zones and lines (JSON, Frigate's relative\n"
+          "                         coordinates; docs/tracking.md): events get current_zones\n"
+          "                         and entered_zones, each line crossing is a line\n"
+          "                         {\"kind\":\"crossing\",\"line\",\"direction\":\"in\"|\"out\",\n"
+          "                         \"trackId\",\"label\"}, and the summary counts them per line\n"
+          "      --events FILE      with --track: write the event and crossing lines to FILE\n"
+          "                         instead of among the records (- for stdout)\n",
+          out);
     fputs("      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
           "                         defaults to --model\n"
@@ -104,6 +125,64 @@ static void usage(FILE *out) {
           out);
 }
 
+
+/* --zones FILE: read and parsed before any work starts; the parser's
+ * message ("zones file: ...") follows the file's name. */
+static osp_zones_cfg_t *load_zones(const char *file) {
+    enum { LIMIT = 1 << 20 };
+    FILE *f = fopen(file, "rb");
+    char *text = malloc(LIMIT + 1), err[512];
+    size_t len = 0;
+    osp_zones_cfg_t *cfg = NULL;
+    /* read to the end, not by its size: a pipe (<(...)) has none */
+    if (f && text) len = fread(text, 1, LIMIT + 1, f);
+    if (!f || !text || ferror(f) || len > LIMIT) {
+        fprintf(stderr, "osprey detect: cannot read --zones %s: %s\n", file,
+                len > LIMIT ? "larger than 1 MiB" : strerror(errno ? errno : EIO));
+        goto done;
+    }
+    text[len] = '\0';
+    if (!(cfg = malloc(sizeof *cfg))) {
+        fprintf(stderr, "osprey detect: out of memory\n");
+        goto done;
+    }
+    if (osp_zones_cfg_parse(text, len, cfg, err, sizeof err)) {
+        fprintf(stderr, "osprey detect: --zones %s: %s\n", file, err);
+        free(cfg);
+        cfg = NULL;
+    }
+done:
+    if (f) fclose(f);
+    free(text);
+    return cfg;
+}
+
+/* An "objects" name the model has no label for would never count: say so,
+ * and which label was meant when only the case differs ("person" for
+ * OIDv4's "Person"). 0, or -1 after the message. */
+static int check_zone_labels(const char *file, const osp_zones_cfg_t *z, const osp_model_t *m) {
+    for (int i = 0; i < z->n_zones + z->n_lines; i++) {
+        int line = i >= z->n_zones;
+        const char *name = line ? z->lines[i - z->n_zones].name : z->zones[i].name;
+        int n = line ? z->lines[i - z->n_zones].n_objects : z->zones[i].n_objects;
+        for (int j = 0; j < n; j++) {
+            const char *obj = line ? z->lines[i - z->n_zones].objects[j] : z->zones[i].objects[j];
+            const char *near = NULL;
+            int found = 0;
+            for (int c = 0; c < m->n_labels && !found; c++) {
+                found = strcmp(m->labels[c], obj) == 0;
+                if (strcasecmp(m->labels[c], obj) == 0) near = m->labels[c];
+            }
+            if (found) continue;
+            fprintf(stderr, "osprey detect: --zones %s: %s \"%s\": \"%s\" is not a label of %s",
+                    file, line ? "line" : "zone", name, obj, m->cfg.name);
+            if (near) fprintf(stderr, " (did you mean \"%s\"?)", near);
+            fputc('\n', stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
 
 /* --config FILE: the model config of the protocol; without "path" or
  * "model" it configures the --model given (a catalog name or a file). */
@@ -159,10 +238,14 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
                      osp_infer_ctx_t *look, const osp_view_t *frame, int orig_w, int orig_h,
                      osp_result_t *res, char *err, size_t errlen) {
     int rc = osp_model_infer(m, ctx, frame, orig_w, orig_h, res, err, errlen);
-    if (rc == 0 && o->second_look)
+    /* --track: the looks are the tracks' (detect_track.c) */
+    if (rc == 0 && o->second_look && !o->track)
         rc = osp_model_look_again(m, ctx, look, frame, o->once_threshold, res, err, errlen);
     return rc;
 }
+
+static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
+                      const char *zones_path, const char *events_path);
 
 int osp_cmd_detect(int argc, char **argv) {
     osp_detect_opts_t o = {.model = "ssd-oidv4-int8",
@@ -190,12 +273,16 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"labels", required_argument, NULL, 'L'},
                                              {"second-look", no_argument, NULL, 0x101},
                                              {"one-look", no_argument, NULL, 0x102},
+                                             {"track", no_argument, NULL, 0x103},
+                                             {"zones", required_argument, NULL, 0x104},
+                                             {"events", required_argument, NULL, 0x105},
                                              {"mqtt", required_argument, NULL, 0x100},
                                              {"mqtt-user", required_argument, NULL, 0x100},
                                              {"mqtt-password-file", required_argument, NULL, 0x100},
                                              {"mqtt-ca", required_argument, NULL, 0x100},
                                              {NULL, 0, NULL, 0}};
     int c, li = 0;
+    const char *zones_path = NULL, *events_path = NULL;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, &li)) != -1) {
         switch (c) {
@@ -207,6 +294,9 @@ int osp_cmd_detect(int argc, char **argv) {
         }
         case 0x101: o.second_look = 1; break;
         case 0x102: o.second_look = 0; break;
+        case 0x103: o.track = 1; break;
+        case 0x104: zones_path = optarg; break;
+        case 0x105: events_path = optarg; break;
         case 'm': o.model = optarg; break;
         case 't':
             if (osp_args_unit("osprey detect", "--threshold", optarg, &o.threshold)) return 2;
@@ -253,6 +343,10 @@ int osp_cmd_detect(int argc, char **argv) {
                 "osprey detect: no input given (images or videos); see 'osprey detect --help'\n");
         return 2;
     }
+    if ((zones_path || events_path) && !o.track) {
+        fprintf(stderr, "osprey detect: %s needs --track\n", zones_path ? "--zones" : "--events");
+        return 2;
+    }
     /* every file must exist before any work starts (streams are opened in turn) */
     int stdin_inputs = 0;
     for (int i = optind; i < argc; i++) {
@@ -276,6 +370,13 @@ int osp_cmd_detect(int argc, char **argv) {
             fprintf(stderr, "osprey detect: %s is not a file\n", name);
             return 2;
         }
+        if (o.track && osp_path_is_image(argv[i])) {
+            fprintf(stderr,
+                    "osprey detect: --track follows objects across a video's frames; %s is a "
+                    "single image\n",
+                    name);
+            return 2;
+        }
     }
     if (stdin_inputs > 1) {
         fprintf(stderr, "osprey detect: - (stdin) can be given once\n");
@@ -286,6 +387,19 @@ int osp_cmd_detect(int argc, char **argv) {
         return 2;
     }
 
+    osp_zones_cfg_t *zones = NULL;
+    if (zones_path && !(zones = load_zones(zones_path))) return 2;
+    o.zones = zones;
+    int status = run_inputs(&o, argc, argv, optind, zones_path, events_path);
+    free(zones);
+    return status;
+}
+
+/* The rest of osp_cmd_detect, from the model on: argv[first..argc) are the
+ * inputs, checked; the zones are the caller's. */
+static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
+                      const char *zones_path, const char *events_path) {
+    osp_detect_opts_t o = *po;
     char err[1024];
     osp_model_cfg_t cfg;
     config_keys_t keys = {0};
@@ -358,8 +472,18 @@ int osp_cmd_detect(int argc, char **argv) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 2;
     }
+    if (zones_path && check_zone_labels(zones_path, o.zones, m)) {
+        osp_model_free(m);
+        return 2;
+    }
+    if (events_path && strcmp(events_path, "-") != 0 && !(o.events = fopen(events_path, "w"))) {
+        fprintf(stderr, "osprey detect: cannot write --events %s: %s\n", events_path, strerror(errno));
+        osp_model_free(m);
+        return 2;
+    }
     osp_decoder_t *dec = osp_decoder_new();
     if (!dec) {
+        if (o.events) fclose(o.events);
         osp_log(OSP_LOG_ERROR, "osprey detect: out of memory");
         osp_model_free(m);
         return 1;
@@ -369,7 +493,7 @@ int osp_cmd_detect(int argc, char **argv) {
     /* A broker that refuses the login stops the inputs as a signal would. */
     int bad_sink = osp_cli_mqtt_open("detect", &o.mqtt, &g_stop, &o.sink);
     if (bad_sink) status = bad_sink;
-    for (int i = optind; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
+    for (int i = first; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
         int image = osp_url_kind(argv[i]) == OSP_URL_FILE && osp_path_is_image(argv[i]);
         int r = image ? osp_detect_image(&o, m, dec, argv[i]) : osp_detect_video(&o, m, dec, argv[i]);
         if (r > status) status = r;
@@ -379,6 +503,10 @@ int osp_cmd_detect(int argc, char **argv) {
      * input cut short by that stop is not the input's fault) */
     if (osp_cli_sink_close("detect", o.sink, "mqtt") && (status == 0 || atomic_load(&g_stop)))
         status = 1;
+    if (o.events && fclose(o.events) != 0 && status == 0) {
+        fprintf(stderr, "osprey detect: cannot write --events %s: %s\n", events_path, strerror(errno));
+        status = 1;
+    }
     osp_decoder_free(dec);
     osp_model_free(m);
     return status;

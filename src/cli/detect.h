@@ -4,16 +4,18 @@
  * detect_image.c runs a still image, detect_video.c a video source through
  * its reader/worker pipeline; detect_lines.c prints the per-frame records
  * both write; tally.c and snapshot.c count an input's detections and draw
- * its best frame.
+ * its best frame; detect_track.c follows a video's objects (--track).
  */
 #ifndef OSP_CLI_DETECT_H
 #define OSP_CLI_DETECT_H
 
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "cli/sinkopt.h"
 #include "image/image.h"
 #include "model/model.h"
+#include "track/zones.h"
 #include "video/source.h"
 #include "wire/jsonw.h"
 
@@ -30,14 +32,21 @@ typedef struct {
     const char *config;        /* a JSON model config file, or NULL */
     int per_class_nms;         /* --per-class-nms: no suppression across labels */
     int second_look;           /* look at each box again (model.h, osp_model_look_again) */
-    float once_threshold;      /* then the threshold of a box seen once (too large to look
-                                * at again): the model's for --one-look */
+    float once_threshold;      /* then the threshold of a box seen once (too large to
+                         * look at again): the model's for --one-look */
     const char *labels;        /* --labels FILE, or NULL */
     double fps;                /* --fps: frames per second taken; 0: all */
     osp_source_cfg_t source;   /* transport, reconnection */
     atomic_bool *stop;         /* set by SIGINT/SIGTERM: inputs end as if they ended */
     osp_cli_mqtt_t mqtt;       /* --mqtt and its login (cli/sinkopt.h) */
     osp_sink_t *sink;          /* NULL without --mqtt: each record is also published */
+
+    /* --track: objects over time (detect_track.c); the second look, if any,
+   * is then taken once per object */
+    int track;
+    const osp_zones_cfg_t *zones; /* --zones, parsed; NULL: none */
+    FILE *events;                 /* --events FILE: event and crossing lines go there; NULL: on
+                 * stdout among the records */
 } osp_detect_opts_t;
 
 /* Run one still image / one video source (file, camera, stream, stdin):
@@ -54,7 +63,8 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
                      osp_infer_ctx_t *look, const osp_view_t *frame, int orig_w, int orig_h,
                      osp_result_t *res, char *err, size_t errlen);
 
-/* ---- records (detect_lines.c) --------------------------------------------- */
+/* ---- records (detect_lines.c) ---------------------------------------------
+ */
 
 /* "stdin" for "-", else the last path component. */
 const char *osp_detect_base_name(const char *path);
@@ -68,5 +78,27 @@ void osp_detect_format(osp_jw_t *w, const char *input, long frame, double t, con
 void osp_detect_emit(const osp_detect_opts_t *o, osp_jw_t *w, double captured, int flush);
 /* Print a finished line whole (a source's thread prints event records too). */
 void osp_detect_put_line(const osp_jw_t *w, int flush);
+
+/* ---- objects over time (detect_track.c) --------------------------------- */
+
+/* One video input's tracker, zones and events, used by the thread that
+ * writes its records; input is its printable name (kept, not copied). */
+typedef struct osp_detect_track osp_detect_track_t;
+int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char *input,
+                         osp_detect_track_t **out, char *err, size_t errlen);
+void osp_detect_track_free(osp_detect_track_t *k);
+/* One frame, in frame order, at time t (seconds): track its detections,
+ * take the looks its tracks ask for on pixels (the frame the detections
+ * are of: it must stay valid during the call), and rewrite res for the
+ * record: dets (the caller's array, res's boxes) compacted in place
+ * without the boxes of rejected objects, res->track_ids and res->look
+ * pointing into k until the next call. 0, or -1 with the reason in err. */
+int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
+                           const osp_view_t *pixels, double t, char *err, size_t errlen);
+/* The last frame's event and line-crossing records, one line each, after
+ * the frame's own record (opts->events, else stdout; and the sink). */
+void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush);
+/* What the summary line adds: objects per label, looks, line crossings. */
+void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap);
 
 #endif

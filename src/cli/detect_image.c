@@ -54,7 +54,7 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_detect_format(&w, input, 0, -1, m, &r, NULL);
     osp_detect_emit(o, &w, t0, 0);
     osp_tally_add(t, &r, 0, &v);
-    osp_tally_print(t, osp_detect_base_name(input), osp_now_s() - t0);
+    osp_tally_print(t, osp_detect_base_name(input), osp_now_s() - t0, NULL);
     osp_snapshot_write(o->out_dir, input, t, m, dec);
 done:
     if (f) fclose(f);

@@ -8,7 +8,9 @@
  * thread of its own at the camera's rate (video/newest.h) and the reader
  * takes the newest frame, so a model slower than the camera drops the
  * oldest frames (counted) instead of falling behind; its ring is shorter
- * for the same reason.
+ * for the same reason. With --track the calling thread also follows the
+ * objects (detect_track.c) before it writes each frame's record, and keeps
+ * the frame's slot until then: the looks are taken on its pixels.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -143,7 +145,9 @@ static void *worker_main(void *arg) {
             osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, NULL, err);
             s->n_dets = 0;
         } else {
-            osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, &r, NULL);
+            /* --track: the record is written once the objects are known */
+            if (!p->o->track)
+                osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, &r, NULL);
             if (s->det_cap < r.n_dets) {
                 osp_det_t *d = realloc(s->dets, (size_t)r.n_dets * sizeof *d);
                 if (d) {
@@ -212,10 +216,13 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     p.nslots = live ? o->workers + 1 : o->workers * 2 + 2;
     p.slots = calloc((size_t)p.nslots, sizeof *p.slots);
     osp_tally_t *t = osp_tally_new(m);
+    osp_detect_track_t *trk = NULL;
     if (!p.slots || !t) snprintf(err, sizeof err, "out of memory");
-    if (!p.slots || !t || (live && osp_newest_start(src, &p.newest, err, sizeof err))) {
+    if (!p.slots || !t || (o->track && osp_detect_track_new(o, m, name, &trk, err, sizeof err)) ||
+        (live && osp_newest_start(src, &p.newest, err, sizeof err))) {
         free(p.slots);
         osp_tally_free(t);
+        osp_detect_track_free(trk);
         osp_source_close(src);
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 1;
@@ -239,13 +246,25 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
         int end = !(s->state == SLOT_DONE && s->seq == seq);
         pthread_mutex_unlock(&p.mu);
         if (end) break;
+        osp_view_t pv = osp_image_view(&s->img);
+        /* the frame's time for the tracker: its timestamp, else when it came */
+        double ft = s->t >= 0 ? s->t : s->captured;
+        if (trk && !s->failed) {
+            char terr[512];
+            if (osp_detect_track_frame(trk, &s->res, s->dets, &pv, ft, terr, sizeof terr)) {
+                s->failed = 1;
+                osp_detect_format(&s->line, name, s->frame, s->t, m, NULL, terr);
+            } else {
+                osp_detect_format(&s->line, name, s->frame, s->t, m, &s->res, NULL);
+            }
+        }
         osp_detect_emit(o, &s->line, s->captured, live);
         if (s->failed) {
             rc = 1;
             osp_tally_add_failed(t);
         } else {
-            osp_view_t pv = osp_image_view(&s->img);
             osp_tally_add(t, &s->res, s->frame, &pv);
+            if (trk) osp_detect_track_emit(trk, s->frame, s->t, live);
         }
         double now = osp_now_s();
         if (bar && now - last_bar > 0.1) {
@@ -263,7 +282,10 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_newest_stop(p.newest);
     fflush(stdout);
     if (bar) progress(name, osp_tally_frames(t), expect, osp_now_s() - t0, 1);
-    osp_tally_print(t, osp_detect_base_name(name), osp_now_s() - t0);
+    char more[1024] = "";
+    if (trk) osp_detect_track_summary(trk, more, sizeof more);
+    osp_tally_print(t, osp_detect_base_name(name), osp_now_s() - t0, more);
+    if (o->events) fflush(o->events);
     if (live) {
         osp_source_stats_t ss = osp_source_stats(src);
         fprintf(stderr,
@@ -292,5 +314,6 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     pthread_cond_destroy(&p.cv);
     osp_source_close(src);
     osp_tally_free(t);
+    osp_detect_track_free(trk);
     return rc;
 }

@@ -113,7 +113,7 @@ int osp_tally_best(osp_tally_t *t, osp_tally_best_t *out) {
     return 1;
 }
 
-void osp_tally_print(const osp_tally_t *t, const char *name, double secs) {
+void osp_tally_print(const osp_tally_t *t, const char *name, double secs, const char *more) {
     fprintf(stderr, "%s: %ld frame%s in %.2f s (%.1f frames/s)", name, t->frames,
             t->frames == 1 ? "" : "s", secs, secs > 0 ? (double)t->frames / secs : 0.0);
     /* labels by count, most first */
@@ -137,5 +137,6 @@ void osp_tally_print(const osp_tally_t *t, const char *name, double secs) {
     if (t->looks)
         fprintf(stderr, "; %ld second look%s, %ld box%s taken back", t->looks,
                 t->looks == 1 ? "" : "s", t->look_dropped, t->look_dropped == 1 ? "" : "es");
+    if (more) fputs(more, stderr);
     fputc('\n', stderr);
 }

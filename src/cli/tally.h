@@ -24,8 +24,9 @@ void osp_tally_add_failed(osp_tally_t *t);
 long osp_tally_frames(const osp_tally_t *t);
 
 /* The summary line on stderr: "NAME: N frames in S s (F frames/s); Label n, …"
- * and, after a second look, "; L second looks, D boxes taken back". */
-void osp_tally_print(const osp_tally_t *t, const char *name, double secs);
+ * and, after a second look, "; L second looks, D boxes taken back", then
+ * `more` (NULL: nothing). */
+void osp_tally_print(const osp_tally_t *t, const char *name, double secs, const char *more);
 
 /* The best frame, or 0 when no frame had a detection. Pointers stay the
  * tally's, valid until the next osp_tally_add. sx, sy: kept pixels per

@@ -96,6 +96,45 @@ static int one_object_one_box(osp_infer_ctx_t *ctx, int n) {
     return kept;
 }
 
+/* The look's own decode settings: every box counts (OSP_LOOK_FLOOR). */
+static void look_params(const osp_model_t *m, osp_infer_ctx_t *look, int lone) {
+    look->params_set = 1;
+    look->confidence = OSP_LOOK_FLOOR;
+    look->nms_iou = m->cfg.nms_iou;
+    look->max_detections = m->cfg.max_detections;
+    look->lone = lone;
+}
+
+int osp_model_look_box(osp_model_t *m, osp_infer_ctx_t *look, const osp_view_t *v, float sx,
+                       float sy, const osp_det_t *d, float *score, osp_det_t *at, double *prep_ms,
+                       double *predict_ms, char *err, size_t errlen) {
+    int ch = osp_pixfmt_channels(v->fmt);
+    if (ch == 0 || v->fmt == OSP_PIX_NV12 || v->fmt == OSP_PIX_I420 || !(sx > 0) || !(sy > 0)) {
+        snprintf(err, errlen, "no frame to look at again");
+        return OSP_MODEL_EINVAL;
+    }
+    osp_det_t dv = *d; /* in view pixels */
+    dv.x1 /= sx;
+    dv.x2 /= sx;
+    dv.y1 /= sy;
+    dv.y2 /= sy;
+    int x, y, side;
+    osp_look_square(&dv, OSP_LOOK_ZOOM, v->width, v->height, &x, &y, &side);
+    *score = -1;
+    *at = *d;
+    if (side == 0) return 0;
+    look_params(m, look, look->lone);
+    osp_view_t crop = *v;
+    crop.data = v->data + (size_t)y * (size_t)v->stride + (size_t)x * (size_t)ch;
+    crop.width = crop.height = side;
+    osp_result_t r;
+    if (osp_model_infer(m, look, &crop, 0, 0, &r, err, errlen)) return OSP_MODEL_ERUN;
+    if (prep_ms) *prep_ms += r.preprocess_ms;
+    if (predict_ms) *predict_ms += r.predict_ms;
+    *score = look_match(d, &r, (float)x, (float)y, sx, sy, at);
+    return 1;
+}
+
 int osp_model_look_again(osp_model_t *m, osp_infer_ctx_t *ctx, osp_infer_ctx_t *look,
                          const osp_view_t *frame, float once, osp_result_t *res, char *err,
                          size_t errlen) {
@@ -116,41 +155,22 @@ int osp_model_look_again(osp_model_t *m, osp_infer_ctx_t *ctx, osp_infer_ctx_t *
     /* frame pixels per view pixel: a scaled JPEG decode is smaller */
     float sx = (float)ctx->frame_w / (float)ctx->view_w;
     float sy = (float)ctx->frame_h / (float)ctx->view_h;
-    look->params_set = 1;
-    look->confidence = OSP_LOOK_FLOOR;
-    look->nms_iou = m->cfg.nms_iou;
-    look->max_detections = m->cfg.max_detections;
     look->lone = ctx->lone;
     osp_det_t *dets = ctx->rec.dets;
     double prep_ms = 0, predict_ms = 0;
     int kept = 0, looked = 0, below = 0;
     for (int i = 0; i < n; i++) {
-        osp_det_t d = dets[i];
-        osp_det_t dv = d; /* in view pixels */
-        dv.x1 /= sx;
-        dv.x2 /= sx;
-        dv.y1 /= sy;
-        dv.y2 /= sy;
-        int x, y, side;
-        osp_look_square(&dv, OSP_LOOK_ZOOM, v.width, v.height, &x, &y, &side);
-        float score = -1; /* no look: the box is large in the frame */
-        osp_det_t at = d;
-        if (side == 0 && d.score < once) { /* under the threshold: not the look's doing */
+        osp_det_t d = dets[i], at;
+        float score; /* -1: no look, the box is large in the frame */
+        int rc = osp_model_look_box(m, look, &v, sx, sy, &d, &score, &at, &prep_ms, &predict_ms,
+                                    err, errlen);
+        if (rc < 0) return rc;
+        if (rc == 0 && d.score < once) { /* under the threshold: not the look's doing */
             below++;
             continue;
         }
-        if (side > 0) {
-            osp_view_t crop = v;
-            crop.data = v.data + (size_t)y * (size_t)v.stride + (size_t)x * (size_t)ch;
-            crop.width = crop.height = side;
-            osp_result_t r;
-            if (osp_model_infer(m, look, &crop, 0, 0, &r, err, errlen)) return OSP_MODEL_ERUN;
-            looked++;
-            prep_ms += r.preprocess_ms;
-            predict_ms += r.predict_ms;
-            score = look_match(&d, &r, (float)x, (float)y, sx, sy, &at);
-            if ((d.score + score) / 2 < thresh) continue;
-        }
+        looked += rc;
+        if (rc == 1 && (d.score + score) / 2 < thresh) continue;
         dets[kept] = d;
         ctx->look_boxes[kept] = at;
         ctx->look[kept++] = score;

@@ -178,6 +178,9 @@ typedef struct {
                         * score (< 0: the box was not looked at again); else NULL */
     int looks;         /* runs the second look took */
     int look_dropped;  /* boxes it dropped */
+    /* set by a caller that tracks objects (osprey detect --track): per det,
+     * its object's id, 0 for none (no "trackId"); else NULL */
+    const uint64_t *track_ids;
 } osp_result_t;
 
 /* Preprocess a frame into ctx. orig_w/orig_h: the frame's true size when
@@ -235,6 +238,19 @@ int osp_model_infer(osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view_t *fram
 /* The square of OSP_LOOK_ZOOM (zoom) around box d inside a w x h frame:
  * *x, *y its corner, *side its side; *side = 0 when it would not fit. */
 void osp_look_square(const osp_det_t *d, float zoom, int w, int h, int *x, int *y, int *side);
+
+/* Look again at one box d (frame pixels) of a packed RGB/BGR view v whose
+ * pixels are sx x sy frame pixels each: run the square of OSP_LOOK_ZOOM
+ * around it through the model in `look` (a context of the caller's
+ * thread) and find the look's best box of d's label at IoU >= OSP_LOOK_IOU.
+ * Returns 1 with *score (0: nothing of the label there) and *at (the look's
+ * box, frame pixels); 0 when the square does not fit in the frame (not
+ * looked at: *score -1, *at = *d); OSP_MODEL_EINVAL (not a packed view) or
+ * OSP_MODEL_ERUN with the reason in err. The run's times are added to
+ * *prep_ms and *predict_ms when not NULL. */
+int osp_model_look_box(osp_model_t *m, osp_infer_ctx_t *look, const osp_view_t *v, float sx,
+                       float sy, const osp_det_t *d, float *score, osp_det_t *at, double *prep_ms,
+                       double *predict_ms, char *err, size_t errlen);
 
 /* Look again at each detection of res, the result of osp_model_infer of
  * `frame` in ctx: crop its square (above), run it in `look` (a second

@@ -28,9 +28,10 @@ void osp_model_put_box(osp_jw_t *w, const osp_det_t *d) {
     osp_jw_arr_close(w);
 }
 
-/* look: each box's second-look score (< 0: none), or NULL */
+/* look: each box's second-look score (< 0: none), or NULL; ids: each
+ * box's track id (0: none), or NULL */
 static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *dets,
-                           const float *look, int n) {
+                           const float *look, const uint64_t *ids, int n) {
     osp_jw_key(w, "detections");
     osp_jw_arr_open(w);
     for (int i = 0; i < n; i++) {
@@ -42,6 +43,10 @@ static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *d
         if (look && look[i] >= 0) {
             osp_jw_key(w, "lookScore");
             osp_jw_num(w, look[i], 4);
+        }
+        if (ids && ids[i]) {
+            osp_jw_key(w, "trackId");
+            osp_jw_uint(w, ids[i]);
         }
         osp_model_put_box(w, d);
         if (d->n_kp > 0) {
@@ -121,12 +126,12 @@ void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t 
         osp_jw_strn(w, rec && rec->text ? rec->text : "", rec ? rec->text_len : 0);
         osp_jw_key(w, "textScore");
         osp_jw_num(w, rec ? rec->text_score : 0, 4);
-        if (rec && rec->n_dets) put_detections(w, m, rec->dets, NULL, rec->n_dets);
+        if (rec && rec->n_dets) put_detections(w, m, rec->dets, NULL, NULL, rec->n_dets);
         break;
     default:
         osp_jw_key(w, "kind");
         osp_jw_str(w, "detections");
-        put_detections(w, m, r->dets, r->look, r->n_dets);
+        put_detections(w, m, r->dets, r->look, r->track_ids, r->n_dets);
     }
     osp_jw_key(w, "inferenceMs");
     osp_jw_num(w, r->preprocess_ms + r->predict_ms, 2);
