@@ -74,22 +74,38 @@ def ssd(spawn, tmp_path):
     return start(spawn, tmp_path, {"runtime": "onnxruntime", "models": [SSD_CATALOG], "concurrency": 2})
 
 
+def served_rows(f, w, tensor, sent, tries=20):
+    """The rows of tensor once a reply carries any. A frame past Frigate's
+    budget (a sanitizer build on a slow machine) is answered with zero rows,
+    which must be a counted shed, and is sent again; sent counts the sends."""
+    for _ in range(tries):
+        before = counters(w)
+        rows = f.detect_raw(tensor)
+        sent.append(1)
+        assert rows is not None, "no reply within Frigate's 200 ms"
+        found = check_rows(rows)
+        if len(found):
+            return found
+        after = counters(w)
+        assert (after["shedDeadlineExpired"] + after["shedQueueFull"] >
+                before["shedDeadlineExpired"] + before["shedQueueFull"]), "zero rows, no shed counted"
+    pytest.fail(f"no frame of {tries} served within Frigate's budget")
+
+
 def test_person_in_frigate_ids_and_order(ssd, ctx):
     f = FrigateZmq(ctx, ssd.endpoint, "ssd-oidv4")
     assert f.handshake == {"model_available": True, "model_loaded": True}
     frame = messi()
-    rows = f.detect_raw(frame)
-    assert rows is not None, "no reply within Frigate's 200 ms"
-    found = check_rows(rows)
+    sent = []
+    found = served_rows(f, ssd, frame, sent)
     assert person_iou(found) >= 0.6, found  # Frigate's id 0, y before x
     assert 28 in found[:, 0].astype(int), found  # ssd-oidv4's "Footwear" is Frigate's "shoe"
     # the same frame as Frigate sends it for other models: NCHW, float 0..1 and 0..255
     for tensor in (frame.transpose(0, 3, 1, 2).copy(), frame.astype(np.float32) / 255.0,
                    frame.transpose(0, 3, 1, 2).astype(np.float32)):
-        other = f.detect_raw(np.ascontiguousarray(tensor))
-        assert other is not None
-        assert person_iou(check_rows(other)) >= 0.6, other
-    assert counters(ssd)["inferZmq"] == 4
+        other = served_rows(f, ssd, np.ascontiguousarray(tensor), sent)
+        assert person_iou(other) >= 0.6, other
+    assert counters(ssd)["inferZmq"] == len(sent)
     f.close()
 
 
