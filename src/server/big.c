@@ -29,7 +29,6 @@
 #include "sched/bufpool.h"
 #include "sched/sched.h"
 #include "server/conn.h"
-#include "server/dispatch.h"
 #include "server/ingest.h"
 #include "server/slots.h"
 #include "server/stats.h"
@@ -98,7 +97,7 @@ static srv_in_t big_done(server_t *s, conn_t *c, srv_big_t *b) {
     b->spill = NULL;
     b->len = b->got = 0;
     if (sp) srv_spill_seal(sp);
-    srv_dispatch_frame(s, c, frame, len, sp);
+    srv_conn_deliver(s, c, frame, len, sp);
     return SRV_IN_DONE;
 }
 

@@ -16,6 +16,8 @@
 #include "sched/cache.h"
 #include "server/board.h"
 #include "server/cmds.h"
+#include "server/policy.h"
+#include "server/reply.h"
 #include "server/conn.h"
 #include "server/job.h"
 #include "server/loads.h"
@@ -56,35 +58,6 @@ void srv_cmds_free(srv_cmds_t *cq) {
     }
     cmdq_free(cq->loading);
     free(cq);
-}
-
-size_t srv_cmd_begin(osp_jw_t *w, const char *name, int index, const char *status) {
-    size_t at = osp_wire_reply_begin(w);
-    osp_jw_obj_open(w);
-    osp_jw_key(w, "cmd");
-    osp_jw_str(w, name);
-    if (index >= 0) {
-        osp_jw_key(w, "index");
-        osp_jw_int(w, index);
-    }
-    osp_jw_key(w, "status");
-    osp_jw_str(w, status);
-    return at;
-}
-
-void srv_cmd_send(server_t *s, uint32_t conn_id, osp_jw_t *w, size_t at, uint32_t req_id) {
-    osp_jw_obj_close(w);
-    osp_wire_reply_end(w, at, req_id);
-    srv_send(s, srv_conn_find(s, conn_id), w);
-}
-
-void srv_cmd_error(server_t *s, uint32_t conn_id, uint32_t req_id, const char *name, int index,
-                   const char *msg) {
-    osp_jw_t *w = srv_reply_buf(s);
-    size_t at = srv_cmd_begin(w, name, index, "error");
-    osp_jw_key(w, "error");
-    osp_jw_str(w, msg);
-    srv_cmd_send(s, conn_id, w, at, req_id);
 }
 
 static const char *cmd_name(const cJSON *cmd) { return osp_wire_cmd_name(cmd); }

@@ -31,14 +31,10 @@
 
 #include "base/clock.h"
 #include "sched/bufpool.h"
-#include "server/cmds.h"
 #include "server/conn.h"
-#include "server/dispatch.h"
 #include "server/ingest.h"
 #include "server/loop.h"
-#include "server/shm.h"
 #include "server/stats.h"
-#include "server/streams.h"
 #include "wire/frame.h"
 #include "log/log.h"
 
@@ -93,6 +89,7 @@ struct conn {
 };
 
 struct srv_conns {
+    const srv_conn_ops_t *ops; /* what the connections' frames go to */
     conn_t *head;
     uint32_t next_id;
     int awaiting_hello;         /* socket connections not yet handshaken */
@@ -103,7 +100,11 @@ struct srv_conns {
     osp_jw_t scratch; /* srv_reply_buf */
 };
 
-srv_conns_t *srv_conns_new(void) { return calloc(1, sizeof(srv_conns_t)); }
+srv_conns_t *srv_conns_new(const srv_conn_ops_t *ops) {
+    srv_conns_t *cs = calloc(1, sizeof(srv_conns_t));
+    if (cs) cs->ops = ops;
+    return cs;
+}
 
 static void out_free(outbuf_t *o) {
     osp_jw_free(&o->w);
@@ -136,6 +137,10 @@ int srv_conn_is_stdio(const conn_t *c) { return c->stdio; }
 int srv_conn_handshaken(const conn_t *c) { return c->handshaken; }
 int srv_conn_version(const conn_t *c) { return c->version; }
 int srv_conn_fd(const conn_t *c) { return c->rfd; }
+
+void srv_conn_deliver(server_t *s, conn_t *c, uint8_t *frame, size_t len, spill_t *spill) {
+    s->conns->ops->frame(s, c, frame, len, spill);
+}
 void srv_conn_fatal(conn_t *c) { c->fatal = 1; }
 void srv_conn_inflight(conn_t *c, int delta) { c->inflight += delta; }
 int srv_conns_empty(const server_t *s) { return s->conns->head == NULL; }
@@ -239,8 +244,7 @@ conn_t *srv_conn_new(server_t *s, int rfd, int wfd, int stdio) {
 static void conn_free(server_t *s, conn_t *c) {
     hello_settled(s->conns, c);
     s->conns->unpolled -= c->unpolled;
-    srv_shm_conn_closed(s, c->id);
-    srv_streams_conn_closed(s, c->id);
+    s->conns->ops->closed(s, c->id);
     conn_t **pp = &s->conns->head;
     while (*pp && *pp != c) pp = &(*pp)->next;
     if (*pp) *pp = c->next;
@@ -254,8 +258,8 @@ static void conn_free(server_t *s, conn_t *c) {
         out_free(o);
     }
     free(c->in);
-    srv_big_free(s, c->big);
-    srv_rows_free(s, c->rows);
+    s->conns->ops->big_free(s, c->big);
+    s->conns->ops->rows_free(s, c->rows);
     srv_relay_free(c->relay);
     free(c);
 }
@@ -378,6 +382,35 @@ void srv_broadcast(server_t *s, const osp_jw_t *frame) {
 
 /* ---- reading -------------------------------------------------------------------- */
 
+/* The replies to a frame the stream cannot be resynchronised after
+ * (counted and logged; the caller closes the connection): over the size
+ * cap, or a total_len (below 5) that cannot hold its header. */
+static void reply_too_large(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id) {
+    uint32_t cap = s->opts.max_frame ? s->opts.max_frame : OSP_WIRE_MAX_FRAME_DEFAULT;
+    osp_jw_t *w = srv_reply_buf(s);
+    size_t at = osp_wire_reply_begin(w);
+    osp_wire_json_too_large(w, total_len, cap);
+    osp_wire_reply_end(w, at, req_id);
+    srv_send(s, c, w);
+    osp_log(OSP_LOG_ERROR,
+            "ospreyd: frame of %u bytes (req %u) exceeds the limit; closing the connection",
+            total_len, req_id);
+    srv_stat_add(s, SRV_ST_ERRORS, 1);
+}
+
+static void reply_too_short(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id) {
+    osp_jw_t *w = srv_reply_buf(s);
+    size_t at = osp_wire_reply_begin(w);
+    osp_wire_json_too_short(w, total_len);
+    osp_wire_reply_end(w, at, req_id);
+    srv_send(s, c, w);
+    osp_log(OSP_LOG_ERROR,
+            "ospreyd: frame length %u (req %u) is below the 5-byte header; closing the connection",
+            total_len, req_id);
+    srv_stat_add(s, SRV_ST_ERRORS, 1);
+}
+
+
 static void stage_parse(server_t *s, conn_t *c);
 
 /* Stop or resume reading a connection for one reason (PAUSE_*); it reads
@@ -436,14 +469,14 @@ static void stage_parse(server_t *s, conn_t *c) {
         if (r == OSP_WIRE_ETOOBIG || r == OSP_WIRE_ESHORT) {
             /* the stream cannot be trusted past this frame's header */
             if (r == OSP_WIRE_ETOOBIG)
-                srv_reply_too_large(s, c, f.total_len, f.req_id);
+                reply_too_large(s, c, f.total_len, f.req_id);
             else
-                srv_reply_too_short(s, c, f.total_len, f.req_id);
+                reply_too_short(s, c, f.total_len, f.req_id);
             c->fatal = 1;
             break;
         }
         if (r == 1 && f.frame_len >= ROWS_MIN &&
-            srv_rows_begin(s, c, &c->rows, p, f.frame_len, f.frame_len)) {
+            s->conns->ops->rows_begin(s, c, &c->rows, p, f.frame_len, f.frame_len)) {
             off += f.frame_len; /* prepared where it lies */
             continue;
         }
@@ -455,17 +488,17 @@ static void stage_parse(server_t *s, conn_t *c) {
             }
             memcpy(copy, p, f.frame_len);
             off += f.frame_len;
-            srv_dispatch_frame(s, c, copy, f.frame_len, NULL);
+            s->conns->ops->frame(s, c, copy, f.frame_len, NULL);
             continue;
         }
         /* incomplete: a large frame whose header is known is prepared as it
          * is read or read into a buffer of its own */
         if (avail >= 9 && f.frame_len >= ROWS_MIN &&
-            srv_rows_begin(s, c, &c->rows, p, avail, f.frame_len)) {
+            s->conns->ops->rows_begin(s, c, &c->rows, p, avail, f.frame_len)) {
             off = c->in_len;
             rd_enter(s, c, RD_ROWS);
         } else if (avail >= 9 && f.frame_len > STAGE_CAP) {
-            if (srv_big_begin(s, c, &c->big, p, avail, f.frame_len)) {
+            if (s->conns->ops->big_begin(s, c, &c->big, p, avail, f.frame_len)) {
                 c->fatal = 1;
                 break;
             }
@@ -511,8 +544,8 @@ static srv_in_t stage_step(server_t *s, conn_t *c) {
 static srv_in_t rd_step(server_t *s, conn_t *c) {
     srv_in_t st;
     switch (c->rd) {
-    case RD_ROWS: st = srv_rows_step(s, c, c->rows); break;
-    case RD_BIG: st = srv_big_step(s, c, c->big); break;
+    case RD_ROWS: st = s->conns->ops->rows_step(s, c, c->rows); break;
+    case RD_BIG: st = s->conns->ops->big_step(s, c, c->big); break;
     case RD_STAGE: return stage_step(s, c);
     default: return SRV_IN_EOF;
     }
@@ -576,8 +609,8 @@ int srv_input_waiting(server_t *s) {
         if (c->rd == RD_CLOSED || c->fatal) continue;
         /* a frame partly read (its mode still holds it: a frame whose last
          * byte was just read is dispatched before the state changes) */
-        if ((c->rd == RD_ROWS && srv_rows_active(c->rows)) ||
-            (c->rd == RD_BIG && srv_big_active(c->big)))
+        if ((c->rd == RD_ROWS && s->conns->ops->rows_active(c->rows)) ||
+            (c->rd == RD_BIG && s->conns->ops->big_active(c->big)))
             return 1;
         int n = 0;
         if (ioctl(c->rfd, FIONREAD, &n) == 0 && n > 0) return 1;
@@ -602,7 +635,7 @@ int srv_conns_retire(server_t *s, int *exit_code) {
         if (!conn_done(c)) continue;
         if (c->stdio) {
             if (c->fatal) *exit_code = 1;
-            if (!srv_idle(s)) continue; /* a load or command may still answer */
+            if (!s->conns->ops->idle(s)) continue; /* a load or command may still answer */
             conn_free(s, c);
             return 1;
         }

@@ -13,10 +13,33 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "server/ingest.h"
 #include "server/srv.h"
 #include "wire/jsonw.h"
 
-srv_conns_t *srv_conns_new(void);
+/* What a connection's input goes to, set when the connections are made
+ * (server.c): conn.c names none of it. A whole request frame (taken;
+ * spill: the part of its pixels parked in pipes, or NULL), a connection
+ * gone (its id), whether nothing is left that may still answer the stdio
+ * host (its end waits for that), and the ingest modes a large frame is
+ * read in (ingest.h). */
+typedef struct {
+    void (*frame)(server_t *s, conn_t *c, uint8_t *frame, size_t len, spill_t *spill);
+    void (*closed)(server_t *s, uint32_t conn_id);
+    int (*idle)(server_t *s);
+    int (*rows_begin)(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, size_t avail,
+                      size_t frame_len);
+    srv_in_t (*rows_step)(server_t *s, conn_t *c, srv_rows_t *r);
+    int (*rows_active)(const srv_rows_t *r);
+    void (*rows_free)(server_t *s, srv_rows_t *r);
+    int (*big_begin)(server_t *s, conn_t *c, srv_big_t **bp, const uint8_t *p, size_t avail,
+                     size_t frame_len);
+    srv_in_t (*big_step)(server_t *s, conn_t *c, srv_big_t *b);
+    int (*big_active)(const srv_big_t *b);
+    void (*big_free)(server_t *s, srv_big_t *b);
+} srv_conn_ops_t;
+
+srv_conns_t *srv_conns_new(const srv_conn_ops_t *ops);
 /* Frees every connection left (their replies unsent). */
 void srv_conns_free(server_t *s);
 
@@ -75,5 +98,7 @@ int srv_input_waiting(server_t *s);
  * socket the kernel splices). */
 ssize_t srv_conn_read(server_t *s, conn_t *c, void *dst, size_t want);
 int srv_conn_fd(const conn_t *c);
+/* An ingest mode's whole frame, to the connection's ops->frame (taken). */
+void srv_conn_deliver(server_t *s, conn_t *c, uint8_t *frame, size_t len, spill_t *spill);
 
 #endif

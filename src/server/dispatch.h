@@ -1,11 +1,12 @@
 /*
- * dispatch: what happens to a request frame once it is read, on the I/O
- * thread. The handshake goes to hello.c, commands to commands.c, the
- * extensions to shm.c and streams.c; frames and batches become jobs that
- * pass the deadline gate and their model's admission (sched/) on their
- * way to the worker pools (exec.c), and come back here to be answered and
- * to free their run slot for the next. Replies that need no frame work
- * (errors, drops) are written here too.
+ * dispatch: the core's door, on the I/O thread. Every front end's frame
+ * enters here as a job with its transport (job.h): it passes the deadline
+ * gate and its model's admission (sched/) on its way to the worker pools
+ * (exec.c), comes back here to free its run slot for the next, and is
+ * answered through its transport exactly once, with a typed outcome
+ * (ledger.h) counted in one place (account.h). Frames shed here (a full
+ * queue, a passed deadline) or refused (no model, a model reloading) are
+ * answered here too.
  */
 #ifndef OSP_DISPATCH_H
 #define OSP_DISPATCH_H
@@ -16,13 +17,14 @@
 #include "server/job.h"
 #include "server/srv.h"
 
-/* A whole request frame read from c: `frame` (from s->bufs) is taken;
- * spill, if not NULL, holds the part of its pixels parked in pipes (taken
- * too). */
-void srv_dispatch_frame(server_t *s, conn_t *c, uint8_t *frame, size_t len, spill_t *spill);
 /* A frame job with its model_idx (and, if prepared as read, its model and
  * context) set: through admission to the pools. */
 void srv_dispatch_submit(server_t *s, frame_job_t *j);
+
+/* A batch job (an infer_batch of the pipe's) with its model_idx set, for
+ * loaded model l: no admission (as the protocol says), straight to one
+ * predict worker, which runs its items. */
+void srv_dispatch_batch(server_t *s, batch_job_t *j, loaded_t *l);
 
 /* The door of a front end whose frames are no pipe requests (Frigate's
  * socket, the fleet): one frame for slot idx whose pixels, result and
@@ -46,18 +48,5 @@ void srv_dispatch_flush_due(server_t *s);
 int srv_dispatch_abandoned(server_t *s, srv_job_t *h, const char *msg);
 /* That job back from its stuck run: what it holds given back, no reply. */
 void srv_dispatch_returned(server_t *s, srv_job_t *h);
-
-typedef enum {
-    SRV_ERR_PLAIN,   /* {"error": text} */
-    SRV_ERR_RESULTS, /* {"error": text, "results": []} */
-    SRV_ERR_INFER, /* a failed inference record: {"error", "kind", "detections": [], "inferenceMs"} */
-} srv_err_t;
-/* One error reply for req_id on c. */
-void srv_reply_error(server_t *s, conn_t *c, uint32_t req_id, srv_err_t shape, const char *msg);
-/* The reply to a frame over the size cap (counted and logged; the caller
- * closes the connection: the stream cannot be resynchronised). */
-void srv_reply_too_large(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id);
-/* The same for a frame whose total_len (below 5) cannot hold its header. */
-void srv_reply_too_short(server_t *s, conn_t *c, uint32_t total_len, uint32_t req_id);
 
 #endif

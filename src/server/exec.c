@@ -12,9 +12,8 @@
 #include "sched/gate.h"
 #include "sched/window.h"
 #include "server/encoded.h"
-#include "server/ingest.h"
+#include "server/guard.h"
 #include "server/loop.h"
-#include "server/shm.h"
 #include "server/slots.h"
 
 /* The run a predict thread is inside, for the watchdog (srv_exec_runs):
@@ -32,13 +31,13 @@ typedef struct run {
 
 /* What one pool thread keeps between frames (indexed by its worker number):
  * the JPEG and PNG decoding (encoded.c), contexts for batch items, the stacking
- * buffer of batched runs, a prepare worker's ring for parked frames; a
- * predict thread's run. */
+ * buffer of batched runs, a prepare worker's state for parked frames
+ * (s->parked's); a predict thread's run. */
 typedef struct {
     srv_encoded_t *enc;
     osp_infer_ctx_t ctx[OSP_WINDOW_MAX];
     osp_batch_buf_t buf;
-    srv_rows_t *rows;
+    void *parked;
     run_t run;
     int lent;    /* its index went to a new thread: this one leaves after its job */
     int leaving; /* lent, as its thread last saw it (its own copy, read without the lock) */
@@ -46,6 +45,7 @@ typedef struct {
 
 struct srv_exec {
     server_t *s;
+    const srv_parked_ops_t *parked; /* s->parked */
     osp_pool_t *prepare, *predict;
     wstate_t *prep_ws;  /* one per prepare worker */
     wstate_t **pred_ws; /* one per predict worker index; a thread that left it keeps its own */
@@ -59,12 +59,12 @@ struct srv_exec {
     int closed;   /* srv_exec_free ran: a returning thread touches nothing of the server */
 };
 
-static void wstate_free(wstate_t *w) {
+static void wstate_free(const srv_exec_t *e, wstate_t *w) {
     if (!w) return;
     srv_encoded_free(w->enc);
     for (int i = 0; i < OSP_WINDOW_MAX; i++) osp_infer_ctx_free(&w->ctx[i]);
     osp_batch_buf_free(&w->buf);
-    srv_rows_free(NULL, w->rows);
+    if (w->parked) e->parked->free(w->parked);
 }
 
 /* ---- runs, as the watchdog sees them -------------------------------------------- */
@@ -117,7 +117,7 @@ static void exec_destroy(srv_exec_t *e) {
  * done was set by whoever gave it up), unless the server is gone. This
  * thread no longer belongs to the pool. */
 static void run_returned_late(srv_exec_t *e, srv_job_t *h, wstate_t *ws) {
-    wstate_free(ws);
+    wstate_free(e, ws);
     free(ws);
     pthread_mutex_lock(&e->mu);
     e->stuck--;
@@ -195,31 +195,16 @@ static int prepare_view(const srv_req_t *r, osp_infer_ctx_t *ctx, const osp_view
     return 0;
 }
 
-/* A raw frame parked in pipes: its tensor made from them (1), its bytes
- * filled into the frame to be prepared whole (0), or an error reply (-1). */
-static int prepare_parked(frame_job_t *j, wstate_t *ws, char *err, size_t errlen) {
-    int st = srv_rows_parked(&ws->rows, j, err, errlen);
-    int lost = st == 0 ? srv_spill_fill(j->spill, j->r.frame) : 0;
-    srv_spill_free(j->spill);
-    j->spill = NULL;
-    if (st < 0) return -1;
-    if (lost) {
-        snprintf(err, errlen, "frame bytes lost in transit");
-        return -1;
-    }
-    return st;
-}
-
 typedef struct {
     const osp_model_t *m;
     osp_infer_ctx_t *ctx;
     const osp_view_t *v;
     char *err;
     size_t errlen;
-} shm_prep_t;
+} guarded_prep_t;
 
-static int shm_prepare(void *arg) {
-    shm_prep_t *a = arg;
+static int guarded_prepare(void *arg) {
+    guarded_prep_t *a = arg;
     return osp_model_prepare(a->m, a->ctx, a->v, 0, 0, a->err, a->errlen);
 }
 
@@ -238,8 +223,8 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         return;
     }
     set_params(r, j->ctx);
-    switch (r->tp ? -1 : r->msg_type) {
-    case -1: /* a transport's own frame */
+    switch (r->tp->prepare ? -1 : r->msg_type) {
+    case -1: /* a front end's own frame */
         rc = r->tp->prepare(r, m, j->ctx, err, sizeof err);
         break;
     case OSP_WIRE_MSG_INFER_JPEG: {
@@ -255,7 +240,7 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         break;
     }
     case OSP_WIRE_MSG_INFER_RAW: {
-        int st = j->spill ? prepare_parked(j, ws, err, sizeof err) : 0;
+        int st = j->spill ? r->srv->parked->prepare(&ws->parked, j, err, sizeof err) : 0;
         if (st < 0) {
             reply_infer_error(r, err, 0);
             return;
@@ -267,9 +252,9 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         break;
     }
     case OSP_WIRE_MSG_INFER_SHM: {
-        shm_prep_t a = {m, j->ctx, &j->shm_view, err, sizeof err};
-        rc = srv_shm_guarded(shm_prepare, &a);
-        if (rc == SRV_SHM_SHRUNK)
+        guarded_prep_t a = {m, j->ctx, &j->shm_view, err, sizeof err};
+        rc = srv_guarded(guarded_prepare, &a);
+        if (rc == SRV_GUARD_FAULT)
             snprintf(err, sizeof err, "infer_shm: the shared memory shrank while the frame was read");
         break;
     }
@@ -306,7 +291,7 @@ static void put_result(const srv_req_t *r, osp_jw_t *w, const osp_result_t *res,
 }
 
 static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
-    if (r->tp) {
+    if (r->tp->result) {
         r->tp->result(r, srv_loaded_model(r->model), res);
         return;
     }
@@ -473,7 +458,7 @@ static void exec_predict(void *arg, osp_qnode_t *item, int worker) {
     if (gone || !ws->leaving) return;
     /* lent: its job is answered and the pool has another thread at its
      * index; it leaves (osp_pool_abandon) with its own state */
-    wstate_free(ws);
+    wstate_free(e, ws);
     free(ws);
     pthread_mutex_lock(&e->mu);
     e->lent_out--;
@@ -487,6 +472,7 @@ srv_exec_t *srv_exec_new(server_t *s) {
     srv_exec_t *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->s = s;
+    e->parked = s->parked;
     e->workers = s->set.workers;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
@@ -512,9 +498,9 @@ void srv_exec_free(srv_exec_t *e) {
     if (!e) return;
     osp_pool_free(e->prepare);
     osp_pool_free(e->predict); /* joins every thread but those given up */
-    for (int i = 0; e->prep_ws && i < e->workers; i++) wstate_free(&e->prep_ws[i]);
+    for (int i = 0; e->prep_ws && i < e->workers; i++) wstate_free(e, &e->prep_ws[i]);
     for (int i = 0; e->pred_ws && i < e->workers; i++) {
-        wstate_free(e->pred_ws[i]);
+        wstate_free(e, e->pred_ws[i]);
         free(e->pred_ws[i]);
     }
     pthread_mutex_lock(&e->mu);

@@ -14,7 +14,19 @@
 #include "server/job.h"
 #include "server/srv.h"
 
-/* Start s->set.workers threads in each pool. NULL on failure. */
+/* Frames whose pixels were parked as they were read (the host
+ * connections' raw frames spliced into pipes: pipe/rows.c), made into
+ * their tensor by a prepare worker: prepare makes j's tensor from them,
+ * *state the worker's own between frames (made on first use): 1 when it
+ * is made, 0 when the frame's bytes were filled in to be prepared whole,
+ * -1 on an error (err says it); free gives a worker's state back. */
+typedef struct srv_parked_ops {
+    int (*prepare)(void **state, frame_job_t *j, char *err, size_t errlen);
+    void (*free)(void *state);
+} srv_parked_ops_t;
+
+/* Start s->set.workers threads in each pool (s->parked is read now). NULL
+ * on failure. */
 srv_exec_t *srv_exec_new(server_t *s);
 /* Let the workers finish what is queued, join them, free their state. */
 void srv_exec_free(srv_exec_t *e);

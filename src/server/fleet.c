@@ -203,7 +203,7 @@ static void tp_send(server_t *s, srv_req_t *r) {
     to_writer(q);
 }
 
-static const srv_transport_t fleet_transport = {tp_prepare, tp_result, tp_send};
+static const srv_transport_t fleet_transport = {tp_prepare, tp_result, tp_send, NULL};
 
 /* ---- on the I/O thread ------------------------------------------------------------ */
 

@@ -11,7 +11,9 @@
  *    server's own, so the host's copy in and ours out overlap.
  *
  * Every step returns an srv_in_t: go on, wait for the connection, it
- * ended, or the frame is done (handed to dispatch).
+ * ended, or the frame is done (handed on: the core's door for a frame
+ * prepared as read, the connection's ops->frame for a whole one). conn.c
+ * reaches the modes only through its ops table (conn.h).
  */
 #ifndef OSP_INGEST_H
 #define OSP_INGEST_H
@@ -43,6 +45,9 @@ void srv_rows_free(server_t *s, srv_rows_t *r);
  * 1 when it is made, 0 when this frame is not for it (nothing was read:
  * fill the frame and prepare it whole), -1 on an error (err says it). */
 int srv_rows_parked(srv_rows_t **rp, frame_job_t *j, char *err, size_t errlen);
+/* The same as the core's parked-frame ops (exec.h), the spill read back
+ * and given up too. */
+extern const struct srv_parked_ops srv_rows_parked_ops;
 
 /* ---- big.c ----------------------------------------------------------------- */
 

@@ -46,25 +46,30 @@ typedef struct srv_job {
 
 struct srv_req;
 
-/* A transport whose requests are not a host connection's (zmq.c): how a
- * frame's pixels become its model's tensor (a prepare worker), how its
- * result is written (a predict worker), and where its reply goes (the I/O
- * thread, from srv_job_retire, whatever the outcome: r->outcome says it).
- * Requests of a connection have none. */
+/* Where a request came from and where its answer goes: every request has
+ * one. The host connections' (pipe: reply.c) and each front end's (zmq.c,
+ * fleet.c) own. How a frame's pixels become its model's tensor (a prepare
+ * worker; NULL: the request is a host's wire request, rq, prepared by
+ * exec.c), how its result is written (a predict worker; NULL: the wire's
+ * reply into out), where its reply goes (the I/O thread, once, whatever
+ * the outcome: r->outcome says it), and what the request holds of the
+ * transport's is given back (the I/O thread, when the job is released:
+ * after send, or once a run given up returns; NULL: nothing). */
 typedef struct {
     int (*prepare)(struct srv_req *r, const osp_model_t *m, osp_infer_ctx_t *ctx, char *err,
                    size_t errlen);
     void (*result)(struct srv_req *r, const osp_model_t *m, const osp_result_t *res);
     void (*send)(server_t *s, struct srv_req *r);
+    void (*release)(server_t *s, struct srv_req *r);
 } srv_transport_t;
 
 /* A request for one model: a frame or a batch. */
 typedef struct srv_req {
     srv_job_t h;
     server_t *srv;
-    const srv_transport_t *tp; /* NULL: the reply goes to connection conn_id */
+    const srv_transport_t *tp; /* where it came from and its answer goes */
     void *tp_arg;              /* the transport's own request */
-    uint32_t conn_id, req_id;
+    uint32_t conn_id, req_id;  /* a host connection's request (conn_id 0: none) */
     uint8_t msg_type;
     uint64_t deadline_ms;
     int model_idx;
@@ -109,18 +114,17 @@ typedef struct {
 srv_jobs_t *srv_jobs_new(void);
 void srv_jobs_free(srv_jobs_t *p);
 
-/* A frame or batch job for request rq of connection c, holding `frame`
- * (taken: returned to s->bufs when the job is freed); counted as in
- * flight on c until srv_job_retire. c and rq are NULL for a transport's
- * frame (srv_submit_frame makes those; frame is NULL). NULL when out of
- * memory (frame is then still the caller's). */
-frame_job_t *srv_frame_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
-                               uint8_t *frame, size_t len);
-batch_job_t *srv_batch_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
-                               uint8_t *frame, size_t len);
+/* A frame or batch job for transport tp (its tp_arg and, for a host's
+ * request, conn_id are the caller's to set), for wire request rq if not
+ * NULL, holding `frame` (taken: returned to s->bufs when the job is freed;
+ * NULL: none). NULL when out of memory (frame is then still the
+ * caller's). */
+frame_job_t *srv_frame_job_new(server_t *s, const srv_transport_t *tp,
+                               const osp_wire_request_t *rq, uint8_t *frame, size_t len);
+batch_job_t *srv_batch_job_new(server_t *s, const srv_transport_t *tp,
+                               const osp_wire_request_t *rq, uint8_t *frame, size_t len);
 window_job_t *srv_window_job_new(server_t *s, int model_idx);
-/* Send the job's reply (j->out) to its connection, if it is still there,
- * or hand it to its transport; count its outcome (account.h: the one
+/* Hand the job's reply (j->out) to its transport; count its outcome (account.h: the one
  * place a job's answer is counted); end its time in flight, and give
  * everything it holds back. */
 void srv_job_retire(server_t *s, srv_job_t *j);

@@ -8,9 +8,6 @@
 #include "sched/bufpool.h"
 #include "sched/ctxpool.h"
 #include "server/account.h"
-#include "server/conn.h"
-#include "server/ingest.h"
-#include "server/shm.h"
 #include "server/slots.h"
 
 #define KEEP_FRAMES 256 /* more than any admission bound lets be in flight */
@@ -46,7 +43,7 @@ void srv_jobs_free(srv_jobs_t *p) {
 int srv_jobs_inflight(const server_t *s) { return s->jobs->inflight; }
 void srv_jobs_hold(server_t *s, int delta) { s->jobs->inflight += delta; }
 
-static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, conn_t *c,
+static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, const srv_transport_t *tp,
                      const osp_wire_request_t *rq, uint8_t *frame, size_t len) {
     osp_jw_t out = r->out; /* kept from the last use */
     osp_jw_reset(&out);
@@ -54,7 +51,7 @@ static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, conn_t *c,
     r->out = out;
     r->h.kind = kind;
     r->srv = s;
-    r->conn_id = c ? srv_conn_id(c) : 0; /* ids start at 1 */
+    r->tp = tp;
     if (rq) {
         r->req_id = rq->req_id;
         r->msg_type = rq->msg_type;
@@ -64,25 +61,24 @@ static void req_init(server_t *s, srv_req_t *r, srv_job_kind_t kind, conn_t *c,
     r->frame = frame;
     r->frame_len = len;
     osp_now(&r->arrived);
-    if (c) srv_conn_inflight(c, 1);
     s->jobs->inflight++;
 }
 
-frame_job_t *srv_frame_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
-                               uint8_t *frame, size_t len) {
+frame_job_t *srv_frame_job_new(server_t *s, const srv_transport_t *tp,
+                               const osp_wire_request_t *rq, uint8_t *frame, size_t len) {
     srv_jobs_t *p = s->jobs;
     frame_job_t *j = p->n_frames ? p->frames[--p->n_frames] : calloc(1, sizeof *j);
     if (!j) return NULL;
-    req_init(s, &j->r, SRV_JOB_FRAME, c, rq, frame, len);
+    req_init(s, &j->r, SRV_JOB_FRAME, tp, rq, frame, len);
     return j;
 }
 
-batch_job_t *srv_batch_job_new(server_t *s, conn_t *c, const osp_wire_request_t *rq,
-                               uint8_t *frame, size_t len) {
+batch_job_t *srv_batch_job_new(server_t *s, const srv_transport_t *tp,
+                               const osp_wire_request_t *rq, uint8_t *frame, size_t len) {
     srv_jobs_t *p = s->jobs;
     batch_job_t *j = p->n_batches ? p->batches[--p->n_batches] : calloc(1, sizeof *j);
     if (!j) return NULL;
-    req_init(s, &j->r, SRV_JOB_BATCH, c, rq, frame, len);
+    req_init(s, &j->r, SRV_JOB_BATCH, tp, rq, frame, len);
     return j;
 }
 
@@ -109,13 +105,7 @@ void srv_job_answer(server_t *s, srv_job_t *h) {
     srv_req_t *r = (srv_req_t *)h;
     int64_t items = h->kind == SRV_JOB_BATCH ? r->rq.u.batch.count : 1;
     srv_account(s, r->model_idx, items, r->outcome, r->deadline_ms);
-    if (r->tp) {
-        r->tp->send(s, r);
-    } else {
-        conn_t *c = srv_conn_find(s, r->conn_id);
-        srv_send(s, c, &r->out);
-        if (c) srv_conn_inflight(c, -1);
-    }
+    r->tp->send(s, r);
     s->jobs->inflight--;
 }
 
@@ -127,6 +117,7 @@ void srv_job_retire(server_t *s, srv_job_t *h) {
 void srv_job_release(server_t *s, srv_job_t *h) {
     srv_jobs_t *p = s->jobs;
     srv_req_t *r = (srv_req_t *)h;
+    if (r->tp->release) r->tp->release(s, r);
     srv_loaded_release(r->model);
     r->model = NULL;
     osp_buf_put(s->bufs, r->frame);
@@ -135,9 +126,7 @@ void srv_job_release(server_t *s, srv_job_t *h) {
     if (h->kind == SRV_JOB_FRAME) {
         frame_job_t *j = (frame_job_t *)h;
         if (j->cached) osp_cache_release_frame(s->cache, j->cached);
-        if (j->shm) srv_shm_release(s, j->shm);
         if (j->ctx) osp_ctxpool_put(s->ctxs, j->ctx);
-        srv_spill_free(j->spill); /* shed or answered before it ran: nothing was copied */
         j->cached = NULL;
         j->shm = NULL;
         j->ctx = NULL;

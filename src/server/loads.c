@@ -9,7 +9,6 @@
 
 #include "model/loader.h"
 #include "server/board.h"
-#include "server/conn.h"
 #include "server/job.h"
 #include "server/loop.h"
 #include "server/slots.h"
@@ -155,7 +154,7 @@ int srv_load(server_t *s, const osp_model_cfg_t *cfg, int index, const char *mod
     return 0;
 }
 
-/* An abandoned load came back: announced to every connection, result discarded. */
+/* An abandoned load came back: announced to every host (s->announce), result discarded. */
 static void announce_late(server_t *s, const osp_load_result_t *r, const osp_load_info_t *info) {
     osp_log(OSP_LOG_WARN,
             "ospreyd: the load of %s (index %d) returned after its bound, in %" PRId64
@@ -168,7 +167,7 @@ static void announce_late(server_t *s, const osp_load_result_t *r, const osp_loa
                           .elapsed_ms = (int64_t)llround(info->elapsed_ms),
                           .error = r->rc ? r->err : NULL};
     osp_wire_reply_event_late(&w, &ev);
-    srv_broadcast(s, &w);
+    if (s->announce) s->announce(s, &w);
     osp_jw_free(&w);
     if (srv_slot(s, info->index))
         srv_board_sync(s, info->index, -1);

@@ -37,6 +37,8 @@
 #include "server/account.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
+#include "server/exec.h"
+#include "server/reply.h"
 #include "server/ingest.h"
 #include "server/ledger.h"
 #include "server/slots.h"
@@ -208,7 +210,7 @@ static void rows_done(server_t *s, conn_t *c, srv_rows_t *r) {
     rq.u.raw.img.fmt = r->fmt;
     rq.u.raw.img.channels = 3;
     rq.u.raw.img.len = (size_t)r->w * r->h * 3; /* pixels: none kept, the tensor is made */
-    frame_job_t *j = srv_frame_job_new(s, c, &rq, NULL, 0);
+    frame_job_t *j = srv_pipe_frame_job(s, c, &srv_pipe_tp, &rq, NULL, 0);
     if (!j) {
         rows_drop(s, r);
         srv_reply_error(s, c, r->req_id, SRV_ERR_PLAIN, "out of memory");
@@ -325,3 +327,23 @@ int srv_rows_parked(srv_rows_t **rp, frame_job_t *j, char *err, size_t errlen) {
         return -1;
     return 1;
 }
+
+/* A raw frame parked in pipes (exec.h's parked frames): its tensor made
+ * from them (1), its bytes filled into the frame to be prepared whole
+ * (0), or an error (-1). */
+static int parked_prepare(void **state, frame_job_t *j, char *err, size_t errlen) {
+    int st = srv_rows_parked((srv_rows_t **)state, j, err, errlen);
+    int lost = st == 0 ? srv_spill_fill(j->spill, j->r.frame) : 0;
+    srv_spill_free(j->spill);
+    j->spill = NULL;
+    if (st < 0) return -1;
+    if (lost) {
+        snprintf(err, errlen, "frame bytes lost in transit");
+        return -1;
+    }
+    return st;
+}
+
+static void parked_free(void *state) { srv_rows_free(NULL, state); }
+
+const srv_parked_ops_t srv_rows_parked_ops = {parked_prepare, parked_free};

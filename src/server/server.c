@@ -26,10 +26,12 @@
 #include "server/exec.h"
 #include "server/fleet.h"
 #include "server/http.h"
+#include "server/ingest.h"
 #include "server/job.h"
 #include "server/ledger.h"
 #include "server/loads.h"
 #include "server/loop.h"
+#include "server/route.h"
 #include "server/shm.h"
 #include "server/slots.h"
 #include "server/stats.h"
@@ -89,6 +91,18 @@ static int finished(server_t *s, int *exit_code) {
     return s->stopping && srv_conns_empty(s) && srv_idle(s);
 }
 
+/* ---- the host connections (conn.c names none of this) --------------------------- */
+
+static void conn_closed(server_t *s, uint32_t conn_id) {
+    srv_shm_conn_closed(s, conn_id);
+    srv_streams_conn_closed(s, conn_id);
+}
+
+static const srv_conn_ops_t CONN_OPS = {
+    srv_route_frame, conn_closed,   srv_idle,     srv_rows_begin, srv_rows_step, srv_rows_active,
+    srv_rows_free,   srv_big_begin, srv_big_step, srv_big_active, srv_big_free,
+};
+
 static const srv_loop_run_t RUN = {finished, srv_conns_read_unpolled};
 
 static void register_with_loop(server_t *s) {
@@ -112,7 +126,10 @@ static server_t *server_new(const osp_server_opts_t *opts) {
         free(s);
         return NULL;
     }
-    s->conns = srv_conns_new();
+    s->conns = srv_conns_new(&CONN_OPS);
+    s->input_waiting = srv_input_waiting;
+    s->announce = srv_broadcast;
+    s->parked = &srv_rows_parked_ops;
     s->slots = srv_slots_new();
     s->jobs = srv_jobs_new();
     s->cmds = srv_cmds_new();

@@ -7,8 +7,6 @@
  * ever read.
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,6 +21,8 @@
 #include "sched/bufpool.h"
 #include "server/account.h"
 #include "server/cmds.h"
+#include "server/reply.h"
+#include "server/guard.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/job.h"
@@ -56,41 +56,9 @@ struct srv_shm {
     uint32_t next_id;
 };
 
-/* ---- reading a region that may shrink -------------------------------------------
- *
- * A host can truncate its shared-memory file at any time, and reading a
- * page of the mapping past the new end raises SIGBUS, which would kill the
- * whole server. The size is checked before each frame is dispatched, and a
- * worker that reads one runs under a guard: SIGBUS on a guarded thread
- * jumps back out of the read, which then fails like a bad frame. */
-
-static _Thread_local sigjmp_buf *t_guard;
-
-static void on_sigbus(int sig, siginfo_t *si, void *uc) {
-    (void)si;
-    (void)uc;
-    if (t_guard) siglongjmp(*t_guard, 1);
-    signal(sig, SIG_DFL); /* not a guarded read: fail as before */
-    raise(sig);
-}
-
-void srv_shm_guard_install(void) {
-    struct sigaction sa = {.sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGBUS, &sa, NULL);
-}
-
-int srv_shm_guarded(int (*fn)(void *), void *arg) {
-    sigjmp_buf jb;
-    if (sigsetjmp(jb, 1)) {
-        t_guard = NULL;
-        return SRV_SHM_SHRUNK;
-    }
-    t_guard = &jb;
-    int rc = fn(arg);
-    t_guard = NULL;
-    return rc;
-}
+/* A host can truncate its file at any time: the size is checked before
+ * each frame is dispatched, and the worker reads it under a guard
+ * (guard.h). */
 
 srv_shm_t *srv_shm_new(void) { return calloc(1, sizeof(srv_shm_t)); }
 
@@ -212,7 +180,7 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, c
             return 1;
         }
         r->fd = fd;
-        srv_shm_guard_install(); /* before any frame in it is read */
+        srv_guard_install(); /* before any frame in it is read */
         r->id = ++s->shm->next_id;
         r->owner = srv_conn_id(c);
         snprintf(r->name, sizeof r->name, "%s", rg.name);
@@ -247,6 +215,15 @@ static void shm_error(server_t *s, conn_t *c, uint32_t req_id, int idx, srv_fail
     srv_reply_error(s, c, req_id, SRV_ERR_PLAIN, msg);
     srv_account(s, idx, 1, SRV_OUTCOME_FAILED(kind), 0);
 }
+
+/* A frame job in a region holds a reference to it until released. */
+static void shm_job_release(server_t *s, srv_req_t *r) {
+    frame_job_t *j = (frame_job_t *)r;
+    if (j->shm) srv_shm_release(s, j->shm);
+    j->shm = NULL;
+}
+
+static const srv_transport_t shm_tp = {NULL, NULL, srv_pipe_send, shm_job_release};
 
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len) {
     char err[512];
@@ -283,7 +260,7 @@ void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t
     osp_wire_request_t rq = {.req_id = f->req_id,
                              .msg_type = OSP_WIRE_MSG_INFER_SHM,
                              .deadline_ms = m.deadline_ms};
-    frame_job_t *j = srv_frame_job_new(s, c, &rq, frame, len);
+    frame_job_t *j = srv_pipe_frame_job(s, c, &shm_tp, &rq, frame, len);
     if (!j) {
         osp_buf_put(s->bufs, frame);
         shm_error(s, c, f->req_id, m.model_idx, SRV_FAIL_NO_MEMORY, "out of memory");

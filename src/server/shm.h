@@ -28,12 +28,6 @@ int srv_shm_command(server_t *s, conn_t *c, uint32_t req_id, const char *name,
                     const struct cJSON *cmd);
 void srv_shm_release(server_t *s, shm_region_t *r);
 void srv_shm_conn_closed(server_t *s, uint32_t conn_id);
-/* Run fn(arg), which reads a registered region, on a worker: fn's result,
- * or SRV_SHM_SHRUNK when the region shrank under the read (SIGBUS, caught
- * by the handler srv_shm_guard_install sets; register_shm sets it). */
-void srv_shm_guard_install(void);
-#define SRV_SHM_SHRUNK (-100)
-int srv_shm_guarded(int (*fn)(void *), void *arg);
 /* An infer_shm frame: checked against its region, then dispatched; takes frame. */
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len);
 

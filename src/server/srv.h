@@ -12,6 +12,7 @@
 
 #include "runtime/runtime.h"
 #include "server/server.h"
+#include "wire/jsonw.h"
 
 #define OSP_MAX_SLOTS 256         /* model_idx is a u8 */
 #define OSP_PENDING_MAX 2         /* waiting frames per model beyond the running ones */
@@ -43,6 +44,7 @@ struct osp_bufpool;
 struct osp_ctxpool;
 struct osp_loader;
 struct osp_paths;
+struct srv_parked_ops; /* exec.h */
 
 /* Written once, when the worker pools start (the first handshake, or the
  * startup config of --listen --config: hello.c); read-only after. */
@@ -91,6 +93,12 @@ struct server {
     struct osp_ctxpool *ctxs;  /* inference contexts (sched/ctxpool.h) */
     struct osp_paths *roots; /* where socket peers' files may lie (model/paths.h); fixed at startup */
     srv_auth_t *auth;        /* the socket token, or NULL (auth.h) */
+    /* What the core asks of the host connections without knowing them,
+     * set by server.c before anything runs: */
+    int (*input_waiting)(server_t *s); /* more frames on their way (a frame partly read, bytes
+                                        * waiting): a frame admitted now will soon have company */
+    void (*announce)(server_t *s, const osp_jw_t *event); /* an event to every host */
+    const struct srv_parked_ops *parked; /* frames whose pixels were parked as they were read */
 };
 
 #endif

@@ -20,6 +20,8 @@
 #include "base/clock.h"
 #include "base/thread.h"
 #include "server/cmds.h"
+#include "server/policy.h"
+#include "server/reply.h"
 #include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/job.h"

@@ -22,7 +22,6 @@
 #include "model/model.h"
 #include "model/paths.h"
 #include "server/board.h"
-#include "server/conn.h"
 #include "server/dispatch.h"
 #include "server/exec.h"
 #include "server/loads.h"
@@ -137,7 +136,7 @@ static size_t event_begin(osp_jw_t *w, const char *name, int index, const char *
 static void event_send(server_t *s, osp_jw_t *w, size_t at) {
     osp_jw_obj_close(w);
     osp_wire_reply_end(w, at, 0xFFFFFFFFu);
-    srv_broadcast(s, w);
+    if (s->announce) s->announce(s, w);
     osp_jw_free(w);
 }
 

@@ -9,11 +9,12 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "server/shm.h"
+#include "server/guard.h"
 
 typedef struct {
     const volatile uint8_t *p;
@@ -37,20 +38,18 @@ static void test_read_past_a_shrunk_region_fails_the_read(void **s) {
     assert_true(base != MAP_FAILED);
     base[5000] = 42;
     read_arg_t a = {base, 5000};
-    srv_shm_guard_install(); /* as register_shm does (cmocka sets its own per test) */
-    assert_int_equal(srv_shm_guarded(read_byte, &a), 42);
+    srv_guard_install(); /* as register_shm does (cmocka sets its own per test) */
+    assert_int_equal(srv_guarded(read_byte, &a), 42);
     assert_int_equal(ftruncate(fd, 0), 0); /* the host shrinks it */
-    assert_int_equal(srv_shm_guarded(read_byte, &a), SRV_SHM_SHRUNK);
-    assert_int_equal(srv_shm_guarded(read_byte, &a), SRV_SHM_SHRUNK); /* and again */
+    assert_int_equal(srv_guarded(read_byte, &a), SRV_GUARD_FAULT);
+    assert_int_equal(srv_guarded(read_byte, &a), SRV_GUARD_FAULT); /* and again */
     assert_int_equal(ftruncate(fd, 8192), 0); /* grown back: reads work (zeros now) */
-    assert_int_equal(srv_shm_guarded(read_byte, &a), 0);
+    assert_int_equal(srv_guarded(read_byte, &a), 0);
     munmap(base, 8192);
     close(fd);
 }
 
-static void *guarded_thread(void *arg) {
-    return (void *)(intptr_t)srv_shm_guarded(read_byte, arg);
-}
+static void *guarded_thread(void *arg) { return (void *)(intptr_t)srv_guarded(read_byte, arg); }
 
 /* The guard is per thread: a worker's SIGBUS returns on that worker. */
 static void test_guard_on_another_thread(void **s) {
@@ -65,12 +64,12 @@ static void test_guard_on_another_thread(void **s) {
     assert_true(base != MAP_FAILED);
     assert_int_equal(ftruncate(fd, 0), 0);
     read_arg_t a = {base, 100};
-    srv_shm_guard_install();
+    srv_guard_install();
     pthread_t t;
     void *rc;
     assert_int_equal(pthread_create(&t, NULL, guarded_thread, &a), 0);
     pthread_join(t, &rc);
-    assert_int_equal((int)(intptr_t)rc, SRV_SHM_SHRUNK);
+    assert_int_equal((int)(intptr_t)rc, SRV_GUARD_FAULT);
     munmap(base, 4096);
     close(fd);
 }
