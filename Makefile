@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet bench-frigate soak clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-peer bench-fleet bench-frigate soak clean help
 
 all: build
 
@@ -32,6 +32,7 @@ help:
 	@echo "make check-tsan  the threaded parts (unit tests, ospreyd end to end) under TSan"
 	@echo "make fuzz     every fuzz target (tests/fuzz/README.md), FUZZ_SECONDS each (default 60)"
 	@echo "make format-check  list the C files clang-format (.clang-format) would change (part of check)"
+	@echo "make layout-check  the server's map: no cycle among its files, each folder within its layer (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
@@ -72,7 +73,7 @@ unit: build
 # ONNX Runtime it was built with and the models and media of $(OSPREY_CACHE)
 PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
     OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider
-E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py
+E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py
 
 e2e: build assets
 	$(PYTEST) $(E2E_TESTS)
@@ -82,6 +83,7 @@ check: build assets
 	$(PYTEST) $(E2E_TESTS)
 ifeq ($(SANITIZE),)
 	@$(MAKE) --no-print-directory format-check
+	@$(MAKE) --no-print-directory layout-check
 	@$(MAKE) --no-print-directory fuzz
 endif
 
@@ -134,6 +136,12 @@ fuzz: deps $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 # (`make format` does).
 format-check:
 	@scripts/format-check.sh
+
+# The server's map (docs/architecture.md): no cycle among its files, and
+# each folder includes only what its layer may see.
+layout-check:
+	@$(PY) tools/callgraph.py src/server
+	@$(PY) tools/layers.py src/server
 
 format:
 	@git ls-files -z -- '*.c' '*.h' | xargs -0 clang-format -i --style=file

@@ -8,7 +8,7 @@ string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){16})" "\\1\n" arr "${arr}")
 get_filename_component(in_name "${IN}" NAME)
 file(WRITE "${OUT}.tmp"
   "/* generated from ${in_name} by cmake/embed.cmake: do not edit */\n"
-  "#include \"server/dashboard.h\"\n"
+  "#include \"server/http/dashboard.h\"\n"
   "const unsigned char ${NAME}[] = {\n${arr}0x00};\n"
   "const size_t ${NAME}_len = ${bytes};\n")
 file(RENAME "${OUT}.tmp" "${OUT}")

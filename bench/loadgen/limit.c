@@ -192,7 +192,7 @@ void lg_limit_mean(limit_t *a, const limit_t *b) {
  * writer the requests use (lg_push), a 1 MiB pipe as ospreyd's stdin, and a
  * thread that reads it as ospreyd's reading thread does (up to a pipeful
  * at a time, spliced into a pipe of its own and copied out of that, so
- * that the writer's copy in and its copy out overlap: src/server/relay.c)
+ * that the writer's copy in and its copy out overlap: src/server/pipe/relay.c)
  * and keeps nothing. No server can answer a frame sent this way sooner
  * than this after the write starts. */
 typedef struct {

@@ -1,5 +1,5 @@
 /*
- * http: the pure parts of ospreyd's HTTP door (src/server/http.c): which
+ * http: the pure parts of ospreyd's HTTP door (src/server/http/http.c): which
  * page a request asks for, the --http bind spec, and the Prometheus text
  * exposition format (version 0.0.4) that /metrics is written in, with the
  * quantile the dashboard reads off a histogram. No I/O, no threads, no

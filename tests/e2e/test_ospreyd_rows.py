@@ -1,4 +1,4 @@
-"""Large raw frames prepared as they are read (src/server/rows.c): the
+"""Large raw frames prepared as they are read (src/server/pipe/rows.c): the
 tensor is made row by row while the pixels arrive, and the answer is the one
 the whole frame gives (the same pixels through cache_frame + infer_cached,
 which prepares the frame whole). Also what a host can do in the middle of
@@ -45,7 +45,7 @@ def test_rows_match_the_whole_frame(worker, cfg, picture, nx, ny):
     rgb = c.infer_raw(0, big)
     bgr = c.infer_raw(0, big, fmt=FMT_BGR)
     assert prepared_as_read(c) == before + 2
-    # all three frames came through the relay pipe (src/server/relay.c),
+    # all three frames came through the relay pipe (src/server/pipe/relay.c),
     # but for what a first read staged (up to 256 KiB) and a tail under 16 KiB
     assert relayed(c) - bytes_before >= 3 * (len(big.data) - (272 << 10)), relayed(c)
     assert ref["detections"], ref

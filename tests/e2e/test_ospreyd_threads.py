@@ -236,7 +236,7 @@ def test_parked_frames_over_sockets(spawn, tmp_path, transport, version):
         assert r["embedding"] == alone["embedding"], "a served frame reached the model changed"
     counters = c.command({"cmd": "mem_stats"})["counters"]
     assert counters["framesParked"] >= 1, counters
-    # a socket is read directly: the relay pipe (src/server/relay.c) is for pipes
+    # a socket is read directly: the relay pipe (src/server/pipe/relay.c) is for pipes
     assert counters["bytesRelayed"] == 0, counters
 
 

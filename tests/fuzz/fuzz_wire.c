@@ -344,7 +344,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         off += f.frame_len;
     }
 
-    /* the stream read the way ospreyd reads it (src/server/conn.c): reads
+    /* the stream read the way ospreyd reads it (src/server/pipe/conn.c): reads
      * of sizes chosen by the input into a staging buffer, whole frames
      * taken off its front with osp_wire_scan, the rest kept */
     static uint8_t stage[1 << 20];

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "server/account.h"
-#include "server/stats.h"
+#include "server/core/account.h"
+#include "server/core/stats.h"
 
 static server_t *mini_server(void) {
     server_t *s = calloc(1, sizeof *s);

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "server/board.h"
-#include "server/slots.h"
+#include "server/core/board.h"
+#include "server/core/slots.h"
 
 /* A server with only the parts the board uses. */
 static server_t *mini_server(void) {

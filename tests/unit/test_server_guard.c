@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "server/guard.h"
+#include "server/core/guard.h"
 
 typedef struct {
     const volatile uint8_t *p;

@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "server/ledger.h"
-#include "server/stats.h"
+#include "server/core/ledger.h"
+#include "server/core/stats.h"
 
 static server_t *mini_server(void) {
     server_t *s = calloc(1, sizeof *s);

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "server/slots.h"
+#include "server/core/slots.h"
 
 /* A model never opened (no runtime): a name and a file, enough to find. */
 static void install(server_t *s, int idx, const char *name, const char *path) {

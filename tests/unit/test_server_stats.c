@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "server/stats.h"
+#include "server/core/stats.h"
 
 static server_t *mini_server(void) {
     server_t *s = calloc(1, sizeof *s);

@@ -187,7 +187,7 @@ static size_t build_stream(bb_t *b, want_t *w) {
 }
 
 /* A staging buffer read the way ospreyd's connections read theirs
- * (src/server/conn.c): bytes appended as they arrive, whole frames taken
+ * (src/server/pipe/conn.c): bytes appended as they arrive, whole frames taken
  * off the front with osp_wire_scan, the rest kept for the next read. */
 typedef struct {
     uint8_t b[8192];

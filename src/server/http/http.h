@@ -1,0 +1,26 @@
+/*
+ * http: ospreyd's HTTP door (--http [HOST:]PORT, docs/http.md) —
+ * /healthz, /readyz, /v1/models, /v1/stats, /metrics, the dashboard at /
+ * and its event stream /events. libmicrohttpd serves it on threads of its
+ * own (one accepting, one per connection, at most HTTP_CONNECTIONS), never
+ * on the I/O thread. What it shows comes from the counters (stats.h,
+ * atomics), the model board (board.h, its own lock) and /proc; the
+ * mem_stats record of /v1/stats is asked of the I/O thread through its
+ * mailbox and written there, as the pipe's is. The struct is private to
+ * http.c.
+ */
+#ifndef OSP_HTTP_H
+#define OSP_HTTP_H
+
+#include <stddef.h>
+
+#include "server/core/srv.h"
+
+/* Listen on spec and serve; NULL with the reason in err. A host other
+ * than loopback is logged: the door has no authentication. */
+srv_http_t *srv_http_start(server_t *s, const char *spec, char *err, size_t errlen);
+/* Stop serving: open event streams end, the threads are joined. NULL is
+ * ignored. */
+void srv_http_stop(srv_http_t *h);
+
+#endif
