@@ -28,6 +28,8 @@ struct osp_loader {
 typedef struct {
     osp_model_cfg_t cfg;
     const osp_backend_t *backend;
+    const osp_load_how_t *how; /* or NULL: cfg through backend */
+    void *how_arg;
     int seq;
     osp_loader_post_fn post;
     void *post_arg;
@@ -40,15 +42,25 @@ static void *load_main(void *arg) {
     struct timespec t0;
     osp_now(&t0);
     osp_model_t *m = NULL;
+    void *made = NULL;
     char err[512] = "";
-    int rc = osp_model_open(&a->cfg, a->backend, &m, err, sizeof err);
+    int rc;
+    if (a->how) {
+        rc = a->how->open(a->how_arg, &made, err, sizeof err);
+        if (a->how->arg_free) a->how->arg_free(a->how_arg);
+    } else {
+        rc = osp_model_open(&a->cfg, a->backend, &m, err, sizeof err);
+    }
     if (!r) { /* nowhere to report: the loop times the load out */
         osp_model_free(m);
+        if (made) a->how->drop(made);
         free(a);
         return NULL;
     }
     r->seq = a->seq;
     r->model = m;
+    r->made = made;
+    r->drop = a->how ? a->how->drop : NULL;
     r->rc = rc;
     r->load_ms = osp_ms_since(&t0);
     snprintf(r->err, sizeof r->err, "%s", err);
@@ -71,6 +83,7 @@ void osp_loader_free(osp_loader_t *ld) { free(ld); }
 void osp_loader_result_free(osp_load_result_t *r) {
     if (!r) return;
     osp_model_free(r->model);
+    if (r->made && r->drop) r->drop(r->made);
     free(r);
 }
 
@@ -96,16 +109,14 @@ int osp_loader_in_flight(const osp_loader_t *ld, osp_load_info_t *info) {
     return 1;
 }
 
-int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_backend_t *backend,
-                     int index, const char *model_id) {
+static int start(osp_loader_t *ld, const load_arg_t *from, int index, const char *model_id) {
     if (ld->busy || ld->poisoned) return -1;
     load_arg_t *a = malloc(sizeof *a);
     if (!a) return -1;
-    *a = (load_arg_t){.cfg = *cfg,
-                      .backend = backend,
-                      .seq = ld->seq + 1,
-                      .post = ld->post,
-                      .post_arg = ld->post_arg};
+    *a = *from;
+    a->seq = ld->seq + 1;
+    a->post = ld->post;
+    a->post_arg = ld->post_arg;
     if (osp_thread_detached(load_main, a)) { /* abandoned, never joined */
         free(a);
         return -1;
@@ -117,6 +128,18 @@ int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_bac
     snprintf(ld->cur.model_id, sizeof ld->cur.model_id, "%s", model_id);
     osp_now(&ld->started);
     return 0;
+}
+
+int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_backend_t *backend,
+                     int index, const char *model_id) {
+    load_arg_t a = {.cfg = *cfg, .backend = backend};
+    return start(ld, &a, index, model_id);
+}
+
+int osp_loader_start_how(osp_loader_t *ld, const osp_load_how_t *how, void *arg, int index,
+                         const char *model_id) {
+    load_arg_t a = {.how = how, .how_arg = arg};
+    return start(ld, &a, index, model_id);
 }
 
 int osp_loader_timer_ms(const osp_loader_t *ld) {

@@ -23,8 +23,10 @@
 typedef struct osp_loader osp_loader_t;
 
 typedef struct {
-    int seq;            /* which load this is */
-    osp_model_t *model; /* NULL when it failed */
+    int seq;                  /* which load this is */
+    osp_model_t *model;       /* NULL when it failed */
+    void *made;               /* osp_loader_start_how's: what its open made, or NULL */
+    void (*drop)(void *made); /* ... and how it is freed when nobody takes it */
     int rc;
     char err[512];
     double load_ms;
@@ -58,6 +60,21 @@ int osp_loader_in_flight(const osp_loader_t *ld, osp_load_info_t *info);
  * 0, or -1 when busy, poisoned, or no thread could be started. */
 int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_backend_t *backend,
                      int index, const char *model_id);
+
+/* A load of something other than a model config (a stream's model): on
+ * the loader's thread, open(arg) makes *made (0) or fails (-1, err says
+ * why); arg_free(arg) follows on that thread. The result carries made,
+ * which the caller takes by clearing result->made, else it is given to
+ * drop. Bounded, poisoning and late exactly as osp_loader_start's. */
+typedef struct {
+    int (*open)(void *arg, void **made, char *err, size_t errlen);
+    void (*drop)(void *made);
+    void (*arg_free)(void *arg);
+} osp_load_how_t;
+/* 0, or -1 when busy, poisoned, or no thread could be started (arg is
+ * then still the caller's). */
+int osp_loader_start_how(osp_loader_t *ld, const osp_load_how_t *how, void *arg, int index,
+                         const char *model_id);
 
 /* Milliseconds until the load in flight reaches its bound (0: now), -1: none. */
 int osp_loader_timer_ms(const osp_loader_t *ld);

@@ -107,11 +107,10 @@ static const srv_loop_run_t RUN = {finished, srv_conns_read_unpolled};
 
 static void register_with_loop(server_t *s) {
     srv_loop_on_fd(s, srv_conn_event);
-    /* model loads' bounds, batch windows, handshakes' bounds, streams, runs' bounds */
+    /* model loads' bounds, batch windows, handshakes' bounds, runs' bounds */
     srv_loop_timer(s, srv_loads_timer_ms, srv_loads_check);
     srv_loop_timer(s, srv_dispatch_timer_ms, srv_dispatch_flush_due);
     srv_loop_timer(s, srv_conns_hello_timer_ms, srv_conns_expire_hellos);
-    srv_loop_timer(s, srv_streams_timer_ms, srv_streams_check_timers);
     srv_loop_timer(s, srv_watchdog_timer_ms, srv_watchdog_check);
     srv_loop_on_stop(s, srv_conns_stop_reading);
     srv_loop_on_stop(s, stop_claiming);

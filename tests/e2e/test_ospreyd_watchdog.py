@@ -303,3 +303,27 @@ def test_a_reload_past_the_load_bound_is_bounded_like_every_load(worker, tmp_pat
     r = c.command({"cmd": "load", "index": 2, "config": healthy_model(tmp_path, "other")})
     assert r["status"] == "ok", r
     release.touch()
+
+
+def test_an_open_stream_past_the_load_bound_is_bounded_like_every_load(worker, tmp_path):
+    """A stream's model loads through the one loader: a load that hangs is
+    answered at the load bound, no model load starts until it returns (the
+    loader is poisoned), and its late return is announced like any load's."""
+    gate = tmp_path / "stream.gate"
+    script = tb_script(tmp_path / "stream.json", load_block_file=gate)
+    w, _ = worker(tb_config([healthy_model(tmp_path)], timeout_ms=1000))
+    c = w.conn
+    t0 = time.monotonic()
+    r = c.command({"cmd": "open_stream", "config": {"path": script["path"], "frameLen": 4}}, timeout=30)
+    assert r["status"] == "error" and "took longer than 1000 ms" in r["error"], r
+    assert time.monotonic() - t0 < 20
+    r = c.command({"cmd": "load", "index": 1, "config": healthy_model(tmp_path, "other")})
+    assert r["status"] == "error" and r["reason"] == "worker-poisoned", r
+    assert c.mem_stats()["modelLoad"]["poisonedBy"] is not None
+    assert c.infer_raw(0, solid(32, 32))["detections"], "the loaded model is served all along"
+    gate.touch()
+    wait_event(c, "compile-finished-late")
+    r = c.command({"cmd": "load", "index": 1, "config": healthy_model(tmp_path, "other")})
+    assert r["status"] == "ok", r
+    w.close_stdin()
+    assert w.wait(30) == 0

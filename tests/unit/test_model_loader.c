@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -300,6 +301,92 @@ static void test_load_past_bound(void **s) {
     mailbox_destroy(&mb);
 }
 
+/* ---- a load of something else (osp_load_how_t) ----------------------------- */
+
+static atomic_int g_args_freed, g_dropped;
+
+/* Waits for the file named by arg, then makes a number (or fails on "fail"). */
+static int how_open(void *arg, void **made, char *err, size_t errlen) {
+    const char *gate = arg;
+    while (strcmp(gate, "fail") != 0 && access(gate, F_OK) != 0) sleep_ms(5);
+    if (strcmp(gate, "fail") == 0) {
+        snprintf(err, errlen, "it could not be made");
+        return -1;
+    }
+    int *n = malloc(sizeof *n);
+    *n = 42;
+    *made = n;
+    return 0;
+}
+static void how_drop(void *made) {
+    free(made);
+    atomic_fetch_add(&g_dropped, 1);
+}
+static void how_arg_free(void *arg) {
+    free(arg);
+    atomic_fetch_add(&g_args_freed, 1);
+}
+static const osp_load_how_t HOW = {how_open, how_drop, how_arg_free};
+
+/* What it makes comes back in time, is the caller's when taken, and given to
+ * drop when not; past its bound it poisons the loader like a model load, and
+ * its late result is dropped with the result. Its arg is freed on the
+ * loader's thread in every case. */
+static void test_load_how(void **s) {
+    (void)s;
+    static mailbox_t mb;
+    mailbox_init(&mb);
+    atomic_store(&g_args_freed, 0);
+    atomic_store(&g_dropped, 0);
+    char gate[256];
+    in_dir(gate, "how-gate");
+    write_file(gate, "");
+    osp_loader_t *ld = osp_loader_new(200, post, &mb);
+    assert_non_null(ld);
+    osp_load_info_t info;
+
+    assert_int_equal(osp_loader_start_how(ld, &HOW, strdup(gate), -1, "made"), 0);
+    osp_load_result_t *r = mailbox_wait(&mb);
+    assert_non_null(r);
+    assert_int_equal(osp_loader_finish(ld, r, &info), OSP_LOAD_IN_TIME);
+    assert_int_equal(r->rc, 0);
+    assert_null(r->model);
+    assert_non_null(r->made);
+    assert_int_equal(*(int *)r->made, 42);
+    free(r->made); /* taken */
+    r->made = NULL;
+    osp_loader_result_free(r);
+    assert_int_equal(atomic_load(&g_dropped), 0);
+
+    assert_int_equal(osp_loader_start_how(ld, &HOW, strdup("fail"), -1, "failing"), 0);
+    assert_non_null(r = mailbox_wait(&mb));
+    assert_int_equal(osp_loader_finish(ld, r, &info), OSP_LOAD_IN_TIME);
+    assert_int_equal(r->rc, -1);
+    assert_string_equal(r->err, "it could not be made");
+    assert_null(r->made);
+    osp_loader_result_free(r);
+
+    unlink(gate); /* the next one waits past its bound */
+    assert_int_equal(osp_loader_start_how(ld, &HOW, strdup(gate), -1, "slow"), 0);
+    while (osp_loader_timer_ms(ld) > 0) sleep_ms(10);
+    assert_int_equal(osp_loader_expire(ld, &info), 1);
+    assert_string_equal(info.model_id, "slow");
+    assert_int_equal(osp_loader_poisoned(ld, NULL), 1);
+    char *kept = strdup(gate);
+    assert_int_equal(osp_loader_start_how(ld, &HOW, kept, -1, "refused"), -1);
+    free(kept); /* refused: still the caller's */
+    write_file(gate, "");
+    assert_non_null(r = mailbox_wait(&mb));
+    assert_int_equal(osp_loader_finish(ld, r, &info), OSP_LOAD_LATE);
+    assert_non_null(r->made);
+    osp_loader_result_free(r); /* nobody takes it: dropped */
+    assert_int_equal(atomic_load(&g_dropped), 1);
+    assert_int_equal(atomic_load(&g_args_freed), 3);
+    assert_int_equal(osp_loader_poisoned(ld, NULL), 0);
+    osp_loader_free(ld);
+    mailbox_destroy(&mb);
+}
+
 /* A slow load still within its bound is not expired, and is in time. */
 static void test_no_expiry_within_bound(void **s) {
     (void)s;
@@ -376,9 +463,13 @@ static void test_note_failed_counts(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_load_in_time),         cmocka_unit_test(test_load_fails),
-        cmocka_unit_test(test_load_past_bound),      cmocka_unit_test(test_no_expiry_within_bound),
-        cmocka_unit_test(test_unknown_seq_is_stale), cmocka_unit_test(test_note_failed_counts),
+        cmocka_unit_test(test_load_in_time),
+        cmocka_unit_test(test_load_fails),
+        cmocka_unit_test(test_load_past_bound),
+        cmocka_unit_test(test_no_expiry_within_bound),
+        cmocka_unit_test(test_unknown_seq_is_stale),
+        cmocka_unit_test(test_note_failed_counts),
+        cmocka_unit_test(test_load_how),
     };
     return cmocka_run_group_tests(tests, setup_dir, remove_dir);
 }

@@ -17,6 +17,8 @@
 
 typedef struct load {
     struct load *next;
+    const osp_load_how_t *how; /* or NULL: cfg */
+    void *how_arg;             /* the how's until its load starts */
     osp_model_cfg_t cfg;
     int index;
     char model_id[128];
@@ -41,6 +43,7 @@ void srv_loads_free(srv_loads_t *l) {
     if (!l) return;
     for (load_t *q = l->head, *n; q; q = n) {
         n = q->next;
+        if (q->how && q->how->arg_free) q->how->arg_free(q->how_arg);
         free(q);
     }
     free(l->running);
@@ -81,6 +84,8 @@ static void answer(server_t *s, load_t *q, srv_load_end_t *end) {
     snprintf(end->model_id, sizeof end->model_id, "%s", q->model_id);
     q->done(s, q->arg, end);
     osp_model_free(end->model);
+    if (end->made) q->how->drop(end->made);
+    if (q->how && q->how_arg && q->how->arg_free) q->how->arg_free(q->how_arg); /* never started */
     free(q);
 }
 
@@ -122,11 +127,21 @@ static void pump(server_t *s) {
             answer(s, q, &end);
             continue;
         }
-        osp_log(OSP_LOG_INFO, "ospreyd: model %d load started: %s (bound %" PRId64 " ms)",
-                q->index, q->cfg.path, end.bound_ms);
-        srv_board_loading(s, q->index, &q->cfg);
-        if (osp_loader_start(ld, &q->cfg, s->set.backend, q->index, q->model_id)) {
-            srv_board_failed(s, q->index, q->model_id, "cannot start a loader thread");
+        int rc;
+        if (q->how) {
+            osp_log(OSP_LOG_INFO, "ospreyd: load of %s started (bound %" PRId64 " ms)",
+                    q->model_id, end.bound_ms);
+            rc = osp_loader_start_how(ld, q->how, q->how_arg, q->index, q->model_id);
+            if (!rc) q->how_arg = NULL; /* the loader's thread's now */
+        } else {
+            osp_log(OSP_LOG_INFO, "ospreyd: model %d load started: %s (bound %" PRId64 " ms)",
+                    q->index, q->cfg.path, end.bound_ms);
+            srv_board_loading(s, q->index, &q->cfg);
+            rc = osp_loader_start(ld, &q->cfg, s->set.backend, q->index, q->model_id);
+        }
+        if (rc) {
+            if (q->index >= 0)
+                srv_board_failed(s, q->index, q->model_id, "cannot start a loader thread");
             snprintf(end.err, sizeof end.err, "cannot start a loader thread");
             answer(s, q, &end);
             continue;
@@ -135,12 +150,7 @@ static void pump(server_t *s) {
     }
 }
 
-int srv_load(server_t *s, const osp_model_cfg_t *cfg, int index, const char *model_id,
-             srv_load_done_fn done, void *arg) {
-    load_t *q = calloc(1, sizeof *q);
-    if (!q) return -1;
-    q->cfg = *cfg;
-    q->index = index;
+static int enqueue(server_t *s, load_t *q, const char *model_id, srv_load_done_fn done, void *arg) {
     snprintf(q->model_id, sizeof q->model_id, "%s", model_id);
     q->done = done;
     q->arg = arg;
@@ -152,6 +162,28 @@ int srv_load(server_t *s, const osp_model_cfg_t *cfg, int index, const char *mod
     l->tail = q;
     pump(s);
     return 0;
+}
+
+int srv_load(server_t *s, const osp_model_cfg_t *cfg, int index, const char *model_id,
+             srv_load_done_fn done, void *arg) {
+    load_t *q = calloc(1, sizeof *q);
+    if (!q) return -1;
+    q->cfg = *cfg;
+    q->index = index;
+    return enqueue(s, q, model_id, done, arg);
+}
+
+int srv_load_how(server_t *s, const osp_load_how_t *how, void *how_arg, const char *model_id,
+                 srv_load_done_fn done, void *arg) {
+    load_t *q = calloc(1, sizeof *q);
+    if (!q) {
+        if (how->arg_free) how->arg_free(how_arg);
+        return -1;
+    }
+    q->how = how;
+    q->how_arg = how_arg;
+    q->index = -1;
+    return enqueue(s, q, model_id, done, arg);
 }
 
 /* An abandoned load came back: announced to every host (s->announce), result discarded. */
@@ -169,6 +201,8 @@ static void announce_late(server_t *s, const osp_load_result_t *r, const osp_loa
     osp_wire_reply_event_late(&w, &ev);
     if (s->announce) s->announce(s, &w);
     osp_jw_free(&w);
+    if (info->index < 0) /* no model slot: a stream's model */
+        return;
     if (srv_slot(s, info->index))
         srv_board_sync(s, info->index, -1);
     else
@@ -187,13 +221,16 @@ static void result_done(server_t *s, srv_job_t *h) {
         s->loads->running = NULL;
         srv_load_end_t end = {.status = r->rc == 0 ? SRV_LOAD_OK : SRV_LOAD_FAILED,
                               .model = r->model,
+                              .made = r->made,
                               .load_ms = r->load_ms,
                               .bound_ms = bound_of(s)};
         r->model = NULL;
+        r->made = NULL;
         if (r->rc) {
             snprintf(end.err, sizeof end.err, "%s", r->err);
-            osp_log(OSP_LOG_ERROR, "ospreyd: model %d load failed: %s", q->index, r->err);
-            srv_board_failed(s, q->index, q->model_id, r->err);
+            osp_log(OSP_LOG_ERROR, "ospreyd: load of %s (index %d) failed: %s", q->model_id,
+                    q->index, r->err);
+            if (q->index >= 0) srv_board_failed(s, q->index, q->model_id, r->err);
         }
         answer(s, q, &end);
         pump(s);
@@ -232,7 +269,7 @@ void srv_loads_check(server_t *s) {
              "background and no other load starts until it does",
              info.model_id, info.index, end.bound_ms);
     osp_log(OSP_LOG_ERROR, "ospreyd: model %d: %s", info.index, end.err);
-    srv_board_poisoned(s, info.index, info.model_id, (double)end.bound_ms);
+    if (info.index >= 0) srv_board_poisoned(s, info.index, info.model_id, (double)end.bound_ms);
     answer(s, q, &end);
     pump(s); /* what waits behind it is refused: the loader is poisoned */
 }

@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "model/loader.h"
 #include "model/model.h"
 #include "server/core/srv.h"
 
@@ -30,6 +31,7 @@ typedef enum {
 typedef struct {
     srv_load_status_t status;
     osp_model_t *model; /* SRV_LOAD_OK: the callback takes it by clearing this; freed otherwise */
+    void *made;         /* the same for a srv_load_how's (given to its drop otherwise) */
     int index;
     char model_id[128];
     double load_ms;        /* SRV_LOAD_OK, SRV_LOAD_FAILED */
@@ -55,6 +57,12 @@ void srv_loads_free(srv_loads_t *l);
  * called). */
 int srv_load(server_t *s, const osp_model_cfg_t *cfg, int index, const char *model_id,
              srv_load_done_fn done, void *arg);
+/* The same for a load of something other than a model config (a stream's
+ * model, model/loader.h's osp_load_how_t): no model slot (index -1: the
+ * board is not told), the same queue, bound and poisoning. how_arg is
+ * taken (given to how->arg_free, on whichever thread ends with it). */
+int srv_load_how(server_t *s, const osp_load_how_t *how, void *how_arg, const char *model_id,
+                 srv_load_done_fn done, void *arg);
 /* Whether an abandoned load still runs (no load starts until it returns):
  * 1 with its model id, index and time so far. */
 int srv_loads_poisoned(server_t *s, char *model_id, size_t n, int *index, double *elapsed_ms);

@@ -4,9 +4,9 @@
  * chunks, per-frame embeddings) with message type 0x07, and every push is
  * answered at once with the newest reading and its age — the scoring runs
  * on the stream's own worker (src/stream/), never on the I/O thread and
- * never holding up a push. Opening loads the model on a thread of its own.
+ * never holding up a push. Opening loads the model through the server's
+ * one bounded loader (core/loads.h), as every model load does.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +18,13 @@
 #include "model/model.h"
 #include "model/paths.h"
 #include "base/clock.h"
-#include "base/thread.h"
 #include "server/pipe/cmds.h"
 #include "server/pipe/policy.h"
 #include "server/pipe/reply.h"
 #include "server/pipe/conn.h"
 #include "server/core/dispatch.h"
 #include "server/core/job.h"
+#include "server/core/loads.h"
 #include "server/core/loop.h"
 #include "server/core/stats.h"
 #include "server/pipe/streams.h"
@@ -55,35 +55,24 @@ struct srv_stream {
 struct srv_streams {
     srv_stream_t *head;
     uint32_t next_id;
-    int opening;              /* open_stream loads under way (abandoned ones too: their
-                            * threads still run) */
-    uint32_t *opening_by;     /* ... the connection of each (STREAMS_MAX entries) */
-    struct open_arg *pending; /* the loads under way, for their bound */
+    int opening;          /* open_stream loads queued or under way */
+    uint32_t *opening_by; /* ... the connection of each (STREAMS_MAX entries) */
 };
 
-/* An open_stream in progress: loaded on a thread of its own, handed back
- * as an event job. The thread reads the request's fields and writes
- * made/err; next, due and abandoned are the I/O thread's. */
-typedef struct open_arg {
-    srv_job_t h;
-    struct open_arg *next;
-    struct timespec due; /* answered with an error if not loaded by then */
-    int abandoned;       /* answered so: the result is dropped when it comes */
-    server_t *s;
-    uint32_t conn_id, req_id;
+/* What the loader's thread opens a stream from (osp_load_how_t's arg). */
+typedef struct {
+    const osp_backend_t *backend;
     char path[1024];
     osp_stream_ort_spec_t spec;
     char names[2 + 2 * OSP_STREAM_ORT_MAX_STATE + 1][128]; /* storage for the spec's names */
     osp_stream_config_t cfg;
-    srv_stream_t *made;
-    char err[512];
-} open_arg_t;
+} open_spec_t;
 
-static void pending_unlink(srv_streams_t *sts, open_arg_t *a) {
-    open_arg_t **pp = &sts->pending;
-    while (*pp && *pp != a) pp = &(*pp)->next;
-    if (*pp) *pp = a->next;
-}
+/* An open_stream waiting for its load, on the I/O thread. */
+typedef struct {
+    uint32_t conn_id, req_id;
+    char path[1024];
+} open_req_t;
 
 static void stream_free(srv_stream_t *st) {
     if (!st) return;
@@ -123,27 +112,32 @@ static void reply_cmd(server_t *s, uint32_t conn_id, uint32_t req_id, const char
     srv_cmd_send(s, conn_id, w, at, req_id);
 }
 
-static void *open_main(void *arg) {
-    open_arg_t *a = arg;
-    (void)pthread_setname_np(pthread_self(), "osp-stream-open");
+/* On the loader's thread: the model, its binding and its scoring thread. */
+static int stream_open(void *arg, void **made, char *err, size_t errlen) {
+    open_spec_t *a = arg;
     srv_stream_t *st = calloc(1, sizeof *st);
     osp_rt_opts_t ro = {.intra_threads = 1, .device = "cpu"};
     if (!st) {
-        snprintf(a->err, sizeof a->err, "out of memory");
-    } else if (osp_backend_onnxruntime.load(a->path, &ro, &st->model, a->err, sizeof a->err) == 0 &&
-               osp_stream_ort_new(st->model, &a->spec, &st->bind, a->err, sizeof a->err) == 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (a->backend->load(a->path, &ro, &st->model, err, errlen) == 0 &&
+        osp_stream_ort_new(st->model, &a->spec, &st->bind, err, errlen) == 0) {
         osp_stream_fn_t fn = osp_stream_ort_fn(st->bind);
-        if (osp_stream_new(&a->cfg, &fn, &st->scorer, a->err, sizeof a->err) == 0 &&
-            osp_stream_start(st->scorer, a->err, sizeof a->err) == 0) {
+        if (osp_stream_new(&a->cfg, &fn, &st->scorer, err, errlen) == 0 &&
+            osp_stream_start(st->scorer, err, errlen) == 0) {
             st->frame_len = a->cfg.frame_len;
-            a->made = st;
-            st = NULL;
+            *made = st;
+            return 0;
         }
     }
     stream_free(st);
-    srv_post(a->s, &a->h);
-    return NULL;
+    return -1;
 }
+
+static void stream_drop(void *made) { stream_free(made); }
+
+static const osp_load_how_t OPEN_HOW = {stream_open, stream_drop, free};
 
 static void opening_add(srv_streams_t *sts, uint32_t conn_id) {
     sts->opening_by[sts->opening++] = conn_id;
@@ -169,40 +163,42 @@ static int streams_of(const srv_streams_t *sts, uint32_t conn_id, int *all) {
     return mine;
 }
 
-static void stream_opened(server_t *s, srv_job_t *h) {
-    open_arg_t *a = (open_arg_t *)h;
-    conn_t *c = srv_conn_find(s, a->conn_id);
-    pending_unlink(s->streams, a);
-    opening_remove(s->streams, a->conn_id);
-    if (a->abandoned) { /* answered at its bound */
-        osp_log(OSP_LOG_WARN, "ospreyd: the stream load of %s returned after its bound; dropped",
-                a->path);
-        stream_free(a->made);
-        free(a);
-        return;
-    }
+/* The load of an open_stream answered (core/loads.h): the stream is the
+ * connection's, or the reply says why not. */
+static void stream_loaded(server_t *s, void *arg, srv_load_end_t *end) {
+    open_req_t *q = arg;
+    conn_t *c = srv_conn_find(s, q->conn_id);
+    opening_remove(s->streams, q->conn_id);
     srv_jobs_hold(s, -1);
     if (c) srv_conn_inflight(c, -1);
-    if (!a->made) {
-        reply_cmd(s, a->conn_id, a->req_id, "open_stream", a->err, NULL, NULL);
-    } else if (!c) {
-        stream_free(a->made); /* the host is gone */
-    } else {
-        srv_stream_t *st = a->made;
+    char err[1400];
+    if (end->status == SRV_LOAD_OK && c) {
+        srv_stream_t *st = end->made;
+        end->made = NULL;
         st->id = ++s->streams->next_id;
-        st->owner = a->conn_id;
+        st->owner = q->conn_id;
         st->next = s->streams->head;
         s->streams->head = st;
         osp_log(OSP_LOG_INFO, "ospreyd: stream %u open on %s (%d values per frame)", st->id,
-                a->path, st->frame_len);
-        reply_cmd(s, a->conn_id, a->req_id, "open_stream", NULL, st, NULL);
-    }
-    free(a);
+                q->path, st->frame_len);
+        reply_cmd(s, q->conn_id, q->req_id, "open_stream", NULL, st, NULL);
+    } else if (end->status == SRV_LOAD_TIMED_OUT) {
+        snprintf(err, sizeof err,
+                 "open_stream: loading %s took longer than %lld ms; left to finish, then dropped, "
+                 "and no model load starts until it does",
+                 q->path, (long long)end->bound_ms);
+        reply_cmd(s, q->conn_id, q->req_id, "open_stream", err, NULL, NULL);
+    } else if (end->status != SRV_LOAD_OK) {
+        snprintf(err, sizeof err, "%s%s", end->status == SRV_LOAD_POISONED ? "open_stream: " : "",
+                 end->err);
+        reply_cmd(s, q->conn_id, q->req_id, "open_stream", err, NULL, NULL);
+    } /* else the host is gone: the stream is dropped with end */
+    free(q);
 }
 
 /* The model file must be a regular file: ONNX Runtime's open of a FIFO
  * would hold the opening thread (and the connection's answer) forever. */
-static int check_file(const open_arg_t *a, char *err, size_t errlen) {
+static int check_file(const open_spec_t *a, char *err, size_t errlen) {
     int fd = osp_paths_open(a->path, "model file", OSP_MODEL_MAX_BYTES, NULL, err, errlen);
     if (fd >= 0) close(fd);
     return fd < 0 && fd != OSP_PATHS_ENOENT ? -1 : 0; /* a missing one: the runtime says so */
@@ -211,7 +207,7 @@ static int check_file(const open_arg_t *a, char *err, size_t errlen) {
 /* Fill a from the command's config (osp_wire_stream_open_parse): the
  * built-in Silero VAD, or a model file (a peer's confined to the model
  * roots) with the stream's parameters. */
-static int parse_open(server_t *s, const conn_t *conn, open_arg_t *a, const cJSON *cfg, char *err,
+static int parse_open(server_t *s, const conn_t *conn, open_spec_t *a, const cJSON *cfg, char *err,
                       size_t errlen) {
     osp_wire_stream_open_t o;
     if (osp_wire_stream_open_parse(cfg, &o, err, errlen)) return -1;
@@ -280,8 +276,11 @@ static void unlink_stream(server_t *s, srv_stream_t *st) {
 int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name, const cJSON *cmd) {
     char err[512];
     if (strcmp(name, "open_stream") == 0) {
-        open_arg_t *a = calloc(1, sizeof *a);
-        if (!a) {
+        open_spec_t *a = calloc(1, sizeof *a);
+        open_req_t *q = calloc(1, sizeof *q);
+        if (!a || !q) {
+            free(a);
+            free(q);
             reply_cmd(s, srv_conn_id(c), req_id, name, "out of memory", NULL, NULL);
             return 1;
         }
@@ -292,32 +291,33 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
                      STREAMS_PER_CONN, STREAMS_MAX);
             reply_cmd(s, srv_conn_id(c), req_id, name, err, NULL, NULL);
             free(a);
+            free(q);
             return 1;
         }
         if (parse_open(s, c, a, cfg, err, sizeof err)) {
             reply_cmd(s, srv_conn_id(c), req_id, name, err, NULL, NULL);
             free(a);
+            free(q);
             return 1;
         }
-        a->h.kind = SRV_JOB_EVENT;
-        a->h.done = stream_opened;
-        a->s = s;
-        /* bounded as a model load is: a peer waits no longer than that */
-        double bound = s->set.load_bound_ms > 0 ? s->set.load_bound_ms : 120000.0;
-        if (bound > 86400000.0) bound = 86400000.0;
-        a->due = osp_deadline_in(CLOCK_MONOTONIC, bound);
-        a->conn_id = srv_conn_id(c);
-        a->req_id = req_id;
-        if (osp_thread_detached(open_main, a)) {
-            reply_cmd(s, srv_conn_id(c), req_id, name, "cannot start a thread", NULL, NULL);
-            free(a);
-            return 1;
-        }
+        /* a stream's model loads through the runtime every model does */
+        a->backend = s->set.backend ? s->set.backend : &osp_backend_onnxruntime;
+        q->conn_id = srv_conn_id(c);
+        q->req_id = req_id;
+        snprintf(q->path, sizeof q->path, "%s", a->path);
+        char model_id[128];
+        srv_model_id(a->path, model_id, sizeof model_id);
+        /* held until stream_loaded, which may run before srv_load_how returns */
         srv_jobs_hold(s, 1);
         srv_conn_inflight(c, 1);
-        opening_add(s->streams, a->conn_id);
-        a->next = s->streams->pending;
-        s->streams->pending = a;
+        opening_add(s->streams, q->conn_id);
+        if (srv_load_how(s, &OPEN_HOW, a, model_id, stream_loaded, q)) { /* a is given back */
+            opening_remove(s->streams, q->conn_id);
+            srv_jobs_hold(s, -1);
+            srv_conn_inflight(c, -1);
+            reply_cmd(s, q->conn_id, req_id, name, "out of memory", NULL, NULL);
+            free(q);
+        }
         return 1;
     }
     if (strcmp(name, "close_stream") == 0) {
@@ -336,35 +336,6 @@ int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name
         return 1;
     }
     return 0;
-}
-
-int srv_streams_timer_ms(server_t *s) {
-    int64_t best = -1;
-    for (open_arg_t *a = s->streams->pending; a; a = a->next) {
-        if (a->abandoned) continue;
-        int64_t ms = osp_ms_until(&a->due) + 1;
-        if (ms < 0) ms = 0;
-        if (best < 0 || ms < best) best = ms;
-    }
-    return best > 3600000 ? 3600000 : (int)best;
-}
-
-void srv_streams_check_timers(server_t *s) {
-    for (open_arg_t *a = s->streams->pending; a; a = a->next) {
-        if (a->abandoned || osp_ms_until(&a->due) > 0) continue;
-        /* a native load cannot be stopped: it is left to finish, its thread
-         * still counted against the connection's streams */
-        a->abandoned = 1;
-        srv_jobs_hold(s, -1);
-        conn_t *c = srv_conn_find(s, a->conn_id);
-        if (c) srv_conn_inflight(c, -1);
-        char err[1200];
-        snprintf(err, sizeof err,
-                 "open_stream: loading %s took longer than %.0f ms; left to finish, then dropped",
-                 a->path, s->set.load_bound_ms);
-        osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
-        reply_cmd(s, a->conn_id, a->req_id, "open_stream", err, NULL, NULL);
-    }
 }
 
 void srv_streams_conn_closed(server_t *s, uint32_t conn_id) {

@@ -20,14 +20,10 @@ void srv_streams_free(srv_streams_t *st);
 /* Whether any stream is open (otherwise 0x07 is an unknown type). */
 int srv_streams_open(const server_t *s);
 /* open_stream / close_stream: 1 when cmd was one (it is answered, or will
- * be once the stream's model is loaded). */
+ * be once the stream's model is loaded: through the one bounded loader,
+ * core/loads.h, like every model load). */
 int srv_stream_command(server_t *s, conn_t *c, uint32_t req_id, const char *name,
                        const struct cJSON *cmd);
 void srv_on_stream_push(server_t *s, conn_t *c, const osp_wire_frame_t *f);
 void srv_streams_conn_closed(server_t *s, uint32_t conn_id);
-/* open_stream loads are bounded as model loads are (modelLoadTimeoutMs):
- * milliseconds to the next bound (-1: none), and answer those past it. */
-int srv_streams_timer_ms(server_t *s);
-void srv_streams_check_timers(server_t *s);
-
 #endif
