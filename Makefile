@@ -72,7 +72,7 @@ unit: build
 # ONNX Runtime it was built with and the models and media of $(OSPREY_CACHE)
 PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
     OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider
-E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py
+E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_trackeval.py
 
 e2e: build assets
 	$(PYTEST) $(E2E_TESTS)
