@@ -36,6 +36,7 @@ object in a frame when their IoU is at least 0.5:
         one track for the whole clip, the pairing (Hungarian method, scipy's
         linear_sum_assignment) that makes the most frames agree (IDTP).
         IDF1 = 2 IDTP / (truth boxes + track boxes).
+  found the share of each person's frames in which they were matched.
 
 and the zone entries and line crossings: the tracker's as osprey reports
 them (an event whose current_zones gains a zone the object's record before
@@ -74,6 +75,7 @@ def clear_mot(truth, hyp, n_frames):
     fn = fp = idsw = matches = 0
     overlap = 0.0
     gt_total = 0
+    found, present = defaultdict(int), defaultdict(int)  # per truth id: frames matched, in
     last = {}  # truth id -> the track it was last matched to
     prev = {}  # truth id -> the track it was matched to in the frame before
     for f in range(n_frames):
@@ -96,7 +98,10 @@ def clear_mot(truth, hyp, n_frames):
                 if cost[r, c] >= MATCH_IOU:
                     now[free_g[r][0]] = free_h[c][0]
         gbox = dict(gts)
+        for g, _ in gts:
+            present[g] += 1
         for g, h in now.items():
+            found[g] += 1
             if g in last and last[g] != h:
                 idsw += 1
             last[g] = h
@@ -109,6 +114,7 @@ def clear_mot(truth, hyp, n_frames):
     motp = overlap / matches if matches else float("nan")
     return {"MOTA": mota, "MOTP": motp, "FN": fn, "FP": fp, "IDSW": idsw,
             "matches": matches, "truth_boxes": gt_total,
+            "found": {g: found[g] / present[g] for g in sorted(present)},
             "track_boxes": sum(len(v) for v in hyp.values())}
 
 
@@ -240,6 +246,10 @@ def report(t, runs):
         print(f"{name:>14} {r['MOTA']:7.3f} {r['IDF1']:7.3f} {r['IDSW']:5d} {r['FP']:5d} "
               f"{r['FN']:5d} {r['tracks']:6d}  {r['zone_entries']} {r['line_crossings']}"
               f"{'' if r['counts_exact'] else '  (not the truth)'}")
+    names = {p["id"]: n for n, p in t["people"].items()}
+    print("share of each person's frames matched: " + "; ".join(
+        f"{name} " + " ".join(f"{names[g]} {v:.2f}" for g, v in r["found"].items())
+        for name, r in runs.items()))
 
 
 def main():
@@ -272,6 +282,7 @@ def main():
     if a.json:
         for r in runs.values():
             r["pairs"] = {str(k): v for k, v in r["pairs"].items()}
+            r["found"] = {str(k): v for k, v in r["found"].items()}
         print(json.dumps(runs))
     else:
         report(t, runs)
