@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet bench-frigate soak clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-track bench-peer bench-fleet bench-frigate soak clean help
 
 all: build
 
@@ -34,6 +34,7 @@ help:
 	@echo "make format-check  list the C files clang-format (.clang-format) would change (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
+	@echo "make bench-track  tracking quality on a clip with exact truth: osprey detect --track vs a naive IoU linker"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
 	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
@@ -162,6 +163,12 @@ bench-fleet: build assets
 bench-frigate: build assets
 	$(PY) bench/frigate.py --bin $(abspath $(BUILD))/bin --runs 3
 
+# Tracking quality (docs/tracking.md): MOTA, IDF1, ID switches and the zone and
+# line counts of osprey detect --track against a naive IoU linker, on
+# tools/trackclip.py's clip (bench/track_quality.py).
+bench-track: build assets
+	$(PY) bench/track_quality.py --bin $(abspath $(BUILD))/bin
+
 bench: build assets
 	$(BUILD)/bin/bench_image
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
@@ -207,6 +214,8 @@ bench: build assets
 	    --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --label "overload: ssd-oidv4 raw 1920x1080 at 2x capacity" --frame raw \
 	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 3
+	@echo "tracking quality on tools/trackclip.py's clip (bench/track_quality.py):"
+	@$(PY) bench/track_quality.py --bin $(abspath $(BUILD))/bin
 
 # ospreyd next to the Python pool worker it replaces, run unchanged in a
 # Debian 13 chroot (docs/bench.md). Needs root; not part of make check.

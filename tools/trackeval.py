@@ -240,16 +240,16 @@ def counts_match(t, entries, crossings):
 def report(t, runs):
     print(f"truth: {len(t['frames'])} frames, {len(t['people'])} people, "
           f"zone entries {t['zone_entries']}, line crossings {t['line_crossings']}")
-    print(f"{'':>14} {'MOTA':>7} {'IDF1':>7} {'IDSW':>5} {'FP':>5} {'FN':>5} {'tracks':>6}  "
-          "zone entries / line crossings")
+    print(f"{'':>17} {'MOTA':>6} {'IDF1':>6} {'IDSW':>4} {'FP':>4} {'FN':>4} {'tracks':>6}  "
+          "zone entries; line crossings")
     for name, r in runs.items():
-        print(f"{name:>14} {r['MOTA']:7.3f} {r['IDF1']:7.3f} {r['IDSW']:5d} {r['FP']:5d} "
-              f"{r['FN']:5d} {r['tracks']:6d}  {r['zone_entries']} {r['line_crossings']}"
-              f"{'' if r['counts_exact'] else '  (not the truth)'}")
+        print(f"{name:>17} {r['MOTA']:6.3f} {r['IDF1']:6.3f} {r['IDSW']:4d} {r['FP']:4d} "
+              f"{r['FN']:4d} {r['tracks']:6d}  {r['zone_entries']}; {r['line_crossings']}"
+              f"{'' if r['counts_exact'] else ' (not the truth)'}")
     names = {p["id"]: n for n, p in t["people"].items()}
-    print("share of each person's frames matched: " + "; ".join(
-        f"{name} " + " ".join(f"{names[g]} {v:.2f}" for g, v in r["found"].items())
-        for name, r in runs.items()))
+    print("share of each person's frames matched:")
+    for name, r in runs.items():
+        print(f"{name:>17} " + " ".join(f"{names[g]} {v:.2f}" for g, v in r["found"].items()))
 
 
 def main():
