@@ -146,9 +146,10 @@ def cut(frame, plate, box):
     mask = ndimage.binary_fill_holes(parts == 1 + int(np.argmax(sizes)))
     ys, xs = np.nonzero(mask)
     t = (slice(ys.min(), ys.max() + 1), slice(xs.min(), xs.max() + 1))
+    # a soft edge, half opaque on the mask's border; cut to the mask's
+    # bounds, so that the box of what is pasted is the person's
     alpha = ndimage.gaussian_filter(mask.astype(np.float32), FEATHER)
-    # the feather may not reach past the mask's bounds: the box stays exact
-    return frame[y1:y2, x1:x2][t].copy(), alpha[t] * (alpha[t] > 0) / max(alpha.max(), 1e-6)
+    return frame[y1:y2, x1:x2][t].copy(), alpha[t]
 
 
 def position(path, frame):
