@@ -52,6 +52,7 @@ def test_misses_and_false_boxes():
     assert r["MOTA"] == pytest.approx(1 / 3)
     assert r["IDF1"] == pytest.approx(2 / 3)
     assert (r["IDP"], r["IDR"]) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert r["found"] == {1: 1, 2: 0}
 
 
 def test_two_people_swap_tracks():
@@ -61,6 +62,7 @@ def test_two_people_swap_tracks():
     hyp = frames([(1, P), (2, Q)], [(1, P), (2, Q)], [(2, P), (1, Q)], [(2, P), (1, Q)])
     r = te.evaluate(truth, hyp, 4)
     assert r["IDSW"] == 2 and r["MOTA"] == pytest.approx(0.75)
+    assert r["switches"] == {1: 1, 2: 1} and r["found"] == {1: 1, 2: 1}
     assert r["IDF1"] == pytest.approx(0.5)
 
 

@@ -36,7 +36,8 @@ object in a frame when their IoU is at least 0.5:
         one track for the whole clip, the pairing (Hungarian method, scipy's
         linear_sum_assignment) that makes the most frames agree (IDTP).
         IDF1 = 2 IDTP / (truth boxes + track boxes).
-  found the share of each person's frames in which they were matched.
+  found the share of each person's frames in which they were matched, and
+        their switches.
 
 and the zone entries and line crossings: the tracker's as osprey reports
 them (an event whose current_zones gains a zone the object's record before
@@ -75,7 +76,8 @@ def clear_mot(truth, hyp, n_frames):
     fn = fp = idsw = matches = 0
     overlap = 0.0
     gt_total = 0
-    found, present = defaultdict(int), defaultdict(int)  # per truth id: frames matched, in
+    # per truth id: frames matched, frames in, switches
+    found, present, switched = defaultdict(int), defaultdict(int), defaultdict(int)
     last = {}  # truth id -> the track it was last matched to
     prev = {}  # truth id -> the track it was matched to in the frame before
     for f in range(n_frames):
@@ -104,6 +106,7 @@ def clear_mot(truth, hyp, n_frames):
             found[g] += 1
             if g in last and last[g] != h:
                 idsw += 1
+                switched[g] += 1
             last[g] = h
             overlap += iou(gbox[g], hbox[h])
         matches += len(now)
@@ -115,6 +118,7 @@ def clear_mot(truth, hyp, n_frames):
     return {"MOTA": mota, "MOTP": motp, "FN": fn, "FP": fp, "IDSW": idsw,
             "matches": matches, "truth_boxes": gt_total,
             "found": {g: found[g] / present[g] for g in sorted(present)},
+            "switches": {g: switched[g] for g in sorted(present)},
             "track_boxes": sum(len(v) for v in hyp.values())}
 
 
@@ -247,9 +251,10 @@ def report(t, runs):
               f"{r['FN']:4d} {r['tracks']:6d}  {r['zone_entries']}; {r['line_crossings']}"
               f"{'' if r['counts_exact'] else ' (not the truth)'}")
     names = {p["id"]: n for n, p in t["people"].items()}
-    print("share of each person's frames matched:")
+    print("each person: the share of their frames matched, and their ID switches:")
     for name, r in runs.items():
-        print(f"{name:>17} " + " ".join(f"{names[g]} {v:.2f}" for g, v in r["found"].items()))
+        print(f"{name:>17} " + " ".join(f"{names[g]} {v:.2f} {r['switches'][g]}"
+                                        for g, v in r["found"].items()))
 
 
 def main():
@@ -283,6 +288,7 @@ def main():
         for r in runs.values():
             r["pairs"] = {str(k): v for k, v in r["pairs"].items()}
             r["found"] = {str(k): v for k, v in r["found"].items()}
+            r["switches"] = {str(k): v for k, v in r["switches"].items()}
         print(json.dumps(runs))
     else:
         report(t, runs)
