@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-peer bench-fleet bench-frigate soak clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-track bench-peer bench-fleet bench-frigate soak clean help
 
 all: build
 
@@ -35,6 +35,7 @@ help:
 	@echo "make layout-check  the server's map: no cycle among its files, each folder within its layer (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
+	@echo "make bench-track  tracking quality on a clip with exact truth: osprey detect --track vs a naive IoU linker"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
 	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
@@ -73,7 +74,7 @@ unit: build
 # ONNX Runtime it was built with and the models and media of $(OSPREY_CACHE)
 PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
     OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider
-E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py
+E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py tools/test_trackeval.py
 
 e2e: build assets
 	$(PYTEST) $(E2E_TESTS)
@@ -170,6 +171,12 @@ bench-fleet: build assets
 bench-frigate: build assets
 	$(PY) bench/frigate.py --bin $(abspath $(BUILD))/bin --runs 3
 
+# Tracking quality (docs/tracking.md): MOTA, IDF1, ID switches and the zone and
+# line counts of osprey detect --track against a naive IoU linker, on
+# tools/trackclip.py's clip (bench/track_quality.py).
+bench-track: build assets
+	$(PY) bench/track_quality.py --bin $(abspath $(BUILD))/bin
+
 bench: build assets
 	$(BUILD)/bin/bench_image
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
@@ -215,6 +222,8 @@ bench: build assets
 	    --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --label "overload: ssd-oidv4 raw 1920x1080 at 2x capacity" --frame raw \
 	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 3
+	@echo "tracking quality on tools/trackclip.py's clip (bench/track_quality.py):"
+	@$(PY) bench/track_quality.py --bin $(abspath $(BUILD))/bin
 
 # ospreyd next to the Python pool worker it replaces, run unchanged in a
 # Debian 13 chroot (docs/bench.md). Needs root; not part of make check.
