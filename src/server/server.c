@@ -20,6 +20,7 @@
 #include "sched/window.h"
 #include "server/pipe/auth.h"
 #include "server/core/board.h"
+#include "server/core/core.h"
 #include "server/pipe/cmds.h"
 #include "server/pipe/conn.h"
 #include "server/core/dispatch.h"
@@ -40,45 +41,50 @@
 #include "server/frigate/zmq.h"
 #include "log/log.h"
 
-#define BUF_KEEP 24 /* frame buffers kept for reuse */
+/* The front ends (core/frontend.h), in the order they start. */
+static const srv_frontend_t *const FRONT_ENDS[] = {&srv_http_frontend, &srv_zmq_frontend,
+                                                   &srv_fleet_frontend};
+#define N_FRONT_ENDS (int)(sizeof FRONT_ENDS / sizeof FRONT_ENDS[0])
+
+/* Start the early (1) or the other (0) front ends the options ask for. 0,
+ * or -1 (logged). */
+static int front_ends_start(server_t *s, int early) {
+    for (int i = 0; i < N_FRONT_ENDS; i++) {
+        const srv_frontend_t *fe = FRONT_ENDS[i];
+        char err[1200];
+        if (fe->early != early || !fe->wanted(&s->opts)) continue;
+        if (fe->start(s, err, sizeof err)) {
+            osp_log(OSP_LOG_ERROR, "ospreyd: %s%s", fe->prefix, err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void front_ends_stop(server_t *s, int early) {
+    for (int i = N_FRONT_ENDS - 1; i >= 0; i--)
+        if (FRONT_ENDS[i]->early == early) FRONT_ENDS[i]->stop(s);
+}
 
 static void server_free(server_t *s) {
     if (!s) return;
-    if (s->http) {
-        srv_http_stop(s->http); /* its threads read the parts below */
-        s->http = NULL;
-        srv_drain(s); /* a /v1/stats it asked for that the loop had not taken */
-    }
-    srv_exec_free(s->exec);
-    srv_drain(s); /* what the workers posted as they stopped: a window back after its frames */
-    srv_zmq_free(s->zmq); /* after the pools: no job holds one of its requests */
-    srv_watchdog_free(s->watchdog);
-    srv_fleet_free(s->fleet);
+    front_ends_stop(s, 1); /* their threads read the core's parts */
+    srv_core_stop(s);
+    front_ends_stop(s, 0); /* after the pools: no job holds one of their requests */
     srv_conns_free(s);
     srv_cmds_free(s->cmds);
-    srv_loads_free(s->loads);
-    srv_slots_free(s->slots);
     srv_shm_free(s->shm);
     srv_streams_free(s->streams);
-    srv_jobs_free(s->jobs);
-    osp_window_free(s->window);
-    osp_sched_free(s->sched);
-    osp_loader_free(s->loader);
-    osp_ctxpool_free(s->ctxs);
-    osp_bufpool_free(s->bufs);
-    osp_cache_free(s->cache);
-    srv_stats_free(s->stats);
-    srv_ledger_free(s->ledger);
-    srv_board_free(s->board);
-    srv_loop_free(s->loop);
-    osp_paths_free(s->roots);
     srv_auth_free(s->auth);
-    free(s);
+    srv_core_free(s);
 }
 
 /* ---- what the loop serves (loop.h: it names none of it) ------------------------ */
 
-static void stop_claiming(server_t *s) { srv_fleet_stop_claiming(s->fleet); }
+static void quiesce_front_ends(server_t *s) {
+    for (int i = 0; i < N_FRONT_ENDS; i++)
+        if (FRONT_ENDS[i]->quiesce) FRONT_ENDS[i]->quiesce(s);
+}
 
 static void accept_conn(server_t *s, int fd) {
     if (s->stopping || !srv_conn_new(s, fd, fd, 0)) close(fd);
@@ -107,45 +113,22 @@ static const srv_loop_run_t RUN = {finished, srv_conns_read_unpolled};
 
 static void register_with_loop(server_t *s) {
     srv_loop_on_fd(s, srv_conn_event);
-    /* model loads' bounds, batch windows, handshakes' bounds, runs' bounds */
-    srv_loop_timer(s, srv_loads_timer_ms, srv_loads_check);
-    srv_loop_timer(s, srv_dispatch_timer_ms, srv_dispatch_flush_due);
-    srv_loop_timer(s, srv_conns_hello_timer_ms, srv_conns_expire_hellos);
-    srv_loop_timer(s, srv_watchdog_timer_ms, srv_watchdog_check);
+    srv_loop_timer(s, srv_conns_hello_timer_ms, srv_conns_expire_hellos); /* handshakes' bounds */
     srv_loop_on_stop(s, srv_conns_stop_reading);
-    srv_loop_on_stop(s, stop_claiming);
+    srv_loop_on_stop(s, quiesce_front_ends);
 }
 
 static server_t *server_new(const osp_server_opts_t *opts) {
-    server_t *s = calloc(1, sizeof *s);
+    server_t *s = srv_core_new(opts);
     if (!s) return NULL;
-    s->opts = *opts;
-    osp_now(&s->started);
-    if (!(s->loop = srv_loop_new())) {
-        free(s);
-        return NULL;
-    }
     s->conns = srv_conns_new(&CONN_OPS);
     s->input_waiting = srv_input_waiting;
     s->announce = srv_broadcast;
     s->parked = &srv_rows_parked_ops;
-    s->slots = srv_slots_new();
-    s->jobs = srv_jobs_new();
     s->cmds = srv_cmds_new();
-    s->loads = srv_loads_new();
-    s->stats = srv_stats_new();
-    s->ledger = srv_ledger_new();
     s->shm = srv_shm_new();
     s->streams = srv_streams_new();
-    s->board = srv_board_new();
-    s->watchdog = srv_watchdog_new();
-    s->cache = osp_cache_new(256, 256, (size_t)1 << 30);
-    s->bufs = osp_bufpool_new(BUF_KEEP);
-    s->ctxs = osp_ctxpool_new();
-    s->roots = osp_paths_new();
-    if (!s->roots || !s->conns || !s->slots || !s->jobs || !s->cmds || !s->loads || !s->stats ||
-        !s->ledger || !s->shm || !s->streams || !s->board || !s->watchdog || !s->cache ||
-        !s->bufs || !s->ctxs) {
+    if (!s->conns || !s->cmds || !s->shm || !s->streams) {
         osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
         server_free(s);
         return NULL;
@@ -195,13 +178,9 @@ int osp_server_run(const osp_server_opts_t *opts) {
             rc = 1;
         }
     }
-    if (!rc && opts->http) { /* before the models load: /readyz says what is still loading */
-        char err[300];
-        if (!(s->http = srv_http_start(s, opts->http, err, sizeof err))) {
-            osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
-            server_free(s);
-            return 1;
-        }
+    if (!rc && front_ends_start(s, 1)) { /* before the models load: /readyz says what still loads */
+        server_free(s);
+        return 1;
     }
     if (!rc && opts->listen && !opts->config_path)
         srv_board_configured(s); /* nothing to wait for */
@@ -223,21 +202,9 @@ int osp_server_run(const osp_server_opts_t *opts) {
         server_free(s);
         return 1;
     }
-    if (opts->zmq) {
-        char err[1200];
-        if (!(s->zmq = srv_zmq_start(s, err, sizeof err))) {
-            osp_log(OSP_LOG_ERROR, "ospreyd: --zmq: %s", err);
-            server_free(s);
-            return 1;
-        }
-    }
-    if (opts->jobs) {
-        char err[1200];
-        if (!(s->fleet = srv_fleet_start(s, err, sizeof err))) {
-            osp_log(OSP_LOG_ERROR, "ospreyd: --jobs: %s", err);
-            server_free(s);
-            return 1;
-        }
+    if (front_ends_start(s, 0)) {
+        server_free(s);
+        return 1;
     }
     rc = srv_loop_run(s, &RUN);
     int stuck = srv_exec_stuck(s);

@@ -191,7 +191,7 @@ static int run_admitted(server_t *s, frame_job_t *j) {
         return 0;
     }
     j->admitted = 1;
-    j->r.lone = osp_sched_alone(s->sched, idx, 1) && !s->input_waiting(s);
+    j->r.lone = osp_sched_alone(s->sched, idx, 1) && !(s->input_waiting && s->input_waiting(s));
     srv_exec_prepare(s, j);
     return 1;
 }
@@ -209,7 +209,8 @@ void srv_dispatch_submit(server_t *s, frame_job_t *j) {
 void srv_dispatch_batch(server_t *s, batch_job_t *j, loaded_t *l) {
     int idx = j->r.model_idx;
     j->r.h.done = batch_done;
-    j->r.lone = osp_sched_alone(s->sched, idx, 0) && !s->input_waiting(s); /* none of its own */
+    j->r.lone = osp_sched_alone(s->sched, idx, 0) &&
+                !(s->input_waiting && s->input_waiting(s)); /* none of its own */
     j->r.model = srv_loaded_ref(l);
     srv_loaded_params(l, &j->r.confidence, &j->r.nms_iou, &j->r.max_detections);
     srv_exec_predict(s, &j->r.h);

@@ -617,3 +617,21 @@ void srv_fleet_free(srv_fleet_t *f) {
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
+
+/* ---- the front end's table (core/frontend.h) ---------------------------------- */
+
+static int fe_wanted(const osp_server_opts_t *o) { return o->jobs != NULL; }
+
+static int fe_start(server_t *s, char *err, size_t errlen) {
+    return (s->fleet = srv_fleet_start(s, err, errlen)) ? 0 : -1;
+}
+
+static void fe_quiesce(server_t *s) { srv_fleet_stop_claiming(s->fleet); }
+
+static void fe_stop(server_t *s) {
+    srv_fleet_free(s->fleet);
+    s->fleet = NULL;
+}
+
+const srv_frontend_t srv_fleet_frontend = {"--jobs: ", 0,          fe_wanted,
+                                           fe_start,   fe_quiesce, fe_stop};

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "server/core/frontend.h"
 #include "server/core/srv.h"
 
 /* Check s->opts.jobs, measure the models, start both threads (a queue
@@ -28,5 +29,8 @@ void srv_fleet_stop_claiming(srv_fleet_t *f);
  * leaves those jobs pending, for another worker), stop both threads, free
  * everything. After the pools. NULL is ignored. */
 void srv_fleet_free(srv_fleet_t *f);
+
+/* The front end, as server.c starts and stops it (core/frontend.h). */
+extern const srv_frontend_t srv_fleet_frontend;
 
 #endif

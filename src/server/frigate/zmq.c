@@ -526,3 +526,18 @@ void srv_zmq_free(srv_zmq_t *z) {
     free(z->lm);
     free(z);
 }
+
+/* ---- the front end's table (core/frontend.h) ---------------------------------- */
+
+static int fe_wanted(const osp_server_opts_t *o) { return o->zmq != NULL; }
+
+static int fe_start(server_t *s, char *err, size_t errlen) {
+    return (s->zmq = srv_zmq_start(s, err, errlen)) ? 0 : -1;
+}
+
+static void fe_stop(server_t *s) {
+    srv_zmq_free(s->zmq);
+    s->zmq = NULL;
+}
+
+const srv_frontend_t srv_zmq_frontend = {"--zmq: ", 0, fe_wanted, fe_start, NULL, fe_stop};

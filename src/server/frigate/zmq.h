@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 
+#include "server/core/frontend.h"
 #include "server/core/srv.h"
 
 /* Bind s->opts.zmq_endpoint and start the thread. NULL with the reason
@@ -21,5 +22,8 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen);
 /* Stop the thread and free everything it made (after the pools: no job
  * may hold one of its requests any more). NULL is ignored. */
 void srv_zmq_free(srv_zmq_t *z);
+
+/* The front end, as server.c starts and stops it (core/frontend.h). */
+extern const srv_frontend_t srv_zmq_frontend;
 
 #endif

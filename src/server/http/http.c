@@ -334,3 +334,20 @@ void srv_http_stop(srv_http_t *h) {
     pthread_cond_destroy(&h->cv);
     free(h);
 }
+
+/* ---- the front end's table (core/frontend.h) ---------------------------------- */
+
+static int fe_wanted(const osp_server_opts_t *o) { return o->http != NULL; }
+
+static int fe_start(server_t *s, char *err, size_t errlen) {
+    return (s->http = srv_http_start(s, s->opts.http, err, errlen)) ? 0 : -1;
+}
+
+static void fe_stop(server_t *s) {
+    if (!s->http) return;
+    srv_http_stop(s->http); /* its threads read the core's parts */
+    s->http = NULL;
+    srv_drain(s); /* a /v1/stats it asked for that the loop had not taken */
+}
+
+const srv_frontend_t srv_http_frontend = {"", 1, fe_wanted, fe_start, NULL, fe_stop};

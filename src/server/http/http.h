@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "server/core/frontend.h"
 #include "server/core/srv.h"
 
 /* Listen on spec and serve; NULL with the reason in err. A host other
@@ -22,5 +23,8 @@ srv_http_t *srv_http_start(server_t *s, const char *spec, char *err, size_t errl
 /* Stop serving: open event streams end, the threads are joined. NULL is
  * ignored. */
 void srv_http_stop(srv_http_t *h);
+
+/* The front end, as server.c starts and stops it (core/frontend.h). */
+extern const srv_frontend_t srv_http_frontend;
 
 #endif

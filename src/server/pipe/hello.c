@@ -20,6 +20,7 @@
 #include "sched/window.h"
 #include "server/pipe/auth.h"
 #include "server/core/board.h"
+#include "server/core/core.h"
 #include "server/pipe/cmds.h"
 #include "server/pipe/policy.h"
 #include "server/pipe/reply.h"
@@ -95,17 +96,7 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
     s->batch_mode = h ? (int)h->batch_mode : OSP_WIRE_BATCH_NONE;
     s->window_ms = h ? h->window_ms : 0;
     s->max_batch = h ? h->max_batch_size : 1;
-    s->started = 1;
-    if (!(srv->sched = osp_sched_new(OSP_MAX_SLOTS, s->workers, OSP_PENDING_MAX)) ||
-        (s->batch_mode == OSP_WIRE_BATCH_WINDOW &&
-         !(srv->window = osp_window_new(OSP_MAX_SLOTS, s->max_batch, s->window_ms)))) {
-        osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
-        return -1;
-    }
-    if (!(srv->exec = srv_exec_new(srv))) {
-        osp_log(OSP_LOG_ERROR, "ospreyd: cannot start worker threads");
-        return -1;
-    }
+    if (srv_core_start(srv)) return -1;
     osp_log(OSP_LOG_INFO,
             "ospreyd: runtime %s on %d core(s): %d prepare + %d predict worker(s) (%s), "
             "%d intra-op thread(s) per run (%d for a frame that runs alone), predict workers "
