@@ -262,6 +262,13 @@ const char *osp_events_label(const osp_events_t *e, int label, char *buf, size_t
     return buf;
 }
 
+const char *osp_events_id(double start_time, uint64_t track_id, char *buf, size_t cap) {
+    /* Frigate's ids are "<start time>-<random>"; the track id in its place
+     * keeps them unique across restarts, which restart track ids at 1 */
+    snprintf(buf, cap, "%.6f-%" PRIu64, start_time, track_id);
+    return buf;
+}
+
 /* Frigate writes boxes as whole pixels. */
 static void box(osp_jw_t *w, const osp_track_box_t *b) {
     osp_jw_arr_open(w);
@@ -307,9 +314,7 @@ static void kzones(const osp_events_t *e, osp_jw_t *w, const char *k, uint32_t m
 static void write_obj(const osp_events_t *e, const osp_event_obj_t *o, osp_jw_t *w) {
     static const char *const VERDICT[] = {"unverified", "verified", "rejected"};
     char id[64], label[OSP_ZONES_NAME_MAX];
-    /* Frigate's ids are "<start time>-<random>"; the track id in its place
-     * keeps them unique across restarts, which restart track ids at 1 */
-    snprintf(id, sizeof id, "%.6f-%" PRIu64, o->start_time, o->id);
+    osp_events_id(o->start_time, o->id, id, sizeof id);
     osp_jw_obj_open(w);
     kstr(w, "id", id);
     kstr(w, "camera", e->camera);

@@ -110,6 +110,10 @@ typedef struct {
 } osp_events_count_t;
 int osp_events_counts(const osp_events_t *e, const osp_events_count_t **out);
 
+/* An object's "id" as records write it, from its start time and track id,
+ * into buf (48 bytes hold any); returns buf. */
+const char *osp_events_id(double start_time, uint64_t track_id, char *buf, size_t cap);
+
 /* The label's name as records write it (its number when it has none),
  * into buf; returns buf. */
 const char *osp_events_label(const osp_events_t *e, int label, char *buf, size_t cap);
