@@ -258,3 +258,30 @@ def test_help_says_what_mqtt_does_with_track(osprey):
                   "last will", "--ha-discovery", "--snapshots DIR", "--camera NAME",
                   "exit status 1 before any frame", "reconnected"):
         assert words in r.stdout, words
+
+
+def test_broker_lost_mid_run_is_reconnected(osprey, broker, pwfile, tmp_path):
+    """The broker stops a few frames in and comes back: the frames go on,
+    the messages of meanwhile wait in osprey's queue, every event arrives
+    in order, and osprey is online again once reconnected."""
+    clip = cut(tmp_path, 200)
+    session(broker, "frigate/#")
+    p = subprocess.Popen([str(osprey), "detect", "--quiet", "--track", "-j", "1", str(clip),
+                          "--events", str(tmp_path / "ev.jsonl"), "--ha-discovery", "off",
+                          "--mqtt", f"mqtt://{USER}@127.0.0.1:{broker.port}",
+                          "--mqtt-password-file", str(pwfile)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(20):
+        assert p.stdout.readline(), "osprey ended before the broker stopped"
+    broker.close()
+    time.sleep(1)
+    broker.start()
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+    assert "retrying" in err and '"dropped": 0' in err and PASSWORD not in out + err
+    got = drain(broker, "frigate/#")
+    written = [x for x in lines((tmp_path / "ev.jsonl").read_text()) if x["kind"] == "event"]
+    events = [json.loads(pl) for _, t, pl in got if t == "frigate/events"]
+    assert events == [{k: x[k] for k in ("type", "before", "after")} for x in written]
+    avail = [pl for _, t, pl in got if t == "frigate/available"]
+    assert avail[0] == "online" and avail[-1] == "offline" and avail.count("online") == 2, avail
