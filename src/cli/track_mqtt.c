@@ -71,8 +71,7 @@ static int remember(osp_track_mqtt_t *q, int zone, int label, int count, int act
 
 /* An id HA takes in a topic: lower case letters, digits and '_'. */
 static void slug(char *s) {
-    for (; *s; s++)
-        *s = isalnum((unsigned char)*s) ? (char)tolower((unsigned char)*s) : '_';
+    for (; *s; s++) *s = isalnum((unsigned char)*s) ? (char)tolower((unsigned char)*s) : '_';
 }
 
 static void kstr(osp_jw_t *w, const char *k, const char *v) {

@@ -72,7 +72,8 @@ static snap_t *entry(osp_track_snaps_t *s, const osp_track_t *tr) {
 static void write_one(osp_track_snaps_t *s, snap_t *e, const osp_track_t *tr,
                       const osp_events_t *ev, const osp_view_t *px, float sx, float sy) {
     int ch = osp_pixfmt_channels(px->fmt);
-    if (ch == 0 || osp_image_reserve(&s->img, px->width, px->height, px->fmt) != OSP_IMG_OK) return;
+    if (ch == 0 || osp_image_reserve(&s->img, px->width, px->height, px->fmt) != OSP_IMG_OK)
+        return;
     for (int y = 0; y < px->height; y++)
         memcpy(s->img.data + (size_t)y * (size_t)s->img.stride,
                px->data + (size_t)y * (size_t)px->stride, (size_t)px->width * (size_t)ch);
