@@ -339,6 +339,16 @@ static void test_camera_name_and_labels(void **state) {
     osp_events_free(e);
 }
 
+/* The id --snapshots names a picture by is the records' "id" (checked
+ * against a record in test_walk_through_a_zone_and_out). */
+static void test_event_id(void **state) {
+    (void)state;
+    char buf[48];
+    assert_string_equal(osp_events_id(1700000000.0, 1, buf, sizeof buf), "1700000000.000000-1");
+    assert_string_equal(osp_events_id(0.25, 18446744073709551615u, buf, sizeof buf),
+                        "0.250000-18446744073709551615");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_walk_through_a_zone_and_out),
@@ -349,6 +359,7 @@ int main(void) {
         cmocka_unit_test(test_snapshot_updates),
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_camera_name_and_labels),
+        cmocka_unit_test(test_event_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
