@@ -107,7 +107,6 @@ static void discover(osp_track_mqtt_t *q, const char *ha, int zone, int label) {
         osp_jw_obj_open(w);
         kstr(w, "name", title);
         kstr(w, "unique_id", unique);
-        kstr(w, "object_id", unique);
         kstr(w, "state_topic", state);
         if (e == 0) {
             kstr(w, "device_class", "occupancy");
