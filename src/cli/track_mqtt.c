@@ -1,4 +1,5 @@
 /* track_mqtt: see track_mqtt.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "cli/track_mqtt.h"
 
 #include <ctype.h>
@@ -24,8 +25,18 @@ struct osp_track_mqtt {
     char prefix[768];
     pair_t *pairs;
     int n_pairs, cap;
+    char **labels; /* the model's, in lower case as Frigate's are ("person") */
+    int n_labels;
     osp_jw_t w;
 };
+
+static const char *label_of_id(const osp_track_mqtt_t *q, int label, char *buf, size_t cap) {
+    if (label >= 0 && label < q->n_labels && q->labels[label])
+        snprintf(buf, cap, "%s", q->labels[label]);
+    else
+        snprintf(buf, cap, "%d", label);
+    return buf;
+}
 
 /* The topic of a count: PREFIX/CAMERA/LABEL or PREFIX/ZONE/LABEL, and
  * /active after it when active. */
@@ -33,7 +44,7 @@ static void count_topic(const osp_track_mqtt_t *q, int zone, int label, bool act
                         size_t cap) {
     char name[OSP_ZONES_NAME_MAX];
     snprintf(out, cap, "%s/%s/%s%s", q->prefix, zone < 0 ? q->camera : q->zc->zones[zone].name,
-             osp_events_label(q->events, label, name, sizeof name), active ? "/active" : "");
+             label_of_id(q, label, name, sizeof name), active ? "/active" : "");
 }
 
 static void put_int(osp_track_mqtt_t *q, const char *topic, int v) {
@@ -87,7 +98,7 @@ static void discover(osp_track_mqtt_t *q, const char *ha, int zone, int label) {
     char name[OSP_ZONES_NAME_MAX], state[1024], avail[800], node[80], id[256], topic[1200],
         title[200];
     const char *scope = zone < 0 ? "all" : q->zc->zones[zone].name;
-    osp_events_label(q->events, label, name, sizeof name);
+    label_of_id(q, label, name, sizeof name);
     count_topic(q, zone, label, false, state, sizeof state);
     snprintf(avail, sizeof avail, "%s/available", q->prefix);
     snprintf(node, sizeof node, "osprey_%s", q->camera);
@@ -173,6 +184,23 @@ int osp_track_mqtt_new(osp_sink_t *sink, const char *camera, const osp_events_t 
     q->zc = zc;
     snprintf(q->camera, sizeof q->camera, "%s", camera);
     snprintf(q->prefix, sizeof q->prefix, "%s", osp_sink_topic(sink));
+    if (n_labels > 0 && !(q->labels = calloc((size_t)n_labels, sizeof *q->labels))) {
+        free(cam);
+        osp_track_mqtt_free(q);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    q->n_labels = n_labels;
+    for (int c = 0; c < n_labels; c++) {
+        if (!labels[c]) continue;
+        if (!(q->labels[c] = strdup(labels[c]))) {
+            free(cam);
+            osp_track_mqtt_free(q);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        for (char *p = q->labels[c]; *p; p++) *p = (char)tolower((unsigned char)*p);
+    }
     /* the camera's labels: every zone's and line's; else the person */
     int any = 0;
     for (int i = 0; zc && i < zc->n_zones + zc->n_lines; i++) {
@@ -212,7 +240,8 @@ void osp_track_mqtt_frame(osp_track_mqtt_t *q) {
     const osp_event_t *ev;
     for (int i = 0; (ev = osp_events_at(q->events, i)) != NULL; i++) {
         osp_jw_reset(&q->w);
-        if (osp_events_write(q->events, ev, &q->w) == 0)
+        if (osp_events_write_named(q->events, ev, (const char *const *)q->labels, q->n_labels,
+                                   &q->w) == 0)
             osp_sink_put_topic(q->sink, topic, q->w.buf, false);
     }
     const osp_events_count_t *c;
@@ -231,6 +260,8 @@ void osp_track_mqtt_free(osp_track_mqtt_t *q) {
         if (q->pairs[i].count || q->pairs[i].active)
             publish_count(q, q->pairs[i].zone, q->pairs[i].label, 0, 0);
     free(q->pairs);
+    for (int c = 0; c < q->n_labels; c++) free(q->labels[c]);
+    free(q->labels);
     osp_jw_free(&q->w);
     free(q);
 }

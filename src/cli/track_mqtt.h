@@ -11,6 +11,11 @@
  *   HA/binary_sensor/osprey_CAMERA/SCOPE_LABEL_occupancy/config  (retained)
  *   HA/sensor/osprey_CAMERA/SCOPE_LABEL_count/config             (retained)
  *
+ * LABEL is the model's label in lower case, as Frigate's are ("person" for
+ * OIDv4's "Person"), in the topics and in the events' "label" alike, so
+ * that an automation that names it works unchanged; the records on stdout
+ * keep the model's spelling.
+ *
  * SCOPE is the camera ("all") or a zone. The discovered labels: a zone's
  * "objects", the camera's the union of every zone's and line's, and
  * without any the model's person label. Counts start at 0 for every

@@ -142,6 +142,22 @@ static void test_walk_through_a_zone_and_out(void **state) {
     assert_int_equal(at(j, "after", "track_id")->valueint, 1);
     assert_string_equal(at(j, "before", "id")->valuestring, "1700000000.000000-1");
     cJSON_Delete(j);
+    /* the same record with another spelling of the labels: only "label" differs */
+    {
+        static const char *const OTHER[] = {"PERSON"};
+        osp_jw_t w = {0}, plain = {0};
+        assert_int_equal(osp_events_write_named(r.e, &r.log[0], OTHER, 1, &w), 0);
+        assert_int_equal(osp_events_write(r.e, &r.log[0], &plain), 0);
+        j = cJSON_Parse(w.buf);
+        assert_string_equal(at(j, "after", "label")->valuestring, "PERSON");
+        assert_string_equal(at(j, "before", "label")->valuestring, "PERSON");
+        cJSON_Delete(j);
+        assert_int_equal(w.len, plain.len); /* "PERSON" for "person": nothing else moved */
+        const char *p = strstr(w.buf, "PERSON"), *q = strstr(plain.buf, "person");
+        assert_int_equal(p - w.buf, q - plain.buf);
+        osp_jw_free(&w);
+        osp_jw_free(&plain);
+    }
 
     j = json_of(&r, &r.log[1]);
     assert_string_equal(at(j, "type", NULL)->valuestring, "update");
