@@ -215,6 +215,8 @@ def test_last_will_when_killed(osprey, broker, pwfile):
     # a few frames in: osprey is connected, online was sent before them
     for _ in range(20):
         assert p.stdout.readline(), "osprey ended before it was killed"
+    with open(f"/proc/{p.pid}/cmdline", "rb") as f:
+        assert PASSWORD.encode() not in f.read()
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=30)
     got = drain(broker, "home/cams/#", "homeassistant/#")
