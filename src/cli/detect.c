@@ -3,6 +3,7 @@
  * command: its options, the checks made before any work starts, and the
  * model; detect_image.c and detect_video.c run the inputs (detect.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdatomic.h>
@@ -93,7 +94,14 @@ static void usage(FILE *out) {
           "                         {\"kind\":\"crossing\",\"line\",\"direction\":\"in\"|\"out\",\n"
           "                         \"trackId\",\"label\"}, and the summary counts them per line\n"
           "      --events FILE      with --track: write the event and crossing lines to FILE\n"
-          "                         instead of among the records (- for stdout)\n",
+          "                         instead of among the records (- for stdout)\n"
+          "      --camera NAME      with --track: the events' camera, and its MQTT topics\n"
+          "                         (letters, digits, _ and -; default: the input's name\n"
+          "                         without its extension; one input only)\n"
+          "      --snapshots DIR    with --track: each object's best picture, DIR/<event\n"
+          "                         id>.jpg: the whole frame of its best-scoring sighting\n"
+          "                         (its events' \"snapshot\") with the box drawn, rewritten\n"
+          "                         when a better one comes; none for a track never reported\n",
           out);
     fputs("      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
@@ -120,8 +128,25 @@ static void usage(FILE *out) {
           "a model or frame failed or a live source was given up, 2 for bad usage, a\n"
           "missing or unreadable input, or an unknown model.\n",
           out);
-    fputs("\nPublishing each record (and event) to MQTT as well, never stalling the frames\n"
+    fputs("\nPublishing each record to MQTT as well, never stalling the frames\n"
           "(a bounded queue of 1024 records, the oldest dropped and counted):\n" OSP_CLI_MQTT_HELP,
+          out);
+    fputs("\nWith --track, --mqtt mqtt[s]://[USER@]HOST[:PORT][/PREFIX] publishes Frigate's\n"
+          "topics instead of the records (PREFIX default frigate; docs/tracking.md):\n"
+          "  PREFIX/events             each event {\"type\",\"before\",\"after\"}\n"
+          "  PREFIX/CAMERA/LABEL       objects of LABEL now, retained (and .../active);\n"
+          "                            labels in lower case, as Frigate's (person)\n"
+          "  PREFIX/ZONE/LABEL         the same in each zone\n"
+          "  PREFIX/available          online at start, offline at the end; the broker's\n"
+          "                            last will sets offline if osprey dies\n"
+          "and Home Assistant's discovery: a retained occupancy binary_sensor and count\n"
+          "sensor per camera and zone and label (the zones' objects; without any, the\n"
+          "person), under\n"
+          "      --ha-discovery PREFIX  HA's discovery prefix (default homeassistant;\n"
+          "                         off: none)\n"
+          "A broker that cannot be reached, or refuses the login, when the run starts\n"
+          "is exit status 1 before any frame; one that goes away later is reconnected\n"
+          "while the frames go on, the messages of meanwhile waiting in the queue.\n",
           out);
 }
 
@@ -247,6 +272,52 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
 static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
                       const char *zones_path, const char *events_path);
 
+/* --camera, --ha-discovery and --mqtt with --track (Frigate's topics):
+ * 0, or -1 after one line on stderr. */
+static int check_track_mqtt(osp_detect_opts_t *o, const char *ha, int inputs) {
+    if (o->camera) {
+        size_t n = strlen(o->camera);
+        int ok = n >= 1 && n <= 63;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = isalnum((unsigned char)o->camera[i]) || o->camera[i] == '_' || o->camera[i] == '-';
+        if (!ok) {
+            fprintf(stderr,
+                    "osprey detect: --camera '%s' must be 1-63 letters, digits, '_' or '-' (it is "
+                    "part of MQTT topics)\n",
+                    o->camera);
+            return -1;
+        }
+        if (inputs > 1) {
+            fprintf(stderr, "osprey detect: --camera names one input's camera; %d inputs given\n",
+                    inputs);
+            return -1;
+        }
+    }
+    if (!o->track || !o->mqtt.url) {
+        if (ha) {
+            fprintf(stderr, "osprey detect: --ha-discovery needs --mqtt\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (strncmp(o->mqtt.url, "mqtt://", 7) != 0 && strncmp(o->mqtt.url, "mqtts://", 8) != 0) {
+        char shown[256];
+        fprintf(stderr, "osprey detect: --mqtt with --track is an mqtt:// or mqtts:// URL, not '%s'\n",
+                osp_url_mask(o->mqtt.url, shown, sizeof shown));
+        return -1;
+    }
+    o->ha_prefix = ha && strcmp(ha, "off") == 0 ? NULL : ha ? ha : "homeassistant";
+    if (o->ha_prefix && (!o->ha_prefix[0] || strpbrk(o->ha_prefix, "+#"))) {
+        fprintf(stderr, "osprey detect: --ha-discovery '%s' is not a topic prefix\n", ha);
+        return -1;
+    }
+    /* Frigate's topic prefix, and its availability topic */
+    o->mqtt.default_topic = "frigate";
+    o->mqtt.available = "available";
+    o->mqtt.wait_first = true;
+    return 0;
+}
+
 int osp_cmd_detect(int argc, char **argv) {
     osp_detect_opts_t o = {.model = "ssd-oidv4-int8",
                            .threshold = -1,
@@ -276,13 +347,16 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"track", no_argument, NULL, 0x103},
                                              {"zones", required_argument, NULL, 0x104},
                                              {"events", required_argument, NULL, 0x105},
+                                             {"camera", required_argument, NULL, 0x106},
+                                             {"snapshots", required_argument, NULL, 0x107},
+                                             {"ha-discovery", required_argument, NULL, 0x108},
                                              {"mqtt", required_argument, NULL, 0x100},
                                              {"mqtt-user", required_argument, NULL, 0x100},
                                              {"mqtt-password-file", required_argument, NULL, 0x100},
                                              {"mqtt-ca", required_argument, NULL, 0x100},
                                              {NULL, 0, NULL, 0}};
     int c, li = 0;
-    const char *zones_path = NULL, *events_path = NULL;
+    const char *zones_path = NULL, *events_path = NULL, *ha = NULL;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:t:e:o:j:qh", longopts, &li)) != -1) {
         switch (c) {
@@ -297,6 +371,9 @@ int osp_cmd_detect(int argc, char **argv) {
         case 0x103: o.track = 1; break;
         case 0x104: zones_path = optarg; break;
         case 0x105: events_path = optarg; break;
+        case 0x106: o.camera = optarg; break;
+        case 0x107: o.snapshots = optarg; break;
+        case 0x108: ha = optarg; break;
         case 'm': o.model = optarg; break;
         case 't':
             if (osp_args_unit("osprey detect", "--threshold", optarg, &o.threshold)) return 2;
@@ -343,10 +420,17 @@ int osp_cmd_detect(int argc, char **argv) {
                 "osprey detect: no input given (images or videos); see 'osprey detect --help'\n");
         return 2;
     }
-    if ((zones_path || events_path) && !o.track) {
-        fprintf(stderr, "osprey detect: %s needs --track\n", zones_path ? "--zones" : "--events");
+    const char *tracking = zones_path    ? "--zones"
+                           : events_path ? "--events"
+                           : o.camera    ? "--camera"
+                           : o.snapshots ? "--snapshots"
+                           : ha          ? "--ha-discovery"
+                                         : NULL;
+    if (tracking && !o.track) {
+        fprintf(stderr, "osprey detect: %s needs --track\n", tracking);
         return 2;
     }
+    if (check_track_mqtt(&o, ha, argc - optind)) return 2;
     /* every file must exist before any work starts (streams are opened in turn) */
     int stdin_inputs = 0;
     for (int i = optind; i < argc; i++) {
@@ -384,6 +468,11 @@ int osp_cmd_detect(int argc, char **argv) {
     }
     if (o.out_dir && mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
         fprintf(stderr, "osprey detect: cannot create %s: %s\n", o.out_dir, strerror(errno));
+        return 2;
+    }
+    if (o.snapshots && mkdir(o.snapshots, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "osprey detect: cannot create --snapshots %s: %s\n", o.snapshots,
+                strerror(errno));
         return 2;
     }
 
@@ -493,6 +582,19 @@ static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int fi
     /* A broker that refuses the login stops the inputs as a signal would. */
     int bad_sink = osp_cli_mqtt_open("detect", &o.mqtt, &g_stop, &o.sink);
     if (bad_sink) status = bad_sink;
+    if (!bad_sink && o.track && o.sink) {
+        /* Frigate's topics: a broker that is not there at the start is a
+         * mistake to say now, not a queue to fill while nobody listens */
+        o.frigate = o.sink;
+        o.sink = NULL;
+        char why[256];
+        if (osp_sink_wait_connected(o.frigate, 10.0, why, sizeof why)) {
+            /* a refusal has had its line (sink.c) */
+            if (!atomic_load(&g_stop))
+                fprintf(stderr, "osprey detect: --mqtt %s: %s\n", osp_sink_name(o.frigate), why);
+            status = bad_sink = 1;
+        }
+    }
     for (int i = first; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
         int image = osp_url_kind(argv[i]) == OSP_URL_FILE && osp_path_is_image(argv[i]);
         int r = image ? osp_detect_image(&o, m, dec, argv[i]) : osp_detect_video(&o, m, dec, argv[i]);
@@ -501,7 +603,8 @@ static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int fi
     fflush(stdout);
     /* a sink that delivered nothing, or refused and stopped the inputs (an
      * input cut short by that stop is not the input's fault) */
-    if (osp_cli_sink_close("detect", o.sink, "mqtt") && (status == 0 || atomic_load(&g_stop)))
+    if (osp_cli_sink_close("detect", o.sink ? o.sink : o.frigate, "mqtt") &&
+        (status == 0 || atomic_load(&g_stop)))
         status = 1;
     if (o.events && fclose(o.events) != 0 && status == 0) {
         fprintf(stderr, "osprey detect: cannot write --events %s: %s\n", events_path, strerror(errno));

@@ -47,6 +47,10 @@ typedef struct {
     const osp_zones_cfg_t *zones; /* --zones, parsed; NULL: none */
     FILE *events;                 /* --events FILE: event and crossing lines go there; NULL: on
                  * stdout among the records */
+    const char *camera;           /* --camera: the events' camera; NULL: from the input's name */
+    const char *snapshots;        /* --snapshots DIR: each object's best picture; NULL: none */
+    osp_sink_t *frigate;          /* --mqtt with --track: Frigate's topics; NULL: none */
+    const char *ha_prefix;        /* Home Assistant's discovery prefix; NULL: no discovery */
 } osp_detect_opts_t;
 
 /* Run one still image / one video source (file, camera, stream, stdin):

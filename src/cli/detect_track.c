@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "cli/detect.h"
+#include "cli/track_mqtt.h"
+#include "cli/track_snap.h"
 #include "track/events.h"
 #include "track/track.h"
 #include "track/zones.h"
@@ -46,8 +48,10 @@ struct osp_detect_track {
     osp_tracker_t *tracker;
     osp_zones_t *zones; /* NULL without --zones */
     osp_events_t *events;
-    osp_infer_ctx_t look; /* this thread's own context for the looks */
-    float thresh;         /* a look keeps a box when its mean score reaches this */
+    osp_track_mqtt_t *mqtt;   /* NULL without --mqtt */
+    osp_track_snaps_t *snaps; /* NULL without --snapshots */
+    osp_infer_ctx_t look;     /* this thread's own context for the looks */
+    float thresh;             /* a look keeps a box when its mean score reaches this */
     double last_t;
     int n_events; /* of the last frame */
     /* per frame, grown to the largest frame seen and reused */
@@ -100,11 +104,18 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
     osp_events_params_default(&ep);
     ep.wait_for_verdict = o->second_look;
     char camera[64];
-    camera_name(input, camera, sizeof camera);
+    if (o->camera)
+        snprintf(camera, sizeof camera, "%s", o->camera);
+    else
+        camera_name(input, camera, sizeof camera);
     if (osp_track_new(&tp, &k->tracker, err, errlen) ||
         (o->zones && osp_zones_new(o->zones, &k->zones, err, errlen)) ||
         osp_events_new(camera, (const char *const *)m->labels, m->n_labels, k->zones, &ep,
-                       &k->events, err, errlen)) {
+                       &k->events, err, errlen) ||
+        (o->frigate && osp_track_mqtt_new(o->frigate, camera, k->events, o->zones,
+                                          (const char *const *)m->labels, m->n_labels,
+                                          o->ha_prefix, &k->mqtt, err, errlen)) ||
+        (o->snapshots && osp_track_snaps_new(o->snapshots, &k->snaps, err, errlen))) {
         osp_detect_track_free(k);
         return -1;
     }
@@ -114,6 +125,8 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
 
 void osp_detect_track_free(osp_detect_track_t *k) {
     if (!k) return;
+    osp_track_mqtt_free(k->mqtt);
+    osp_track_snaps_free(k->snaps);
     osp_track_free(k->tracker);
     osp_zones_free(k->zones);
     osp_events_free(k->events);
@@ -293,6 +306,8 @@ int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *
     int ne = osp_events_update(k->events, k->tracker, err, errlen);
     if (ne < 0) return -1;
     k->n_events = ne;
+    if (k->snaps)
+        osp_track_snaps_frame(k->snaps, k->tracker, k->events, pixels, res->frame_w, res->frame_h);
     for (int i = 0; i < ne; i++) {
         const osp_event_t *ev = osp_events_at(k->events, i);
         int label = ev->after.label;
@@ -334,6 +349,7 @@ static void put(osp_detect_track_t *k, int flush) {
 }
 
 void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush) {
+    if (k->mqtt) osp_track_mqtt_frame(k->mqtt);
     for (int i = 0; i < k->n_events; i++) {
         osp_jw_reset(&k->ev);
         if (osp_events_write(k->events, osp_events_at(k->events, i), &k->ev) || k->ev.len < 2)

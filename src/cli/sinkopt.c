@@ -39,7 +39,10 @@ int osp_cli_mqtt_open(const char *cmd, osp_cli_mqtt_t *m, atomic_bool *refused, 
                          .user = m->user,
                          .password = got ? pass : NULL,
                          .ca_file = m->ca_file,
-                         .refused = refused};
+                         .refused = refused,
+                         .default_topic = m->default_topic,
+                         .available = m->available,
+                         .wait_first = m->wait_first};
     char err[512];
     int rc = osp_sink_open(m->url, &o, out, err, sizeof err);
     osp_cli_forget(pass, sizeof pass);

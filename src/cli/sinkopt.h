@@ -30,6 +30,9 @@
 typedef struct {
     char *url; /* argv's: its password is overwritten once the sink has it */
     const char *user, *password_file, *ca_file;
+    /* set by the command, not options: sink.h's opts of the same names */
+    const char *default_topic, *available;
+    bool wait_first;
 } osp_cli_mqtt_t;
 
 /* 1 when a is one of the options above (v its value), else 0. */

@@ -16,8 +16,17 @@
 #include "base/clock.h"
 #include "video/url.h"
 
+/* A queued record: data and, when it has a topic of its own, the topic, in
+ * one allocation (free data). */
+typedef struct {
+    char *data;
+    const char *topic; /* NULL: the sink's */
+    bool retain;
+} item_t;
+
 struct osp_sink {
     char host[1024], topic[768]; /* kafka: host is the brokers list */
+    char avail[800];             /* the availability topic, or "" */
     int port;
     char shown[1100]; /* the URL, its login masked: the only name printed */
     char prog[32];
@@ -28,10 +37,15 @@ struct osp_sink {
     pthread_t th;
     pthread_mutex_t mu; /* guards the queue, the flags and the counters */
     pthread_cond_t cv;
-    char **q;
+    item_t *q;
     int cap, head, n;
     bool closing;
     bool connected, reported;
+    bool ever;       /* connected once at least */
+    bool wait_first; /* the caller says why the first attempt failed */
+    int attempts;    /* connection attempts that failed */
+    char why[160];   /* the last one's reason */
+    int birth_mid;   /* the last "online": not a record, not counted */
     bool given_up;   /* the broker refused us: nothing is queued or retried */
     double deadline; /* closing: give up on unacknowledged records then */
     osp_sink_stats_t st;
@@ -49,8 +63,8 @@ static void give_up(osp_sink_t *s, const char *why) {
     s->connected = false;
     s->st.failures++;
     for (; s->n > 0; s->n--) {
-        free(s->q[s->head]);
-        s->q[s->head] = NULL;
+        free(s->q[s->head].data);
+        s->q[s->head].data = NULL;
         s->head = (s->head + 1) % s->cap;
         s->st.dropped++;
     }
@@ -76,9 +90,17 @@ static void on_connect(struct mosquitto *mq, void *ctx, int rc) {
         give_up(s, why);
         return;
     }
+    /* "online" before any record, on every connect: the broker may have
+     * said "offline" for us (the last will) while we were away */
+    int mid = -1;
+    if (rc == 0 && s->avail[0]) mosquitto_publish(mq, &mid, s->avail, 6, "online", 1, true);
     pthread_mutex_lock(&s->mu);
     s->connected = rc == 0;
-    if (rc == 0) s->reported = false;
+    if (rc == 0) {
+        s->reported = false;
+        s->ever = true;
+    }
+    s->birth_mid = mid;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -94,10 +116,9 @@ static void on_disconnect(struct mosquitto *mq, void *ctx, int rc) {
 
 static void on_publish(struct mosquitto *mq, void *ctx, int mid) {
     (void)mq;
-    (void)mid;
     osp_sink_t *s = ctx;
     pthread_mutex_lock(&s->mu);
-    s->st.acked++;
+    if (mid != s->birth_mid) s->st.acked++;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -127,14 +148,18 @@ static void *publisher(void *arg) {
                            "the --mqtt-ca?)");
                 break;
             } else {
+                const char *why = rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc);
                 pthread_mutex_lock(&s->mu);
                 s->st.failures++;
-                bool say = !s->reported;
+                s->attempts++;
+                snprintf(s->why, sizeof s->why, "%s", why);
+                bool say = !s->reported && !(s->wait_first && !ever && s->attempts == 1);
                 s->reported = true;
+                pthread_cond_broadcast(&s->cv);
                 pthread_mutex_unlock(&s->mu);
                 if (say)
                     osp_log(OSP_LOG_WARN, "osprey %s: --mqtt %s: %s; retrying", s->prog, s->shown,
-                            rc == MOSQ_ERR_ERRNO ? strerror(errno) : mosquitto_strerror(rc));
+                            why);
                 backoff = backoff * 2 > 10 ? 10 : backoff * 2;
             }
             next_try = osp_now_s() + backoff;
@@ -159,26 +184,27 @@ static void *publisher(void *arg) {
                 pthread_mutex_unlock(&s->mu);
                 break;
             }
-            char *line = s->q[s->head];
-            s->q[s->head] = NULL;
+            item_t it = s->q[s->head];
+            s->q[s->head].data = NULL;
             s->head = (s->head + 1) % s->cap;
             s->n--;
             pthread_mutex_unlock(&s->mu);
-            int rc = mosquitto_publish(s->mq, NULL, s->topic, (int)strlen(line), line, 1, false);
+            int rc = mosquitto_publish(s->mq, NULL, it.topic ? it.topic : s->topic,
+                                       (int)strlen(it.data), it.data, 1, it.retain);
             pthread_mutex_lock(&s->mu);
             if (rc == MOSQ_ERR_SUCCESS) {
                 s->st.published++;
-                free(line);
+                free(it.data);
             } else {
                 /* Not taken (the connection dropped under us): back to the
                  * head, to go first after the reconnect. */
                 s->connected = false;
                 if (s->n < s->cap) {
                     s->head = (s->head + s->cap - 1) % s->cap;
-                    s->q[s->head] = line;
+                    s->q[s->head] = it;
                     s->n++;
                 } else {
-                    free(line);
+                    free(it.data);
                     s->st.dropped++;
                 }
             }
@@ -236,8 +262,8 @@ static void *kafka_publisher(void *arg) {
         bool closing = s->closing;
         char *line = NULL;
         if (s->n > 0) {
-            line = s->q[s->head];
-            s->q[s->head] = NULL;
+            line = s->q[s->head].data;
+            s->q[s->head].data = NULL;
             s->head = (s->head + 1) % s->cap;
             s->n--;
         }
@@ -313,7 +339,7 @@ static int kafka_open(osp_sink_t *s, const char *spec, char *err, size_t errlen)
 
 static int kafka_start(osp_sink_t *s, const char *url, char *err, size_t errlen) {
     if (kafka_open(s, url + 8, err, errlen)) return -1;
-    if (!(s->q = calloc((size_t)s->cap, sizeof(char *)))) {
+    if (!(s->q = calloc((size_t)s->cap, sizeof *s->q))) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
@@ -369,14 +395,16 @@ static int mqtt_start(osp_sink_t *s, const char *url, const osp_sink_opts_t *o, 
     bool tls = false;
     int rc = -1;
     if (osp_url_split(url, &u) || (strcmp(u.scheme, "mqtt") && !(tls = !strcmp(u.scheme, "mqtts"))) ||
-        !u.path[0] || strlen(u.host) >= sizeof s->host) {
-        snprintf(err, errlen, "'%s' is not mqtt[s]://[USER[:PASSWORD]@]HOST[:PORT]/TOPIC", s->shown);
+        !(u.path[0] || o->default_topic) || !u.host[0] || strlen(u.host) >= sizeof s->host) {
+        snprintf(err, errlen, "'%s' is not mqtt[s]://[USER[:PASSWORD]@]HOST[:PORT]%s", s->shown,
+                 o->default_topic ? "[/TOPIC]" : "/TOPIC");
         goto done;
     }
     snprintf(s->host, sizeof s->host, "%s", u.host);
-    snprintf(s->topic, sizeof s->topic, "%s", u.path);
+    snprintf(s->topic, sizeof s->topic, "%s", u.path[0] ? u.path : o->default_topic);
+    if (o->available) snprintf(s->avail, sizeof s->avail, "%s/%s", s->topic, o->available);
     s->port = u.port ? u.port : tls ? 8883 : 1883;
-    if (!(s->q = calloc((size_t)s->cap, sizeof(char *)))) {
+    if (!(s->q = calloc((size_t)s->cap, sizeof *s->q))) {
         snprintf(err, errlen, "out of memory");
         goto done;
     }
@@ -390,6 +418,10 @@ static int mqtt_start(osp_sink_t *s, const char *url, const osp_sink_opts_t *o, 
         goto fail;
     }
     if (mqtt_configure(s, &u, o, tls, err, errlen)) goto fail;
+    if (s->avail[0] && mosquitto_will_set(s->mq, s->avail, 7, "offline", 1, true) != MOSQ_ERR_SUCCESS) {
+        snprintf(err, errlen, "cannot set the MQTT last will on %s", s->avail);
+        goto fail;
+    }
     mosquitto_connect_callback_set(s->mq, on_connect);
     mosquitto_disconnect_callback_set(s->mq, on_disconnect);
     mosquitto_publish_callback_set(s->mq, on_publish);
@@ -434,6 +466,7 @@ int osp_sink_open(const char *url, const osp_sink_opts_t *opts, osp_sink_t **out
     osp_url_mask(url, s->shown, sizeof s->shown);
     snprintf(s->prog, sizeof s->prog, "%s", o->prog ? o->prog : "segment");
     s->refused = o->refused;
+    s->wait_first = o->wait_first;
     s->cap = o->cap > 0 ? o->cap : 1024;
     if (kafka ? kafka_start(s, url, err, errlen) : mqtt_start(s, url, o, err, errlen)) {
         free(s);
@@ -445,26 +478,57 @@ int osp_sink_open(const char *url, const osp_sink_opts_t *opts, osp_sink_t **out
 
 const char *osp_sink_name(const osp_sink_t *s) { return s->shown; }
 
-void osp_sink_put(osp_sink_t *s, const char *line) {
-    char *copy = strdup(line);
+const char *osp_sink_topic(const osp_sink_t *s) { return s->topic; }
+
+void osp_sink_put(osp_sink_t *s, const char *line) { osp_sink_put_topic(s, NULL, line, false); }
+
+void osp_sink_put_topic(osp_sink_t *s, const char *topic, const char *payload, bool retain) {
+    size_t pl = strlen(payload), tl = topic ? strlen(topic) + 1 : 0;
+    char *copy = malloc(pl + 1 + tl);
+    if (copy) {
+        memcpy(copy, payload, pl + 1);
+        if (topic) memcpy(copy + pl + 1, topic, tl);
+    }
     pthread_mutex_lock(&s->mu);
     if (!copy || s->given_up) {
         free(copy);
         s->st.dropped++;
     } else {
         if (s->n == s->cap) {
-            free(s->q[s->head]);
-            s->q[s->head] = NULL;
+            free(s->q[s->head].data);
+            s->q[s->head].data = NULL;
             s->head = (s->head + 1) % s->cap;
             s->n--;
             s->st.dropped++;
         }
-        s->q[(s->head + s->n) % s->cap] = copy;
+        s->q[(s->head + s->n) % s->cap] = (item_t){copy, topic ? copy + pl + 1 : NULL, retain};
         s->n++;
         s->st.queued++;
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
+}
+
+int osp_sink_wait_connected(osp_sink_t *s, double timeout_s, char *err, size_t errlen) {
+    if (s->rk) return 0; /* librdkafka connects by itself */
+    double end = osp_now_s() + timeout_s;
+    int rc = -1;
+    pthread_mutex_lock(&s->mu);
+    while (!s->connected && !s->given_up && s->attempts == 0 && osp_now_s() < end) {
+        pthread_mutex_unlock(&s->mu);
+        osp_sleep_ms(20);
+        pthread_mutex_lock(&s->mu);
+    }
+    if (s->connected)
+        rc = 0;
+    else if (s->given_up)
+        snprintf(err, errlen, "the broker refused the connection");
+    else if (s->attempts)
+        snprintf(err, errlen, "cannot reach the broker: %s", s->why);
+    else
+        snprintf(err, errlen, "the broker did not answer within %.0f s", timeout_s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 static void kafka_close(osp_sink_t *s, double timeout_s, osp_sink_stats_t *stats) {
@@ -491,6 +555,11 @@ void osp_sink_close(osp_sink_t *s, double timeout_s, osp_sink_stats_t *stats) {
         kafka_close(s, timeout_s, stats);
         return;
     }
+    /* a clean end: "offline" after the last record, not the last will */
+    pthread_mutex_lock(&s->mu);
+    bool ever = s->ever;
+    pthread_mutex_unlock(&s->mu);
+    if (s->avail[0] && ever) osp_sink_put_topic(s, s->avail, "offline", true);
     pthread_mutex_lock(&s->mu);
     s->deadline = osp_now_s() + timeout_s;
     s->closing = true;
@@ -499,7 +568,7 @@ void osp_sink_close(osp_sink_t *s, double timeout_s, osp_sink_stats_t *stats) {
     mosquitto_disconnect(s->mq);
     mosquitto_loop(s->mq, 50, 1);
     s->st.dropped += s->n;
-    for (int i = 0; i < s->cap; i++) free(s->q[i]);
+    for (int i = 0; i < s->cap; i++) free(s->q[i].data);
     s->st.failed = s->given_up || (s->st.queued > 0 && s->st.acked == 0);
     if (stats) *stats = s->st;
     mosquitto_destroy(s->mq);

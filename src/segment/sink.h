@@ -14,6 +14,13 @@
  * that refuses the login or the TLS handshake is reported once and given
  * up on: retrying cannot fix it.
  *
+ * A sink may also publish to topics of the caller's (osp_sink_put_topic,
+ * retained or not), and keep an availability topic the way Frigate keeps
+ * frigate/available: "online" (retained) on every connect, "offline" from
+ * the broker as the client's last will when it vanishes, and from
+ * osp_sink_close at a clean end. osprey detect --track publishes Frigate's
+ * topics and Home Assistant's discovery that way (cli/track_mqtt.h).
+ *
  * Owned by the caller (osp_sink_open / osp_sink_close). put from any thread.
  */
 #ifndef OSP_SEGMENT_SINK_H
@@ -45,6 +52,14 @@ typedef struct {
     /* Set (when not NULL) the moment the broker refuses the login or the TLS
      * handshake: the sink has given up and will not retry. */
     atomic_bool *refused;
+    /* MQTT: the topic when the URL has none (NULL: a URL must have one). */
+    const char *default_topic;
+    /* MQTT: when not NULL, the availability topic under the URL's topic
+     * ("available": TOPIC/available), as this header's opening says. */
+    const char *available;
+    /* MQTT: the caller waits for the first connection (wait_connected) and
+     * says why it failed: the sink does not say it too. */
+    bool wait_first;
 } osp_sink_opts_t;
 
 /* url: mqtt://[user[:password]@]host[:port]/topic (port 1883),
@@ -57,8 +72,17 @@ int osp_sink_open(const char *url, const osp_sink_opts_t *opts, osp_sink_t **out
 /* The URL as osprey prints it, its login masked ("mqtt://" "***@host:port/topic"). */
 const char *osp_sink_name(const osp_sink_t *s);
 void osp_sink_put(osp_sink_t *s, const char *line);
-/* Wait up to timeout_s for every queued record to be acknowledged, then
- * disconnect and free. Fills stats when not NULL. */
+/* MQTT: the URL's topic (or the default_topic). */
+const char *osp_sink_topic(const osp_sink_t *s);
+/* MQTT: queue payload for topic (a whole topic, not under the URL's),
+ * retained or not, in order with the records; as osp_sink_put otherwise. */
+void osp_sink_put_topic(osp_sink_t *s, const char *topic, const char *payload, bool retain);
+/* MQTT: wait up to timeout_s for the first connection. 0 connected; -1
+ * when the first attempt failed, the broker refused us, or the time ran
+ * out, with the reason in err (never a password). */
+int osp_sink_wait_connected(osp_sink_t *s, double timeout_s, char *err, size_t errlen);
+/* Wait up to timeout_s for every queued record to be acknowledged (with an
+ * availability topic, "offline" last), then disconnect and free. Fills stats when not NULL. */
 void osp_sink_close(osp_sink_t *s, double timeout_s, osp_sink_stats_t *stats);
 
 #endif

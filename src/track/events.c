@@ -254,11 +254,23 @@ int osp_events_counts(const osp_events_t *e, const osp_events_count_t **out) {
     return e->n_counts;
 }
 
-const char *osp_events_label(const osp_events_t *e, int label, char *buf, size_t cap) {
-    if (label >= 0 && label < e->n_labels && e->labels[label])
-        snprintf(buf, cap, "%s", e->labels[label]);
+static const char *label_name(const char *const *labels, int n_labels, int label, char *buf,
+                              size_t cap) {
+    if (label >= 0 && label < n_labels && labels[label])
+        snprintf(buf, cap, "%s", labels[label]);
     else
         snprintf(buf, cap, "%d", label);
+    return buf;
+}
+
+const char *osp_events_label(const osp_events_t *e, int label, char *buf, size_t cap) {
+    return label_name(e->labels, e->n_labels, label, buf, cap);
+}
+
+const char *osp_events_id(double start_time, uint64_t track_id, char *buf, size_t cap) {
+    /* Frigate's ids are "<start time>-<random>"; the track id in its place
+     * keeps them unique across restarts, which restart track ids at 1 */
+    snprintf(buf, cap, "%.6f-%" PRIu64, start_time, track_id);
     return buf;
 }
 
@@ -304,17 +316,16 @@ static void kzones(const osp_events_t *e, osp_jw_t *w, const char *k, uint32_t m
     zone_list(e, w, idx, n);
 }
 
-static void write_obj(const osp_events_t *e, const osp_event_obj_t *o, osp_jw_t *w) {
+static void write_obj(const osp_events_t *e, const char *const *labels, int n_labels,
+                      const osp_event_obj_t *o, osp_jw_t *w) {
     static const char *const VERDICT[] = {"unverified", "verified", "rejected"};
     char id[64], label[OSP_ZONES_NAME_MAX];
-    /* Frigate's ids are "<start time>-<random>"; the track id in its place
-     * keeps them unique across restarts, which restart track ids at 1 */
-    snprintf(id, sizeof id, "%.6f-%" PRIu64, o->start_time, o->id);
+    osp_events_id(o->start_time, o->id, id, sizeof id);
     osp_jw_obj_open(w);
     kstr(w, "id", id);
     kstr(w, "camera", e->camera);
     knum(w, "frame_time", o->frame_time, 6);
-    kstr(w, "label", osp_events_label(e, o->label, label, sizeof label));
+    kstr(w, "label", label_name(labels, n_labels, o->label, label, sizeof label));
     osp_jw_key(w, "sub_label");
     osp_jw_null(w);
     knum(w, "score", o->score, 4);
@@ -357,13 +368,18 @@ static void write_obj(const osp_events_t *e, const osp_event_obj_t *o, osp_jw_t 
 }
 
 int osp_events_write(const osp_events_t *e, const osp_event_t *ev, osp_jw_t *w) {
+    return osp_events_write_named(e, ev, e->labels, e->n_labels, w);
+}
+
+int osp_events_write_named(const osp_events_t *e, const osp_event_t *ev, const char *const *labels,
+                           int n_labels, osp_jw_t *w) {
     static const char *const TYPE[] = {"new", "update", "end"};
     osp_jw_obj_open(w);
     kstr(w, "type", TYPE[ev->type]);
     osp_jw_key(w, "before");
-    write_obj(e, &ev->before, w);
+    write_obj(e, labels, n_labels, &ev->before, w);
     osp_jw_key(w, "after");
-    write_obj(e, &ev->after, w);
+    write_obj(e, labels, n_labels, &ev->after, w);
     osp_jw_obj_close(w);
     return w->oom ? OSP_EVENTS_ENOMEM : 0;
 }

@@ -96,6 +96,11 @@ const osp_event_t *osp_events_at(const osp_events_t *e, int i);
 /* Writes a record as one JSON object, Frigate's shape. Returns 0 or
  * OSP_EVENTS_ENOMEM (the writer ran out of memory). */
 int osp_events_write(const osp_events_t *e, const osp_event_t *ev, osp_jw_t *w);
+/* The same with the labels named by labels[0..n_labels) (the caller's)
+ * instead of the table osp_events_new was given: for a reader that spells
+ * them its own way (Frigate's lower case, cli/track_mqtt.h). */
+int osp_events_write_named(const osp_events_t *e, const osp_event_t *ev, const char *const *labels,
+                           int n_labels, osp_jw_t *w);
 
 /* Objects reported and not ended, by zone (-1: the whole camera) and
  * label. Listed: every pair with objects now, and every pair that had some
@@ -109,6 +114,10 @@ typedef struct {
     int changed; /* count or active differs from the previous update */
 } osp_events_count_t;
 int osp_events_counts(const osp_events_t *e, const osp_events_count_t **out);
+
+/* An object's "id" as records write it, from its start time and track id,
+ * into buf (48 bytes hold any); returns buf. */
+const char *osp_events_id(double start_time, uint64_t track_id, char *buf, size_t cap);
 
 /* The label's name as records write it (its number when it has none),
  * into buf; returns buf. */

@@ -142,6 +142,22 @@ static void test_walk_through_a_zone_and_out(void **state) {
     assert_int_equal(at(j, "after", "track_id")->valueint, 1);
     assert_string_equal(at(j, "before", "id")->valuestring, "1700000000.000000-1");
     cJSON_Delete(j);
+    /* the same record with another spelling of the labels: only "label" differs */
+    {
+        static const char *const OTHER[] = {"PERSON"};
+        osp_jw_t w = {0}, plain = {0};
+        assert_int_equal(osp_events_write_named(r.e, &r.log[0], OTHER, 1, &w), 0);
+        assert_int_equal(osp_events_write(r.e, &r.log[0], &plain), 0);
+        j = cJSON_Parse(w.buf);
+        assert_string_equal(at(j, "after", "label")->valuestring, "PERSON");
+        assert_string_equal(at(j, "before", "label")->valuestring, "PERSON");
+        cJSON_Delete(j);
+        assert_int_equal(w.len, plain.len); /* "PERSON" for "person": nothing else moved */
+        const char *p = strstr(w.buf, "PERSON"), *q = strstr(plain.buf, "person");
+        assert_int_equal(p - w.buf, q - plain.buf);
+        osp_jw_free(&w);
+        osp_jw_free(&plain);
+    }
 
     j = json_of(&r, &r.log[1]);
     assert_string_equal(at(j, "type", NULL)->valuestring, "update");
@@ -339,6 +355,16 @@ static void test_camera_name_and_labels(void **state) {
     osp_events_free(e);
 }
 
+/* The id --snapshots names a picture by is the records' "id" (checked
+ * against a record in test_walk_through_a_zone_and_out). */
+static void test_event_id(void **state) {
+    (void)state;
+    char buf[48];
+    assert_string_equal(osp_events_id(1700000000.0, 1, buf, sizeof buf), "1700000000.000000-1");
+    assert_string_equal(osp_events_id(0.25, 18446744073709551615u, buf, sizeof buf),
+                        "0.250000-18446744073709551615");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_walk_through_a_zone_and_out),
@@ -349,6 +375,7 @@ int main(void) {
         cmocka_unit_test(test_snapshot_updates),
         cmocka_unit_test(test_counts),
         cmocka_unit_test(test_camera_name_and_labels),
+        cmocka_unit_test(test_event_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
