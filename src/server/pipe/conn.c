@@ -73,6 +73,7 @@ struct conn {
     rd_state_t rd;
     uint8_t *in; /* the staging buffer */
     size_t in_len, in_cap;
+    size_t in_need;     /* bytes the frame at its start needs, when it fits (stage_parse) */
     srv_rows_t *rows;   /* RD_ROWS's state, kept between frames */
     srv_big_t *big;     /* RD_BIG's */
     srv_relay_t *relay; /* large reads from a pipe pass through it (relay.c) */
@@ -460,6 +461,7 @@ ssize_t srv_conn_read(server_t *s, conn_t *c, void *dst, size_t want) {
 static void stage_parse(server_t *s, conn_t *c) {
     size_t off = 0;
     uint32_t cap = s->opts.max_frame;
+    c->in_need = 0;
     while (!c->fatal && !c->paused && c->rd == RD_STAGE && c->in_len - off > 0) {
         osp_wire_frame_t f;
         size_t need = 0;
@@ -491,10 +493,17 @@ static void stage_parse(server_t *s, conn_t *c) {
             s->conns->ops->frame(s, c, copy, f.frame_len, NULL);
             continue;
         }
-        /* incomplete: a large frame whose header is known is prepared as it
-         * is read or read into a buffer of its own */
-        if (avail >= 9 && f.frame_len >= ROWS_MIN &&
-            s->conns->ops->rows_begin(s, c, &c->rows, p, avail, f.frame_len)) {
+        /* incomplete: a frame that fits the staging buffer is read whole
+         * into it (stage_step makes room) and prepared where it lies; a
+         * larger one whose header is known is prepared as it is read or read
+         * into a buffer of its own. UltraFace's 320x240 frames (230 KB)
+         * used to arrive as 64 KiB in the staging buffer, copied into the
+         * rows' ring, and the rest spliced into the relay and read out of
+         * it: three more syscalls and a copy a frame. */
+        if (avail >= 9 && f.frame_len <= STAGE_CAP) {
+            c->in_need = f.frame_len;
+        } else if (avail >= 9 && f.frame_len >= ROWS_MIN &&
+                   s->conns->ops->rows_begin(s, c, &c->rows, p, avail, f.frame_len)) {
             off = c->in_len;
             rd_enter(s, c, RD_ROWS);
         } else if (avail >= 9 && f.frame_len > STAGE_CAP) {
@@ -515,8 +524,9 @@ static void stage_parse(server_t *s, conn_t *c) {
 
 /* One read into the staging buffer. */
 static srv_in_t stage_step(server_t *s, conn_t *c) {
-    if (c->in_cap - c->in_len < 4096) {
+    if (c->in_cap - c->in_len < 4096 || c->in_cap < c->in_need) {
         size_t cap = c->in_cap * 2;
+        if (cap < c->in_need) cap = c->in_need;
         if (cap > STAGE_CAP + 64) cap = STAGE_CAP + 64;
         if (cap > c->in_cap) {
             uint8_t *n = realloc(c->in, cap);

@@ -11,9 +11,10 @@
  * in memory; when its last byte is read its tensor is ready, and it goes
  * straight to a predict worker.
  *
- * A frame that is already whole in the connection's read buffer (a small
- * one, 64 KiB and up) is prepared right there: no copy into a frame
- * buffer, no hand-over to a preparing thread.
+ * A frame that is already whole in the connection's read buffer (one of
+ * 64 KiB up to the staging buffer's 256 KiB, which conn.c reads whole) is
+ * prepared right there: no copy into a frame buffer or the ring, no
+ * hand-over to a preparing thread.
  *
  * What is not taken here is read whole as before: frames likely to be shed
  * before they run (osp_sched_likely_shed; they may be parked, spill.c, and are
