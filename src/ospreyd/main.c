@@ -35,7 +35,9 @@ static void usage(FILE *out) {
           "  --config FILE          with --listen or --zmq: a startup config (the same JSON\n"
           "                         as the first frame) whose models are loaded before\n"
           "                         serving; with --zmq and no --listen there is no host on\n"
-          "                         stdin, and ospreyd serves until SIGTERM or SIGINT\n"
+          "                         stdin, and ospreyd serves until SIGTERM or SIGINT.\n"
+          "                         Its \"cameras\" list (docs/cameras.md) is watched by\n"
+          "                         ospreyd itself: then --config alone is enough\n"
           "  --max-frame BYTES      largest request frame accepted (default 67108864);\n"
           "                         a larger one is answered with an error and its\n"
           "                         connection closed\n"
@@ -231,9 +233,10 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (o.config_path && !o.listen && !o.zmq && !o.jobs) {
-        fprintf(stderr,
-                "ospreyd: --config goes with --listen or --zmq (on stdin the first frame is the config)\n");
+    int cameras = osp_server_config_has_cameras(o.config_path);
+    if (o.config_path && !o.listen && !o.zmq && !o.jobs && !cameras) {
+        fprintf(stderr, "ospreyd: --config goes with --listen or --zmq, or lists \"cameras\" (on "
+                        "stdin the first frame is the config)\n");
         return 2;
     }
     if (o.jobs ? !o.config_path
@@ -257,7 +260,7 @@ int main(int argc, char **argv) {
     }
     /* a host on the pipe reads the lines the Python worker wrote; a daemon's
      * lines go to a log that wants the time and the level */
-    int pipe_host = !o.listen && !((o.zmq || o.jobs) && o.config_path);
+    int pipe_host = !o.listen && !((o.zmq || o.jobs || cameras) && o.config_path);
     osp_log_set_format(log_set ? log_format : pipe_host ? OSP_LOG_PLAIN : OSP_LOG_TEXT);
     return osp_server_run(&o);
 }

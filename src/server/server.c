@@ -25,6 +25,8 @@
 #include "server/pipe/conn.h"
 #include "server/core/dispatch.h"
 #include "server/core/exec.h"
+#include "server/cameras/camcfg.h"
+#include "server/cameras/cameras.h"
 #include "server/fleet/fleet.h"
 #include "server/http/http.h"
 #include "server/pipe/ingest.h"
@@ -43,7 +45,7 @@
 
 /* The front ends (core/frontend.h), in the order they start. */
 static const srv_frontend_t *const FRONT_ENDS[] = {&srv_http_frontend, &srv_zmq_frontend,
-                                                   &srv_fleet_frontend};
+                                                   &srv_fleet_frontend, &srv_cameras_frontend};
 #define N_FRONT_ENDS (int)(sizeof FRONT_ENDS / sizeof FRONT_ENDS[0])
 
 /* Start the early (1) or the other (0) front ends the options ask for. 0,
@@ -58,6 +60,14 @@ static int front_ends_start(server_t *s, int early) {
             return -1;
         }
     }
+    return 0;
+}
+
+/* Whether the options ask for any of the early (1) or the other (0) front
+ * ends: with --config, the others serve without a host on stdio. */
+static int front_ends_wanted(const server_t *s, int early) {
+    for (int i = 0; i < N_FRONT_ENDS; i++)
+        if (FRONT_ENDS[i]->early == early && FRONT_ENDS[i]->wanted(&s->opts)) return 1;
     return 0;
 }
 
@@ -197,7 +207,7 @@ int osp_server_run(const osp_server_opts_t *opts) {
             return 1;
         }
         osp_log(OSP_LOG_INFO, "ospreyd: listening on %s", opts->listen);
-    } else if (!((opts->zmq || opts->jobs) && opts->config_path) &&
+    } else if (!(front_ends_wanted(s, 0) && opts->config_path) &&
                !srv_conn_new(s, opts->stdio_in, opts->stdio_out, 1)) {
         server_free(s);
         return 1;
@@ -216,4 +226,8 @@ int osp_server_run(const osp_server_opts_t *opts) {
     }
     server_free(s);
     return rc;
+}
+
+int osp_server_config_has_cameras(const char *config_path) {
+    return config_path && srv_camcfg_present(config_path);
 }

@@ -43,4 +43,8 @@ typedef struct {
  * it runs until a signal. */
 int osp_server_run(const osp_server_opts_t *opts);
 
+/* Whether the --config file at config_path lists cameras ("cameras":
+ * docs/cameras.md): ospreyd then serves them with no other front end. */
+int osp_server_config_has_cameras(const char *config_path);
+
 #endif

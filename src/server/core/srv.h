@@ -36,6 +36,7 @@ typedef struct srv_http srv_http_t;         /* http.h */
 typedef struct srv_zmq srv_zmq_t;           /* zmq.h */
 typedef struct srv_watchdog srv_watchdog_t; /* watchdog.h */
 typedef struct srv_fleet srv_fleet_t;       /* fleet.h */
+typedef struct srv_cameras srv_cameras_t;   /* cameras.h */
 typedef struct srv_loads srv_loads_t;       /* loads.h */
 struct osp_sched;
 struct osp_window;
@@ -84,6 +85,7 @@ struct server {
     srv_zmq_t *zmq;            /* Frigate's detector protocol (--zmq), or NULL */
     srv_watchdog_t *watchdog;  /* the bound on each run (watchdog.h) */
     srv_fleet_t *fleet;        /* the shared job queue (--jobs), or NULL */
+    srv_cameras_t *cameras;    /* the --config file's cameras, or NULL */
     struct osp_sched *sched;   /* admission (sched/sched.h) */
     struct osp_window *window; /* window batching (sched/window.h) once started, or NULL */
     struct osp_loader *loader; /* bounded model loads (model/loader.h), loads.c's */

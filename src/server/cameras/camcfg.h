@@ -1,0 +1,35 @@
+/*
+ * camcfg: the "cameras" list of ospreyd's --config file (docs/cameras.md),
+ * read with a default for every key, unknown keys warned with the nearest
+ * known one. A URL may name environment variables (${NAME}) for its
+ * secrets, so the file need not hold them; the URL is never logged
+ * unmasked.
+ */
+#ifndef OSP_CAMCFG_H
+#define OSP_CAMCFG_H
+
+#include <stddef.h>
+
+struct cJSON;
+
+#define SRV_CAM_MAX 64         /* cameras in one config */
+#define SRV_CAM_OBJECTS_MAX 16 /* labels in one camera's "objects" */
+
+typedef struct {
+    char name[64];  /* 1-63 letters, digits, '_' or '-' */
+    char url[2048]; /* with ${NAME}s replaced */
+    char model[128]; /* the name of a served model (its catalog name or file's stem); "": slot 0 */
+    double fps;      /* frames detected per second, at most; default 5 */
+    int n_objects;   /* 0: every label */
+    char objects[SRV_CAM_OBJECTS_MAX][64];
+    char zones[1024]; /* a zones file (docs/tracking.md), or "" */
+} srv_camcfg_t;
+
+/* The cameras of root's "cameras" (none: *n = 0). *out is the caller's to
+ * free. 0, or -1 with err naming the camera and the key. */
+int srv_camcfg_parse(const struct cJSON *root, srv_camcfg_t **out, int *n, char *err,
+                     size_t errlen);
+/* Whether the config file at path lists any camera (read, not checked). */
+int srv_camcfg_present(const char *path);
+
+#endif

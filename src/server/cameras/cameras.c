@@ -1,0 +1,483 @@
+/*
+ * Cameras (cameras.h). A camera's thread owns its source, its frame buffer
+ * and its tracker; one frame at a time is in flight: the thread posts it
+ * to the I/O thread (the core's door is the I/O thread's), and waits for
+ * its answer, which the transport's send hands back under the camera's
+ * lock. A live source keeps decoding meanwhile (video/newest.h), so the
+ * next frame taken is the newest, never a backlog.
+ *
+ * Ownership: the frame buffer is the camera thread's, except while a frame
+ * is in flight, when a prepare worker reads it; the detections are written
+ * by the predict worker, and read by the camera thread once the answer has
+ * come (the lock orders them).
+ */
+#include "server/cameras/cameras.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/clock.h"
+#include "log/log.h"
+#include "model/model.h"
+#include "server/cameras/camcfg.h"
+#include "server/core/dispatch.h"
+#include "server/core/job.h"
+#include "server/core/ledger.h"
+#include "server/core/loop.h"
+#include "server/core/slots.h"
+#include "track/events.h"
+#include "track/track.h"
+#include "track/zones.h"
+#include "video/backoff.h"
+#include "video/newest.h"
+#include "video/source.h"
+#include "wire/jsonw.h"
+
+#define DETS_MAX 256   /* detections of one frame kept */
+#define LABELS_MAX 256 /* distinct labels a camera tracks */
+#define ZONES_FILE_MAX (1u << 20)
+
+typedef struct {
+    osp_track_box_t box;
+    float score;
+    char label[64];
+} cam_det_t;
+
+typedef struct cam {
+    srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
+    server_t *s;
+    srv_camcfg_t cfg;
+    int idx; /* the model's slot */
+    pthread_t t;
+    int running;
+    atomic_bool stop;
+    atomic_bool exited; /* its thread has returned (or never ran) */
+    osp_source_t *src;
+    osp_image_t frame; /* the frame in flight, or the next */
+    uint64_t deadline_ms;
+    /* the answer, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int answered;
+    srv_outcome_t outcome;
+    int n_dets, frame_w, frame_h;
+    cam_det_t dets[DETS_MAX];
+    /* objects over time: the camera thread's */
+    osp_tracker_t *tracker;
+    osp_zones_t *zones;
+    osp_events_t *events;
+    char labels[LABELS_MAX][64];
+    const char *label_ptrs[LABELS_MAX];
+    int n_labels;
+    osp_track_det_t tdets[DETS_MAX];
+    osp_jw_t line;
+    /* counters, any thread */
+    atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects;
+} cam_t;
+
+struct srv_cameras {
+    cam_t *cams;
+    int n;
+};
+
+/* ---- the transport: on the core's workers and the I/O thread ------------------ */
+
+static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, char *err,
+                      size_t errlen) {
+    cam_t *c = r->tp_arg;
+    osp_view_t v = {.data = c->frame.data,
+                    .width = c->frame.width,
+                    .height = c->frame.height,
+                    .stride = c->frame.stride,
+                    .fmt = c->frame.fmt};
+    return osp_model_prepare(m, ctx, &v, 0, 0, err, errlen);
+}
+
+static void tp_result(srv_req_t *r, const osp_model_t *m, const osp_result_t *res) {
+    cam_t *c = r->tp_arg;
+    int n = 0;
+    if (res->kind == OSP_REC_DETECTIONS)
+        for (int i = 0; i < res->n_dets && n < DETS_MAX; i++) {
+            const osp_det_t *d = &res->dets[i];
+            const char *label = osp_model_label(m, d->cls);
+            cam_det_t *o = &c->dets[n++];
+            o->box = (osp_track_box_t){d->x1, d->y1, d->x2, d->y2};
+            o->score = d->score;
+            snprintf(o->label, sizeof o->label, "%s", label ? label : "");
+        }
+    c->n_dets = n;
+    c->frame_w = res->frame_w;
+    c->frame_h = res->frame_h;
+}
+
+static void answer(cam_t *c, srv_outcome_t outcome) {
+    pthread_mutex_lock(&c->mu);
+    c->outcome = outcome;
+    c->answered = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void tp_send(server_t *s, srv_req_t *r) {
+    (void)s;
+    answer(r->tp_arg, r->outcome);
+}
+
+static const srv_transport_t CAM_TP = {tp_prepare, tp_result, tp_send, NULL};
+
+/* The frame on the I/O thread: through the door, or refused at once. */
+static void on_frame(server_t *s, srv_job_t *h) {
+    cam_t *c = (cam_t *)h;
+    int stopping = s->stopping || atomic_load(&c->stop);
+    if (stopping || !srv_slot(s, c->idx)) {
+        answer(c, SRV_OUTCOME_FAILED(stopping ? SRV_FAIL_NO_MEMORY : SRV_FAIL_NOT_LOADED));
+        return;
+    }
+    if (srv_submit_frame(s, c->idx, c->deadline_ms, &CAM_TP, c))
+        answer(c, SRV_OUTCOME_FAILED(SRV_FAIL_NO_MEMORY));
+}
+
+/* ---- the camera's thread --------------------------------------------------------- */
+
+static uint64_t epoch_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void on_source_event(void *ctx, const osp_source_event_t *e) {
+    cam_t *c = ctx;
+    char text[600];
+    osp_source_event_text(e, text, sizeof text);
+    if (e->kind == OSP_SOURCE_RECONNECT) atomic_fetch_add(&c->reconnects, 1);
+    osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN, "ospreyd: camera %s: %s",
+            c->cfg.name, text);
+}
+
+static int wanted(const cam_t *c, const char *label) {
+    if (!c->cfg.n_objects) return 1;
+    for (int i = 0; i < c->cfg.n_objects; i++)
+        if (strcasecmp(c->cfg.objects[i], label) == 0) return 1;
+    return 0;
+}
+
+/* The camera's own index of a label (its tracker's), added on first sight. */
+static int label_index(cam_t *c, const char *label) {
+    for (int i = 0; i < c->n_labels; i++)
+        if (strcmp(c->labels[i], label) == 0) return i;
+    if (c->n_labels >= LABELS_MAX) return -1;
+    snprintf(c->labels[c->n_labels], 64, "%s", label);
+    c->label_ptrs[c->n_labels] = c->labels[c->n_labels];
+    return c->n_labels++;
+}
+
+/* One answered frame through the tracker, the zones and the events. */
+static void track_frame(cam_t *c, double t) {
+    char err[256];
+    int n = 0;
+    for (int i = 0; i < c->n_dets; i++) {
+        if (!wanted(c, c->dets[i].label)) continue;
+        int label = label_index(c, c->dets[i].label);
+        if (label < 0) continue;
+        c->tdets[n++] = (osp_track_det_t){.box = c->dets[i].box, .score = c->dets[i].score, .label = label};
+    }
+    if (osp_track_update(c->tracker, c->tdets, n, t, err, sizeof err) ||
+        (c->zones && osp_zones_update(c->zones, c->tracker, c->frame_w, c->frame_h, c->label_ptrs,
+                                      c->n_labels, err, sizeof err))) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+        return;
+    }
+    int ne = osp_events_update(c->events, c->tracker, err, sizeof err);
+    for (int i = 0; i < ne; i++) {
+        osp_jw_reset(&c->line);
+        if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
+                                   c->n_labels, &c->line))
+            continue;
+        /* one record a line on stdout, whole (stdio's lock), as `osprey
+         * detect --track --events -` writes them */
+        flockfile(stdout);
+        fwrite(c->line.buf, 1, c->line.len, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        funlockfile(stdout);
+        atomic_fetch_add(&c->event_count, 1);
+    }
+}
+
+/* Open the camera's source, again and again with backoff while it cannot
+ * be opened (a camera that is down when ospreyd starts is not an error of
+ * the config): 0, or -1 when stopping. */
+static int open_source(cam_t *c) {
+    osp_source_cfg_t sc;
+    osp_source_cfg_default(&sc);
+    sc.stop = &c->stop;
+    sc.on_event = on_source_event;
+    sc.ctx = c;
+    for (int attempt = 0; !atomic_load(&c->stop); attempt++) {
+        char why[600];
+        osp_source_t *src = NULL;
+        if (osp_source_open(c->cfg.url, &sc, &src, why, sizeof why) == 0) {
+            pthread_mutex_lock(&c->mu);
+            c->src = src;
+            pthread_mutex_unlock(&c->mu);
+            osp_log(OSP_LOG_INFO, "ospreyd: camera %s: watching %s with model %d at %g frames/s",
+                    c->cfg.name, osp_source_name(src), c->idx, c->cfg.fps);
+            return 0;
+        }
+        double wait = osp_backoff_delay(OSP_BACKOFF_FIRST_S, OSP_BACKOFF_MAX_S, attempt + 1);
+        osp_log(OSP_LOG_WARN, "ospreyd: camera %s: cannot open its source (%s); retrying in %.1f s",
+                c->cfg.name, why, wait);
+        for (double left = wait * 1000; left > 0 && !atomic_load(&c->stop); left -= 100)
+            osp_sleep_ms(left > 100 ? 100 : left);
+    }
+    return -1;
+}
+
+static void *cam_main(void *arg) {
+    cam_t *c = arg;
+    char err[600];
+    osp_newest_t *newest = NULL;
+    if (open_source(c)) {
+        atomic_store(&c->exited, 1);
+        return NULL;
+    }
+    int live = osp_source_live(c->src);
+    if (live && osp_newest_start(c->src, &newest, err, sizeof err)) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+        return NULL;
+    }
+    /* a file plays on its own timeline, in real time, as a camera would
+     * show it; a live source's frames are taken as they come */
+    const osp_video_info_t *vi = osp_source_info(c->src);
+    int timeline = !live && vi && vi->fps > 0;
+    struct timespec start;
+    osp_now(&start);
+    double start_epoch = (double)epoch_ms() / 1000;
+    double interval = 1.0 / c->cfg.fps, next = -1;
+    while (!atomic_load(&c->stop)) {
+        osp_frame_meta_t meta;
+        int rc = live ? osp_newest_read(newest, &c->frame, &meta, err, sizeof err)
+                      : osp_source_read(c->src, &c->frame, &meta, err, sizeof err);
+        if (rc != 1) {
+            if (rc < 0 && !atomic_load(&c->stop))
+                osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+            else if (rc == 0 && !atomic_load(&c->stop))
+                osp_log(OSP_LOG_INFO, "ospreyd: camera %s: the source ended", c->cfg.name);
+            break;
+        }
+        atomic_fetch_add(&c->frames_in, 1);
+        /* the frame's time on the wall clock (events carry epoch seconds, as
+         * Frigate's do) */
+        double t = timeline ? start_epoch + meta.pts : (double)epoch_ms() / 1000;
+        if (next >= 0 && t + 1e-6 < next) continue; /* more frames than fps asks for */
+        next = (next < 0 || t - next > interval) ? t + interval : next + interval;
+        if (timeline) {
+            double ahead_ms = meta.pts * 1000 - osp_ms_since(&start);
+            while (ahead_ms > 0 && !atomic_load(&c->stop)) {
+                osp_sleep_ms(ahead_ms > 100 ? 100 : ahead_ms);
+                ahead_ms = meta.pts * 1000 - osp_ms_since(&start);
+            }
+        }
+        c->deadline_ms = epoch_ms() + (uint64_t)llround(interval * 1000);
+        pthread_mutex_lock(&c->mu);
+        c->answered = 0;
+        c->n_dets = 0;
+        pthread_mutex_unlock(&c->mu);
+        atomic_fetch_add(&c->submitted, 1);
+        srv_post(c->s, &c->h);
+        /* the core answers every frame it is given, stopping or not (a
+         * frame posted as the server stops is answered by whoever drains
+         * the mailbox last: cameras_free) */
+        pthread_mutex_lock(&c->mu);
+        while (!c->answered) pthread_cond_wait(&c->cv, &c->mu);
+        srv_outcome_t out = c->outcome;
+        pthread_mutex_unlock(&c->mu);
+        if (out.fate == SRV_SERVED) {
+            atomic_fetch_add(&c->served, 1);
+            if (!atomic_load(&c->stop)) track_frame(c, t);
+        } else if (out.fate == SRV_SHED) {
+            atomic_fetch_add(&c->shed, 1);
+        } else {
+            atomic_fetch_add(&c->failed, 1);
+        }
+    }
+    if (newest) osp_newest_stop(newest);
+    atomic_store(&c->exited, 1);
+    return NULL;
+}
+
+/* ---- making and taking down ------------------------------------------------------- */
+
+static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s", path);
+        return -1;
+    }
+    char *buf = malloc(ZONES_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, ZONES_FILE_MAX + 1, f) : 0;
+    fclose(f);
+    if (!buf || n > ZONES_FILE_MAX) {
+        free(buf);
+        snprintf(err, errlen, "%s is larger than %u bytes", path, ZONES_FILE_MAX);
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int cam_open(server_t *s, cam_t *c, char *err, size_t errlen) {
+    c->s = s;
+    c->h.kind = SRV_JOB_EVENT;
+    c->h.done = on_frame;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    c->idx = c->cfg.model[0] ? srv_slots_find(s, c->cfg.model, SRV_FIND_NAME_STEM) : 0;
+    if (c->idx < 0 || !srv_slot(s, c->idx)) {
+        snprintf(err, errlen, "camera %s: no model %s is served", c->cfg.name,
+                 c->cfg.model[0] ? c->cfg.model : "at index 0");
+        return -1;
+    }
+    if (c->cfg.zones[0]) {
+        char *text = NULL, why[400];
+        size_t len = 0;
+        osp_zones_cfg_t zc;
+        int rc = read_file(c->cfg.zones, &text, &len, why, sizeof why) ||
+                 osp_zones_cfg_parse(text, len, &zc, why, sizeof why) ||
+                 osp_zones_new(&zc, &c->zones, why, sizeof why);
+        free(text);
+        if (rc) {
+            snprintf(err, errlen, "camera %s: zones: %s", c->cfg.name, why);
+            return -1;
+        }
+    }
+    char why[400];
+    if (osp_track_new(NULL, &c->tracker, why, sizeof why) ||
+        osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why)) {
+        snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
+        return -1;
+    }
+    if (pthread_create(&c->t, NULL, cam_main, c)) {
+        snprintf(err, errlen, "camera %s: cannot start its thread", c->cfg.name);
+        return -1;
+    }
+    c->running = 1;
+    return 0;
+}
+
+static void cameras_free(server_t *s, srv_cameras_t *cs) {
+    if (!cs) return;
+    for (int i = 0; i < cs->n; i++) {
+        cam_t *c = &cs->cams[i];
+        if (!c->h.done) continue; /* never opened */
+        atomic_store(&c->stop, 1);
+        pthread_mutex_lock(&c->mu);
+        if (c->src) osp_source_cancel(c->src);
+        pthread_cond_broadcast(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+    }
+    /* a frame a camera posted as the loop ended waits in the mailbox: it is
+     * answered here (stopping: refused) until every thread has returned */
+    for (int i = 0; i < cs->n; i++) {
+        cam_t *c = &cs->cams[i];
+        if (!c->running) continue;
+        while (!atomic_load(&c->exited)) {
+            srv_drain(s);
+            osp_sleep_ms(2);
+        }
+        pthread_join(c->t, NULL);
+    }
+    srv_drain(s);
+    for (int i = 0; i < cs->n; i++) {
+        cam_t *c = &cs->cams[i];
+        if (c->running)
+            osp_log(OSP_LOG_INFO,
+                    "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
+                    "%lld failed, %lld events, %lld reconnects",
+                    c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
+                    (long long)c->served, (long long)c->shed, (long long)c->failed,
+                    (long long)c->event_count, (long long)c->reconnects);
+        osp_source_close(c->src);
+        osp_image_free(&c->frame);
+        osp_track_free(c->tracker);
+        osp_zones_free(c->zones);
+        osp_events_free(c->events);
+        osp_jw_free(&c->line);
+        if (c->h.done) {
+            pthread_mutex_destroy(&c->mu);
+            pthread_cond_destroy(&c->cv);
+        }
+    }
+    free(cs->cams);
+    free(cs);
+}
+
+/* ---- the front end's table (core/frontend.h) --------------------------------------- */
+
+static int fe_wanted(const osp_server_opts_t *o) {
+    return o->config_path && srv_camcfg_present(o->config_path);
+}
+
+static int fe_start(server_t *s, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    if (read_file(s->opts.config_path, &text, &len, err, errlen)) return -1;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    srv_camcfg_t *cfg = NULL;
+    int n = 0;
+    if (!root) {
+        snprintf(err, errlen, "%s is not JSON", s->opts.config_path);
+        return -1;
+    }
+    int rc = srv_camcfg_parse(root, &cfg, &n, err, errlen);
+    cJSON_Delete(root);
+    if (rc) return -1;
+    srv_cameras_t *cs = calloc(1, sizeof *cs);
+    if (!cs || !(cs->cams = calloc((size_t)n, sizeof *cs->cams))) {
+        free(cs);
+        free(cfg);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    s->cameras = cs;
+    for (int i = 0; i < n; i++) {
+        cs->cams[i].cfg = cfg[i];
+        cs->n = i + 1;
+        if (cam_open(s, &cs->cams[i], err, errlen)) {
+            free(cfg);
+            return -1; /* stop takes down what started */
+        }
+    }
+    free(cfg);
+    return 0;
+}
+
+static void fe_quiesce(server_t *s) {
+    srv_cameras_t *cs = s->cameras;
+    for (int i = 0; cs && i < cs->n; i++) {
+        cam_t *c = &cs->cams[i];
+        if (!c->h.done) continue; /* never opened */
+        atomic_store(&c->stop, 1);
+        pthread_mutex_lock(&c->mu);
+        if (c->src) osp_source_cancel(c->src);
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+static void fe_stop(server_t *s) {
+    cameras_free(s, s->cameras);
+    s->cameras = NULL;
+}
+
+const srv_frontend_t srv_cameras_frontend = {"cameras: ", 0, fe_wanted, fe_start, fe_quiesce,
+                                             fe_stop};

@@ -1,0 +1,218 @@
+"""ospreyd watching cameras itself (docs/cameras.md): a --config file with a
+"cameras" list and nothing else. A camera played from a real video (vtest)
+gives tracked objects' events in Frigate's layout; a real RTSP camera
+(GStreamer's server) is watched, reconnected after it drops, and its
+password never printed; a camera that is down at start is retried, not
+fatal; a bad camera config is refused with the camera and the key named."""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from assets import BIN, media, model  # noqa: F401 (model: the catalog is what the config names)
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable if Path(sys.executable).exists() else "/usr/bin/python3"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    """ospreyd --config FILE, its log lines collected as they come."""
+
+    def __init__(self, tmp_path, config, env=None):
+        path = tmp_path / "site.json"
+        path.write_text(json.dumps(config))
+        self.proc = subprocess.Popen([str(BIN / "ospreyd"), "--config", str(path)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {})))
+        self.out, self.err = [], []
+        self.pumps = [threading.Thread(target=lambda f=f, into=into: into.extend(f), daemon=True)
+                      for f, into in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        for t in self.pumps:
+            t.start()
+
+    def log(self):
+        return "".join(self.err)
+
+    def stdout(self):
+        return "".join(self.out)
+
+    def wait_for(self, pred, what, timeout=120):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if pred(self.log()):
+                return
+            assert self.proc.poll() is None, f"ospreyd exited {self.proc.returncode}:\n{self.log()}"
+            time.sleep(0.1)
+        raise AssertionError(f"no {what} in {timeout} s:\n{self.log()[-4000:]}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(60)
+        for t in self.pumps:
+            t.join(10)
+        return rc
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def daemons():
+    made = []
+    yield lambda *a, **kw: made.append(Daemon(*a, **kw)) or made[-1]
+    for d in made:
+        d.kill()
+
+
+def rtsp_server(port, path, *extra):
+    p = subprocess.Popen([PY, str(HERE / "rtsp_server.py"), str(port), path, *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready", p.stderr.read()
+    return p
+
+
+def events(out):
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def summary(log, name):
+    m = re.search(rf"camera {name}: (\d+) frames in, (\d+) submitted, (\d+) detected, (\d+) shed, "
+                  rf"(\d+) failed, (\d+) events, (\d+) reconnects", log)
+    assert m, log[-3000:]
+    keys = ("frames_in", "submitted", "detected", "shed", "failed", "events", "reconnects")
+    return dict(zip(keys, map(int, m.groups())))
+
+
+def site(cameras, models=None):
+    return {"runtime": "onnxruntime",
+            "models": models or [{"model": "ssd-oidv4-int8"}],
+            "cameras": cameras}
+
+
+def test_a_camera_played_from_video_gives_frigates_events(daemons, tmp_path):
+    vtest = media("vtest.avi")
+    d = daemons(tmp_path, site([{"name": "yard", "url": str(vtest), "fps": 5,
+                                 "objects": ["Person"]}]))
+    # vtest's walkers become tracked objects within its first seconds, in real time
+    d.wait_for(lambda log: len([e for e in events(d.stdout()) if e["type"] == "new"]) >= 3,
+               "three new objects")
+    assert d.stop() == 0, d.log()[-3000:]
+    log = d.log()
+    evs = events(d.stdout())
+    news = [e for e in evs if e["type"] == "new"]
+    assert len({e["after"]["id"] for e in news}) == len(news), "each object is new once"
+    for e in evs:
+        assert set(e) == {"type", "before", "after"}
+        a = e["after"]
+        assert a["camera"] == "yard" and a["label"] == "Person", a
+        for key in ("id", "score", "top_score", "box", "current_zones", "entered_zones",
+                    "stationary", "start_time", "end_time", "false_positive"):
+            assert key in a, (key, a)
+        # the wall clock's time, as Frigate's events carry
+        assert abs(a["start_time"] - time.time()) < 600, a
+    s = summary(log, "yard")
+    assert s["submitted"] > 0 and s["detected"] + s["shed"] + s["failed"] == s["submitted"], s
+    assert s["events"] == len(evs), s
+    # fps 5 from a 10 frames/s file: about half its frames go to the model
+    assert s["submitted"] <= s["frames_in"] // 2 + 2, s
+
+
+def test_an_rtsp_camera_is_watched_through_a_drop(daemons, tmp_path):
+    port = free_port()
+    server = rtsp_server(port, "/door")
+    try:
+        d = daemons(tmp_path, site([{"name": "door", "url": f"rtsp://127.0.0.1:{port}/door",
+                                     "fps": 5}]))
+        d.wait_for(lambda log: "camera door: watching rtsp://127.0.0.1" in log, "watching")
+        time.sleep(3)
+        server.kill()
+        server.wait(10)
+        d.wait_for(lambda log: re.search(r"camera door: .*drop", log, re.I), "the drop")
+        server = rtsp_server(port, "/door")
+        d.wait_for(lambda log: re.search(r"camera door: .*reconnect", log, re.I), "the reconnect",
+                   timeout=90)
+        time.sleep(2)
+        assert d.stop() == 0, d.log()[-3000:]
+        s = summary(d.log(), "door")
+        assert s["frames_in"] > 0 and s["submitted"] > 0 and s["reconnects"] >= 1, s
+        assert s["detected"] + s["shed"] + s["failed"] == s["submitted"], s
+    finally:
+        server.kill()
+        server.wait(10)
+
+
+def test_a_cameras_password_is_never_printed(daemons, tmp_path):
+    port = free_port()
+    secret = "s3cr3t-Pw-77"
+    server = rtsp_server(port, "/gate", "--auth", f"viewer:{secret}")
+    try:
+        d = daemons(tmp_path, site([{"name": "gate", "fps": 2,
+                                     "url": f"rtsp://viewer:${{GATE_PASSWORD}}@127.0.0.1:{port}/gate"}]),
+                    env={"GATE_PASSWORD": secret})
+        d.wait_for(lambda log: "camera gate: watching" in log, "watching")
+        time.sleep(2)
+        assert d.stop() == 0, d.log()[-3000:]
+        assert summary(d.log(), "gate")["frames_in"] > 0
+        assert secret not in d.log() and secret not in d.stdout()
+    finally:
+        server.kill()
+        server.wait(10)
+
+
+def test_a_camera_down_at_start_is_retried(daemons, tmp_path):
+    port = free_port()  # nothing listens there
+    d = daemons(tmp_path, site([{"name": "shed", "url": f"rtsp://127.0.0.1:{port}/x", "fps": 1}]))
+    d.wait_for(lambda log: "camera shed: cannot open its source" in log, "the failed open")
+    d.wait_for(lambda log: log.count("camera shed: cannot open its source") >= 2, "a retry",
+               timeout=60)
+    t0 = time.monotonic()
+    assert d.stop() == 0, d.log()[-3000:]
+    assert time.monotonic() - t0 < 30, "a stop does not wait out the backoff"
+
+
+@pytest.mark.parametrize("camera, says", [
+    ({"name": "x"}, 'camera 0 (x): "url" is required'),
+    ({"name": "bad name", "url": "a.mp4"}, '"name" must be 1-63 letters'),
+    ({"name": "x", "url": "a.mp4", "fps": 0}, '"fps" must be a number from 0.1 to 60'),
+    ({"name": "x", "url": "rtsp://u:${NOT_SET_ANYWHERE}@h/p"}, "${NOT_SET_ANYWHERE}, which is not set"),
+    ({"name": "x", "url": "a.mp4", "model": "no-such-model"}, "camera x: no model no-such-model"),
+])
+def test_a_bad_camera_is_refused_by_name(tmp_path, camera, says):
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps(site([camera])))
+    p = subprocess.run([str(BIN / "ospreyd"), "--config", str(path)], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and says in p.stderr, p.stderr[-2000:]
+
+
+def test_an_unknown_key_is_warned_with_the_nearest(daemons, tmp_path):
+    d = daemons(tmp_path, site([{"name": "yard", "url": str(media("vtest.avi")), "fsp": 5}]))
+    d.wait_for(lambda log: 'camera yard: unknown key "fsp" ignored (did you mean "fps"?)' in log,
+               "the warning")
+    assert d.stop() == 0
+
+
+def test_config_alone_needs_cameras(tmp_path):
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps({"runtime": "onnxruntime", "models": []}))
+    p = subprocess.run([str(BIN / "ospreyd"), "--config", str(path)], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and 'or lists "cameras"' in p.stderr, p.stderr
