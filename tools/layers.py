@@ -4,7 +4,7 @@
 
   core/                 no header of pipe/ or of a front end
   pipe/                 no header of a front end
-  http/ frigate/ fleet/ (the front ends) only core/'s headers, their own
+  http/ frigate/ fleet/ cameras/ (the front ends) only core/'s headers, their own
                         folder's, and server/server.h (the options)
 
 Prints each include that breaks a rule and exits 1 if there is any.
@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-FRONT_ENDS = ("http", "frigate", "fleet")
+FRONT_ENDS = ("http", "frigate", "fleet", "cameras")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"server/([^"]+)"', re.M)
 
 
