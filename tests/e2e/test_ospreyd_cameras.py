@@ -216,3 +216,70 @@ def test_config_alone_needs_cameras(tmp_path):
     p = subprocess.run([str(BIN / "ospreyd"), "--config", str(path)], stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and 'or lists "cameras"' in p.stderr, p.stderr
+
+
+def run_vtest_camera(daemons, tmp_path, events_cfg, news=4):
+    d = daemons(tmp_path, dict(site([{"name": "yard", "url": str(media("vtest.avi")), "fps": 5,
+                                      "objects": ["Person"]}]), events=events_cfg))
+    d.wait_for(lambda log: len([e for e in events(d.stdout()) if e["type"] == "new"]) >= news,
+               f"{news} new objects")
+    assert d.stop() == 0, d.log()[-3000:]
+    return d
+
+
+def test_events_are_kept_in_sqlite_one_row_per_object(daemons, tmp_path):
+    import sqlite3
+    db = tmp_path / "events.db"
+    d = run_vtest_camera(daemons, tmp_path, {"db": str(db)})
+    last = {}
+    for e in events(d.stdout()):
+        last[e["after"]["id"]] = e
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        rows = con.execute("SELECT id, camera, label, start_time, end_time, top_score, record "
+                           "FROM events").fetchall()
+    finally:
+        con.close()
+    assert {r[0] for r in rows} == set(last), "a row per object, and no other"
+    for id_, camera, label, start, end, top, record in rows:
+        e = last[id_]
+        assert json.loads(record) == e, "the row holds the object's last record"
+        a = e["after"]
+        assert (camera, label) == ("yard", "Person")
+        assert start == pytest.approx(a["start_time"]) and top == pytest.approx(a["top_score"], abs=1e-4)
+        assert (end is None) == (a["end_time"] is None), (end, a["end_time"])
+    assert re.search(r"events database .*: \d+ record\(s\) written, 0 dropped, 0 failed", d.log())
+
+
+def test_events_retention_keeps_the_newest_rows(daemons, tmp_path):
+    import sqlite3
+    db = tmp_path / "events.db"
+    d = run_vtest_camera(daemons, tmp_path, {"db": str(db), "retainRows": 2}, news=5)
+    ids = []
+    for e in events(d.stdout()):
+        if e["after"]["id"] not in ids:
+            ids.append(e["after"]["id"])
+    starts = {e["after"]["id"]: e["after"]["start_time"] for e in events(d.stdout())}
+    con = sqlite3.connect(db)
+    try:
+        kept = [r[0] for r in con.execute("SELECT id FROM events ORDER BY start_time DESC")]
+    finally:
+        con.close()
+    assert len(ids) >= 5 and len(kept) == 2, (ids, kept)
+    newest = sorted(starts.values(), reverse=True)[:2]
+    assert sorted((starts[i] for i in kept), reverse=True) == newest
+
+
+@pytest.mark.parametrize("cfg, says", [
+    ({"retainRows": 5}, '"events": "db" must be the path of a database file'),
+    ({"db": "x.db", "retainDays": -1}, '"retainDays" must be a number from 0'),
+    ({"db": "/nonexistent-dir/x.db"}, "events database /nonexistent-dir/x.db"),
+])
+def test_a_bad_events_config_is_refused(tmp_path, cfg, says):
+    path = tmp_path / "site.json"
+    path.write_text(json.dumps(dict(site([{"name": "x", "url": str(media("vtest.avi"))}]),
+                                    events=cfg)))
+    p = subprocess.run([str(BIN / "ospreyd"), "--config", str(path)], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and says in p.stderr, p.stderr[-2000:]

@@ -125,8 +125,8 @@ static int one(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errlen) {
             if (d < best_d) best_d = d, best = i;
         }
         if (!known)
-            osp_log(OSP_LOG_WARN, "ospreyd: camera %s: unknown key \"%.64s\" ignored%s%s%s", c->name,
-                    k->string, best_d <= 3 ? " (did you mean \"" : "",
+            osp_log(OSP_LOG_WARN, "ospreyd: camera %s: unknown key \"%.64s\" ignored%s%s%s",
+                    c->name, k->string, best_d <= 3 ? " (did you mean \"" : "",
                     best_d <= 3 ? KEYS[best] : "", best_d <= 3 ? "\"?)" : "");
     }
     return 0;
@@ -153,7 +153,8 @@ int srv_camcfg_parse(const cJSON *root, srv_camcfg_t **out, int *n, char *err, s
     cJSON_ArrayForEach(cam, cams) {
         char why[512];
         if (one(cam, &c[i], why, sizeof why)) {
-            const cJSON *nm = cJSON_IsObject(cam) ? cJSON_GetObjectItemCaseSensitive(cam, "name") : NULL;
+            const cJSON *nm = cJSON_IsObject(cam) ? cJSON_GetObjectItemCaseSensitive(cam, "name")
+                                                  : NULL;
             snprintf(err, errlen, "camera %d%s%.63s%s: %s", i, cJSON_IsString(nm) ? " (" : "",
                      cJSON_IsString(nm) ? nm->valuestring : "", cJSON_IsString(nm) ? ")" : "", why);
             free(c);
@@ -187,4 +188,42 @@ int srv_camcfg_present(const char *path) {
     }
     free(buf);
     return yes;
+}
+
+int srv_camcfg_events(const cJSON *root, char *path, size_t path_cap, double *days,
+                      long long *rows, char *err, size_t errlen) {
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "events");
+    *days = 10;
+    *rows = 100000;
+    if (!ev || cJSON_IsNull(ev)) return 0;
+    if (!cJSON_IsObject(ev)) {
+        snprintf(err, errlen, "\"events\" must be an object");
+        return -1;
+    }
+    const cJSON *db = cJSON_GetObjectItemCaseSensitive(ev, "db");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(ev, "retainDays");
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(ev, "retainRows");
+    if (!cJSON_IsString(db) || !db->valuestring[0] || strlen(db->valuestring) >= path_cap) {
+        snprintf(err, errlen, "\"events\": \"db\" must be the path of a database file");
+        return -1;
+    }
+    if (d && !(cJSON_IsNumber(d) && d->valuedouble >= 0 && d->valuedouble <= 36500)) {
+        snprintf(err, errlen,
+                 "\"events\": \"retainDays\" must be a number from 0 (no bound) to 36500");
+        return -1;
+    }
+    if (r && !(cJSON_IsNumber(r) && r->valuedouble >= 0 && r->valuedouble <= 1e9 &&
+               r->valuedouble == floor(r->valuedouble))) {
+        snprintf(err, errlen,
+                 "\"events\": \"retainRows\" must be a whole number from 0 (no bound) to 1000000000");
+        return -1;
+    }
+    for (const cJSON *k = ev->child; k; k = k->next)
+        if (strcmp(k->string, "db") && strcmp(k->string, "retainDays") &&
+            strcmp(k->string, "retainRows"))
+            osp_log(OSP_LOG_WARN, "ospreyd: \"events\": unknown key \"%.64s\" ignored", k->string);
+    snprintf(path, path_cap, "%s", db->valuestring);
+    if (d) *days = d->valuedouble;
+    if (r) *rows = (long long)r->valuedouble;
+    return 1;
 }

@@ -16,8 +16,8 @@ struct cJSON;
 #define SRV_CAM_OBJECTS_MAX 16 /* labels in one camera's "objects" */
 
 typedef struct {
-    char name[64];  /* 1-63 letters, digits, '_' or '-' */
-    char url[2048]; /* with ${NAME}s replaced */
+    char name[64];   /* 1-63 letters, digits, '_' or '-' */
+    char url[2048];  /* with ${NAME}s replaced */
     char model[128]; /* the name of a served model (its catalog name or file's stem); "": slot 0 */
     double fps;      /* frames detected per second, at most; default 5 */
     int n_objects;   /* 0: every label */
@@ -27,8 +27,12 @@ typedef struct {
 
 /* The cameras of root's "cameras" (none: *n = 0). *out is the caller's to
  * free. 0, or -1 with err naming the camera and the key. */
-int srv_camcfg_parse(const struct cJSON *root, srv_camcfg_t **out, int *n, char *err,
-                     size_t errlen);
+int srv_camcfg_parse(const struct cJSON *root, srv_camcfg_t **out, int *n, char *err, size_t errlen);
+/* The config's "events": {"db": PATH, "retainDays": D, "retainRows": N}
+ * (defaults 10 days, 100000 rows). 1 with *out filled when it names a
+ * database, 0 when there is none, -1 with err. */
+int srv_camcfg_events(const struct cJSON *root, char *path, size_t path_cap, double *days,
+                      long long *rows, char *err, size_t errlen);
 /* Whether the config file at path lists any camera (read, not checked). */
 int srv_camcfg_present(const char *path);
 

@@ -27,6 +27,7 @@
 #include "log/log.h"
 #include "model/model.h"
 #include "server/cameras/camcfg.h"
+#include "server/cameras/eventdb.h"
 #include "server/core/dispatch.h"
 #include "server/core/job.h"
 #include "server/core/ledger.h"
@@ -53,6 +54,7 @@ typedef struct {
 typedef struct cam {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
     server_t *s;
+    srv_eventdb_t *db; /* the cameras' events database, or NULL */
     srv_camcfg_t cfg;
     int idx; /* the model's slot */
     pthread_t t;
@@ -85,6 +87,7 @@ typedef struct cam {
 struct srv_cameras {
     cam_t *cams;
     int n;
+    srv_eventdb_t *db; /* "events": {"db": ...}, or NULL */
 };
 
 /* ---- the transport: on the core's workers and the I/O thread ------------------ */
@@ -157,8 +160,8 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
     char text[600];
     osp_source_event_text(e, text, sizeof text);
     if (e->kind == OSP_SOURCE_RECONNECT) atomic_fetch_add(&c->reconnects, 1);
-    osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN, "ospreyd: camera %s: %s",
-            c->cfg.name, text);
+    osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN,
+            "ospreyd: camera %s: %s", c->cfg.name, text);
 }
 
 static int wanted(const cam_t *c, const char *label) {
@@ -186,7 +189,9 @@ static void track_frame(cam_t *c, double t) {
         if (!wanted(c, c->dets[i].label)) continue;
         int label = label_index(c, c->dets[i].label);
         if (label < 0) continue;
-        c->tdets[n++] = (osp_track_det_t){.box = c->dets[i].box, .score = c->dets[i].score, .label = label};
+        c->tdets[n++] = (osp_track_det_t){.box = c->dets[i].box,
+                                          .score = c->dets[i].score,
+                                          .label = label};
     }
     if (osp_track_update(c->tracker, c->tdets, n, t, err, sizeof err) ||
         (c->zones && osp_zones_update(c->zones, c->tracker, c->frame_w, c->frame_h, c->label_ptrs,
@@ -208,6 +213,15 @@ static void track_frame(cam_t *c, double t) {
         fflush(stdout);
         funlockfile(stdout);
         atomic_fetch_add(&c->event_count, 1);
+        if (c->db) {
+            const osp_event_t *ev = osp_events_at(c->events, i);
+            const osp_event_obj_t *a = &ev->after;
+            char id[96];
+            osp_events_id(a->start_time, a->id, id, sizeof id);
+            srv_eventdb_put(c->db, id, c->cfg.name,
+                            a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
+                            a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
+        }
     }
 }
 
@@ -418,6 +432,7 @@ static void cameras_free(server_t *s, srv_cameras_t *cs) {
         }
     }
     free(cs->cams);
+    srv_eventdb_close(cs->db); /* after the cameras: their last records are in */
     free(cs);
 }
 
@@ -439,9 +454,18 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         snprintf(err, errlen, "%s is not JSON", s->opts.config_path);
         return -1;
     }
+    srv_eventdb_cfg_t dbc = {0};
+    long long rows = 0;
     int rc = srv_camcfg_parse(root, &cfg, &n, err, errlen);
+    int has_db = rc ? 0
+                    : srv_camcfg_events(root, dbc.path, sizeof dbc.path, &dbc.retain_days, &rows,
+                                        err, errlen);
     cJSON_Delete(root);
-    if (rc) return -1;
+    dbc.retain_rows = rows;
+    if (rc || has_db < 0) {
+        free(cfg);
+        return -1;
+    }
     srv_cameras_t *cs = calloc(1, sizeof *cs);
     if (!cs || !(cs->cams = calloc((size_t)n, sizeof *cs->cams))) {
         free(cs);
@@ -450,8 +474,13 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         return -1;
     }
     s->cameras = cs;
+    if (has_db && !(cs->db = srv_eventdb_open(&dbc, err, errlen))) {
+        free(cfg);
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         cs->cams[i].cfg = cfg[i];
+        cs->cams[i].db = cs->db;
         cs->n = i + 1;
         if (cam_open(s, &cs->cams[i], err, errlen)) {
             free(cfg);
@@ -479,5 +508,5 @@ static void fe_stop(server_t *s) {
     s->cameras = NULL;
 }
 
-const srv_frontend_t srv_cameras_frontend = {"cameras: ", 0, fe_wanted, fe_start, fe_quiesce,
-                                             fe_stop};
+const srv_frontend_t srv_cameras_frontend = {"cameras: ", 0,          fe_wanted,
+                                             fe_start,    fe_quiesce, fe_stop};
