@@ -121,7 +121,16 @@ static const srv_conn_ops_t CONN_OPS = {
 
 static const srv_loop_run_t RUN = {finished, srv_conns_read_unpolled};
 
+/* SIGHUP: the front ends that serve something re-read it. */
+static void reload_front_ends(server_t *s) {
+    int n = 0;
+    for (int i = 0; i < N_FRONT_ENDS; i++)
+        if (FRONT_ENDS[i]->reload) n += FRONT_ENDS[i]->reload(s);
+    if (!n) osp_log(OSP_LOG_INFO, "ospreyd: nothing to re-read");
+}
+
 static void register_with_loop(server_t *s) {
+    srv_loop_on_hup(s, reload_front_ends);
     srv_loop_on_fd(s, srv_conn_event);
     srv_loop_timer(s, srv_conns_hello_timer_ms, srv_conns_expire_hellos); /* handshakes' bounds */
     srv_loop_on_stop(s, srv_conns_stop_reading);

@@ -283,3 +283,28 @@ def test_a_bad_events_config_is_refused(tmp_path, cfg, says):
     p = subprocess.run([str(BIN / "ospreyd"), "--config", str(path)], stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and says in p.stderr, p.stderr[-2000:]
+
+
+def test_sighup_rereads_the_cameras_and_touches_only_what_changed(daemons, tmp_path):
+    vtest = str(media("vtest.avi"))
+    cams = {n: {"name": n, "url": vtest, "fps": 2} for n in ("keep", "change", "drop")}
+    d = daemons(tmp_path, site(list(cams.values())))
+    d.wait_for(lambda log: all(f"camera {n}: watching" in log for n in cams), "three cameras")
+    path = tmp_path / "site.json"
+    path.write_text("{ not json")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for(lambda log: "the cameras are left as they were" in log, "a bad list refused")
+    cams["change"]["fps"] = 3
+    del cams["drop"]
+    cams["new"] = {"name": "new", "url": vtest, "fps": 2}
+    path.write_text(json.dumps(site(list(cams.values()))))
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_for(lambda log: "cameras re-read: 1 kept, 2 stopped, 2 started, 0 failed to start" in log,
+               "the re-read")
+    d.wait_for(lambda log: "camera new: watching" in log, "the new camera")
+    assert d.stop() == 0, d.log()[-3000:]
+    log = d.log()
+    assert log.count("camera keep: watching") == 1, "the unchanged camera is not touched"
+    assert log.count("camera change: watching") == 2 and "at 3 frames/s" in log
+    assert log.count("camera drop: watching") == 1
+    assert re.search(r"camera drop: \d+ frames in", log), "a dropped camera's counts are logged"

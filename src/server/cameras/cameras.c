@@ -85,7 +85,7 @@ typedef struct cam {
 } cam_t;
 
 struct srv_cameras {
-    cam_t *cams;
+    cam_t *cams[SRV_CAM_MAX]; /* each the I/O thread's to make and free */
     int n;
     srv_eventdb_t *db; /* "events": {"db": ...}, or NULL */
 };
@@ -388,52 +388,101 @@ static int cam_open(server_t *s, cam_t *c, char *err, size_t errlen) {
     return 0;
 }
 
-static void cameras_free(server_t *s, srv_cameras_t *cs) {
-    if (!cs) return;
-    for (int i = 0; i < cs->n; i++) {
-        cam_t *c = &cs->cams[i];
-        if (!c->h.done) continue; /* never opened */
-        atomic_store(&c->stop, 1);
-        pthread_mutex_lock(&c->mu);
-        if (c->src) osp_source_cancel(c->src);
-        pthread_cond_broadcast(&c->cv);
-        pthread_mutex_unlock(&c->mu);
-    }
-    /* a frame a camera posted as the loop ended waits in the mailbox: it is
-     * answered here (stopping: refused) until every thread has returned */
-    for (int i = 0; i < cs->n; i++) {
-        cam_t *c = &cs->cams[i];
-        if (!c->running) continue;
+/* Tell camera c to stop: its reads end, its wait for an answer does not
+ * (the core answers every frame it is given). */
+static void cam_signal_stop(cam_t *c) {
+    if (!c->h.done) return; /* never opened */
+    atomic_store(&c->stop, 1);
+    pthread_mutex_lock(&c->mu);
+    if (c->src) osp_source_cancel(c->src);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* On the I/O thread, after cam_signal_stop: wait for its thread (a frame
+ * it posted meanwhile waits in the mailbox: it is answered here, refused
+ * as the camera stops), log its counts, free it. */
+static void cam_free(server_t *s, cam_t *c) {
+    if (!c) return;
+    if (c->running) {
         while (!atomic_load(&c->exited)) {
             srv_drain(s);
             osp_sleep_ms(2);
         }
         pthread_join(c->t, NULL);
+        srv_drain(s);
+        osp_log(OSP_LOG_INFO,
+                "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
+                "%lld failed, %lld events, %lld reconnects",
+                c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
+                (long long)c->served, (long long)c->shed, (long long)c->failed,
+                (long long)c->event_count, (long long)c->reconnects);
     }
-    srv_drain(s);
-    for (int i = 0; i < cs->n; i++) {
-        cam_t *c = &cs->cams[i];
-        if (c->running)
-            osp_log(OSP_LOG_INFO,
-                    "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
-                    "%lld failed, %lld events, %lld reconnects",
-                    c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
-                    (long long)c->served, (long long)c->shed, (long long)c->failed,
-                    (long long)c->event_count, (long long)c->reconnects);
-        osp_source_close(c->src);
-        osp_image_free(&c->frame);
-        osp_track_free(c->tracker);
-        osp_zones_free(c->zones);
-        osp_events_free(c->events);
-        osp_jw_free(&c->line);
-        if (c->h.done) {
-            pthread_mutex_destroy(&c->mu);
-            pthread_cond_destroy(&c->cv);
-        }
+    osp_source_close(c->src);
+    osp_image_free(&c->frame);
+    osp_track_free(c->tracker);
+    osp_zones_free(c->zones);
+    osp_events_free(c->events);
+    osp_jw_free(&c->line);
+    if (c->h.done) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
     }
-    free(cs->cams);
+    free(c);
+}
+
+/* A camera for cfg, started; NULL with err. */
+static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, srv_eventdb_t *db, char *err,
+                      size_t errlen) {
+    cam_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->cfg = *cfg;
+    c->db = db;
+    if (cam_open(s, c, err, errlen)) {
+        cam_free(s, c);
+        return NULL;
+    }
+    return c;
+}
+
+static void cameras_free(server_t *s, srv_cameras_t *cs) {
+    if (!cs) return;
+    for (int i = 0; i < cs->n; i++) cam_signal_stop(cs->cams[i]); /* all at once */
+    for (int i = 0; i < cs->n; i++) cam_free(s, cs->cams[i]);
     srv_eventdb_close(cs->db); /* after the cameras: their last records are in */
     free(cs);
+}
+
+/* The config file's cameras and events database. 0, or -1 with err. */
+static int read_config(const char *path, srv_camcfg_t **cfg, int *n, srv_eventdb_cfg_t *dbc,
+                       int *has_db, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    *cfg = NULL;
+    *n = 0;
+    if (read_file(path, &text, &len, err, errlen)) return -1;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!root) {
+        snprintf(err, errlen, "%s is not JSON", path);
+        return -1;
+    }
+    long long rows = 0;
+    memset(dbc, 0, sizeof *dbc);
+    int rc = srv_camcfg_parse(root, cfg, n, err, errlen);
+    *has_db = rc ? 0
+                 : srv_camcfg_events(root, dbc->path, sizeof dbc->path, &dbc->retain_days, &rows,
+                                     err, errlen);
+    cJSON_Delete(root);
+    dbc->retain_rows = rows;
+    if (rc || *has_db < 0) {
+        free(*cfg);
+        *cfg = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- the front end's table (core/frontend.h) --------------------------------------- */
@@ -443,32 +492,12 @@ static int fe_wanted(const osp_server_opts_t *o) {
 }
 
 static int fe_start(server_t *s, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    if (read_file(s->opts.config_path, &text, &len, err, errlen)) return -1;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    srv_camcfg_t *cfg = NULL;
-    int n = 0;
-    if (!root) {
-        snprintf(err, errlen, "%s is not JSON", s->opts.config_path);
-        return -1;
-    }
-    srv_eventdb_cfg_t dbc = {0};
-    long long rows = 0;
-    int rc = srv_camcfg_parse(root, &cfg, &n, err, errlen);
-    int has_db = rc ? 0
-                    : srv_camcfg_events(root, dbc.path, sizeof dbc.path, &dbc.retain_days, &rows,
-                                        err, errlen);
-    cJSON_Delete(root);
-    dbc.retain_rows = rows;
-    if (rc || has_db < 0) {
-        free(cfg);
-        return -1;
-    }
+    srv_camcfg_t *cfg;
+    srv_eventdb_cfg_t dbc;
+    int n, has_db;
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, err, errlen)) return -1;
     srv_cameras_t *cs = calloc(1, sizeof *cs);
-    if (!cs || !(cs->cams = calloc((size_t)n, sizeof *cs->cams))) {
-        free(cs);
+    if (!cs) {
         free(cfg);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -479,28 +508,18 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        cs->cams[i].cfg = cfg[i];
-        cs->cams[i].db = cs->db;
-        cs->n = i + 1;
-        if (cam_open(s, &cs->cams[i], err, errlen)) {
+        if (!(cs->cams[i] = cam_new(s, &cfg[i], cs->db, err, errlen))) {
             free(cfg);
             return -1; /* stop takes down what started */
         }
+        cs->n = i + 1;
     }
     free(cfg);
     return 0;
 }
 
 static void fe_quiesce(server_t *s) {
-    srv_cameras_t *cs = s->cameras;
-    for (int i = 0; cs && i < cs->n; i++) {
-        cam_t *c = &cs->cams[i];
-        if (!c->h.done) continue; /* never opened */
-        atomic_store(&c->stop, 1);
-        pthread_mutex_lock(&c->mu);
-        if (c->src) osp_source_cancel(c->src);
-        pthread_mutex_unlock(&c->mu);
-    }
+    for (int i = 0; s->cameras && i < s->cameras->n; i++) cam_signal_stop(s->cameras->cams[i]);
 }
 
 static void fe_stop(server_t *s) {
@@ -508,5 +527,56 @@ static void fe_stop(server_t *s) {
     s->cameras = NULL;
 }
 
-const srv_frontend_t srv_cameras_frontend = {"cameras: ", 0,          fe_wanted,
-                                             fe_start,    fe_quiesce, fe_stop};
+/* SIGHUP: the list read again. A camera no longer listed stops, one whose
+ * keys changed restarts, a new one starts; the others are not touched. A
+ * list that does not read changes nothing. The events database is kept as
+ * it was opened. */
+static int fe_reload(server_t *s) {
+    srv_cameras_t *cs = s->cameras;
+    srv_camcfg_t *cfg;
+    srv_eventdb_cfg_t dbc;
+    int n, has_db;
+    char err[1400];
+    if (!cs) return 0;
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, err, sizeof err)) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s; the cameras are left as they were", err);
+        return 1;
+    }
+    int kept = 0, stopped = 0, started = 0, failed = 0;
+    cam_t *next[SRV_CAM_MAX] = {0};
+    for (int i = 0; i < cs->n; i++) { /* each old camera: kept as it is, or stopped */
+        cam_t *c = cs->cams[i];
+        int same = -1;
+        for (int j = 0; j < n && same < 0; j++)
+            if (strcmp(cfg[j].name, c->cfg.name) == 0 && memcmp(&cfg[j], &c->cfg, sizeof cfg[j]) == 0)
+                same = j;
+        if (same >= 0) {
+            next[same] = c;
+            kept++;
+        } else {
+            cam_signal_stop(c);
+            cam_free(s, c);
+            stopped++;
+        }
+    }
+    for (int j = 0; j < n; j++) { /* new or changed: started */
+        if (next[j]) continue;
+        if ((next[j] = cam_new(s, &cfg[j], cs->db, err, sizeof err)))
+            started++;
+        else {
+            osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s", err);
+            failed++;
+        }
+    }
+    cs->n = 0;
+    for (int j = 0; j < n; j++)
+        if (next[j]) cs->cams[cs->n++] = next[j];
+    free(cfg);
+    osp_log(OSP_LOG_INFO,
+            "ospreyd: cameras re-read: %d kept, %d stopped, %d started, %d failed to start", kept,
+            stopped, started, failed);
+    return 1;
+}
+
+const srv_frontend_t srv_cameras_frontend = {"cameras: ", 0,       fe_wanted, fe_start,
+                                             fe_quiesce,  fe_stop, fe_reload};

@@ -33,16 +33,15 @@ struct srv_eventdb {
     srv_eventdb_counts_t counts;
 };
 
-static const char SCHEMA[] =
-    "PRAGMA journal_mode=WAL;"
-    "PRAGMA synchronous=NORMAL;"
-    "CREATE TABLE IF NOT EXISTS events ("
-    " id TEXT PRIMARY KEY, camera TEXT NOT NULL, label TEXT NOT NULL,"
-    " start_time REAL NOT NULL, end_time REAL, top_score REAL NOT NULL,"
-    " record TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_camera ON events(camera, start_time);"
-    "CREATE INDEX IF NOT EXISTS events_label ON events(label, start_time);"
-    "CREATE INDEX IF NOT EXISTS events_start ON events(start_time);";
+static const char SCHEMA[] = "PRAGMA journal_mode=WAL;"
+                             "PRAGMA synchronous=NORMAL;"
+                             "CREATE TABLE IF NOT EXISTS events ("
+                             " id TEXT PRIMARY KEY, camera TEXT NOT NULL, label TEXT NOT NULL,"
+                             " start_time REAL NOT NULL, end_time REAL, top_score REAL NOT NULL,"
+                             " record TEXT NOT NULL);"
+                             "CREATE INDEX IF NOT EXISTS events_camera ON events(camera, start_time);"
+                             "CREATE INDEX IF NOT EXISTS events_label ON events(label, start_time);"
+                             "CREATE INDEX IF NOT EXISTS events_start ON events(start_time);";
 
 static const char UPSERT[] =
     "INSERT INTO events(id, camera, label, start_time, end_time, top_score, record)"
@@ -89,7 +88,8 @@ static void write_batch(srv_eventdb_t *db, rec_t *r, int64_t *since_retain) {
             failed++;
     }
     if (sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        osp_log(OSP_LOG_ERROR, "ospreyd: events database %s: %s", db->cfg.path, sqlite3_errmsg(db->db));
+        osp_log(OSP_LOG_ERROR, "ospreyd: events database %s: %s", db->cfg.path,
+                sqlite3_errmsg(db->db));
         sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
         failed += ok;
         ok = 0;
@@ -142,7 +142,9 @@ srv_eventdb_t *srv_eventdb_open(const srv_eventdb_cfg_t *cfg, char *err, size_t 
         sqlite3_exec(db->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK ||
         sqlite3_prepare_v2(db->db, UPSERT, -1, &db->upsert, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "events database %s: %s", cfg->path,
-                 msg ? msg : db->db ? sqlite3_errmsg(db->db) : "out of memory");
+                 msg      ? msg
+                 : db->db ? sqlite3_errmsg(db->db)
+                          : "out of memory");
         sqlite3_free(msg);
         sqlite3_finalize(db->upsert);
         sqlite3_close(db->db);
@@ -211,7 +213,8 @@ void srv_eventdb_close(srv_eventdb_t *db) {
     pthread_cond_signal(&db->cv);
     pthread_mutex_unlock(&db->mu);
     pthread_join(db->t, NULL);
-    osp_log(OSP_LOG_INFO, "ospreyd: events database %s: %lld record(s) written, %lld dropped, %lld failed",
+    osp_log(OSP_LOG_INFO,
+            "ospreyd: events database %s: %lld record(s) written, %lld dropped, %lld failed",
             db->cfg.path, (long long)db->counts.written, (long long)db->counts.dropped,
             (long long)db->counts.failed);
     sqlite3_finalize(db->upsert);

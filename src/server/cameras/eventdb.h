@@ -19,7 +19,7 @@ typedef struct srv_eventdb srv_eventdb_t;
 
 typedef struct {
     char path[1024];
-    double retain_days; /* rows whose object started longer ago are deleted; 0: no bound */
+    double retain_days;  /* rows whose object started longer ago are deleted; 0: no bound */
     int64_t retain_rows; /* at most this many rows, the newest kept; 0: no bound */
 } srv_eventdb_cfg_t;
 

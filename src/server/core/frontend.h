@@ -23,6 +23,9 @@ typedef struct {
     void (*quiesce)(server_t *s);
     /* take it down; nothing when it was not started */
     void (*stop)(server_t *s);
+    /* SIGHUP: re-read what it serves; 1 when it did, 0 when it serves
+     * nothing to re-read (NULL: never) */
+    int (*reload)(server_t *s);
 } srv_frontend_t;
 
 #endif

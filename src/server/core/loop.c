@@ -41,6 +41,8 @@ struct srv_loop {
     int n_timers;
     void (*on_stop[SRV_LOOP_TIMERS])(server_t *s);
     int n_on_stop;
+    void (*on_hup[SRV_LOOP_TIMERS])(server_t *s);
+    int n_on_hup;
     /* the unix socket file this server made, removed when it stops
      * listening if it is still the same file (dev, ino) */
     char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -78,6 +80,7 @@ srv_loop_t *srv_loop_new(void) {
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every thread started after */
     signal(SIGPIPE, SIG_IGN);
     l->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -116,6 +119,13 @@ int srv_loop_timer(server_t *s, int (*due_ms)(server_t *s), void (*fire)(server_
     if (l->n_timers == SRV_LOOP_TIMERS) return -1;
     l->timers[l->n_timers].due_ms = due_ms;
     l->timers[l->n_timers++].fire = fire;
+    return 0;
+}
+
+int srv_loop_on_hup(server_t *s, void (*fn)(server_t *s)) {
+    srv_loop_t *l = s->loop;
+    if (l->n_on_hup == SRV_LOOP_TIMERS) return -1;
+    l->on_hup[l->n_on_hup++] = fn;
     return 0;
 }
 
@@ -386,10 +396,18 @@ int srv_loop_run(server_t *s, const srv_loop_run_t *run) {
                 srv_drain(s);
             } else if (tag == TAG_SIGNAL) {
                 struct signalfd_siginfo si;
-                while (read(s->loop->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+                int stop = 0;
+                while (read(s->loop->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    if (si.ssi_signo == SIGHUP) {
+                        osp_log(OSP_LOG_INFO, "ospreyd: SIGHUP");
+                        for (int k = 0; k < l->n_on_hup && !s->stopping; k++) l->on_hup[k](s);
+                        continue;
+                    }
                     osp_log(OSP_LOG_INFO, "ospreyd: %s: finishing what is in flight, then exiting",
                             strsignal((int)si.ssi_signo));
-                start_stopping(s);
+                    stop = 1;
+                }
+                if (stop) start_stopping(s);
             } else if (tag == TAG_LISTEN) {
                 accept_all(s);
             } else if (l->on_fd) {

@@ -40,6 +40,10 @@ int srv_loop_timer(server_t *s, int (*due_ms)(server_t *s), void (*fire)(server_
 /* fn is called once, in the order registered, when a signal starts the
  * server's stop. 0, or -1 when the table (SRV_LOOP_TIMERS long) is full. */
 int srv_loop_on_stop(server_t *s, void (*fn)(server_t *s));
+/* fn is called, in the order registered, each time SIGHUP arrives (before
+ * the stop; SIGHUP never stops the server). 0, or -1 when the table is
+ * full. */
+int srv_loop_on_hup(server_t *s, void (*fn)(server_t *s));
 
 /* Serve connections on spec ("unix:PATH" or "tcp:HOST:PORT"): each
  * accepted socket goes to on_accept, which owns it. 0 or -1 with the

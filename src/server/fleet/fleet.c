@@ -633,5 +633,5 @@ static void fe_stop(server_t *s) {
     s->fleet = NULL;
 }
 
-const srv_frontend_t srv_fleet_frontend = {"--jobs: ", 0,          fe_wanted,
-                                           fe_start,   fe_quiesce, fe_stop};
+const srv_frontend_t srv_fleet_frontend = {"--jobs: ", 0,       fe_wanted, fe_start,
+                                           fe_quiesce, fe_stop, NULL};

@@ -540,4 +540,4 @@ static void fe_stop(server_t *s) {
     s->zmq = NULL;
 }
 
-const srv_frontend_t srv_zmq_frontend = {"--zmq: ", 0, fe_wanted, fe_start, NULL, fe_stop};
+const srv_frontend_t srv_zmq_frontend = {"--zmq: ", 0, fe_wanted, fe_start, NULL, fe_stop, NULL};

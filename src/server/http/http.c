@@ -350,4 +350,4 @@ static void fe_stop(server_t *s) {
     srv_drain(s); /* a /v1/stats it asked for that the loop had not taken */
 }
 
-const srv_frontend_t srv_http_frontend = {"", 1, fe_wanted, fe_start, NULL, fe_stop};
+const srv_frontend_t srv_http_frontend = {"", 1, fe_wanted, fe_start, NULL, fe_stop, NULL};
