@@ -123,6 +123,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *s = cstr(data, size); /* up to the first NUL: what a C string of it is */
     check_label(s, strlen(s));
     check_bind(s);
+    int nul = osp_http_target_has_nul(s);
+    CHECK(nul == 0 || nul == 1);
+    if (nul) CHECK(strstr(s, "%00") != NULL);
+    const char *tok = NULL;
+    size_t tn = 0;
+    if (osp_http_bearer(s, &tok, &tn) == 0) CHECK(tn > 0 && tok >= s && tok + tn <= s + strlen(s));
     free(s);
     check_quantile(data, size);
     return 0;
