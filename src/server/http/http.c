@@ -138,6 +138,7 @@ static void *reaper_main(void *arg) {
             waiting_t *w = h->head;
             waiting_unlink(h, w);
             shutdown(w->fd, SHUT_RDWR);
+            srv_stat_add(h->s, SRV_ST_HTTP_HEADER_TIMEOUTS, 1); /* not logged: a flood would flood it */
         }
         struct timespec until = h->head ? h->head->deadline : osp_deadline_in(CLOCK_MONOTONIC, 1000);
         osp_timespec_add_ms(&until, 1); /* osp_timespec_diff_ms truncates */
