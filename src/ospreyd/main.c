@@ -11,6 +11,7 @@
 #include "log/log.h"
 #include "server/server.h"
 #include "version/version.h"
+#include "wire/frigate.h"
 #include "wire/http.h"
 
 static void usage(FILE *out) {
@@ -19,7 +20,7 @@ static void usage(FILE *out) {
           "               [--read-only] [--handshake-timeout-ms MS] [--run-timeout-ms MS]\n"
           "               [--http [HOST:]PORT] [--log-format plain|text|json] [--log-json]\n"
           "               [--zmq ENDPOINT [--zmq-labelmap FILE] [--zmq-accept-models DIR]\n"
-          "                [--zmq-pixel-format rgb|bgr]]\n"
+          "                [--zmq-pixel-format rgb|bgr] [--zmq-allow-remote]]\n"
           "               [--jobs redis://HOST:PORT[/DB]/STREAM [--group G] [--consumer NAME]\n"
           "                [--claim-idle-ms MS] [--max-deliveries N]]\n"
           "       ospreyd --version\n"
@@ -45,9 +46,12 @@ static void usage(FILE *out) {
           "  --model-root DIR       with --listen: socket peers may name model, labels and\n"
           "                         stream files only inside DIR (repeatable; default the\n"
           "                         cache's models folder; --config's model folders always)\n"
-          "  --auth-token-file FILE   every socket connection's startup config must carry\n"
-          "                         this file's token as \"authToken\"; required to listen\n"
-          "                         on TCP other than loopback\n"
+          "  --auth-token-file FILE   a secret of at least 16 bytes: every socket\n"
+          "                         connection's startup config must carry it as\n"
+          "                         \"authToken\", every HTTP request but /healthz and the\n"
+          "                         dashboard page as \"Authorization: Bearer TOKEN\";\n"
+          "                         required to listen (TCP) or serve --http on an address\n"
+          "                         other than loopback\n"
           "  --socket-mode MODE     permissions of the unix socket, octal (default 0660)\n"
           "  --read-only            socket connections may not load, replace, unload or\n"
           "                         reconfigure models\n"
@@ -62,14 +66,20 @@ static void usage(FILE *out) {
     fputs("  --http [HOST:]PORT     serve HTTP on its own threads: /healthz, /readyz,\n"
           "                         /v1/models, /v1/stats, /metrics (Prometheus) and a\n"
           "                         live dashboard at / (docs/http.md); HOST defaults\n"
-          "                         to 127.0.0.1, anything else is logged\n"
+          "                         to 127.0.0.1; another address needs --auth-token-file.\n"
+          "                         A request's header must arrive within 10 s\n"
           "  --zmq ENDPOINT         also be Frigate's `zmq` detector on ipc://PATH or\n"
           "                         tcp://HOST:PORT (a ROUTER socket Frigate's REQ connects\n"
           "                         to; see docs/frigate.md): its frames go through the same\n"
           "                         admission as the pipe's, and are answered with 20 rows\n"
           "                         [class, score, y_min, x_min, y_max, x_max] in Frigate's\n"
           "                         class ids; a frame that cannot be served in time gets\n"
-          "                         zero rows. A tcp address other than loopback is logged\n"
+          "                         zero rows. Frigate sends no credentials: a tcp address\n"
+          "                         other than loopback is refused without the next\n"
+          "  --zmq-allow-remote     serve --zmq on an address other machines reach, knowing\n"
+          "                         anyone who reaches it is served (and, with\n"
+          "                         --zmq-accept-models, may upload models); keep it on a\n"
+          "                         private network (docs/frigate.md)\n"
           "  --zmq-labelmap FILE    the Frigate labelmap whose ids to answer in (default:\n"
           "                         Frigate's own, COCO's 91 ids minus one); labels map by\n"
           "                         name, a label it lacks is left out\n"
@@ -112,6 +122,7 @@ static void usage(FILE *out) {
 
 int main(int argc, char **argv) {
     osp_server_opts_t o = {.stdio_in = 0, .stdio_out = 1};
+    int zmq_allow_remote = 0;
     static const struct option longopts[] = {{"listen", required_argument, NULL, 'l'},
                                              {"config", required_argument, NULL, 'c'},
                                              {"max-frame", required_argument, NULL, 'm'},
@@ -126,6 +137,7 @@ int main(int argc, char **argv) {
                                              {"zmq-labelmap", required_argument, NULL, 'L'},
                                              {"zmq-accept-models", required_argument, NULL, 'A'},
                                              {"zmq-pixel-format", required_argument, NULL, 'P'},
+                                             {"zmq-allow-remote", no_argument, NULL, 0x110},
                                              {"log-format", required_argument, NULL, 'F'},
                                              {"log-json", no_argument, NULL, 'J'},
                                              {"version", no_argument, NULL, 'V'},
@@ -184,6 +196,7 @@ int main(int argc, char **argv) {
                 return 2;
             break;
         case 'z': o.zmq = optarg; break;
+        case 0x110: zmq_allow_remote = 1; break;
         case 'L': o.zmq_labelmap = optarg; break;
         case 'A': o.zmq_accept_models = optarg; break;
         case 'P':
@@ -233,6 +246,28 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ospreyd: %s\n", err);
             return 2;
         }
+        /* the dashboard, metrics and model names are the server's, and soon its
+         * cameras' pictures: beyond loopback only with a token (docs/security.md) */
+        if (!osp_http_host_is_loopback(host) && !o.auth_token_file) {
+            fprintf(stderr,
+                    "ospreyd: --http %s is reachable from other machines: give --auth-token-file "
+                    "FILE (every request but /healthz must then carry it as Authorization: "
+                    "Bearer), or bind 127.0.0.1\n",
+                    o.http);
+            return 2;
+        }
+    }
+    if (o.zmq && !osp_frigate_endpoint_is_local(o.zmq) && !zmq_allow_remote) {
+        fprintf(stderr,
+                "ospreyd: --zmq %s is reachable from other machines, and Frigate's detector "
+                "protocol has no authentication: bind tcp://127.0.0.1:PORT or ipc://PATH, or "
+                "give --zmq-allow-remote on a private network (docs/frigate.md)\n",
+                o.zmq);
+        return 2;
+    }
+    if (zmq_allow_remote && !o.zmq) {
+        fprintf(stderr, "ospreyd: --zmq-allow-remote goes with --zmq\n");
+        return 2;
     }
     int cameras = osp_server_config_has_cameras(o.config_path);
     if (o.config_path && !o.listen && !o.zmq && !o.jobs && !cameras) {
@@ -252,11 +287,15 @@ int main(int argc, char **argv) {
                 "ospreyd: --zmq-labelmap, --zmq-accept-models and --zmq-pixel-format go with --zmq\n");
         return 2;
     }
-    if (!o.listen &&
-        (o.n_model_roots || o.auth_token_file || o.socket_mode || o.read_only || o.handshake_ms)) {
+    if (!o.listen && (o.n_model_roots || o.socket_mode || o.read_only || o.handshake_ms)) {
         /* the stdio host started the worker: nothing of this applies to it */
-        fprintf(stderr, "ospreyd: --model-root, --auth-token-file, --socket-mode, --read-only and "
+        fprintf(stderr, "ospreyd: --model-root, --socket-mode, --read-only and "
                         "--handshake-timeout-ms go with --listen\n");
+        return 2;
+    }
+    if (o.auth_token_file && !o.listen && !o.http) {
+        fprintf(stderr, "ospreyd: --auth-token-file goes with --listen or --http (Frigate's zmq "
+                        "protocol carries no token)\n");
         return 2;
     }
     /* a host on the pipe reads the lines the Python worker wrote; a daemon's

@@ -18,7 +18,7 @@
 #include "sched/ctxpool.h"
 #include "sched/sched.h"
 #include "sched/window.h"
-#include "server/pipe/auth.h"
+#include "server/core/auth.h"
 #include "server/core/board.h"
 #include "server/core/core.h"
 #include "server/pipe/cmds.h"
@@ -156,11 +156,16 @@ static server_t *server_new(const osp_server_opts_t *opts) {
     return s;
 }
 
-/* What socket peers may reach: the model roots (the --config models'
- * folders join them as they load) and the token. 0 or the exit status. */
+/* What peers may reach: the token (sockets and HTTP) and the model roots
+ * (the --config models' folders join them as they load). 0 or the exit status. */
 static int exposure_setup(server_t *s) {
     const osp_server_opts_t *o = &s->opts;
     char err[1200];
+    /* the token guards the HTTP door as well as the sockets */
+    if (o->auth_token_file && !(s->auth = srv_auth_load(o->auth_token_file, err, sizeof err))) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
+        return 2;
+    }
     if (!o->listen) return 0;
     for (int i = 0; i < o->n_model_roots; i++) {
         if (osp_paths_add(s->roots, o->model_roots[i], err, sizeof err)) {
@@ -178,10 +183,6 @@ static int exposure_setup(server_t *s) {
         int data_rc = data[0] != '/' ? -1 : osp_paths_add(s->roots, data, derr, sizeof derr);
         if (cache_rc && data_rc)
             osp_log(OSP_LOG_WARN, "ospreyd: %s; socket peers may name only --config's models", err);
-    }
-    if (o->auth_token_file && !(s->auth = srv_auth_load(o->auth_token_file, err, sizeof err))) {
-        osp_log(OSP_LOG_ERROR, "ospreyd: %s", err);
-        return 2;
     }
     return 0;
 }

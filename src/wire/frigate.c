@@ -1,5 +1,6 @@
 /* Frigate's zmq detector protocol; see frigate.h. */
 #include "wire/frigate.h"
+#include "wire/http.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -393,4 +394,22 @@ int osp_frigate_label_id(const osp_frigate_labelmap_t *lm, const char *label) {
     for (size_t i = 0; i < sizeof ALIASES / sizeof ALIASES[0]; i++)
         if (strcmp(want, ALIASES[i][0]) == 0) return find(lm, ALIASES[i][1]);
     return -1;
+}
+
+int osp_frigate_endpoint_is_local(const char *ep) {
+    if (!ep) return 0;
+    if (strncmp(ep, "ipc://", 6) == 0) return 1;
+    if (strncmp(ep, "tcp://", 6) != 0) return 0;
+    const char *h = ep + 6, *colon = strrchr(h, ':');
+    if (!colon) return 0;
+    size_t n = (size_t)(colon - h);
+    if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+        h++;
+        n -= 2;
+    }
+    char host[64];
+    if (n == 0 || n >= sizeof host) return 0;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    return osp_http_host_is_loopback(host);
 }

@@ -114,4 +114,10 @@ int osp_frigate_labelmap_parse(const char *text, size_t len, osp_frigate_labelma
  * "cow", "Computer monitor" is "tv", ...); -1 when there is none. */
 int osp_frigate_label_id(const osp_frigate_labelmap_t *lm, const char *label);
 
+/* 1 when a --zmq endpoint reaches this machine only: ipc://PATH, or
+ * tcp://HOST:PORT whose HOST is a loopback address (127.0.0.0/8, [::1],
+ * localhost). Anything else — *, 0.0.0.0, an interface's name or
+ * address — is 0: reachable from other machines. */
+int osp_frigate_endpoint_is_local(const char *ep);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- routes ---------------------------------------------------------------------- */
 
@@ -25,6 +26,35 @@ osp_http_route_t osp_http_route(const char *method, const char *path) {
         return pages[i].route;
     }
     return OSP_HTTP_NOT_FOUND;
+}
+
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+int osp_http_target_has_nul(const char *raw) {
+    if (!raw) return 0;
+    for (const char *p = raw; *p; p++) {
+        if (p[0] != '%') continue;
+        int hi = hex_value(p[1]), lo = hi < 0 ? -1 : hex_value(p[2]);
+        if (hi == 0 && lo == 0) return 1;
+    }
+    return 0;
+}
+
+int osp_http_bearer(const char *value, const char **tok, size_t *len) {
+    if (!value || strncasecmp(value, "Bearer ", 7) != 0) return -1;
+    const char *t = value + 7;
+    while (*t == ' ') t++;
+    size_t n = strlen(t);
+    while (n && t[n - 1] == ' ') n--;
+    if (!n) return -1;
+    *tok = t;
+    *len = n;
+    return 0;
 }
 
 /* ---- the bind spec ----------------------------------------------------------------- */

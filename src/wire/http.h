@@ -28,6 +28,18 @@ typedef enum {
  * library hands it over). NULL for either is NOT_FOUND. */
 osp_http_route_t osp_http_route(const char *method, const char *path);
 
+/* 1 when raw, a request target as the peer sent it (before any
+ * unescaping), decodes to a NUL byte anywhere (%00 in its path or its
+ * query): C would cut the name there, so the server refuses the request
+ * rather than answer for a shorter name than was asked. */
+int osp_http_target_has_nul(const char *raw);
+
+/* The token of an `Authorization: Bearer TOKEN` header value (the scheme
+ * case-insensitive, spaces after it skipped): 0 with *tok pointing into
+ * value and *len its length (up to trailing spaces), -1 for any other
+ * value or NULL. */
+int osp_http_bearer(const char *value, const char **tok, size_t *len);
+
 /* "[HOST:]PORT", "[V6ADDR]:PORT" or ":PORT": host (default 127.0.0.1) and
  * port 1-65535. 0, or -1 with the reason in err. */
 int osp_http_bind_parse(const char *spec, char *host, size_t hostlen, unsigned *port, char *err,

@@ -17,7 +17,7 @@ from PIL import Image as PILImage
 
 from frigate_client import FrigateZmq, decode
 from ospreyd_client import (MEDIA, MESSI_PERSON, model, SANITIZED, SSD_CATALOG, iou, need,  # noqa: F401
-                            spawn, tb_config, tb_script)
+                            free_port, spawn, tb_config, tb_script)
 
 ZEROS = np.zeros((20, 6), np.float32)
 
@@ -44,10 +44,10 @@ def person_iou(rows):
     return max((iou([r[3], r[2], r[5], r[4]], want) for r in people), default=0.0)
 
 
-def start(spawn, tmp_path, config, *extra, listen=True):
+def start(spawn, tmp_path, config, *extra, listen=True, endpoint=None):
     cfg = tmp_path / "models.json"
     cfg.write_text(json.dumps(config))
-    endpoint = f"ipc://{tmp_path}/zmq_detector"
+    endpoint = endpoint or f"ipc://{tmp_path}/zmq_detector"
     args = ["--config", cfg, "--zmq", endpoint, *extra]
     sock = tmp_path / "ospreyd.sock"
     if listen:
@@ -303,3 +303,29 @@ def test_a_handshake_whose_load_hangs_is_answered_at_the_bound(spawn, tmp_path, 
         time.sleep(0.1)
     assert g.handshake == {"model_available": True, "model_loaded": True}
     g.close()
+
+
+def test_beyond_loopback_only_when_asked(spawn, tmp_path, ctx):
+    """Frigate's plugin sends no credentials: an endpoint other machines
+    reach is refused at startup unless --zmq-allow-remote says it is meant
+    (docs/frigate.md, "Reaching it from another container or machine")."""
+    model = tb_script(tmp_path / "m.json", faces=[(0.9, [0.1, 0.2, 0.5, 0.6])])
+    cfg = tmp_path / "refused.json"
+    cfg.write_text(json.dumps(tb_config([model])))
+    for ep in (f"tcp://0.0.0.0:{free_port()}", f"tcp://*:{free_port()}", f"tcp://[::]:{free_port()}"):
+        w = spawn("--config", cfg, "--zmq", ep, stdio=False)
+        assert w.wait() == 2, w.describe()
+        assert f"--zmq {ep} is reachable from other machines" in w.stderr_text()
+        assert "--zmq-allow-remote" in w.stderr_text()
+    w = spawn("--zmq-allow-remote")
+    assert w.wait() == 2 and "--zmq-allow-remote goes with --zmq" in w.stderr_text()
+    port = free_port()
+    w = start(spawn, tmp_path, tb_config([model]), "--zmq-allow-remote", listen=False,
+              endpoint=f"tcp://0.0.0.0:{port}")
+    assert "reachable from other machines (--zmq-allow-remote)" in w.stderr_text()
+    f = FrigateZmq(ctx, f"tcp://127.0.0.1:{port}", "m.json")
+    assert f.handshake == {"model_available": True, "model_loaded": True}
+    f.close()
+    # loopback needs no choice
+    w = start(spawn, tmp_path, tb_config([model]), listen=False, endpoint=f"tcp://127.0.0.1:{free_port()}")
+    assert "reachable" not in w.stderr_text()

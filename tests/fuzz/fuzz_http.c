@@ -8,7 +8,9 @@
  * route; an escaped label value has no raw newline or unescaped quote and
  * unescapes to the input; the bind spec parser either fails with a reason
  * or gives a host that fits and a port 1-65535; a quantile lies within
- * [0, last bound] or is -1 for an empty histogram. Deterministic.
+ * [0, last bound] or is -1 for an empty histogram; a target found to hold
+ * a NUL has a literal %00 in it; a Bearer header's token lies inside the
+ * value and is not empty. Deterministic.
  *
  * Input: [u8 split][method bytes][path bytes...]: split = the method's
  * length; the whole input is also used as the label value, the bind spec
@@ -123,6 +125,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *s = cstr(data, size); /* up to the first NUL: what a C string of it is */
     check_label(s, strlen(s));
     check_bind(s);
+    int nul = osp_http_target_has_nul(s);
+    CHECK(nul == 0 || nul == 1);
+    if (nul) CHECK(strstr(s, "%00") != NULL);
+    const char *tok = NULL;
+    size_t tn = 0;
+    if (osp_http_bearer(s, &tok, &tn) == 0) CHECK(tn > 0 && tok >= s && tok + tn <= s + strlen(s));
     free(s);
     check_quantile(data, size);
     return 0;

@@ -27,6 +27,24 @@ static float row_at(const uint8_t *rows, int r, int k) {
 }
 
 /* The headers Frigate's plugin writes (json.dumps, so with blanks). */
+static void test_endpoint_is_local(void **s) {
+    (void)s;
+    assert_int_equal(osp_frigate_endpoint_is_local("ipc:///tmp/cache/zmq_detector"), 1);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://127.0.0.1:5555"), 1);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://127.8.9.10:5555"), 1);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://localhost:5555"), 1);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://[::1]:5555"), 1);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://0.0.0.0:5555"), 0);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://*:5555"), 0);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://[::]:5555"), 0);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://lo:5555"), 0); /* a name: not trusted */
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://172.17.0.1:5555"), 0);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://127.0.0.1.example.com:5555"), 0);
+    assert_int_equal(osp_frigate_endpoint_is_local("tcp://127.0.0.1"), 0);
+    assert_int_equal(osp_frigate_endpoint_is_local("inproc://x"), 0);
+    assert_int_equal(osp_frigate_endpoint_is_local(NULL), 0);
+}
+
 static void test_headers(void **s) {
     (void)s;
     osp_frigate_req_t rq;
@@ -277,6 +295,7 @@ static void test_labelmap_files(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_endpoint_is_local),
         cmocka_unit_test(test_headers),
         cmocka_unit_test(test_bad_headers),
         cmocka_unit_test(test_check),

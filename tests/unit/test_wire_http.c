@@ -45,6 +45,33 @@ static void bind_bad(const char *spec, const char *why) {
     assert_non_null(strstr(err, why));
 }
 
+static void test_target_nul(void **state) {
+    (void)state;
+    assert_int_equal(osp_http_target_has_nul("/healthz"), 0);
+    assert_int_equal(osp_http_target_has_nul("/healthz%00.txt"), 1);
+    assert_int_equal(osp_http_target_has_nul("/metrics?name=a%00b"), 1);
+    assert_int_equal(osp_http_target_has_nul("/a%2500"), 0); /* "%00" as text, no NUL */
+    assert_int_equal(osp_http_target_has_nul("/a%0"), 0);
+    assert_int_equal(osp_http_target_has_nul("/a%"), 0);
+    assert_int_equal(osp_http_target_has_nul("/a%%00"), 1);
+    assert_int_equal(osp_http_target_has_nul(NULL), 0);
+}
+
+static void test_bearer(void **state) {
+    (void)state;
+    const char *t = NULL;
+    size_t n = 0;
+    assert_int_equal(osp_http_bearer("Bearer abc ", &t, &n), 0);
+    assert_int_equal(n, 3);
+    assert_memory_equal(t, "abc", 3);
+    assert_int_equal(osp_http_bearer("bearer   xyz", &t, &n), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(osp_http_bearer("Basic abc", &t, &n), -1);
+    assert_int_equal(osp_http_bearer("Bearer ", &t, &n), -1);
+    assert_int_equal(osp_http_bearer("Bearer", &t, &n), -1);
+    assert_int_equal(osp_http_bearer(NULL, &t, &n), -1);
+}
+
 static void test_bind(void **state) {
     (void)state;
     bind_ok("8080", "127.0.0.1", 8080);
@@ -126,8 +153,9 @@ static void test_quantile(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_routes),   cmocka_unit_test(test_bind),
-        cmocka_unit_test(test_labels),   cmocka_unit_test(test_text),
+        cmocka_unit_test(test_routes),     cmocka_unit_test(test_bind),
+        cmocka_unit_test(test_target_nul), cmocka_unit_test(test_bearer),
+        cmocka_unit_test(test_labels),     cmocka_unit_test(test_text),
         cmocka_unit_test(test_quantile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

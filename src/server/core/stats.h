@@ -39,6 +39,7 @@ typedef enum {
     SRV_ST_JOBS_FAILED,
     SRV_ST_JOBS_DEDUPLICATED,
     SRV_ST_JOBS_POISONED,
+    SRV_ST_HTTP_HEADER_TIMEOUTS, /* HTTP connections closed with a header past its deadline */
     SRV_ST_COUNT
 } srv_stat_t;
 

@@ -426,14 +426,6 @@ static void *zmq_main(void *arg) {
 
 /* ---- start and stop --------------------------------------------------------------- */
 
-/* Whether a tcp:// endpoint binds only this machine's loopback. */
-static int loopback(const char *ep) {
-    static const char *const lo[] = {"tcp://127.", "tcp://localhost:", "tcp://[::1]:"};
-    for (size_t i = 0; i < sizeof lo / sizeof lo[0]; i++)
-        if (strncmp(ep, lo[i], strlen(lo[i])) == 0) return 1;
-    return 0;
-}
-
 static int load_labelmap(srv_zmq_t *z, const char *path, char *err, size_t errlen) {
     if (!path) {
         osp_frigate_labelmap_default(z->lm);
@@ -486,10 +478,11 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen) {
         snprintf(err, errlen, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
         goto fail;
     }
-    if (strncmp(ep, "tcp://", 6) == 0 && !loopback(ep))
+    if (!osp_frigate_endpoint_is_local(ep)) /* main() refuses it without --zmq-allow-remote */
         osp_log(OSP_LOG_WARN,
-                "ospreyd: zmq: %s is reachable from other machines; anyone who can reach it "
-                "gets detections%s",
+                "ospreyd: zmq: %s is reachable from other machines (--zmq-allow-remote); anyone "
+                "who can reach it gets detections%s, with no authentication: keep it on a "
+                "private network (docs/frigate.md)",
                 ep, srv_zmq_models_accept(z->models) ? " and may upload models" : "");
     if (pthread_create(&z->thread, NULL, zmq_main, z)) {
         snprintf(err, errlen, "cannot start the zmq thread");

@@ -5,6 +5,16 @@
  * (pages.c); nothing here touches the I/O thread's structures. Requests
  * are GET or HEAD with no body; the library caps each connection's
  * memory (headers included) at HTTP_CONN_MEMORY.
+ *
+ * Slow clients: 64 connections that each sent a header byte a second
+ * once kept /healthz from answering for ~50 s — the door held 32
+ * connections, and a connection that is never idle never met the idle
+ * timeout. So the door holds many (a waiting connection is a sleeping
+ * thread and its 32 KiB), at most half of them from one address, and a
+ * request's header must be complete within HTTP_HEADER_S of the
+ * connection's start or of its previous answer (nginx's
+ * client_header_timeout): a reaper thread shuts down the socket of one
+ * that is not, and its thread ends as if the peer had closed.
  */
 #include "server/http/http.h"
 
@@ -23,6 +33,7 @@
 #include <microhttpd.h>
 
 #include "base/clock.h"
+#include "server/core/auth.h"
 #include "server/http/dashboard.h"
 #include "server/core/job.h"
 #include "server/core/loop.h"
@@ -31,20 +42,41 @@
 #include "wire/http.h"
 #include "log/log.h"
 
-#define HTTP_CONNECTIONS 32 /* threads the door may take */
-#define HTTP_STREAMS 8      /* of them, open event streams */
+#define HTTP_CONNECTIONS 512 /* threads the door may take: slow clients wait in them */
+#define HTTP_PER_IP 256      /* of them, from one address: one host cannot fill the door */
+#define HTTP_STREAMS 8       /* of them, open event streams */
 #define HTTP_CONN_MEMORY (32u << 10)
 #define HTTP_IDLE_S 30
-#define STATS_WAIT_MS 2000 /* a /v1/stats the I/O thread has not written by then: 503 */
+#define HTTP_HEADER_MS 10000 /* a request's header, from the connection's start or last answer */
+#define STATS_WAIT_MS 2000   /* a /v1/stats the I/O thread has not written by then: 503 */
 #define EVENT_PERIOD_MS 1000
+
+/* A connection waiting for a request's header: on the door's waiting list,
+ * oldest deadline first (every deadline is HTTP_HEADER_MS after its arming,
+ * so arming at the tail keeps the order). Owned by the library's
+ * connection (its socket context), freed when it closes. */
+typedef struct waiting {
+    struct waiting *prev, *next;
+    int fd;
+    int linked;
+    struct timespec deadline; /* CLOCK_MONOTONIC */
+} waiting_t;
 
 struct srv_http {
     server_t *s;
+    const srv_auth_t *auth; /* the server's token (s->auth), or NULL: no token asked */
     struct MHD_Daemon *d;
     pthread_mutex_t mu; /* guards stopping and streams; cv waits on both */
     pthread_cond_t cv;  /* CLOCK_MONOTONIC */
     int stopping;
     int streams;
+    /* the reaper of headers past their deadline */
+    pthread_mutex_t wmu; /* guards the waiting list, wstop and every waiting_t's links */
+    pthread_cond_t wcv;  /* CLOCK_MONOTONIC */
+    waiting_t *head, *tail;
+    int wstop;
+    pthread_t reaper;
+    int reaper_running;
 };
 
 static void cond_init_monotonic(pthread_cond_t *cv) {
@@ -53,6 +85,113 @@ static void cond_init_monotonic(pthread_cond_t *cv) {
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(cv, &a);
     pthread_condattr_destroy(&a);
+}
+
+/* ---- the header deadline ------------------------------------------------------------ */
+
+static void waiting_unlink(srv_http_t *h, waiting_t *w) { /* under wmu */
+    if (!w->linked) return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        h->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        h->tail = w->prev;
+    w->prev = w->next = NULL;
+    w->linked = 0;
+}
+
+/* The connection now waits for a request's header: from now it has
+ * HTTP_HEADER_MS. */
+static void waiting_arm(srv_http_t *h, waiting_t *w) {
+    pthread_mutex_lock(&h->wmu);
+    waiting_unlink(h, w);
+    w->deadline = osp_deadline_in(CLOCK_MONOTONIC, HTTP_HEADER_MS);
+    w->prev = h->tail;
+    if (h->tail)
+        h->tail->next = w;
+    else
+        h->head = w;
+    h->tail = w;
+    w->linked = 1;
+    pthread_mutex_unlock(&h->wmu);
+}
+
+static void waiting_disarm(srv_http_t *h, waiting_t *w) {
+    pthread_mutex_lock(&h->wmu);
+    waiting_unlink(h, w);
+    pthread_mutex_unlock(&h->wmu);
+}
+
+/* Shuts down the socket of each connection past its deadline. Under wmu,
+ * so the library cannot close that descriptor (and reuse its number) in
+ * between: it tells of a close (on_connection) before it closes. */
+static void *reaper_main(void *arg) {
+    srv_http_t *h = arg;
+    pthread_mutex_lock(&h->wmu);
+    while (!h->wstop) {
+        struct timespec now;
+        osp_now(&now);
+        while (h->head && osp_timespec_diff_ms(&h->head->deadline, &now) <= 0) {
+            waiting_t *w = h->head;
+            waiting_unlink(h, w);
+            shutdown(w->fd, SHUT_RDWR);
+            srv_stat_add(h->s, SRV_ST_HTTP_HEADER_TIMEOUTS, 1); /* not logged: a flood would flood it */
+        }
+        struct timespec until = h->head ? h->head->deadline : osp_deadline_in(CLOCK_MONOTONIC, 1000);
+        osp_timespec_add_ms(&until, 1); /* osp_timespec_diff_ms truncates */
+        pthread_cond_timedwait(&h->wcv, &h->wmu, &until);
+    }
+    pthread_mutex_unlock(&h->wmu);
+    return NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    srv_http_t *h = cls;
+    waiting_t *w = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!fd || !(w = calloc(1, sizeof *w))) {
+            /* no deadline for it: the idle timeout still holds */
+            osp_log(OSP_LOG_WARN, "ospreyd: http: out of memory for a connection's header deadline");
+            return;
+        }
+        w->fd = fd->connect_fd;
+        *socket_context = w;
+        waiting_arm(h, w);
+    } else if (w) { /* closed */
+        waiting_disarm(h, w);
+        free(w);
+        *socket_context = NULL;
+    }
+}
+
+static waiting_t *waiting_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return i ? i->socket_context : NULL;
+}
+
+/* An answer sent whole: the connection, kept alive, waits for the next
+ * request's header. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode code) {
+    (void)req_cls;
+    waiting_t *w = waiting_of(c);
+    if (w && code == MHD_REQUEST_TERMINATED_COMPLETED_OK) waiting_arm(cls, w);
+}
+
+/* The request line as the peer sent it, before the library unescapes it
+ * (and a %00 would cut its path): a request whose target decodes to a NUL
+ * is marked, and refused once its header is read. */
+static char nul_target; /* the mark, as the request's req_cls */
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+    (void)cls;
+    (void)c;
+    return osp_http_target_has_nul(uri) ? &nul_target : NULL;
 }
 
 /* ---- answers --------------------------------------------------------------------- */
@@ -219,27 +358,60 @@ static enum MHD_Result page_events(srv_http_t *h, struct MHD_Connection *c) {
 
 /* ---- routing ------------------------------------------------------------------------- */
 
+static const char UNAUTHORIZED[] =
+    "this door needs its token: Authorization: Bearer <the --auth-token-file's token>\n";
+
+/* Whether the request carries the door's token (always, without one). */
+static int authorized(srv_http_t *h, struct MHD_Connection *c) {
+    if (!h->auth) return 1;
+    const char *value = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *tok = NULL;
+    size_t len = 0;
+    if (osp_http_bearer(value, &tok, &len)) return 0;
+    return srv_auth_check(h->auth, tok, len);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls) {
     srv_http_t *h = cls;
     (void)version;
     (void)upload_data;
-    (void)req_cls;
-    if (*upload_data_size) return answer_text(c, 413, "no request body is accepted\n");
+    waiting_t *w = waiting_of(c);
+    if (w) waiting_disarm(h, w); /* its header is here */
+    if (*req_cls == &nul_target)
+        return answer_text(c, 400, "a NUL byte (%00) in the path or the query is refused\n");
     osp_http_route_t route = osp_http_route(method, url);
-    osp_jw_t w = {0};
+    /* the liveness probe, and the page, which is the same bytes in every
+     * build and names nothing: a browser's address bar cannot send the
+     * header, so the page takes the token from its URL's fragment and
+     * sends it with what it reads (docs/http.md) */
+    int open = route == OSP_HTTP_HEALTHZ || route == OSP_HTTP_DASHBOARD;
+    if (!open && !authorized(h, c)) {
+        struct MHD_Response *r = MHD_create_response_from_buffer(sizeof UNAUTHORIZED - 1,
+                                                                 (void *)UNAUTHORIZED,
+                                                                 MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"ospreyd\"");
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        enum MHD_Result rc = MHD_queue_response(c, 401, r);
+        MHD_destroy_response(r);
+        return rc;
+    }
+    if (*upload_data_size) return answer_text(c, 413, "no request body is accepted\n");
+    osp_jw_t jw = {0};
     enum MHD_Result rc;
     switch (route) {
     case OSP_HTTP_HEALTHZ: rc = answer_text(c, 200, "ok\n"); break;
     case OSP_HTTP_READYZ: {
-        int ready = srv_page_readyz(h->s, &w);
-        rc = answer_json(c, ready ? 200 : 503, &w);
+        int ready = srv_page_readyz(h->s, &jw);
+        rc = answer_json(c, ready ? 200 : 503, &jw);
         break;
     }
     case OSP_HTTP_MODELS:
-        srv_page_models(h->s, &w);
-        rc = answer_json(c, 200, &w);
+        srv_page_models(h->s, &jw);
+        rc = answer_json(c, 200, &jw);
         break;
     case OSP_HTTP_STATS: rc = page_stats(h, c); break;
     case OSP_HTTP_METRICS: {
@@ -259,7 +431,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rc = answer_text(c, 404,
                          "not found: try /, /healthz, /readyz, /v1/models, /v1/stats, /metrics\n");
     }
-    osp_jw_free(&w);
+    osp_jw_free(&jw);
     return rc;
 }
 
@@ -294,8 +466,18 @@ srv_http_t *srv_http_start(server_t *s, const char *spec, char *err, size_t errl
         return NULL;
     }
     h->s = s;
+    h->auth = s->auth;
     pthread_mutex_init(&h->mu, NULL);
     cond_init_monotonic(&h->cv);
+    pthread_mutex_init(&h->wmu, NULL);
+    cond_init_monotonic(&h->wcv);
+    if (pthread_create(&h->reaper, NULL, reaper_main, h)) {
+        freeaddrinfo(ai);
+        snprintf(err, errlen, "--http %s: cannot start a thread", spec);
+        srv_http_stop(h);
+        return NULL;
+    }
+    h->reaper_running = 1;
     /* poll, not select: ospreyd's own connections may take descriptors past 1024 */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
@@ -304,7 +486,10 @@ srv_http_t *srv_http_start(server_t *s, const char *spec, char *err, size_t errl
                             MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)HTTP_CONNECTIONS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                             (size_t)HTTP_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)HTTP_IDLE_S, MHD_OPTION_END);
+                            (unsigned)HTTP_IDLE_S, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            (unsigned)HTTP_PER_IP, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!h->d) {
         snprintf(err, errlen,
@@ -314,11 +499,12 @@ srv_http_t *srv_http_start(server_t *s, const char *spec, char *err, size_t errl
         return NULL;
     }
     if (osp_http_host_is_loopback(host))
-        osp_log(OSP_LOG_INFO, "ospreyd: http on %s port %u", host, port);
-    else
-        osp_log(OSP_LOG_WARN,
-                "ospreyd: warning: http on %s port %u is reachable from other machines, and "
-                "it has no authentication (the default is 127.0.0.1)",
+        osp_log(OSP_LOG_INFO, "ospreyd: http on %s port %u%s", host, port,
+                h->auth ? ", every page but /healthz and / behind the token" : "");
+    else /* main() refuses a host beyond loopback without the token */
+        osp_log(OSP_LOG_INFO,
+                "ospreyd: http on %s port %u, reachable from other machines: every page but "
+                "/healthz and / behind the token",
                 host, port);
     return h;
 }
@@ -329,7 +515,16 @@ void srv_http_stop(srv_http_t *h) {
     h->stopping = 1;
     pthread_cond_broadcast(&h->cv);
     pthread_mutex_unlock(&h->mu);
-    if (h->d) MHD_stop_daemon(h->d);
+    if (h->d) MHD_stop_daemon(h->d); /* every connection closed: the waiting list is empty */
+    if (h->reaper_running) {
+        pthread_mutex_lock(&h->wmu);
+        h->wstop = 1;
+        pthread_cond_signal(&h->wcv);
+        pthread_mutex_unlock(&h->wmu);
+        pthread_join(h->reaper, NULL);
+    }
+    pthread_mutex_destroy(&h->wmu);
+    pthread_cond_destroy(&h->wcv);
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
     free(h);

@@ -157,6 +157,11 @@ void srv_page_metrics(server_t *s, osp_text_t *t) {
             osp_prom_sample(t, "osprey_jobs_total", lb, (double)srv_stat_get(s, jobs[i].which));
         }
     }
+    osp_prom_family(t, "osprey_http_header_timeouts_total", "counter",
+                    "HTTP connections closed because a request's header was not complete within "
+                    "10 s (slow or stalled clients).");
+    osp_prom_sample(t, "osprey_http_header_timeouts_total", NULL,
+                    (double)srv_stat_get(s, SRV_ST_HTTP_HEADER_TIMEOUTS));
     osp_prom_family(t, "osprey_resident_memory_bytes", "gauge", "Resident set size of ospreyd.");
     osp_prom_sample(t, "osprey_resident_memory_bytes", NULL, (double)srv_pages_rss_bytes());
     osp_prom_family(t, "osprey_uptime_seconds", "gauge", "Seconds since ospreyd started.");

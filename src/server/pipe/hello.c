@@ -18,7 +18,7 @@
 #include "base/clock.h"
 #include "sched/sched.h"
 #include "sched/window.h"
-#include "server/pipe/auth.h"
+#include "server/core/auth.h"
 #include "server/core/board.h"
 #include "server/core/core.h"
 #include "server/pipe/cmds.h"

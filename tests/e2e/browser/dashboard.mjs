@@ -5,7 +5,8 @@
 //
 //   node dashboard.mjs URL SCREENSHOT MODEL USER_DATA_DIR
 //
-// Prints one JSON line: {"fps": [values seen], "state": "...", "screenshot": path}.
+// Prints one JSON line: {"fps": [values seen], "state": "...", "url": the page's URL at the
+// end (a token given in its fragment is taken out of it), "screenshot": path}.
 // Exit 0 when the frames/s became non-zero and changed, 1 otherwise.
 import { chromium } from "playwright-core";
 
@@ -22,6 +23,7 @@ const ctx = await chromium.launchPersistentContext(userDir, {
 let ok = false;
 const fps = [];
 let state = null;
+let at = null;
 try {
   const page = ctx.pages()[0] || (await ctx.newPage());
   page.on("pageerror", (e) => console.error("page error:", e.message));
@@ -39,8 +41,9 @@ try {
   }
   await page.waitForTimeout(1200); // one more event: the chart has a few points
   await page.screenshot({ path: shot, fullPage: true });
+  at = page.url();
 } finally {
   await ctx.close();
 }
-console.log(JSON.stringify({ fps, state, screenshot: shot }));
+console.log(JSON.stringify({ fps, state, url: at, screenshot: shot }));
 process.exit(ok ? 0 : 1);

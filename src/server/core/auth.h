@@ -1,6 +1,7 @@
 /*
  * auth: the token a socket connection presents in its startup config
- * ("authToken") when ospreyd was started with --auth-token-file. The
+ * ("authToken"), and an HTTP request as `Authorization: Bearer`, when
+ * ospreyd was started with --auth-token-file (docs/security.md). The
  * token is read once at startup, compared in constant time, and never
  * written anywhere (logs included). The struct is private to auth.c.
  */

@@ -1,5 +1,5 @@
 /* The socket token (auth.h). */
-#include "server/pipe/auth.h"
+#include "server/core/auth.h"
 #include "log/log.h"
 
 #include <errno.h>
