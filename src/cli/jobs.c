@@ -20,6 +20,7 @@
 
 #include "base/clock.h"
 #include "cli/cli.h"
+#include "jobs/bounded.h"
 #include "jobs/jobs.h"
 #include "video/video.h"
 #include "wire/jsonw.h"
@@ -27,6 +28,10 @@
 #define WINDOW 64            /* jobs submitted and not yet answered */
 #define STALL_S 120          /* no result for this long: give up */
 #define FILE_MAX (64u << 20) /* an image file; a worker's default --max-frame */
+/* A reply read from Redis: no item larger than a job, no reply larger than
+ * two (results are records of a few KiB; a server that sends more lies). */
+#define ITEM_MAX ((size_t)FILE_MAX + (64u << 10))
+#define REPLY_MAX (2 * (size_t)FILE_MAX)
 
 typedef struct {
     char source[1024];
@@ -51,9 +56,9 @@ typedef struct {
 } submit_t;
 
 static redisReply *cmd(redisContext *c, int argc, const char **argv, const size_t *lens) {
-    redisReply *r = redisCommandArgv(c, argc, argv, lens);
-    if (!r)
-        fprintf(stderr, "osprey jobs: redis: %s\n", c->errstr[0] ? c->errstr : "connection lost");
+    char err[300];
+    redisReply *r = osp_redis_command(c, argc, argv, lens, ITEM_MAX, REPLY_MAX, err, sizeof err);
+    if (!r) fprintf(stderr, "osprey jobs: %s\n", err);
     return r;
 }
 

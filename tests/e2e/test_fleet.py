@@ -18,6 +18,7 @@ from PIL import Image as PILImage
 from ospreyd_client import (MEDIA, SANITIZED, SSD_CATALOG, counted_runs, detections_match,  # noqa: F401
                             free_port, jpeg_to_rgb, media_bytes, need, now_ms, person, spawn, tb_config,
                             tb_script, worker)
+from lying_redis import LyingRedis
 from redis_server import RedisError, entries, redis  # noqa: F401
 
 WAIT = 120 if SANITIZED else 60
@@ -426,6 +427,63 @@ def test_bad_options_are_refused(spawn, tmp_path):
         rc = w.wait()
         assert rc != 0 and text in w.stderr_text(), (args, w.describe())
         assert "pw" not in w.stderr_text()
+
+
+# ---- a Redis that lies -----------------------------------------------------------
+
+def vm_kb(pid, key):
+    """VmRSS or VmHWM (the peak) of a live process, in KiB."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {key} for {pid}")
+
+
+def test_a_lying_redis_is_dropped_not_buffered(spawn, tmp_path):
+    """A server on the --jobs address that announces a 2 GiB bulk and streams
+    it: the worker reads no more than its --max-frame and a little, drops the
+    connection saying why, and reconnects; its memory stays where it was."""
+    fake = LyingRedis(limit=384 << 20)
+    cfg = tmp_path / "models.json"
+    cfg.write_text(json.dumps(tb_config([slow_model(tmp_path, 0)])))
+    w = spawn("--config", cfg, "--jobs", fake.url("cams"), "--max-frame", str(1 << 20), stdio=False)
+    w.serving("serving jobs from", timeout=WAIT)
+    end = time.monotonic() + WAIT
+    while len(fake.lies) < 3:  # three lies told, each ended by the worker
+        assert time.monotonic() < end and w.alive(), (fake.lies, w.describe())
+        time.sleep(0.05)
+    hwm = vm_kb(w.proc.pid, "VmHWM")
+    log = w.stderr_text()
+    assert "redis sent an item of more than 1114112 bytes" in log, log
+    assert "reconnecting" in log and fake.connections >= 3, (fake.connections, log)
+    # each lie ended once the worker had read 1 MiB and 64 KiB, plus what the two
+    # sockets' buffers held; read whole, each would have been all 384 MiB
+    assert max(fake.lies[:3]) < 16 << 20, fake.lies
+    print(f"lies {fake.lies} peak RSS {hwm} KiB")
+    assert hwm < 160 << 10, f"peak RSS {hwm} KiB"
+    fake.close()
+
+
+def test_jobs_cli_drops_a_lying_redis(tmp_path):
+    """osprey jobs reads no reply item past a job's size (64 MiB) either."""
+    import subprocess
+    from ospreyd_client import BIN
+    fake = LyingRedis(limit=384 << 20, lie_to=("XINFO",))
+    p = subprocess.Popen([str(BIN / "osprey"), "jobs", "status", "--redis", fake.url("cams")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hwm = 0
+    while p.poll() is None:
+        try:
+            hwm = max(hwm, vm_kb(p.pid, "VmHWM"))
+        except (OSError, AssertionError):
+            pass
+        time.sleep(0.01)
+    err = p.stderr.read()
+    assert p.returncode != 0 and "redis sent an item of more than 67174400 bytes" in err, err
+    assert fake.lies and fake.lies[0] < 80 << 20, fake.lies
+    print(f"lies {fake.lies} peak RSS {hwm} KiB")
+    assert hwm < 200 << 10, f"peak RSS {hwm} KiB"
+    fake.close()
 
 
 # ---- the host's side: osprey jobs --------------------------------------------------
