@@ -70,7 +70,9 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-static void path_in(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", g_dir, name); }
+static void path_in(char *out, size_t n, const char *name) {
+    snprintf(out, n, "%s/%s", g_dir, name);
+}
 
 /* An UltraFace-shaped test model that finds one face; its runs wait for
  * `gate` to exist when gate is not NULL. */
