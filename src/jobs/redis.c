@@ -138,6 +138,8 @@ fail:
 static int entry_of(const redisReply *e, osp_jobs_entry_t *out, osp_job_field_t *f) {
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[0]->type != REDIS_REPLY_STRING)
         return -1;
+    /* an entry id is what XACK is later given as a C string: whole, or skipped */
+    if (strlen(e->element[0]->str) != e->element[0]->len) return -1;
     out->token = e->element[0]->str;
     out->fields = f;
     const redisReply *kv = e->element[1];

@@ -4,7 +4,8 @@ and answers the commands named in `lie_to` with the header of a bulk
 string of `announce` bytes, then streams zeros until the peer hangs up or
 `limit` bytes have gone. It records, per connection, the commands it
 received and how many bytes of the lie it sent before the peer stopped
-reading; a client that buffers the lie whole takes all of `limit`."""
+reading; a client that buffers the lie whole takes all of `limit`.
+`replies` answers other commands with canned RESP bytes instead of +OK."""
 import socket
 import threading
 
@@ -14,8 +15,10 @@ CHUNK = 1 << 20
 
 
 class LyingRedis:
-    def __init__(self, announce=2 ** 31, limit=1 << 30, lie_to=("XREADGROUP", "XAUTOCLAIM")):
+    def __init__(self, announce=2 ** 31, limit=1 << 30, lie_to=("XREADGROUP", "XAUTOCLAIM"),
+                 replies=None):
         self.announce, self.limit = announce, limit
+        self.replies = {k.upper().encode(): v for k, v in (replies or {}).items()}
         self.lie_to = {c.upper().encode() for c in lie_to}
         self.port = free_port()
         self.lies = []  # bytes of the lie sent, per lie told (appended when it ends)
@@ -59,7 +62,7 @@ class LyingRedis:
                 if args[0].upper() in self.lie_to:
                     self._lie(c)
                     return
-                c.sendall(b"+OK\r\n")
+                c.sendall(self.replies.get(args[0].upper(), b"+OK\r\n"))
         except (OSError, ValueError):
             return
         finally:

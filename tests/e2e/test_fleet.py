@@ -188,6 +188,13 @@ def test_bad_jobs_are_answered_with_errors(spawn, redis, tmp_path):
                        "data", b"\xff" * 100001], "exceeds the limit"),
         "many-fields": (["id", "many-fields"] + [f"f{i}" for i in range(80)], "more than 32"),
         "long-id": (["id", "x" * 129, "model", "ssd-oidv4", "kind", "jpeg", "data", jpeg], "id"),
+        # names are taken on their whole length: what C would keep of them is no name
+        "nul-model": (["id", "nul-model", "model", b"ssd-oidv4\0x", "kind", "jpeg", "data", jpeg],
+                      "model: holds a NUL byte"),
+        "nul-reply": (["id", "nul-reply", "reply_to", b"answers\0x", "model", "ssd-oidv4",
+                       "kind", "jpeg", "data", jpeg], "reply_to: holds a NUL byte"),
+        "nul-id": (["id", b"cam7\0-000123", "model", "ssd-oidv4", "kind", "jpeg", "data", jpeg],
+                   "id: holds a NUL byte"),
     }
     for args, _ in cases.values():
         c.call("XADD", "cams", "*", *args)
@@ -195,10 +202,11 @@ def test_bad_jobs_are_answered_with_errors(spawn, redis, tmp_path):
     got = wait_results(c, "cams:results", len(cases) + 1, what=w.describe)
     res = by_id(got)
     for job_id, (_, text) in cases.items():
-        key = "" if job_id in ("long-id",) else job_id
+        key = "" if job_id in ("long-id", "nul-id") else job_id
         answers = [f for f in res.get(key, []) if text in json.loads(f["result"]).get("error", "")]
         assert answers and answers[0]["status"] == b"error", (job_id, res.get(key))
-    assert len(res[""]) == 2  # the id-less job and the over-long id: answered, never merged
+    assert len(res[""]) == 3  # the id-less job, the over-long and the NUL id: never merged
+    assert b"answers" not in c.call("KEYS", "*")  # nothing filed where C cut the name
     assert w.alive()
     assert group_pending(c, "cams") == 0
     k = counters(w)
@@ -483,6 +491,21 @@ def test_jobs_cli_drops_a_lying_redis(tmp_path):
     assert fake.lies and fake.lies[0] < 80 << 20, fake.lies
     print(f"lies {fake.lies} peak RSS {hwm} KiB")
     assert hwm < 200 << 10, f"peak RSS {hwm} KiB"
+    fake.close()
+
+
+def test_jobs_status_survives_replies_of_the_wrong_shape(tmp_path):
+    """Integers where names belong, and a name with a NUL: osprey jobs status
+    reads what it can and prints, never reads a string that is not there."""
+    import subprocess
+    from ospreyd_client import BIN
+    groups = b"*2\r\n*2\r\n:1\r\n:2\r\n*4\r\n$4\r\nname\r\n$8\r\nosprey\0x\r\n$3\r\nlag\r\n:9\r\n"
+    fake = LyingRedis(lie_to=(), replies={"XINFO": groups, "XLEN": b":3\r\n"})
+    st = subprocess.run([str(BIN / "osprey"), "jobs", "status", "--redis", fake.url("cams")],
+                        capture_output=True, text=True, timeout=WAIT)
+    assert st.returncode == 0, st.stderr
+    s = json.loads(st.stdout)
+    assert s["entries"] == 3 and s["group"] == {}, s  # "osprey\0x" is not the group osprey
     fake.close()
 
 
