@@ -16,8 +16,8 @@
 #define OBJ_COST 64 /* a redisReply and its allocation's overhead */
 
 typedef struct {
-    size_t used, max;
-    int over;
+    size_t used, max, item_max;
+    int over, item_over;
 } budget_t;
 
 static redisReplyObjectFunctions *plain; /* hiredis' own functions */
@@ -44,7 +44,14 @@ static int spend(const redisReadTask *t, size_t cost) {
     return 0;
 }
 
+/* A string that came whole within one read is refused here: the buffer
+ * check between reads sees only the items still arriving. */
 static void *b_string(const redisReadTask *t, char *s, size_t len) {
+    budget_t *b = t->privdata;
+    if (b && len > b->item_max) {
+        b->item_over = 1;
+        return NULL;
+    }
     return spend(t, len + OBJ_COST) ? NULL : plain->createString(t, s, len);
 }
 
@@ -72,7 +79,7 @@ redisReply *osp_redis_command(redisContext *c, int argc, const char **argv, cons
         snprintf(err, errlen, "redis: out of memory");
         return NULL;
     }
-    budget_t b = {0, reply_max, 0};
+    budget_t b = {0, reply_max, item_max, 0, 0};
     c->reader->fn = &bounded_fns;
     c->reader->privdata = &b;
     void *reply = NULL;
@@ -85,25 +92,26 @@ redisReply *osp_redis_command(redisContext *c, int argc, const char **argv, cons
         if (reply) break;
         /* what is buffered beyond the read position is one item not yet whole */
         if (c->reader->len - c->reader->pos > item_max) {
-            snprintf(err, errlen,
-                     "redis sent an item of more than %zu bytes (the most a job may carry, "
-                     "--max-frame, and its fields); dropped the connection",
-                     item_max);
-            goto fail;
+            b.item_over = 1;
+            goto lost;
         }
         if (redisBufferRead(c) != REDIS_OK) goto lost;
     }
     c->reader->privdata = NULL;
     return reply;
 lost:
-    if (b.over)
+    if (b.item_over)
+        snprintf(err, errlen,
+                 "redis sent an item of more than %zu bytes (the most a job may carry, "
+                 "--max-frame, and its fields); dropped the connection",
+                 item_max);
+    else if (b.over)
         snprintf(err, errlen,
                  "redis sent a reply of more than %zu bytes (what this claim may hold at "
                  "--max-frame); dropped the connection",
                  reply_max);
     else
         snprintf(err, errlen, "redis: %s", c->errstr[0] ? c->errstr : "connection lost");
-fail:
     c->reader->privdata = NULL;
     /* the reply half read stays in the reader: the connection is done */
     if (!c->err) c->err = REDIS_ERR_PROTOCOL;

@@ -72,6 +72,15 @@ static void test_an_item_past_the_bound(void **s) {
     assert_non_null(strstr(err, "an item of more than 1000 bytes"));
     pair_done(&p);
     free(lie);
+    /* an item that comes whole within one read is refused too (found by fuzz_redis) */
+    char line[1200];
+    memset(line, 'U', sizeof line);
+    line[0] = '+';
+    memcpy(line + sizeof line - 2, "\r\n", 2);
+    p = pair_with(line, sizeof line);
+    assert_null(ask(&p, err));
+    assert_non_null(strstr(err, "an item of more than 1000 bytes"));
+    pair_done(&p);
 }
 
 static void test_a_reply_past_the_bound(void **s) {
