@@ -79,7 +79,7 @@ static void check_job(const uint8_t *data, size_t size) {
         CHECK(j.w >= 1 && j.w <= OSP_JOB_SIDE_MAX && j.h >= 1 && j.h <= OSP_JOB_SIDE_MAX);
         size_t px = (size_t)j.w * (size_t)j.h;
         size_t chroma = 2 * ((size_t)(j.w + 1) / 2) * ((size_t)(j.h + 1) / 2);
-        size_t need = j.fmt == OSP_JOB_GRAY                       ? px
+        size_t need = j.fmt == OSP_JOB_GRAY                          ? px
                       : j.fmt == OSP_JOB_RGB || j.fmt == OSP_JOB_BGR ? px * 3
                                                                      : px + chroma;
         CHECK(j.fmt >= OSP_JOB_RGB && j.fmt <= OSP_JOB_I420 && j.len == need);
