@@ -197,6 +197,20 @@ def test_detect_gives_up_after_reconnect_for(camera):
     assert any("gave up" in l and "--reconnect-for 2" in l for l in r.err), r.err
 
 
+def test_an_rtsp_frame_past_max_frame_drops_the_source(camera):
+    """What RTSP assembles into one packet is bounded too: the camera's JPEG
+    frames (a few KB each) are past a 1 KiB --max-frame, so the first one
+    drops the source, saying why, before it is decoded."""
+    cam = camera()
+    r = detect("--max-frame", "1024", "--reconnect-for", "0", cam.url())
+    assert r.finish(timeout=120) == 1, r.text()
+    drop, = r.events("drop")
+    assert "a packet of more than 1024 bytes (--max-frame)" in drop["reason"], drop
+    assert not r.frames()
+    bad = run(BIN / "osprey", "detect", "--max-frame", "15", cam.url())
+    assert bad.returncode == 2 and "--max-frame must be a byte count" in bad.stderr
+
+
 def test_detect_reconnect_for_zero_gives_up_at_the_drop(camera):
     cam = camera()
     r = detect("--reconnect-for", "0", cam.url())
