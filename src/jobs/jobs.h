@@ -91,6 +91,9 @@ typedef struct {
     const osp_job_field_t *fields;
     int n_fields; /* kept: at most OSP_JOB_FIELDS_MAX */
     int n_total;  /* the entry had */
+    /* a field the engine left unread, being larger than the target's
+     * max_data: its length (0: none). Its job is answered with an error. */
+    size_t unread;
 } osp_jobs_entry_t;
 
 typedef void (*osp_jobs_take_fn)(void *arg, const osp_jobs_entry_t *e);

@@ -55,6 +55,28 @@ static const char finish_lua[] = "if redis.call('EXISTS', KEYS[3]) == 1 then\n"
                                  "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])\n"
                                  "return 1\n";
 
+/* XAUTOCLAIM, with each field larger than ARGV[6] bytes replaced on the
+ * server by UNREAD and its length. An entry the worker will not read
+ * (its first delivery was dropped, bounded.c) is so taken over and
+ * answered, instead of being dropped again at every takeover. */
+#define UNREAD "osprey:unread"
+static const char reclaim_lua[] =
+    "local r = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 'COUNT', "
+    "ARGV[5])\n"
+    "local max = tonumber(ARGV[6])\n"
+    "for _, e in ipairs(r[2]) do\n"
+    "  if type(e) == 'table' and type(e[2]) == 'table' then\n"
+    "    local kv = e[2]\n"
+    "    for i = 2, #kv, 2 do\n"
+    "      if string.len(kv[i]) > max then\n"
+    "        kv[i - 1] = '" UNREAD "'\n"
+    "        kv[i] = tostring(string.len(kv[i]))\n"
+    "      end\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return r\n";
+
 static void set_timeout(redisContext *c, int ms) {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     redisSetTimeout(c, tv);
@@ -147,9 +169,15 @@ static int entry_of(const redisReply *e, osp_jobs_entry_t *out, osp_job_field_t 
     if (kv->type != REDIS_REPLY_ARRAY) return 0; /* an entry deleted meanwhile: nil fields */
     out->n_total = kv->elements / 2 > 1000000 ? 1000000 : (int)(kv->elements / 2);
     int n = 0;
+    out->unread = 0;
     for (size_t i = 0; i + 1 < kv->elements && n < OSP_JOB_FIELDS_MAX; i += 2) {
         const redisReply *a = kv->element[i], *b = kv->element[i + 1];
         if (a->type != REDIS_REPLY_STRING || b->type != REDIS_REPLY_STRING) continue;
+        if (a->len == strlen(UNREAD) && memcmp(a->str, UNREAD, a->len) == 0) {
+            unsigned long long len = strtoull(b->str, NULL, 10);
+            out->unread = len > out->unread ? (size_t)len : out->unread;
+            continue;
+        }
         f[n++] = (osp_job_field_t){a->str, a->len, (const uint8_t *)b->str, b->len};
     }
     out->n_fields = n;
@@ -221,13 +249,14 @@ static int delivery_counts(osp_jobs_conn_t *k, const redisReply *list, int *coun
 
 static int redis_reclaim(osp_jobs_conn_t *k, int64_t idle_ms, int max, osp_jobs_take_fn take,
                          void *arg, char *err, size_t errlen) {
-    char idle[24], count[16];
+    char idle[24], count[16], most[24];
     snprintf(idle, sizeof idle, "%lld", (long long)idle_ms);
     snprintf(count, sizeof count, "%d", max);
-    const char *argv[] = {"XAUTOCLAIM", k->stream, k->group, k->consumer,
-                          idle,         k->cursor, "COUNT",  count};
+    snprintf(most, sizeof most, "%zu", k->item_max - ITEM_SLACK);
+    const char *argv[] = {"EVAL",      reclaim_lua, "1",       k->stream, k->group,
+                          k->consumer, idle,        k->cursor, count,     most};
     k->entries = (size_t)max;
-    redisReply *r = command(k, 8, argv, NULL, err, errlen);
+    redisReply *r = command(k, 10, argv, NULL, err, errlen);
     k->entries = 0;
     if (!r) return -1;
     if (r->type == REDIS_REPLY_ERROR) {

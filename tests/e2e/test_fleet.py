@@ -472,6 +472,30 @@ def test_a_lying_redis_is_dropped_not_buffered(spawn, tmp_path):
     fake.close()
 
 
+def test_a_job_past_max_frame_is_answered_unread(spawn, redis, tmp_path):
+    """A job whose data the worker will never read (2 MiB past a 1 MiB
+    --max-frame, in a Redis without proto-max-bulk-len): its first delivery is
+    dropped unread, and its takeover, which measures its fields on the Redis
+    server, answers it with an error instead of dropping it again forever."""
+    r = redis()
+    c = r.client()
+    w = start(spawn, tmp_path, r, "cams", tb_config([slow_model(tmp_path, 0)]),
+              "--max-frame", str(1 << 20), "--claim-idle-ms", "100")
+    submit(c, "cams", "huge", model="slow", data=bytes(2 << 20), reply_to="answers")
+    (_, got), = wait_results(c, "answers", 1, what=w.describe)
+    assert got["id"] == b"huge" and got["status"] == b"error", got
+    assert json.loads(got["result"])["error"] == \
+        "a field of 2097152 bytes, more than --max-frame 1048576: not read", got
+    log = w.stderr_text()
+    assert "redis sent an item of more than 1114112 bytes" in log, log
+    assert "a field of 2097152 bytes" in log, log
+    # the worker serves on: a job within the bound
+    submit(c, "cams", "small", model="slow", data=media_bytes("messi5.jpg"))
+    (_, ok), = wait_results(c, "cams:results", 1, what=w.describe)
+    assert ok["id"] == b"small" and ok["status"] == b"served", ok
+    assert group_pending(c, "cams") == 0
+
+
 def test_jobs_cli_drops_a_lying_redis(tmp_path):
     """osprey jobs reads no reply item past a job's size (64 MiB) either."""
     import subprocess

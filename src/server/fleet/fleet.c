@@ -301,7 +301,14 @@ static void take(srv_fleet_t *f, const osp_jobs_entry_t *e, int reclaimed) {
     srv_stat_add(f->s, SRV_ST_JOBS_CLAIMED, 1);
     if (reclaimed) srv_stat_add(f->s, SRV_ST_JOBS_RECLAIMED, 1);
     char err[sizeof q->err];
-    if (osp_job_parse(e->fields, e->n_fields, e->n_total, f->max_data, &q->job, err, sizeof err)) {
+    int bad = osp_job_parse(e->fields, e->n_fields, e->n_total, f->max_data, &q->job, err, sizeof err);
+    if (e->unread) { /* never read: its first delivery was dropped as too large */
+        char why[128];
+        snprintf(why, sizeof why, "a field of %zu bytes, more than --max-frame %zu: not read",
+                 e->unread, f->max_data);
+        answer_error(q, "%s", why);
+        osp_log(OSP_LOG_WARN, "ospreyd: jobs: entry %s: %s; answered with an error", q->token, why);
+    } else if (bad) {
         answer_error(q, "%s", err);
     } else if (e->deliveries > f->max_deliveries) {
         char why[96];
