@@ -92,7 +92,7 @@ endif
 # target, each run for FUZZ_SECONDS on its committed seeds
 # (tests/fuzz/corpus/<target>/) and what earlier runs found ($(BUILD)/fuzz/corpus-<target>).
 # Every target links src/wire/; FUZZ_SRC_<t> and FUZZ_LIBS_<t> add the rest.
-FUZZ_TARGETS := wire json cmds image http frigate zones
+FUZZ_TARGETS := wire json cmds image http frigate zones jobs redis
 FUZZ_WHAT_wire := the wire codec (frames, payloads, peeks, encoders, replies)
 FUZZ_WHAT_json := the startup config and command JSON, the config's models
 FUZZ_WHAT_cmds := the commands' arguments (open_stream, register_shm, unregister_shm, index, model config)
@@ -100,6 +100,8 @@ FUZZ_WHAT_image := JPEG and PNG decode through src/image/decode.c
 FUZZ_WHAT_http := the HTTP door's routes, %00 check, Bearer header, bind spec, metric labels and quantiles
 FUZZ_WHAT_frigate := Frigate's zmq detector protocol (headers, tensors, rows, labelmaps)
 FUZZ_WHAT_zones := the zones file, then tracked objects through its zones and lines
+FUZZ_WHAT_jobs := a fleet job's fields and the --jobs URL
+FUZZ_WHAT_redis := Redis replies read with a bound (what a lying server sends)
 FUZZ_MODEL_SRC := src/base/text.c src/model/config.c src/model/catalog.c src/model/paths.c src/image/prep.c src/image/geom.c src/image/buffer.c
 FUZZ_SRC_json := $(FUZZ_MODEL_SRC)
 FUZZ_LIBS_json := -lyuv
@@ -111,6 +113,11 @@ FUZZ_SRC_image := src/image/decode.c src/image/buffer.c
 FUZZ_LIBS_image := -lturbojpeg -lpng -lz
 FUZZ_SRC_zones := src/base/text.c src/track/zonefile.c src/track/zones.c src/track/tracker.c src/track/kalman.c src/track/assign.c
 FUZZ_DICT_zones := tests/fuzz/zones.dict
+FUZZ_SRC_jobs := src/jobs/job.c
+FUZZ_DICT_jobs := tests/fuzz/jobs.dict
+FUZZ_SRC_redis := src/jobs/bounded.c
+FUZZ_LIBS_redis := -lhiredis
+FUZZ_DICT_redis := tests/fuzz/redis.dict
 CLOSE := )
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/*.h src/wire/*.c src/wire/*.h $$(FUZZ_SRC_$$*)

@@ -109,6 +109,8 @@ static void usage(FILE *out) {
           "      --reconnect-for S  give up when a live source stays down S seconds (exit\n"
           "                         status 1); default: reconnect forever\n"
           "      --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
+          "      --max-frame BYTES  one packet of a stream (an MJPEG part, an RTSP frame) at\n"
+          "                         most; a larger one drops the source (default 67108864)\n"
           "  -h, --help             this text\n"
           "\n"
           "Inputs (docs/sources.md): image and video files; rtsp:// and rtsps:// cameras;\n"
@@ -340,6 +342,7 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"fps", required_argument, NULL, 'F'},
                                              {"reconnect-for", required_argument, NULL, 'R'},
                                              {"rtsp-transport", required_argument, NULL, 'T'},
+                                             {"max-frame", required_argument, NULL, 0x109},
                                              {"per-class-nms", no_argument, NULL, 'N'},
                                              {"labels", required_argument, NULL, 'L'},
                                              {"second-look", no_argument, NULL, 0x101},
@@ -374,6 +377,18 @@ int osp_cmd_detect(int argc, char **argv) {
         case 0x106: o.camera = optarg; break;
         case 0x107: o.snapshots = optarg; break;
         case 0x108: ha = optarg; break;
+        case 0x109: {
+            long long v;
+            if (osp_args_whole(optarg, 10, 16, 4294967295LL, &v)) {
+                fprintf(stderr,
+                        "osprey detect: --max-frame must be a byte count from 16 to 4294967295, "
+                        "not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            o.source.max_packet = (size_t)v;
+            break;
+        }
         case 'm': o.model = optarg; break;
         case 't':
             if (osp_args_unit("osprey detect", "--threshold", optarg, &o.threshold)) return 2;

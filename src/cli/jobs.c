@@ -20,6 +20,7 @@
 
 #include "base/clock.h"
 #include "cli/cli.h"
+#include "jobs/bounded.h"
 #include "jobs/jobs.h"
 #include "video/video.h"
 #include "wire/jsonw.h"
@@ -27,6 +28,10 @@
 #define WINDOW 64            /* jobs submitted and not yet answered */
 #define STALL_S 120          /* no result for this long: give up */
 #define FILE_MAX (64u << 20) /* an image file; a worker's default --max-frame */
+/* A reply read from Redis: no item larger than a job, no reply larger than
+ * two (results are records of a few KiB; a server that sends more lies). */
+#define ITEM_MAX ((size_t)FILE_MAX + (64u << 10))
+#define REPLY_MAX (2 * (size_t)FILE_MAX)
 
 typedef struct {
     char source[1024];
@@ -51,9 +56,9 @@ typedef struct {
 } submit_t;
 
 static redisReply *cmd(redisContext *c, int argc, const char **argv, const size_t *lens) {
-    redisReply *r = redisCommandArgv(c, argc, argv, lens);
-    if (!r)
-        fprintf(stderr, "osprey jobs: redis: %s\n", c->errstr[0] ? c->errstr : "connection lost");
+    char err[300];
+    redisReply *r = osp_redis_command(c, argc, argv, lens, ITEM_MAX, REPLY_MAX, err, sizeof err);
+    if (!r) fprintf(stderr, "osprey jobs: %s\n", err);
     return r;
 }
 
@@ -137,6 +142,17 @@ static void progress(submit_t *S, int final) {
     if (final) fputs("\n", stderr);
 }
 
+/* A string of the reply that C reads whole (no NUL inside). */
+static int whole(const redisReply *r) {
+    return r->type == REDIS_REPLY_STRING && strlen(r->str) == r->len;
+}
+
+/* A field name, compared byte for byte. */
+static int named(const redisReply *r, const char *name) {
+    return r->type == REDIS_REPLY_STRING && r->len == strlen(name) &&
+           memcmp(r->str, name, r->len) == 0;
+}
+
 /* Read the results that have arrived (waiting up to block_ms); -1 when
  * the connection failed. */
 static int read_results(submit_t *S, int block_ms) {
@@ -149,18 +165,20 @@ static int read_results(submit_t *S, int block_ms) {
         redisReply *list = r->element[0]->element[1];
         for (size_t i = 0; i < list->elements; i++) {
             redisReply *e = list->element[i];
-            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2) continue;
+            if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || !whole(e->element[0]))
+                continue;
             snprintf(S->last, sizeof S->last, "%s", e->element[0]->str);
             const redisReply *kv = e->element[1];
             const char *id = NULL, *status = NULL, *rec = NULL;
             size_t rec_len = 0;
             for (size_t k = 0; kv->type == REDIS_REPLY_ARRAY && k + 1 < kv->elements; k += 2) {
-                const char *name = kv->element[k]->str;
-                if (strcmp(name, "id") == 0) id = kv->element[k + 1]->str;
-                if (strcmp(name, "status") == 0) status = kv->element[k + 1]->str;
-                if (strcmp(name, "result") == 0) {
-                    rec = kv->element[k + 1]->str;
-                    rec_len = kv->element[k + 1]->len;
+                const redisReply *name = kv->element[k], *val = kv->element[k + 1];
+                if (val->type != REDIS_REPLY_STRING) continue;
+                if (named(name, "id") && whole(val)) id = val->str;
+                if (named(name, "status") && whole(val)) status = val->str;
+                if (named(name, "result")) {
+                    rec = val->str;
+                    rec_len = val->len;
                 }
             }
             size_t plen = strlen(S->id_prefix);
@@ -232,7 +250,7 @@ static int push(submit_t *S, const char *source, long frame, double t, const cha
     for (int i = 0; i < 19; i++) lens[i] = i == 12 ? len : strlen(argv[i]);
     redisReply *r = cmd(S->c, w ? 19 : 13, argv, lens);
     if (!r) return -1;
-    int ok = r->type == REDIS_REPLY_STRING;
+    int ok = whole(r);
     if (!ok)
         fprintf(stderr, "osprey jobs: XADD: %s\n", r->type == REDIS_REPLY_ERROR ? r->str : "?");
     pending_t *p = &S->ring[S->next % WINDOW];
@@ -469,7 +487,7 @@ static int status(const osp_jobs_target_t *t, const char *group) {
     for (size_t i = 0; g->type == REDIS_REPLY_ARRAY && i < g->elements; i++) {
         const redisReply *kv = g->element[i];
         for (size_t j = 0; kv->type == REDIS_REPLY_ARRAY && j + 1 < kv->elements; j += 2)
-            if (strcmp(kv->element[j]->str, "name") == 0 && strcmp(kv->element[j + 1]->str, group) == 0)
+            if (named(kv->element[j], "name") && named(kv->element[j + 1], group))
                 put_pairs(&w, kv); /* name, consumers, pending, last-delivered-id, lag, ... */
     }
     osp_jw_obj_close(&w);

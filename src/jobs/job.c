@@ -28,9 +28,12 @@ static int equals(const osp_job_field_t *f, const char *v) {
     return f->len == strlen(v) && memcmp(f->value, v, f->len) == 0;
 }
 
-/* A field copied as text into out[cap]: no NUL inside, shorter than cap. */
+/* A field copied as text into out[cap]: 0; -1 when it is cap bytes or
+ * longer, -2 when it holds a NUL byte (C would cut it there: "cam\0x"
+ * must not be answered as "cam"). */
 static int text(const osp_job_field_t *f, char *out, size_t cap) {
-    if (f->len >= cap || memchr(f->value, '\0', f->len)) return -1;
+    if (f->len >= cap) return -1;
+    if (memchr(f->value, '\0', f->len)) return -2;
     memcpy(out, f->value, f->len);
     out[f->len] = '\0';
     return 0;
@@ -72,12 +75,20 @@ int osp_job_parse(const osp_job_field_t *f, int n, int n_total, size_t max_data,
     const osp_job_field_t *kind = NULL, *fmt = NULL, *w = NULL, *h = NULL, *deadline = NULL;
     const osp_job_field_t *model = NULL, *data = NULL;
     memset(j, 0, sizeof *j);
+    int rc;
     for (int i = 0; i < n; i++) { /* id and reply_to first: the answer needs them */
-        if (is(&f[i], "id") && text(&f[i], j->id, sizeof j->id))
-            return fail(err, errlen, "id: not a text of at most %d bytes", OSP_JOB_ID_MAX);
-        if (is(&f[i], "reply_to") && text(&f[i], j->reply_to, sizeof j->reply_to))
-            return fail(err, errlen, "reply_to: not a stream name of at most %d bytes",
-                        OSP_JOB_NAME_MAX);
+        if (is(&f[i], "id") && (rc = text(&f[i], j->id, sizeof j->id))) {
+            j->id[0] = '\0';
+            return rc == -2
+                       ? fail(err, errlen, "id: holds a NUL byte")
+                       : fail(err, errlen, "id: not a text of at most %d bytes", OSP_JOB_ID_MAX);
+        }
+        if (is(&f[i], "reply_to") && (rc = text(&f[i], j->reply_to, sizeof j->reply_to))) {
+            j->reply_to[0] = '\0';
+            return rc == -2 ? fail(err, errlen, "reply_to: holds a NUL byte")
+                            : fail(err, errlen, "reply_to: not a stream name of at most %d bytes",
+                                   OSP_JOB_NAME_MAX);
+        }
     }
     if (n_total > n) return fail(err, errlen, "%d fields, more than %d", n_total, n);
     for (int i = 0; i < n; i++) {
@@ -92,8 +103,10 @@ int osp_job_parse(const osp_job_field_t *f, int n, int n_total, size_t max_data,
         if (slot) *slot = &f[i];
     }
     if (!j->id[0]) return fail(err, errlen, "no id field");
-    if (!model || model->len == 0 || text(model, j->model, sizeof j->model))
-        return fail(err, errlen, "model: missing, or longer than %d bytes", OSP_JOB_NAME_MAX);
+    if (!model || model->len == 0 || (rc = text(model, j->model, sizeof j->model)))
+        return model && model->len && rc == -2
+                   ? fail(err, errlen, "model: holds a NUL byte")
+                   : fail(err, errlen, "model: missing, or longer than %d bytes", OSP_JOB_NAME_MAX);
     if (!kind) return fail(err, errlen, "no kind field (jpeg, png or raw)");
     if (equals(kind, "jpeg"))
         j->kind = OSP_JOB_JPEG;

@@ -21,7 +21,8 @@
 #define OSP_JOB_ID_MAX 128   /* the caller's job id */
 #define OSP_JOB_NAME_MAX 200 /* a model or stream name */
 #define OSP_JOB_SIDE_MAX 16384
-#define OSP_JOB_FIELDS_MAX 32 /* an entry with more fields is answered with an error */
+#define OSP_JOB_FIELDS_MAX 32            /* an entry with more fields is answered with an error */
+#define OSP_JOB_DATA_DEFAULT (64u << 20) /* a job's data: ospreyd's default --max-frame */
 
 /* Raw pixel formats, numbered as the image module's osp_pixfmt_t. */
 enum { OSP_JOB_RGB = 0, OSP_JOB_BGR = 1, OSP_JOB_GRAY = 2, OSP_JOB_NV12 = 3, OSP_JOB_I420 = 4 };
@@ -64,6 +65,10 @@ typedef struct {
     int db;
     char user[128], pass[256]; /* empty: none */
     char stream[OSP_JOB_NAME_MAX + 1];
+    /* Set by the caller, not the URL: the largest job data it accepts (its
+     * --max-frame; 0: OSP_JOB_DATA_DEFAULT). The engine reads no reply
+     * item much larger (a lying server is dropped, not buffered). */
+    size_t max_data;
 } osp_jobs_target_t;
 
 /* redis://[[USER]:PASS@]HOST:PORT[/DB]/STREAM. 0, or -1 with the reason in
@@ -86,6 +91,9 @@ typedef struct {
     const osp_job_field_t *fields;
     int n_fields; /* kept: at most OSP_JOB_FIELDS_MAX */
     int n_total;  /* the entry had */
+    /* a field the engine left unread, being larger than the target's
+     * max_data: its length (0: none). Its job is answered with an error. */
+    size_t unread;
 } osp_jobs_entry_t;
 
 typedef void (*osp_jobs_take_fn)(void *arg, const osp_jobs_entry_t *e);

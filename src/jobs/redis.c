@@ -11,8 +11,10 @@
  * delivery in every case. Two workers finishing the same job therefore
  * leave one result, whichever finishes first.
  *
- * Sizes: hiredis 0.14 reads a reply whole, so one entry is bounded by the
- * server's proto-max-bulk-len (docs/fleet.md sets it); the claim asks for
+ * Sizes: hiredis 0.14 reads a reply whole; bounded.c reads it in steps
+ * and drops the connection once an item passes the largest job data the
+ * worker accepts (the target's max_data, --max-frame) plus ITEM_SLACK, or
+ * a reply passes what the entries it asked for may hold. A claim asks for
  * at most `max` entries, and an entry's fields are counted before they
  * are looked at.
  */
@@ -23,11 +25,14 @@
 
 #include <hiredis/hiredis.h>
 
+#include "jobs/bounded.h"
 #include "jobs/jobs.h"
 
 #define CONNECT_MS 2000
 #define REPLY_SLACK_MS 3000    /* a blocking read's socket timeout past its BLOCK */
 #define DONE_TTL_MS "86400000" /* a job id's done marker: one day */
+#define ITEM_SLACK (64u << 10) /* past max_data: an item still a job's, refused by osp_job_parse */
+#define ENTRY_SLACK (256u << 10) /* an entry's other fields and their objects */
 
 struct osp_jobs_conn {
     redisContext *c;
@@ -35,6 +40,8 @@ struct osp_jobs_conn {
     char results[OSP_JOB_NAME_MAX + 16];
     char group[OSP_JOB_NAME_MAX + 1], consumer[OSP_JOB_NAME_MAX + 1];
     char cursor[48]; /* XAUTOCLAIM's: where the next scan of the pending list starts */
+    size_t item_max; /* the largest item of a reply read */
+    size_t entries;  /* the entries the next reply may hold (0: it holds none) */
 };
 
 /* The append comes first: when it fails (reply_to names a key that is not
@@ -48,6 +55,28 @@ static const char finish_lua[] = "if redis.call('EXISTS', KEYS[3]) == 1 then\n"
                                  "redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])\n"
                                  "return 1\n";
 
+/* XAUTOCLAIM, with each field larger than ARGV[6] bytes replaced on the
+ * server by UNREAD and its length. An entry the worker will not read
+ * (its first delivery was dropped, bounded.c) is so taken over and
+ * answered, instead of being dropped again at every takeover. */
+#define UNREAD "osprey:unread"
+static const char reclaim_lua[] =
+    "local r = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 'COUNT', "
+    "ARGV[5])\n"
+    "local max = tonumber(ARGV[6])\n"
+    "for _, e in ipairs(r[2]) do\n"
+    "  if type(e) == 'table' and type(e[2]) == 'table' then\n"
+    "    local kv = e[2]\n"
+    "    for i = 2, #kv, 2 do\n"
+    "      if string.len(kv[i]) > max then\n"
+    "        kv[i - 1] = '" UNREAD "'\n"
+    "        kv[i] = tostring(string.len(kv[i]))\n"
+    "      end\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "return r\n";
+
 static void set_timeout(redisContext *c, int ms) {
     struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
     redisSetTimeout(c, tv);
@@ -57,9 +86,8 @@ static void set_timeout(redisContext *c, int ms) {
  * caller then treats it as lost). A Redis error reply is returned as is. */
 static redisReply *command(osp_jobs_conn_t *k, int argc, const char **argv, const size_t *lens,
                            char *err, size_t errlen) {
-    redisReply *r = redisCommandArgv(k->c, argc, argv, lens);
-    if (!r) snprintf(err, errlen, "redis: %s", k->c->errstr[0] ? k->c->errstr : "connection lost");
-    return r;
+    size_t reply_max = k->item_max + k->entries * (k->item_max + ENTRY_SLACK);
+    return osp_redis_command(k->c, argc, argv, lens, k->item_max, reply_max, err, errlen);
 }
 
 static int simple(osp_jobs_conn_t *k, int argc, const char **argv, char *err, size_t errlen,
@@ -94,6 +122,7 @@ static osp_jobs_conn_t *redis_open(const osp_jobs_target_t *t, const char *group
     snprintf(k->group, sizeof k->group, "%s", group);
     snprintf(k->consumer, sizeof k->consumer, "%s", consumer);
     snprintf(k->cursor, sizeof k->cursor, "0-0");
+    k->item_max = (t->max_data ? t->max_data : OSP_JOB_DATA_DEFAULT) + ITEM_SLACK;
     struct timeval tv = {CONNECT_MS / 1000, (CONNECT_MS % 1000) * 1000};
     k->c = redisConnectWithTimeout(t->host, t->port, tv);
     if (!k->c || k->c->err) {
@@ -131,6 +160,8 @@ fail:
 static int entry_of(const redisReply *e, osp_jobs_entry_t *out, osp_job_field_t *f) {
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[0]->type != REDIS_REPLY_STRING)
         return -1;
+    /* an entry id is what XACK is later given as a C string: whole, or skipped */
+    if (strlen(e->element[0]->str) != e->element[0]->len) return -1;
     out->token = e->element[0]->str;
     out->fields = f;
     const redisReply *kv = e->element[1];
@@ -138,9 +169,15 @@ static int entry_of(const redisReply *e, osp_jobs_entry_t *out, osp_job_field_t 
     if (kv->type != REDIS_REPLY_ARRAY) return 0; /* an entry deleted meanwhile: nil fields */
     out->n_total = kv->elements / 2 > 1000000 ? 1000000 : (int)(kv->elements / 2);
     int n = 0;
+    out->unread = 0;
     for (size_t i = 0; i + 1 < kv->elements && n < OSP_JOB_FIELDS_MAX; i += 2) {
         const redisReply *a = kv->element[i], *b = kv->element[i + 1];
         if (a->type != REDIS_REPLY_STRING || b->type != REDIS_REPLY_STRING) continue;
+        if (a->len == strlen(UNREAD) && memcmp(a->str, UNREAD, a->len) == 0) {
+            unsigned long long len = strtoull(b->str, NULL, 10);
+            out->unread = len > out->unread ? (size_t)len : out->unread;
+            continue;
+        }
         f[n++] = (osp_job_field_t){a->str, a->len, (const uint8_t *)b->str, b->len};
     }
     out->n_fields = n;
@@ -156,7 +193,9 @@ static int redis_claim(osp_jobs_conn_t *k, int max, int block_ms, osp_jobs_take_
     const char *argv[] = {"XREADGROUP", "GROUP", k->group,  k->consumer, "COUNT", count,
                           "BLOCK",      block,   "STREAMS", k->stream,   ">"};
     set_timeout(k->c, block_ms + REPLY_SLACK_MS);
+    k->entries = (size_t)max;
     redisReply *r = command(k, 11, argv, NULL, err, errlen);
+    k->entries = 0;
     set_timeout(k->c, REPLY_SLACK_MS);
     if (!r) return -1;
     int n = 0;
@@ -210,12 +249,15 @@ static int delivery_counts(osp_jobs_conn_t *k, const redisReply *list, int *coun
 
 static int redis_reclaim(osp_jobs_conn_t *k, int64_t idle_ms, int max, osp_jobs_take_fn take,
                          void *arg, char *err, size_t errlen) {
-    char idle[24], count[16];
+    char idle[24], count[16], most[24];
     snprintf(idle, sizeof idle, "%lld", (long long)idle_ms);
     snprintf(count, sizeof count, "%d", max);
-    const char *argv[] = {"XAUTOCLAIM", k->stream, k->group, k->consumer,
-                          idle,         k->cursor, "COUNT",  count};
-    redisReply *r = command(k, 8, argv, NULL, err, errlen);
+    snprintf(most, sizeof most, "%zu", k->item_max - ITEM_SLACK);
+    const char *argv[] = {"EVAL",      reclaim_lua, "1",       k->stream, k->group,
+                          k->consumer, idle,        k->cursor, count,     most};
+    k->entries = (size_t)max;
+    redisReply *r = command(k, 10, argv, NULL, err, errlen);
+    k->entries = 0;
     if (!r) return -1;
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(err, errlen, "redis XAUTOCLAIM: %s", r->str);

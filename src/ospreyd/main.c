@@ -84,7 +84,7 @@ static void usage(FILE *out) {
           "                         Frigate's own, COCO's 91 ids minus one); labels map by\n"
           "                         name, a label it lacks is left out\n"
           "  --zmq-accept-models DIR  accept the model files Frigate uploads, written inside\n"
-          "                         DIR (at most 512 MiB, a plain file name) and loaded;\n"
+          "                         DIR (at most --max-frame, a plain file name) and loaded;\n"
           "                         without it uploads are refused\n"
           "  --zmq-pixel-format rgb|bgr  the channel order Frigate sends (its model's\n"
           "                         input_pixel_format; default rgb)\n",

@@ -36,18 +36,31 @@ struct osp_video {
     int (*stopped)(void *ctx);
     void *stop_ctx;
     double io_timeout, deadline; /* monotonic seconds; 0: none */
-    char why[128];               /* the demuxer's last error */
-    char name[256];              /* the input, masked: used in every message */
+    /* A packet that never ends (an MJPEG part with no boundary was read to
+     * ~256 MB, issue 32): the stream position when the current read began,
+     * and the bound past which interrupt() stops it. */
+    int64_t mark;
+    size_t max_packet;
+    int too_big;
+    char why[128];  /* the demuxer's last error */
+    char name[256]; /* the input, masked: used in every message */
 };
 
+/* FFmpeg polls this before every read of the underlying protocol, so a
+ * read that passes max_packet stops within one protocol read of it. */
 static int interrupt(void *arg) {
     osp_video_t *v = arg;
     if (v->stopped && v->stopped(v->stop_ctx)) return 1;
+    if (v->fmt && v->fmt->pb && v->fmt->pb->pos - v->mark > (int64_t)v->max_packet) {
+        v->too_big = 1;
+        return 1;
+    }
     return v->deadline > 0 && osp_now_s() > v->deadline;
 }
 
 static void arm(osp_video_t *v) {
     v->deadline = v->io_timeout > 0 ? osp_now_s() + v->io_timeout : 0;
+    v->mark = v->fmt && v->fmt->pb ? v->fmt->pb->pos : 0;
 }
 
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
@@ -76,7 +89,9 @@ int osp_video_open(const char *path, osp_video_t **out, char *err, size_t errlen
 
 /* Why an open failed, in words a person can act on. */
 static void open_reason(osp_video_t *v, int rc, char *why, size_t n) {
-    if (rc == AVERROR_EXIT && v->stopped && v->stopped(v->stop_ctx))
+    if (v->too_big)
+        snprintf(why, n, "a packet of more than %zu bytes (--max-frame)", v->max_packet);
+    else if (rc == AVERROR_EXIT && v->stopped && v->stopped(v->stop_ctx))
         snprintf(why, n, "stopped");
     else if (rc == AVERROR_EXIT)
         snprintf(why, n, "no answer within %.0f s", v->io_timeout);
@@ -99,6 +114,7 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
     osp_url_mask(path, v->name, sizeof v->name);
     const char *name = v->name;
     const AVInputFormat *ifmt = NULL;
+    v->max_packet = o && o->max_packet ? o->max_packet : OSP_VIDEO_MAX_PACKET;
     if (o) {
         v->stopped = o->stopped;
         v->stop_ctx = o->stop_ctx;
@@ -285,6 +301,12 @@ int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
         }
         arm(v);
         rc = av_read_frame(v->fmt, v->pkt);
+        if (rc >= 0 && (size_t)v->pkt->size > v->max_packet) {
+            /* whole, but larger than allowed: what RTSP assembles is checked here */
+            av_packet_unref(v->pkt);
+            v->too_big = 1;
+            rc = AVERROR_INVALIDDATA;
+        }
         if (rc < 0) {
             if (rc != AVERROR_EOF) {
                 v->read_error = 1;

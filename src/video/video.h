@@ -31,7 +31,14 @@ typedef struct {
      * nonzero makes them return at once; may be NULL */
     int (*stopped)(void *ctx);
     void *stop_ctx;
+    /* The most bytes one packet (an MJPEG part, an RTSP frame) may take;
+     * 0: OSP_VIDEO_MAX_PACKET. Read through an AVIOContext (HTTP, files,
+     * stdin), a packet is refused once this many bytes have come without
+     * it being whole; else (RTSP) once it is whole. */
+    size_t max_packet;
 } osp_video_opts_t;
+
+#define OSP_VIDEO_MAX_PACKET (64u << 20) /* as ospreyd's default --max-frame */
 
 /* Open a file (or URL) with FFmpeg's defaults. On failure returns a negative
  * code and a reason in err; *out is the caller's (osp_video_close). */

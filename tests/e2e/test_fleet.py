@@ -18,6 +18,7 @@ from PIL import Image as PILImage
 from ospreyd_client import (MEDIA, SANITIZED, SSD_CATALOG, counted_runs, detections_match,  # noqa: F401
                             free_port, jpeg_to_rgb, media_bytes, need, now_ms, person, spawn, tb_config,
                             tb_script, worker)
+from lying_redis import LyingRedis
 from redis_server import RedisError, entries, redis  # noqa: F401
 
 WAIT = 120 if SANITIZED else 60
@@ -187,6 +188,13 @@ def test_bad_jobs_are_answered_with_errors(spawn, redis, tmp_path):
                        "data", b"\xff" * 100001], "exceeds the limit"),
         "many-fields": (["id", "many-fields"] + [f"f{i}" for i in range(80)], "more than 32"),
         "long-id": (["id", "x" * 129, "model", "ssd-oidv4", "kind", "jpeg", "data", jpeg], "id"),
+        # names are taken on their whole length: what C would keep of them is no name
+        "nul-model": (["id", "nul-model", "model", b"ssd-oidv4\0x", "kind", "jpeg", "data", jpeg],
+                      "model: holds a NUL byte"),
+        "nul-reply": (["id", "nul-reply", "reply_to", b"answers\0x", "model", "ssd-oidv4",
+                       "kind", "jpeg", "data", jpeg], "reply_to: holds a NUL byte"),
+        "nul-id": (["id", b"cam7\0-000123", "model", "ssd-oidv4", "kind", "jpeg", "data", jpeg],
+                   "id: holds a NUL byte"),
     }
     for args, _ in cases.values():
         c.call("XADD", "cams", "*", *args)
@@ -194,10 +202,11 @@ def test_bad_jobs_are_answered_with_errors(spawn, redis, tmp_path):
     got = wait_results(c, "cams:results", len(cases) + 1, what=w.describe)
     res = by_id(got)
     for job_id, (_, text) in cases.items():
-        key = "" if job_id in ("long-id",) else job_id
+        key = "" if job_id in ("long-id", "nul-id") else job_id
         answers = [f for f in res.get(key, []) if text in json.loads(f["result"]).get("error", "")]
         assert answers and answers[0]["status"] == b"error", (job_id, res.get(key))
-    assert len(res[""]) == 2  # the id-less job and the over-long id: answered, never merged
+    assert len(res[""]) == 3  # the id-less job, the over-long and the NUL id: never merged
+    assert b"answers" not in c.call("KEYS", "*")  # nothing filed where C cut the name
     assert w.alive()
     assert group_pending(c, "cams") == 0
     k = counters(w)
@@ -426,6 +435,102 @@ def test_bad_options_are_refused(spawn, tmp_path):
         rc = w.wait()
         assert rc != 0 and text in w.stderr_text(), (args, w.describe())
         assert "pw" not in w.stderr_text()
+
+
+# ---- a Redis that lies -----------------------------------------------------------
+
+def vm_kb(pid, key):
+    """VmRSS or VmHWM (the peak) of a live process, in KiB."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {key} for {pid}")
+
+
+def test_a_lying_redis_is_dropped_not_buffered(spawn, tmp_path):
+    """A server on the --jobs address that announces a 2 GiB bulk and streams
+    it: the worker reads no more than its --max-frame and a little, drops the
+    connection saying why, and reconnects; its memory stays where it was."""
+    fake = LyingRedis(limit=384 << 20)
+    cfg = tmp_path / "models.json"
+    cfg.write_text(json.dumps(tb_config([slow_model(tmp_path, 0)])))
+    w = spawn("--config", cfg, "--jobs", fake.url("cams"), "--max-frame", str(1 << 20), stdio=False)
+    w.serving("serving jobs from", timeout=WAIT)
+    end = time.monotonic() + WAIT
+    while len(fake.lies) < 3:  # three lies told, each ended by the worker
+        assert time.monotonic() < end and w.alive(), (fake.lies, w.describe())
+        time.sleep(0.05)
+    hwm = vm_kb(w.proc.pid, "VmHWM")
+    log = w.stderr_text()
+    assert "redis sent an item of more than 1114112 bytes" in log, log
+    assert "reconnecting" in log and fake.connections >= 3, (fake.connections, log)
+    # each lie ended once the worker had read 1 MiB and 64 KiB, plus what the two
+    # sockets' buffers held; read whole, each would have been all 384 MiB
+    assert max(fake.lies[:3]) < 16 << 20, fake.lies
+    print(f"lies {fake.lies} peak RSS {hwm} KiB")
+    assert hwm < 160 << 10, f"peak RSS {hwm} KiB"
+    fake.close()
+
+
+def test_a_job_past_max_frame_is_answered_unread(spawn, redis, tmp_path):
+    """A job whose data the worker will never read (2 MiB past a 1 MiB
+    --max-frame, in a Redis without proto-max-bulk-len): its first delivery is
+    dropped unread, and its takeover, which measures its fields on the Redis
+    server, answers it with an error instead of dropping it again forever."""
+    r = redis()
+    c = r.client()
+    w = start(spawn, tmp_path, r, "cams", tb_config([slow_model(tmp_path, 0)]),
+              "--max-frame", str(1 << 20), "--claim-idle-ms", "100")
+    submit(c, "cams", "huge", model="slow", data=bytes(2 << 20), reply_to="answers")
+    (_, got), = wait_results(c, "answers", 1, what=w.describe)
+    assert got["id"] == b"huge" and got["status"] == b"error", got
+    assert json.loads(got["result"])["error"] == \
+        "a field of 2097152 bytes, more than --max-frame 1048576: not read", got
+    log = w.stderr_text()
+    assert "redis sent an item of more than 1114112 bytes" in log, log
+    assert "a field of 2097152 bytes" in log, log
+    # the worker serves on: a job within the bound
+    submit(c, "cams", "small", model="slow", data=media_bytes("messi5.jpg"))
+    (_, ok), = wait_results(c, "cams:results", 1, what=w.describe)
+    assert ok["id"] == b"small" and ok["status"] == b"served", ok
+    assert group_pending(c, "cams") == 0
+
+
+def test_jobs_cli_drops_a_lying_redis(tmp_path):
+    """osprey jobs reads no reply item past a job's size (64 MiB) either."""
+    import subprocess
+    from ospreyd_client import BIN
+    fake = LyingRedis(limit=384 << 20, lie_to=("XINFO",))
+    p = subprocess.Popen([str(BIN / "osprey"), "jobs", "status", "--redis", fake.url("cams")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    hwm = 0
+    while p.poll() is None:
+        try:
+            hwm = max(hwm, vm_kb(p.pid, "VmHWM"))
+        except (OSError, AssertionError):
+            pass
+        time.sleep(0.01)
+    err = p.stderr.read()
+    assert p.returncode != 0 and "redis sent an item of more than 67174400 bytes" in err, err
+    assert fake.lies and fake.lies[0] < 80 << 20, fake.lies
+    print(f"lies {fake.lies} peak RSS {hwm} KiB")
+    assert hwm < 200 << 10, f"peak RSS {hwm} KiB"
+    fake.close()
+
+
+def test_jobs_status_survives_replies_of_the_wrong_shape(tmp_path):
+    """Integers where names belong, and a name with a NUL: osprey jobs status
+    reads what it can and prints, never reads a string that is not there."""
+    import subprocess
+    from ospreyd_client import BIN
+    groups = b"*2\r\n*2\r\n:1\r\n:2\r\n*4\r\n$4\r\nname\r\n$8\r\nosprey\0x\r\n$3\r\nlag\r\n:9\r\n"
+    fake = LyingRedis(lie_to=(), replies={"XINFO": groups, "XLEN": b":3\r\n"})
+    st = subprocess.run([str(BIN / "osprey"), "jobs", "status", "--redis", fake.url("cams")],
+                        capture_output=True, text=True, timeout=WAIT)
+    assert st.returncode == 0, st.stderr
+    s = json.loads(st.stdout)
+    assert s["entries"] == 3 and s["group"] == {}, s  # "osprey\0x" is not the group osprey
+    fake.close()
 
 
 # ---- the host's side: osprey jobs --------------------------------------------------

@@ -279,6 +279,47 @@ def test_upload_accepted_only_inside_its_directory(spawn, tmp_path, ctx):
     g.close()
 
 
+def vm_kb(pid, key):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise AssertionError(key)
+
+
+def test_with_uploads_on_a_part_past_max_frame_is_never_read(spawn, tmp_path, ctx):
+    """--zmq-accept-models used to raise every part's cap to 512 MiB, so a frame
+    part of 96 MB was read whole (issue 32). The cap is --max-frame whatever the
+    message: the peer is dropped before the part is in memory, and served after."""
+    models = tmp_path / "uploads"
+    models.mkdir()
+    w = start(spawn, tmp_path, tb_config([tb_script(tmp_path / "other.json")]), "--zmq-accept-models", models,
+              "--max-frame", str(1 << 20))
+    assert "every message part at most 1048576 bytes, --max-frame, uploaded models included" \
+        in w.stderr_text()
+    before = vm_kb(w.proc.pid, "VmRSS")
+    for parts in ([json.dumps({"shape": [1, 4096, 4096, 3], "dtype": "float32"}).encode(),
+                   bytes(96 << 20)],
+                  [json.dumps({"model_data": True, "model_name": "big.json"}).encode(),
+                   bytes(2 << 20)]):
+        s = ctx.socket(zmq.REQ)
+        s.setsockopt(zmq.LINGER, 0)
+        s.setsockopt(zmq.RCVTIMEO, 2000)
+        s.connect(w.endpoint)
+        s.send_multipart(parts)
+        with pytest.raises(zmq.Again):  # dropped, not answered
+            s.recv_multipart()
+        s.close()
+    peak = vm_kb(w.proc.pid, "VmHWM")
+    assert peak - before < 32 << 10, f"VmRSS {before} KiB before, peak {peak} KiB"
+    assert not any(models.iterdir())
+    # an upload within the cap is saved, and its frames served, on a new socket
+    f = FrigateZmq(ctx, w.endpoint, "uploaded.json")
+    assert f.upload("uploaded.json", yolo_script(tmp_path / "made.json")) == \
+        {"model_saved": True, "model_loaded": True}
+    assert f.detect_raw(np.full((1, 32, 32, 3), 100, np.uint8)) is not None
+    f.close()
+
+
 def test_a_handshake_whose_load_hangs_is_answered_at_the_bound(spawn, tmp_path, ctx):
     """Frigate names a model whose load hangs: it is answered once the load
     bound passes (not loaded), and the same name loads once that load has

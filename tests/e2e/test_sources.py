@@ -197,6 +197,20 @@ def test_detect_gives_up_after_reconnect_for(camera):
     assert any("gave up" in l and "--reconnect-for 2" in l for l in r.err), r.err
 
 
+def test_an_rtsp_frame_past_max_frame_drops_the_source(camera):
+    """What RTSP assembles into one packet is bounded too: the camera's JPEG
+    frames (a few KB each) are past a 1 KiB --max-frame, so the first one
+    drops the source, saying why, before it is decoded."""
+    cam = camera()
+    r = detect("--max-frame", "1024", "--reconnect-for", "0", cam.url())
+    assert r.finish(timeout=120) == 1, r.text()
+    drop, = r.events("drop")
+    assert "a packet of more than 1024 bytes (--max-frame)" in drop["reason"], drop
+    assert not r.frames()
+    bad = run(BIN / "osprey", "detect", "--max-frame", "15", cam.url())
+    assert bad.returncode == 2 and "--max-frame must be a byte count" in bad.stderr
+
+
 def test_detect_reconnect_for_zero_gives_up_at_the_drop(camera):
     cam = camera()
     r = detect("--reconnect-for", "0", cam.url())
@@ -426,3 +440,70 @@ def test_segment_refuses_out_of_range_options(opt, value):
     r = run(BIN / "osprey", "segment", need(MEDIA / "vtest.avi"), opt, value)
     assert r.returncode == 2 and r.stdout == "", r
     assert r.stderr.count("\n") == 1 and opt in r.stderr and value in r.stderr
+
+
+class EndlessPart(http.server.BaseHTTPRequestHandler):
+    """An MJPEG stream whose first connection sends a few parts and then one
+    with no length and no boundary, streaming until the peer hangs up (or
+    `limit` bytes); later connections send whole parts."""
+    jpeg = b""
+    limit = 384 << 20
+    lies = []  # bytes of the endless part sent, per lie told
+    connections = 0
+
+    def do_GET(self):
+        cls = type(self)
+        cls.connections += 1
+        first = cls.connections == 1
+        self.send_response(200)
+        self.send_header("Content-Type", "multipart/x-mixed-replace;boundary=osprey")
+        self.end_headers()
+        sent = 0
+        try:
+            for _ in range(3 if first else 400):
+                self.wfile.write(b"--osprey\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n"
+                                 % len(self.jpeg) + self.jpeg + b"\r\n")
+                self.wfile.flush()
+                time.sleep(0.05)
+            if first:
+                self.wfile.write(b"--osprey\r\nContent-Type: image/jpeg\r\n\r\n\xff\xd8")
+                zeros = bytes(1 << 20)
+                while sent < self.limit:
+                    self.wfile.write(zeros)
+                    sent += len(zeros)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        if first:
+            cls.lies.append(sent)
+
+    def log_message(self, *a):
+        pass
+
+
+def vm_hwm_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_an_mjpeg_part_past_max_frame_drops_the_source():
+    """A part with no boundary is read to --max-frame, not to the end of memory:
+    the source is dropped as broken, saying why, and reconnected."""
+    EndlessPart.jpeg = need(MEDIA / "messi5.jpg").read_bytes()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), EndlessPart)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = detect("--max-frame", str(1 << 20), f"http://127.0.0.1:{srv.server_address[1]}/v.mjpg")
+        r.wait_for("reconnect", lambda: r.events("reconnect"), timeout=120)
+        hwm = vm_hwm_kb(r.p.pid)
+        assert r.stop() == 0, r.text()
+    finally:
+        srv.shutdown()
+    drop, = r.events("drop")
+    assert "a packet of more than 1048576 bytes (--max-frame)" in drop["reason"], drop
+    # read whole, the part would have taken all 384 MiB; the bound stops it at
+    # 1 MiB and what the sockets held
+    assert EndlessPart.lies and EndlessPart.lies[0] < 16 << 20, EndlessPart.lies
+    print(f"lie {EndlessPart.lies} peak RSS {hwm} KiB")
+    assert hwm < 300 << 10, f"peak RSS {hwm} KiB"

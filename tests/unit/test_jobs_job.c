@@ -75,6 +75,23 @@ static void test_refusals_keep_the_answer_address(void **s) {
     osp_job_field_t nul[] = {F("id", "a\0b"), F("model", "m"), F("kind", "jpeg"), F("data", "x")};
     assert_int_equal(parse(nul, 4, &j, err), -1);
     assert_string_equal(j.id, "");
+    assert_string_equal(err, "id: holds a NUL byte");
+    /* every text is taken on its whole length: never what C keeps of it */
+    osp_job_field_t nul_model[] = {F("id", "a"), F("model", "ssd\0x"), F("kind", "jpeg"),
+                                   F("data", "x")};
+    assert_int_equal(parse(nul_model, 4, &j, err), -1);
+    assert_string_equal(err, "model: holds a NUL byte");
+    osp_job_field_t nul_reply[] = {F("id", "a"), F("reply_to", "ans\0wers"), F("model", "m"),
+                                   F("kind", "jpeg"), F("data", "x")};
+    assert_int_equal(parse(nul_reply, 5, &j, err), -1);
+    assert_string_equal(err, "reply_to: holds a NUL byte");
+    assert_string_equal(j.reply_to, "");
+    osp_job_field_t nul_name[] = {F("id\0x", "a"), F("model", "m"), F("kind", "jpeg"), F("data", "x")};
+    assert_int_equal(parse(nul_name, 4, &j, err), -1);
+    assert_string_equal(err, "no id field");
+    osp_job_field_t nul_kind[] = {F("id", "a"), F("model", "m"), F("kind", "jpeg\0"), F("data", "x")};
+    assert_int_equal(parse(nul_kind, 4, &j, err), -1);
+    assert_non_null(strstr(err, "kind"));
     osp_job_field_t deadline[] = {F("id", "d"), F("model", "m"), F("kind", "jpeg"), F("data", "x"),
                                   F("deadline_ms", "12x")};
     assert_int_equal(parse(deadline, 5, &j, err), -1);

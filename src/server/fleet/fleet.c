@@ -265,10 +265,19 @@ static osp_jobs_conn_t *connect_retrying(srv_fleet_t *f, const char *who, int ag
     }
 }
 
-static void lost(srv_fleet_t *f, const char *who, osp_jobs_conn_t **c, const char *err) {
+/* A connection lost: closed, and a pause before the next, doubling from
+ * BACKOFF_FIRST_MS to BACKOFF_MAX_MS while connections keep being lost
+ * (*pause; the caller zeroes it once one serves). A server that answers
+ * the connection and lies in every reply (issue 32) is so met at most
+ * every 5 s, not in a loop. */
+static void lost(srv_fleet_t *f, const char *who, osp_jobs_conn_t **c, const char *err, int *pause,
+                 _Atomic int *stop) {
     osp_log(OSP_LOG_WARN, "ospreyd: jobs (%s): lost %s: %s; reconnecting", who, f->shown, err);
     f->eng->close(*c);
     *c = NULL;
+    for (int waited = 0; waited < *pause && !(stop && atomic_load(stop)); waited += 50)
+        osp_sleep_ms(50);
+    *pause = *pause ? (*pause * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *pause * 2) : BACKOFF_FIRST_MS;
 }
 
 /* ---- the reader: claims ----------------------------------------------------------- */
@@ -292,7 +301,14 @@ static void take(srv_fleet_t *f, const osp_jobs_entry_t *e, int reclaimed) {
     srv_stat_add(f->s, SRV_ST_JOBS_CLAIMED, 1);
     if (reclaimed) srv_stat_add(f->s, SRV_ST_JOBS_RECLAIMED, 1);
     char err[sizeof q->err];
-    if (osp_job_parse(e->fields, e->n_fields, e->n_total, f->max_data, &q->job, err, sizeof err)) {
+    int bad = osp_job_parse(e->fields, e->n_fields, e->n_total, f->max_data, &q->job, err, sizeof err);
+    if (e->unread) { /* never read: its first delivery was dropped as too large */
+        char why[128];
+        snprintf(why, sizeof why, "a field of %zu bytes, more than --max-frame %zu: not read",
+                 e->unread, f->max_data);
+        answer_error(q, "%s", why);
+        osp_log(OSP_LOG_WARN, "ospreyd: jobs: entry %s: %s; answered with an error", q->token, why);
+    } else if (bad) {
         answer_error(q, "%s", err);
     } else if (e->deliveries > f->max_deliveries) {
         char why[96];
@@ -338,7 +354,7 @@ static void *reader_main(void *arg) {
     (void)pthread_setname_np(pthread_self(), "osp-fleet");
     osp_jobs_conn_t *c = NULL;
     int64_t next_reclaim = 0;
-    int again = 0;
+    int again = 0, pause = 0;
     char err[400];
     while (!atomic_load(&f->stop_claiming)) {
         if (!c && !(c = connect_retrying(f, "claims", again, &f->stop_claiming, 0))) break;
@@ -351,9 +367,10 @@ static void *reader_main(void *arg) {
         if (osp_epoch_ms() >= next_reclaim) {
             int n = f->eng->reclaim(c, f->claim_idle_ms, room, take_over, f, err, sizeof err);
             if (n < 0) {
-                lost(f, "claims", &c, err);
+                lost(f, "claims", &c, err, &pause, &f->stop_claiming);
                 continue;
             }
+            pause = 0;
             /* a full take may have left more: look again at once */
             next_reclaim = n == room ? 0
                                      : osp_epoch_ms() +
@@ -363,7 +380,9 @@ static void *reader_main(void *arg) {
         int64_t until = next_reclaim - osp_epoch_ms();
         int block = until < BLOCK_MS ? (until > 1 ? (int)until : 1) : BLOCK_MS;
         if (f->eng->claim(c, room, block, take_new, f, err, sizeof err) < 0)
-            lost(f, "claims", &c, err);
+            lost(f, "claims", &c, err, &pause, &f->stop_claiming);
+        else
+            pause = 0;
     }
     f->eng->close(c);
     srv_post(f->s, &f->reader_done);
@@ -397,6 +416,7 @@ static int file_one(srv_fleet_t *f, osp_jobs_conn_t **c, fjob_t *q) {
     lens[5] = q->rec.len;
     osp_jobs_result_t r = {q->token, marker, q->job.reply_to, fields, lens, 12};
     int64_t give_up_at = 0;
+    int pause = 0;
     for (;;) {
         if (atomic_load(&f->stop) && !give_up_at) give_up_at = osp_epoch_ms() + FLUSH_BOUND_MS;
         /* until the exit, a result waits for the queue as long as it takes */
@@ -428,7 +448,7 @@ static int file_one(srv_fleet_t *f, osp_jobs_conn_t **c, fjob_t *q) {
             osp_log(OSP_LOG_WARN, "ospreyd: jobs: job %s: %s; left pending", q->job.id, err);
             return -1;
         }
-        lost(f, "results", c, err);
+        lost(f, "results", c, err, &pause, give_up_at ? NULL : &f->stop);
     }
 }
 
@@ -534,7 +554,8 @@ srv_fleet_t *srv_fleet_start(server_t *s, char *err, size_t errlen) {
         snprintf(f->consumer, sizeof f->consumer, "%s-%ld", host, (long)getpid());
     }
     f->max_deliveries = o->jobs_max_deliveries > 0 ? o->jobs_max_deliveries : 3;
-    f->max_data = o->max_frame ? o->max_frame : (64u << 20);
+    f->max_data = o->max_frame ? o->max_frame : OSP_JOB_DATA_DEFAULT;
+    f->target.max_data = f->max_data;
     double worst = slowest_predict_ms(s);
     const char *source = "set by --claim-idle-ms";
     f->claim_idle_ms = o->jobs_claim_idle_ms;

@@ -7,7 +7,8 @@
  * for the one before (a REP answers strictly in turn).
  *
  * The zmq thread reads a request whole (libzmq caps every part at
- * ZMQ_MAXMSGSIZE before reading it, so a peer cannot make it grow),
+ * ZMQ_MAXMSGSIZE before reading it, so a peer cannot make it grow; the
+ * cap is --max-frame, uploads or not: see srv_zmq_start),
  * parses its header, and answers what needs nothing of the I/O thread:
  * a bad header or tensor (zero rows, counted as an error), an upload
  * refused. Everything else goes to the I/O thread as an event carrying a
@@ -54,7 +55,6 @@
 #define ZREQ_MAX 64       /* requests past the socket at once; more are answered with zeros */
 #define PEERS_MAX 64      /* peers remembered with the model their handshake named */
 #define PEER_ID_MAX 32
-#define MODEL_MAX (512ull << 20) /* an uploaded model file */
 #define LABELMAP_MAX (1u << 20)
 
 typedef enum { ZQ_FRAME, ZQ_HANDSHAKE, ZQ_UPLOAD } zq_kind_t;
@@ -468,8 +468,15 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen) {
         snprintf(err, errlen, "--zmq takes ipc://PATH or tcp://HOST:PORT, not '%s'", ep);
         goto fail;
     }
+    /* One cap for every part, uploads included. With uploads on it was 512
+     * MiB, and a 200 MB frame part then took 195 MB of RSS before it could
+     * be refused (issue 32). libzmq cannot cap one message and not another:
+     * ZMQ_MAXMSGSIZE is copied into each listener at bind, and a message's
+     * first part is seen only once its last has been read (multipart
+     * delivery is atomic), so a frame cannot be told from an upload before
+     * it is in memory. A model larger than --max-frame therefore needs a
+     * larger --max-frame, and the start-up line says so. */
     uint64_t cap = s->opts.max_frame ? s->opts.max_frame : (64u << 20);
-    if (srv_zmq_models_accept(z->models)) cap = MODEL_MAX;
     int64_t maxmsg = (int64_t)cap;
     int zero = 0;
     if (!(z->ctx = zmq_ctx_new()) || !(z->sock = zmq_socket(z->ctx, ZMQ_ROUTER)) ||
@@ -489,9 +496,12 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen) {
         goto fail;
     }
     z->running = 1;
-    osp_log(OSP_LOG_INFO, "ospreyd: serving Frigate's zmq detector on %s (%s labelmap, %s)", ep,
-            s->opts.zmq_labelmap ? s->opts.zmq_labelmap : "Frigate's default",
-            s->opts.zmq_bgr ? "BGR" : "RGB");
+    osp_log(OSP_LOG_INFO,
+            "ospreyd: serving Frigate's zmq detector on %s (%s labelmap, %s; every message part "
+            "at most %llu bytes, --max-frame%s)",
+            ep, s->opts.zmq_labelmap ? s->opts.zmq_labelmap : "Frigate's default",
+            s->opts.zmq_bgr ? "BGR" : "RGB", (unsigned long long)cap,
+            srv_zmq_models_accept(z->models) ? ", uploaded models included" : "");
     return z;
 fail:
     srv_zmq_free(z);
