@@ -10,13 +10,18 @@
 #include "track/assign.h"
 #include "track/kalman.h"
 
+/* Frames a lost track is also met at the box it was last seen at, on top of
+ * its prediction: half a second at 10 frames/s. */
+#define SEEN_FRAMES 5
+
 struct trk {
     osp_track_t pub;
     osp_kalman_t kf;
-    float ax, ay;       /* the centre when it last moved: stillness is measured from here */
-    double still_since; /* the frame time it was there */
-    int hit;            /* matched in the frame being processed */
-    int looked;         /* a verdict was recorded; the score and area it was given at: */
+    float ax, ay;         /* the centre when it last moved: stillness is measured from here */
+    double still_since;   /* the frame time it was there */
+    osp_track_box_t seen; /* the box of its last matched detection */
+    int hit;              /* matched in the frame being processed */
+    int looked;           /* a verdict was recorded; the score and area it was given at: */
     float look_at_score, look_at_area;
 };
 
@@ -241,7 +246,7 @@ static void match(osp_tracker_t *t, struct trk *k, const osp_track_det_t *d) {
     osp_kalman_update(&k->kf, v);
     osp_kalman_box(&k->kf, v);
     set_box(&o->smooth, v);
-    o->box = d->box;
+    o->box = k->seen = d->box;
     o->region = d->region;
     o->has_region = d->has_region;
     o->score = d->score;
@@ -282,10 +287,23 @@ static void associate(osp_tracker_t *t, const osp_track_det_t *dets, int np, int
         if (!t->cand[c].used) t->cols[nc++] = c;
     if (!np || !nc) return;
     for (int r = 0; r < np; r++) {
-        const osp_track_t *o = &t->trk[t->pool[r]].pub;
+        const struct trk *k = &t->trk[t->pool[r]];
+        const osp_track_t *o = &k->pub;
         for (int c = 0; c < nc; c++) {
             const osp_track_det_t *d = &dets[t->cand[t->cols[c]].det];
             float iou = d->label == o->label ? osp_track_iou(&o->smooth, &d->box) : 0;
+            /* A lost track is also met where it was last seen: its
+             * prediction goes on at the speed it had, and a person who
+             * stopped behind someone (or whose last boxes jittered) comes
+             * back at the old place, not the predicted one. Without this,
+             * such a person came back as a new track and its look was
+             * spent again (docs/tracking.md, States). Only for a short
+             * while: someone who walks in where another left, later, is
+             * someone else. */
+            if (o->state == OSP_TRACK_LOST && o->unseen <= SEEN_FRAMES && d->label == o->label) {
+                float at = osp_track_iou(&k->seen, &d->box);
+                if (at > iou) iou = at;
+            }
             /* a pair below the gate costs as much as no pair at all */
             t->cost[(size_t)r * nc + c] = iou >= min_iou ? 1.0 - iou : 1.0;
         }
@@ -311,7 +329,7 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
     o->label = d->label;
     o->state = t->p.confirm_hits <= 1 ? OSP_TRACK_CONFIRMED : OSP_TRACK_TENTATIVE;
     o->verdict = OSP_TRACK_UNVERIFIED;
-    o->box = o->smooth = o->top_box = d->box;
+    o->box = o->smooth = o->top_box = k->seen = d->box;
     o->region = d->region;
     o->has_region = d->has_region;
     o->score = o->top_score = d->score;
@@ -326,7 +344,12 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
 /* Whether a track unseen this frame has been unseen too long. */
 static int expired(const osp_tracker_t *t, const osp_track_t *o) {
     double gone = t->now - o->last_seen;
-    if (o->stationary)
+    /* A rejected track is the memory that its place holds no object (a
+     * tripod, a rock): kept as long as a parked car, so that when the false
+     * box comes back it meets its rejected track, not a new one wanting a
+     * look. On vtest.avi each of five such boxes came back after the 30
+     * frames of lost_frames and cost ten looks again. */
+    if (o->stationary || o->verdict == OSP_TRACK_REJECTED)
         return (t->p.parked_lost_frames > 0 && o->unseen > t->p.parked_lost_frames) ||
                (t->p.parked_lost_seconds > 0 && gone > t->p.parked_lost_seconds);
     return o->unseen > t->p.lost_frames || (t->p.lost_seconds > 0 && gone > t->p.lost_seconds);
@@ -365,7 +388,7 @@ int osp_track_update(osp_tracker_t *t, const osp_track_det_t *dets, int n, doubl
 
     for (int i = 0; i < t->n; i++) {
         struct trk *k = &t->trk[i];
-        if (k->pub.stationary) osp_kalman_stop(&k->kf);
+        if (k->pub.stationary || k->pub.verdict == OSP_TRACK_REJECTED) osp_kalman_stop(&k->kf);
         osp_kalman_predict(&k->kf);
         float v[4];
         osp_kalman_box(&k->kf, v);

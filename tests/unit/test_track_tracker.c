@@ -4,7 +4,9 @@
  * object that leaves and one that enters where it left get different ids;
  * a single false detection is never confirmed; a label never continues
  * another's track; the same frames give the same tracks whatever the
- * detections' order; the second look's bookkeeping; bad arguments. */
+ * detections' order; the second look's bookkeeping; a lost track is met
+ * where it was last seen; a rejected track is kept as long as a parked
+ * one; bad arguments. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -361,6 +363,67 @@ static void test_second_look_once_per_object(void **state) {
     osp_track_free(t);
 }
 
+/* A person walks fast, stops behind something and is hidden for a while,
+ * then is seen again where they stopped: the lost track's prediction has
+ * gone on at the old speed, far from there, yet the person keeps the id
+ * (and so needs no second look). */
+static void test_lost_track_met_where_it_was_last_seen(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    uint64_t id = 0;
+    float x = 0;
+    for (int f = 0; f < 24; f++) {
+        if (f < 10) x = 20.0f * f;
+        osp_track_det_t d = det(x, 100, x + 50, 250, 0.8f, PERSON);
+        int hidden = f >= 10 && f < 14;
+        step(t, &d, hidden ? 0 : 1, f / 10.0);
+        if (f == 5) id = at_point(t, x + 25, 175)->id;
+        if (f == 13) { /* the prediction is past where it stopped, not touching it */
+            const osp_track_t *o = osp_track_find(t, id);
+            assert_int_equal(o->state, OSP_TRACK_LOST);
+            assert_true(o->box.x1 > x + 50);
+        }
+    }
+    assert_int_equal(at_point(t, x + 25, 175)->id, id);
+    assert_int_equal(osp_track_find(t, id)->state, OSP_TRACK_CONFIRMED);
+    assert_int_equal(live(t), 1);
+    osp_track_free(t);
+}
+
+/* A rejected track (the second look's "no person here": a tripod) is kept
+ * unseen as long as a parked car, and stays where it was: the false box
+ * that comes back after longer than lost_frames meets it again, still
+ * rejected, and wants no new look. */
+static void test_rejected_track_outlives_the_loss_limit(void **state) {
+    (void)state;
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    osp_tracker_t *t = tracker(&p);
+    uint64_t ids[4];
+    int f = 0;
+    for (; f < 5; f++) { /* it drifts a little, as a false box does */
+        osp_track_det_t d = det(400 + 2.0f * f, 300, 430 + 2.0f * f, 360, 0.6f, PERSON);
+        step(t, &d, 1, f / 10.0);
+    }
+    uint64_t id = osp_track_at(t, 0)->id;
+    assert_int_equal(osp_track_set_verdict(t, id, OSP_TRACK_REJECTED, 0.05f), 0);
+    for (; f < 5 + p.lost_frames + 20; f++) step(t, NULL, 0, f / 10.0);
+    const osp_track_t *o = osp_track_find(t, id);
+    assert_non_null(o);
+    assert_int_equal(o->state, OSP_TRACK_LOST);
+    assert_true(o->box.x1 < 420); /* no drift at its old speed */
+    osp_track_det_t d = det(408, 300, 438, 360, 0.6f, PERSON);
+    step(t, &d, 1, f / 10.0);
+    assert_int_equal(osp_track_count(t), 1);
+    assert_int_equal(osp_track_at(t, 0)->id, id);
+    assert_int_equal(osp_track_at(t, 0)->verdict, OSP_TRACK_REJECTED);
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 0);
+    /* gone for longer than a parked car may be: removed */
+    for (f++; f < 5 + p.lost_frames + 20 + 3010 + 2; f++) step(t, NULL, 0, f / 10.0);
+    assert_null(osp_track_find(t, id));
+    osp_track_free(t);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     char err[128];
@@ -417,6 +480,8 @@ int main(void) {
         cmocka_unit_test(test_labels_never_share_a_track),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_second_look_once_per_object),
+        cmocka_unit_test(test_lost_track_met_where_it_was_last_seen),
+        cmocka_unit_test(test_rejected_track_outlives_the_loss_limit),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_max_tracks),
     };
