@@ -69,10 +69,16 @@ struct osp_detect_track {
     int cap;
     uint64_t *want;
     int want_cap;
+    /* the last run frame's record, for the frames after it that were not run */
+    osp_det_t *last_dets;
+    uint64_t *last_ids;
+    float *last_look;
+    int last_n, last_cap, last_w, last_h;
     fails_t *fails; /* the tracks whose last looks failed, and how many in a row */
     int n_fails, fails_cap;
     osp_jw_t line, ev;
     /* the summary */
+    long still;                                 /* frames not run (osp_detect_track_still) */
     long looks, frames, rejected;               /* rejected: tracks their look took for false */
     long looks_first, looks_retry, looks_again; /* of looks: a new track's first, one after
                                                  * a failed look, one after a change */
@@ -138,6 +144,9 @@ void osp_detect_track_free(osp_detect_track_t *k) {
     free(k->track);
     free(k->look_score);
     free(k->want);
+    free(k->last_dets);
+    free(k->last_ids);
+    free(k->last_look);
     free(k->fails);
     osp_jw_free(&k->line);
     osp_jw_free(&k->ev);
@@ -282,6 +291,45 @@ static int look_at_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n,
     return 0;
 }
 
+/* A copy of the record's boxes for the frames not run that follow. */
+static int keep_last(osp_detect_track_t *k, const osp_result_t *res) {
+    int n = res->n_dets;
+    if (n > k->last_cap) {
+        osp_det_t *d = realloc(k->last_dets, (size_t)n * sizeof *d);
+        if (d) k->last_dets = d;
+        uint64_t *i = realloc(k->last_ids, (size_t)n * sizeof *i);
+        if (i) k->last_ids = i;
+        float *l = realloc(k->last_look, (size_t)n * sizeof *l);
+        if (l) k->last_look = l;
+        if (!d || !i || !l) return -1;
+        k->last_cap = n;
+    }
+    if (n) {
+        memcpy(k->last_dets, res->dets, (size_t)n * sizeof *k->last_dets);
+        memcpy(k->last_ids, res->track_ids, (size_t)n * sizeof *k->last_ids);
+        if (res->look) memcpy(k->last_look, res->look, (size_t)n * sizeof *k->last_look);
+    }
+    k->last_n = n;
+    k->last_w = res->frame_w;
+    k->last_h = res->frame_h;
+    return 0;
+}
+
+void osp_detect_track_still(osp_detect_track_t *k, osp_result_t *res) {
+    *res = (osp_result_t){
+        .kind = OSP_REC_DETECTIONS,
+        .dets = k->last_dets,
+        .n_dets = k->last_n,
+        .frame_w = k->last_w,
+        .frame_h = k->last_h,
+        .look = k->o->second_look ? k->last_look : NULL,
+        .track_ids = k->last_ids,
+    };
+    k->n_events = 0;
+    k->frames++;
+    k->still++;
+}
+
 int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
                            const osp_view_t *pixels, double t, char *err, size_t errlen) {
     int n = res->n_dets;
@@ -318,6 +366,10 @@ int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *
     res->track_ids = k->ids;
     res->look = looking ? k->look_score : NULL;
     k->frames++;
+    if (keep_last(k, res)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
 
     if (k->zones && osp_zones_update(k->zones, k->tracker, res->frame_w, res->frame_h,
                                      (const char *const *)k->m->labels, k->m->n_labels, err, errlen))
@@ -408,6 +460,10 @@ void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap
             k->objects[c]);
     }
     if (!any) ADD(" no objects");
+    long ran = k->frames - k->still;
+    ADD("; the model ran on %ld of %ld frames (nothing moved in the others), %.2f runs a frame "
+        "with the looks",
+        ran, k->frames, k->frames ? (double)(ran + k->looks) / (double)k->frames : 0.0);
     if (k->o->second_look)
         ADD("; %ld look%s (%.2f a frame: %ld first, %ld after a failure, %ld after a change), "
             "%ld track%s rejected",
