@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-peer bench-fleet bench-frigate soak clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check format demo bench bench-track bench-peer bench-fleet bench-frigate soak clean help
 
 all: build
 
@@ -34,6 +34,7 @@ help:
 	@echo "make format-check  list the C files clang-format (.clang-format) would change (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
+	@echo "make bench-track  detect --track against --one-look: runs a frame, frames/s ratio, F1 (vtest, still clips)"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
 	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
@@ -162,7 +163,12 @@ bench-fleet: build assets
 bench-frigate: build assets
 	$(PY) bench/frigate.py --bin $(abspath $(BUILD))/bin --runs 3
 
-bench: build assets
+# osprey detect --track against --one-look on vtest and on two still clips, in turns:
+# model runs a frame, the frames/s ratio, F1 on vtest's labelled frames (bench/track.py).
+bench-track: build assets
+	$(PY) bench/track.py --bin $(abspath $(BUILD))/bin --runs 3
+
+bench: build assets bench-track
 	$(BUILD)/bin/bench_image
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
 	$(BUILD)/bin/bench_post
