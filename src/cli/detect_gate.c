@@ -3,8 +3,9 @@
  * A camera mostly films a scene where nothing happens, and a frame in which
  * nothing moved holds the objects the last frame held. The reader thread
  * hands each frame here, in order: the motion detector (src/motion/) runs
- * on its luma, and the model is run when something moved, while the
- * detector cannot tell (its first frames, a change of light), and every
+ * on its luma, and the model is run when something moved, when the
+ * detector starts and stops learning a background (its first frames, a
+ * change of light: it cannot tell meanwhile), and every
  * FULL_EVERY_S seconds of the video's clock whatever it says, so that
  * what stands still and was never seen is found. Regions (motion/regions.h)
  * are not used: on vtest.avi they cost 1.43 model runs a frame, where a
@@ -31,7 +32,8 @@ struct osp_detect_gate {
     int w, h;
     uint8_t *luma; /* w x h */
     double last_run;
-    int ran; /* the model was run on some frame */
+    int ran;  /* the model was run on some frame */
+    int knew; /* motion could tell at the last frame (it was active) */
 };
 
 int osp_detect_gate_new(osp_detect_gate_t **out) {
@@ -75,8 +77,13 @@ int osp_detect_gate_frame(osp_detect_gate_t *g, const osp_image_t *img, double t
         RAWToJ400(img->data, img->stride, g->luma, g->w, g->w, g->h);
         osp_motion_result_t r;
         if (osp_motion_update(g->motion, g->luma, g->w, g->h, g->w, &r, err, errlen)) return -1;
-        run = r.state != OSP_MOTION_ACTIVE || r.n_boxes > 0 || !g->ran ||
-              t - g->last_run >= FULL_EVERY_S || t < g->last_run;
+        /* while motion learns a background (its first frames, after a
+         * change of light) it cannot tell: the model runs as that starts,
+         * and again on the first frame motion can tell about */
+        int knows = r.state == OSP_MOTION_ACTIVE;
+        run = r.n_boxes > 0 || !g->ran || knows != g->knew || t - g->last_run >= FULL_EVERY_S ||
+              t < g->last_run;
+        g->knew = knows;
     }
     if (run) {
         g->ran = 1;
