@@ -57,8 +57,6 @@ struct osp_detect_track {
     osp_events_t *events;
     osp_infer_ctx_t look; /* this thread's own context for the looks */
     float thresh;         /* a look keeps a box when its mean score reaches this */
-    float look_now;       /* a new track's box this sure is looked at on its first frame */
-    int look_hits;        /* else once its track is seen this many frames (confirmed) */
     double last_t;
     int n_events; /* of the last frame */
     /* per frame, grown to the largest frame seen and reused */
@@ -107,7 +105,6 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
     k->m = m;
     k->input = input;
     k->thresh = m->cfg.confidence;
-    k->look_now = k->thresh + LOOK_NOW_ABOVE;
     /* every box the detector reports is confident here: the threshold that
      * let it through is the tracker's, so each one either continues an
      * object or starts a track (and gets its look) */
@@ -115,7 +112,9 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
     osp_track_params_default(&tp);
     tp.high_score = tp.new_score = m->cfg.confidence;
     if (tp.low_score > tp.high_score) tp.low_score = tp.high_score;
-    k->look_hits = tp.confirm_hits;
+    tp.look_now_score = m->cfg.confidence + LOOK_NOW_ABOVE;
+    if (tp.look_now_score > 1) tp.look_now_score = 1;
+    tp.look_hits = tp.confirm_hits;
     /* with looks, an object is reported once its look has passed it */
     osp_events_params_t ep;
     osp_events_params_default(&ep);
@@ -252,8 +251,6 @@ static int look_at_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n,
         if (i < 0) continue;
         const osp_track_t *tr = osp_track_find(k->tracker, k->want[w]);
         int retry = fails_of(k, k->want[w]) > 0;
-        if (!retry && tr->look_score < 0 && tr->hits < k->look_hits && dets[i].score < k->look_now)
-            continue; /* a doubtful new box: is it there the next frames? */
         float score;
         osp_det_t at;
         int rc = osp_model_look_box(k->m, &k->look, pixels, sx, sy, &dets[i], &score, &at, NULL,
@@ -283,7 +280,10 @@ static int look_at_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n,
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        if (!keep && !last) continue;
+        if (!keep && !last) { /* looked at again in its next frames */
+            osp_track_set_verdict(k->tracker, k->want[w], OSP_TRACK_UNVERIFIED, score);
+            continue;
+        }
         osp_track_set_verdict(k->tracker, k->want[w],
                               keep ? OSP_TRACK_VERIFIED : OSP_TRACK_REJECTED, score);
         k->rejected += !keep;

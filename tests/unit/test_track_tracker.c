@@ -359,7 +359,11 @@ static void test_second_look_once_per_object(void **state) {
     assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
     /* errors */
     assert_int_equal(osp_track_set_verdict(t, 999, OSP_TRACK_VERIFIED, 1), OSP_TRACK_ENOENT);
-    assert_int_equal(osp_track_set_verdict(t, good, OSP_TRACK_UNVERIFIED, 1), OSP_TRACK_EINVAL);
+    assert_int_equal(osp_track_set_verdict(t, good, (osp_track_verdict_t)7, 1), OSP_TRACK_EINVAL);
+    /* a look that settles nothing changes no verdict */
+    assert_int_equal(osp_track_set_verdict(t, good, OSP_TRACK_UNVERIFIED, 0.1f), 0);
+    assert_int_equal(osp_track_find(t, good)->verdict, OSP_TRACK_VERIFIED);
+    assert_float_equal(osp_track_find(t, good)->look_score, 0.85f, 1e-6);
     osp_track_free(t);
 }
 
@@ -451,6 +455,49 @@ static void test_bad_arguments(void **state) {
     p.match_iou = 0;
     assert_int_equal(osp_track_params_check(&p, err, sizeof err), OSP_TRACK_EINVAL);
     assert_non_null(strstr(err, "match_iou"));
+    osp_track_params_default(&p);
+    p.look_hits = 0;
+    assert_int_equal(osp_track_params_check(&p, err, sizeof err), OSP_TRACK_EINVAL);
+    assert_non_null(strstr(err, "look_hits"));
+}
+
+/* A sure new box (look_now_score) wants its look on its first frame; a
+ * doubtful one once it has been seen look_hits frames, as it is
+ * confirmed, and a flicker seen once never does. A look that settled
+ * nothing (OSP_TRACK_UNVERIFIED) is taken again the next frame, however
+ * doubtful the box has become. */
+static void test_doubtful_new_box_waits_for_its_look(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL); /* look_now_score 0.6, look_hits 3 = confirm_hits */
+    osp_track_det_t d[3] = {det(10, 10, 60, 110, 0.9f, PERSON), det(300, 10, 350, 110, 0.55f, PERSON),
+                            det(600, 10, 650, 110, 0.55f, PERSON)};
+    uint64_t ids[4];
+    step(t, d, 3, 0);
+    uint64_t sure = osp_track_at(t, 0)->id, doubtful = osp_track_at(t, 1)->id;
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], sure);
+    /* the sure one's look settles nothing; its box is doubtful now */
+    assert_int_equal(osp_track_set_verdict(t, sure, OSP_TRACK_UNVERIFIED, 0.2f), 0);
+    d[0].score = 0.55f;
+    step(t, d, 2, 1); /* the third was a flicker: gone, never looked at */
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], sure);
+    assert_int_equal(osp_track_set_verdict(t, sure, OSP_TRACK_VERIFIED, 0.7f), 0);
+    step(t, d, 2, 2);
+    assert_int_equal(osp_track_find(t, doubtful)->state, OSP_TRACK_CONFIRMED);
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], doubtful);
+    osp_track_free(t);
+    /* look_hits above confirm_hits: still looked at as it is confirmed */
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    p.look_hits = 10;
+    t = tracker(&p);
+    for (int f = 0; f < 3; f++) {
+        step(t, &d[1], 1, f);
+        assert_int_equal(osp_track_needs_look(t, ids, 4), f == 2);
+    }
+    osp_track_free(t);
 }
 
 static void test_max_tracks(void **state) {
@@ -480,6 +527,7 @@ int main(void) {
         cmocka_unit_test(test_labels_never_share_a_track),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_second_look_once_per_object),
+        cmocka_unit_test(test_doubtful_new_box_waits_for_its_look),
         cmocka_unit_test(test_lost_track_met_where_it_was_last_seen),
         cmocka_unit_test(test_rejected_track_outlives_the_loss_limit),
         cmocka_unit_test(test_bad_arguments),
