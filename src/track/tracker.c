@@ -13,16 +13,21 @@
 /* Frames a lost track is also met at the box it was last seen at, on top of
  * its prediction: half a second at 10 frames/s. */
 #define SEEN_FRAMES 5
+/* Least IoU of a detection with a rejected track's place for the two to
+ * pair: the false box jitters in place, a person walking by overlaps it
+ * less for most of the way. */
+#define REJECTED_IOU 0.5f
 
 struct trk {
     osp_track_t pub;
     osp_kalman_t kf;
-    float ax, ay;         /* the centre when it last moved: stillness is measured from here */
-    double still_since;   /* the frame time it was there */
-    osp_track_box_t seen; /* the box of its last matched detection */
-    int hit;              /* matched in the frame being processed */
-    int tried;            /* looked at without a verdict (OSP_TRACK_UNVERIFIED) */
-    int looked;           /* a verdict was recorded; the score and area it was given at: */
+    float ax, ay;           /* the centre when it last moved: stillness is measured from here */
+    double still_since;     /* the frame time it was there */
+    osp_track_box_t seen;   /* the box of its last matched detection */
+    osp_track_box_t anchor; /* a rejected track's box when it was rejected */
+    int hit;                /* matched in the frame being processed */
+    int tried;              /* looked at without a verdict (OSP_TRACK_UNVERIFIED) */
+    int looked;             /* a verdict was recorded; the score and area it was given at: */
     float look_at_score, look_at_area;
 };
 
@@ -298,18 +303,30 @@ static void associate(osp_tracker_t *t, const osp_track_det_t *dets, int np, int
         const osp_track_t *o = &k->pub;
         for (int c = 0; c < nc; c++) {
             const osp_track_det_t *d = &dets[t->cand[t->cols[c]].det];
-            float iou = d->label == o->label ? osp_track_iou(&o->smooth, &d->box) : 0;
-            /* A lost track is also met where it was last seen: its
-             * prediction goes on at the speed it had, and a person who
-             * stopped behind someone (or whose last boxes jittered) comes
-             * back at the old place, not the predicted one. Without this,
-             * such a person came back as a new track and its look was
-             * spent again (docs/tracking.md, States). Only for a short
-             * while: someone who walks in where another left, later, is
-             * someone else. */
-            if (o->state == OSP_TRACK_LOST && o->unseen <= SEEN_FRAMES && d->label == o->label) {
-                float at = osp_track_iou(&k->seen, &d->box);
-                if (at > iou) iou = at;
+            float iou = 0;
+            if (d->label != o->label) {
+                /* a label never continues another's track */
+            } else if (o->verdict == OSP_TRACK_REJECTED) {
+                /* A rejected track holds its place and only that: a box
+                 * that comes back there, not a person walking past, whose
+                 * boxes it would otherwise take, follow and hide (on
+                 * vtest.avi the tripod's went off with a passer-by). */
+                iou = osp_track_iou(&k->anchor, &d->box);
+                if (iou < REJECTED_IOU) iou = 0;
+            } else {
+                iou = osp_track_iou(&o->smooth, &d->box);
+                /* A lost track is also met where it was last seen: its
+                 * prediction goes on at the speed it had, and a person who
+                 * stopped behind someone (or whose last boxes jittered)
+                 * comes back at the old place, not the predicted one.
+                 * Without this, such a person came back as a new track and
+                 * its look was spent again (docs/tracking.md, States). Only
+                 * for a short while: someone who walks in where another
+                 * left, later, is someone else. */
+                if (o->state == OSP_TRACK_LOST && o->unseen <= SEEN_FRAMES) {
+                    float at = osp_track_iou(&k->seen, &d->box);
+                    if (at > iou) iou = at;
+                }
             }
             /* a pair below the gate costs as much as no pair at all */
             t->cost[(size_t)r * nc + c] = iou >= min_iou ? 1.0 - iou : 1.0;
@@ -503,7 +520,10 @@ int osp_track_set_verdict(osp_tracker_t *t, uint64_t id, osp_track_verdict_t ver
         return 0;
     }
     osp_track_t *o = &k->pub;
-    if (o->verdict != OSP_TRACK_REJECTED) o->verdict = verdict;
+    if (o->verdict != OSP_TRACK_REJECTED) {
+        if (verdict == OSP_TRACK_REJECTED) k->anchor = k->seen;
+        o->verdict = verdict;
+    }
     o->look_score = score;
     k->looked = 1;
     k->look_at_score = o->score;

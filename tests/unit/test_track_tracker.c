@@ -428,6 +428,33 @@ static void test_rejected_track_outlives_the_loss_limit(void **state) {
     osp_track_free(t);
 }
 
+/* A person steps out from behind a rejected false box (the tripod) and
+ * walks off: the rejected track may take their first boxes, where it
+ * stands, but does not go off with them (hiding them all the way): it
+ * stays where it was rejected, and the person gets a track of their own. */
+static void test_rejected_track_keeps_to_its_place(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    osp_track_det_t tripod = det(300, 200, 340, 300, 0.6f, PERSON);
+    for (int f = 0; f < 4; f++) step(t, &tripod, 1, f / 10.0);
+    uint64_t rejected = osp_track_at(t, 0)->id;
+    assert_int_equal(osp_track_set_verdict(t, rejected, OSP_TRACK_REJECTED, 0.05f), 0);
+    float x = 0;
+    for (int f = 4; f < 40; f++) {
+        x = 296 + 8.0f * (f - 4);
+        osp_track_det_t d = det(x, 196, x + 40, 300, 0.7f, PERSON);
+        step(t, &d, 1, f / 10.0);
+    }
+    const osp_track_t *o = osp_track_find(t, rejected);
+    assert_non_null(o);
+    assert_true(o->box.x1 < 320); /* still at the tripod */
+    const osp_track_t *walker = at_point(t, x + 20, 250);
+    assert_non_null(walker);
+    assert_int_not_equal(walker->id, rejected);
+    assert_int_equal(walker->verdict, OSP_TRACK_UNVERIFIED);
+    osp_track_free(t);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     char err[128];
@@ -530,6 +557,7 @@ int main(void) {
         cmocka_unit_test(test_doubtful_new_box_waits_for_its_look),
         cmocka_unit_test(test_lost_track_met_where_it_was_last_seen),
         cmocka_unit_test(test_rejected_track_outlives_the_loss_limit),
+        cmocka_unit_test(test_rejected_track_keeps_to_its_place),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_max_tracks),
     };
