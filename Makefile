@@ -35,7 +35,7 @@ help:
 	@echo "make layout-check  the server's map: no cycle among its files, each folder within its layer (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
-	@echo "make bench-track  tracking quality on a clip with exact truth: osprey detect --track vs a naive IoU linker"
+	@echo "make bench-track  detect --track: runs a frame, frames/s vs --one-look, F1 (vtest, still clips); MOTA/IDF1 vs a naive IoU linker"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
 	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
@@ -178,13 +178,15 @@ bench-fleet: build assets
 bench-frigate: build assets
 	$(PY) bench/frigate.py --bin $(abspath $(BUILD))/bin --runs 3
 
-# Tracking quality (docs/tracking.md): MOTA, IDF1, ID switches and the zone and
-# line counts of osprey detect --track against a naive IoU linker, on
-# tools/trackclip.py's clip (bench/track_quality.py).
+# osprey detect --track against --one-look on vtest and on two still clips, in turns:
+# model runs a frame, the frames/s ratio, F1 on vtest's labelled frames (bench/track.py);
+# then tracking quality (docs/tracking.md): MOTA, IDF1, ID switches and the zone and
+# line counts against a naive IoU linker, on tools/trackclip.py's clip (bench/track_quality.py).
 bench-track: build assets
+	$(PY) bench/track.py --bin $(abspath $(BUILD))/bin --runs 3
 	$(PY) bench/track_quality.py --bin $(abspath $(BUILD))/bin
 
-bench: build assets
+bench: build assets bench-track
 	$(BUILD)/bin/bench_image
 	$(BUILD)/bin/bench_detect "$(OSPREY_CACHE)"
 	$(BUILD)/bin/bench_post
@@ -229,8 +231,6 @@ bench: build assets
 	    --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --label "overload: ssd-oidv4 raw 1920x1080 at 2x capacity" --frame raw \
 	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 3
-	@echo "tracking quality on tools/trackclip.py's clip (bench/track_quality.py):"
-	@$(PY) bench/track_quality.py --bin $(abspath $(BUILD))/bin
 
 # ospreyd next to the Python pool worker it replaces, run unchanged in a
 # Debian 13 chroot (docs/bench.md). Needs root; not part of make check.

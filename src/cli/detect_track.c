@@ -6,12 +6,13 @@
  *
  * Without --track the workers look at every box again: about ten model
  * runs a frame on vtest.avi. Here they run the model once a frame, and a
- * box is looked at when its track asks for it (osp_track_needs_look): when
- * the track starts, and when its score or size has changed a lot since. A
- * track whose looks fail LOOK_TRIES times in a row is rejected and kept by
- * the tracker, so the same false box is not looked at again; its boxes are
- * left out of the records and it makes no events. docs/tracking.md,
- * osprey detect --track, has the figures.
+ * box is looked at when its track asks for it (osp_track_needs_look): a
+ * new track on its first frame when its box is sure (LOOK_NOW_ABOVE), a
+ * doubtful one when it is confirmed; a verified one when its score or size
+ * has changed a lot since. A track whose looks fail LOOK_TRIES times in a
+ * row is rejected and kept by the tracker, so the same false box is not
+ * looked at again; its boxes are left out of the records and it makes no
+ * events. docs/tracking.md, osprey detect --track, has the figures.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -29,12 +30,21 @@
 /* Failed looks in a row that reject a track. The look fails a real person
  * now and then (a box at 0.53 whose look finds nothing there, on a frame
  * of vtest.avi): without --track that costs the box one frame, but a
- * rejected track is rejected for good, and the tracker goes on following
- * the person under it. F1 on the labelled vtest frames (threshold 0.35)
- * with 1, 3, 6 and 10 failures in a row: 0.80, 0.90, 0.93, 0.94 (0.96
- * with the per-box look), at 0.96 to 1.12 looks a frame; with 10, no
- * static false person over the whole clip (tools/threshold.py's test). */
+ * rejected track is rejected for good, and the tracker went on following
+ * the person under it (a rejected track now keeps to its place). F1 on
+ * the labelled vtest frames (threshold 0.35) with 1, 3, 6 and 10 failures
+ * in a row, measured then: 0.80, 0.90, 0.93, 0.94 (0.96 with the per-box
+ * look), at 0.96 to 1.12 looks a frame; with 10, no static false person
+ * over the whole clip (tools/threshold.py's test). */
 #define LOOK_TRIES 10
+/* A new track whose box scores this much above the threshold is looked at
+ * on its first frame; a more doubtful one when it is confirmed (seen
+ * confirm_hits, 3, frames running), before it is reported. Of the 449 first looks
+ * on vtest.avi when every new track was looked at on its first frame, 271
+ * were at boxes never seen again. Looks a frame and F1 on the labelled
+ * vtest frames (0.35) with 0.05, 0.10 and 0.15 here: 0.59, 0.48, 0.46 and
+ * 0.945, 0.954, 0.950 (every new track at once: 1.08 and 0.942). */
+#define LOOK_NOW_ABOVE 0.10f
 
 typedef struct {
     uint64_t id;
@@ -62,12 +72,20 @@ struct osp_detect_track {
     int cap;
     uint64_t *want;
     int want_cap;
+    /* the last run frame's record, for the frames after it that were not run */
+    osp_det_t *last_dets;
+    uint64_t *last_ids;
+    float *last_look;
+    int last_n, last_cap, last_w, last_h;
     fails_t *fails; /* the tracks whose last looks failed, and how many in a row */
     int n_fails, fails_cap;
     osp_jw_t line, ev;
     /* the summary */
-    long looks, frames, rejected; /* rejected: tracks their look took for false */
-    long objects[MAX_LABELS];     /* reported ("new") and not taken back as false */
+    long still;                                 /* frames not run (osp_detect_track_still) */
+    long looks, frames, rejected;               /* rejected: tracks their look took for false */
+    long looks_first, looks_retry, looks_again; /* of looks: a new track's first, one after
+                                                 * a failed look, one after a change */
+    long objects[MAX_LABELS];                   /* reported ("new") and not taken back as false */
 };
 
 /* The events' camera: the input's name without its extension, in the
@@ -99,6 +117,9 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
     osp_track_params_default(&tp);
     tp.high_score = tp.new_score = m->cfg.confidence;
     if (tp.low_score > tp.high_score) tp.low_score = tp.high_score;
+    tp.look_now_score = m->cfg.confidence + LOOK_NOW_ABOVE;
+    if (tp.look_now_score > 1) tp.look_now_score = 1;
+    tp.look_hits = tp.confirm_hits;
     /* with looks, an object is reported once its look has passed it */
     osp_events_params_t ep;
     osp_events_params_default(&ep);
@@ -136,6 +157,9 @@ void osp_detect_track_free(osp_detect_track_t *k) {
     free(k->track);
     free(k->look_score);
     free(k->want);
+    free(k->last_dets);
+    free(k->last_ids);
+    free(k->last_look);
     free(k->fails);
     osp_jw_free(&k->line);
     osp_jw_free(&k->ev);
@@ -185,6 +209,13 @@ static int det_of(const osp_detect_track_t *k, uint64_t id, int n) {
     return -1;
 }
 
+/* How many looks in a row of track id have failed. */
+static int fails_of(const osp_detect_track_t *k, uint64_t id) {
+    for (int i = 0; i < k->n_fails; i++)
+        if (k->fails[i].id == id) return k->fails[i].n;
+    return 0;
+}
+
 /* A track's look passed (failed 0) or failed (1): whether that failure is
  * its LOOK_TRIES-th in a row; -1 out of memory. Entries of tracks gone are
  * dropped first. */
@@ -232,6 +263,8 @@ static int look_at_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n,
     for (int w = 0; w < want; w++) {
         int i = det_of(k, k->want[w], n);
         if (i < 0) continue;
+        const osp_track_t *tr = osp_track_find(k->tracker, k->want[w]);
+        int retry = fails_of(k, k->want[w]) > 0;
         float score;
         osp_det_t at;
         int rc = osp_model_look_box(k->m, &k->look, pixels, sx, sy, &dets[i], &score, &at, NULL,
@@ -245,6 +278,12 @@ static int look_at_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n,
             continue;
         }
         k->looks++;
+        if (retry)
+            k->looks_retry++;
+        else if (tr->look_score < 0)
+            k->looks_first++;
+        else
+            k->looks_again++;
         /* judged as a box is without --track: the mean of its two scores
          * reaches the threshold; a track that fails is looked at again in
          * its next frames (a new one's boxes left out meanwhile, a verified
@@ -255,12 +294,54 @@ static int look_at_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n,
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        if (!keep && !last) continue;
+        if (!keep && !last) { /* looked at again in its next frames */
+            osp_track_set_verdict(k->tracker, k->want[w], OSP_TRACK_UNVERIFIED, score);
+            continue;
+        }
         osp_track_set_verdict(k->tracker, k->want[w],
                               keep ? OSP_TRACK_VERIFIED : OSP_TRACK_REJECTED, score);
         k->rejected += !keep;
     }
     return 0;
+}
+
+/* A copy of the record's boxes for the frames not run that follow. */
+static int keep_last(osp_detect_track_t *k, const osp_result_t *res) {
+    int n = res->n_dets;
+    if (n > k->last_cap) {
+        osp_det_t *d = realloc(k->last_dets, (size_t)n * sizeof *d);
+        if (d) k->last_dets = d;
+        uint64_t *i = realloc(k->last_ids, (size_t)n * sizeof *i);
+        if (i) k->last_ids = i;
+        float *l = realloc(k->last_look, (size_t)n * sizeof *l);
+        if (l) k->last_look = l;
+        if (!d || !i || !l) return -1;
+        k->last_cap = n;
+    }
+    if (n) {
+        memcpy(k->last_dets, res->dets, (size_t)n * sizeof *k->last_dets);
+        memcpy(k->last_ids, res->track_ids, (size_t)n * sizeof *k->last_ids);
+        if (res->look) memcpy(k->last_look, res->look, (size_t)n * sizeof *k->last_look);
+    }
+    k->last_n = n;
+    k->last_w = res->frame_w;
+    k->last_h = res->frame_h;
+    return 0;
+}
+
+void osp_detect_track_still(osp_detect_track_t *k, osp_result_t *res) {
+    *res = (osp_result_t){
+        .kind = OSP_REC_DETECTIONS,
+        .dets = k->last_dets,
+        .n_dets = k->last_n,
+        .frame_w = k->last_w,
+        .frame_h = k->last_h,
+        .look = k->o->second_look ? k->last_look : NULL,
+        .track_ids = k->last_ids,
+    };
+    k->n_events = 0;
+    k->frames++;
+    k->still++;
 }
 
 int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
@@ -299,6 +380,10 @@ int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *
     res->track_ids = k->ids;
     res->look = looking ? k->look_score : NULL;
     k->frames++;
+    if (keep_last(k, res)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
 
     if (k->zones && osp_zones_update(k->zones, k->tracker, res->frame_w, res->frame_h,
                                      (const char *const *)k->m->labels, k->m->n_labels, err, errlen))
@@ -392,10 +477,16 @@ void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap
             k->objects[c]);
     }
     if (!any) ADD(" no objects");
+    long ran = k->frames - k->still;
+    ADD("; the model ran on %ld of %ld frames (nothing moved in the others), %.2f runs a frame "
+        "with the looks",
+        ran, k->frames, k->frames ? (double)(ran + k->looks) / (double)k->frames : 0.0);
     if (k->o->second_look)
-        ADD("; %ld look%s (%.2f a frame), %ld track%s rejected", k->looks,
-            k->looks == 1 ? "" : "s", k->frames ? (double)k->looks / (double)k->frames : 0.0,
-            k->rejected, k->rejected == 1 ? "" : "s");
+        ADD("; %ld look%s (%.2f a frame: %ld first, %ld after a failure, %ld after a change), "
+            "%ld track%s rejected",
+            k->looks, k->looks == 1 ? "" : "s",
+            k->frames ? (double)k->looks / (double)k->frames : 0.0, k->looks_first, k->looks_retry,
+            k->looks_again, k->rejected, k->rejected == 1 ? "" : "s");
     const osp_zones_cfg_t *zc = k->zones ? osp_zones_cfg(k->zones) : NULL;
     for (int i = 0; zc && i < zc->n_lines; i++) {
         uint64_t in, out;

@@ -10,7 +10,10 @@
  * oldest frames (counted) instead of falling behind; its ring is shorter
  * for the same reason. With --track the calling thread also follows the
  * objects (detect_track.c) before it writes each frame's record, and keeps
- * the frame's slot until then: the looks are taken on its pixels.
+ * the frame's slot until then: the looks are taken on its pixels; and the
+ * reader asks the motion gate (detect_gate.c) whether anything moved: a
+ * frame where nothing did is not run, its record holds the objects as the
+ * last frame run left them, with "still": true.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -38,6 +41,7 @@ typedef struct {
     osp_jw_t line;
     osp_det_t *dets;
     int n_dets, det_cap, failed;
+    int still;        /* --track: nothing moved, the model is not run (detect_gate.c) */
     osp_result_t res; /* dets point into this slot */
 } slot_t;
 
@@ -45,9 +49,10 @@ typedef struct {
     const osp_detect_opts_t *o;
     osp_model_t *m;
     osp_source_t *src;
-    osp_newest_t *newest; /* a live source's decoding thread, else NULL */
-    const char *input;    /* the source's name: credentials masked */
-    pthread_mutex_t mu;   /* guards every field below and the slot states */
+    osp_newest_t *newest;    /* a live source's decoding thread, else NULL */
+    osp_detect_gate_t *gate; /* --track: the reader's motion gate, else NULL */
+    const char *input;       /* the source's name: credentials masked */
+    pthread_mutex_t mu;      /* guards every field below and the slot states */
     pthread_cond_t cv;
     slot_t *slots;
     int nslots;
@@ -106,6 +111,14 @@ static void *reader_main(void *arg) {
         s->frame = (long)meta.index;
         s->t = fps > 0 ? meta.pts : -1;
         s->captured = meta.captured;
+        s->still = 0;
+        if (p->gate) {
+            int run = osp_detect_gate_frame(p->gate, &s->img, fps > 0 ? meta.pts : meta.captured,
+                                            err, sizeof err);
+            if (run < 0) /* the model runs: it costs time, not a result */
+                osp_log(OSP_LOG_WARN, "osprey detect: %s: motion: %s", p->input, err);
+            s->still = run == 0;
+        }
         pthread_mutex_lock(&p->mu);
         s->seq = p->read_seq++;
         s->state = SLOT_READY;
@@ -140,6 +153,15 @@ static void *worker_main(void *arg) {
 
         osp_view_t v = osp_image_view(&s->img);
         osp_result_t r;
+        if (s->still) { /* the objects of the last frame run stand for it */
+            s->failed = 0;
+            s->n_dets = 0;
+            pthread_mutex_lock(&p->mu);
+            s->state = SLOT_DONE;
+            pthread_cond_broadcast(&p->cv);
+            pthread_mutex_unlock(&p->mu);
+            continue;
+        }
         s->failed = osp_detect_infer(p->o, p->m, &ctx, &look, &v, 0, 0, &r, err, sizeof err) != 0;
         if (s->failed) {
             osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, NULL, err);
@@ -219,10 +241,12 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_detect_track_t *trk = NULL;
     if (!p.slots || !t) snprintf(err, sizeof err, "out of memory");
     if (!p.slots || !t || (o->track && osp_detect_track_new(o, m, name, &trk, err, sizeof err)) ||
+        (o->track && osp_detect_gate_new(&p.gate)) ||
         (live && osp_newest_start(src, &p.newest, err, sizeof err))) {
         free(p.slots);
         osp_tally_free(t);
         osp_detect_track_free(trk);
+        osp_detect_gate_free(p.gate);
         osp_source_close(src);
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 1;
@@ -249,7 +273,12 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
         osp_view_t pv = osp_image_view(&s->img);
         /* the frame's time for the tracker: its timestamp, else when it came */
         double ft = s->t >= 0 ? s->t : s->captured;
-        if (trk && !s->failed) {
+        if (trk && !s->failed && s->still) {
+            osp_detect_track_still(trk, &s->res);
+            osp_detect_format(&s->line, name, s->frame, s->t, m, &s->res, NULL);
+            osp_jw_key(&s->line, "still");
+            osp_jw_bool(&s->line, 1);
+        } else if (trk && !s->failed) {
             char terr[512];
             if (osp_detect_track_frame(trk, &s->res, s->dets, &pv, ft, terr, sizeof terr)) {
                 s->failed = 1;
@@ -315,5 +344,6 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_source_close(src);
     osp_tally_free(t);
     osp_detect_track_free(trk);
+    osp_detect_gate_free(p.gate);
     return rc;
 }

@@ -95,6 +95,9 @@ typedef struct {
     double parked_lost_seconds; /* 300: or this many seconds, is removed; both 0: never */
     float relook_score;         /* 0.2: a verified track's score moved this much since */
     float relook_area;          /* 2.0: or its box area by this factor: look again */
+    float look_now_score;       /* 0.6: a new track's box this sure is looked at at once, */
+    int look_hits;              /* 3: a more doubtful one once seen this many frames
+                                 * (at most confirm_hits: the verdict comes first) */
     int max_tracks;             /* 256: tracks kept at once; more detections start none */
     int max_dets;               /* 256: the most confident detections of a frame taken */
 } osp_track_params_t;
@@ -128,14 +131,19 @@ const osp_track_t *osp_track_find(const osp_tracker_t *t, uint64_t id);
 double osp_track_now(const osp_tracker_t *t);
 
 /* The second look, once per object: the ids of the tracks seen this frame
- * that want a look, in id order: those never looked at, and verified
- * confirmed ones whose score or box area changed by relook_score /
- * relook_area since their last look. Rejected tracks never do. Writes up to
- * cap ids and returns how many want one (which may exceed cap). */
+ * that want a look, in id order: those never looked at whose score is at
+ * least look_now_score, or that were seen look_hits frames (or were looked
+ * at without a verdict), and verified confirmed ones whose score or box
+ * area changed by relook_score / relook_area since their last look.
+ * Rejected tracks never do. Writes up to cap ids and returns how many want
+ * one (which may exceed cap). */
 int osp_track_needs_look(const osp_tracker_t *t, uint64_t *ids, int cap);
 /* Records the look's verdict (OSP_TRACK_VERIFIED or OSP_TRACK_REJECTED)
  * and its score. A rejected track stays rejected whatever comes later.
- * Returns 0, OSP_TRACK_ENOENT or OSP_TRACK_EINVAL (another verdict). */
+ * OSP_TRACK_UNVERIFIED records a look that settled nothing (it failed, and
+ * the caller will look again): the verdict and score stay, and a track
+ * never verified wants a look in its next frames whatever its score and
+ * hits. Returns 0, OSP_TRACK_ENOENT or OSP_TRACK_EINVAL (no such verdict). */
 int osp_track_set_verdict(osp_tracker_t *t, uint64_t id, osp_track_verdict_t verdict, float score);
 
 /* IoU of two boxes; 0 when either is empty. */

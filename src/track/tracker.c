@@ -10,13 +10,24 @@
 #include "track/assign.h"
 #include "track/kalman.h"
 
+/* Frames a lost track is also met at the box it was last seen at, on top of
+ * its prediction: half a second at 10 frames/s. */
+#define SEEN_FRAMES 5
+/* Least IoU of a detection with a rejected track's place for the two to
+ * pair: the false box jitters in place, a person walking by overlaps it
+ * less for most of the way. */
+#define REJECTED_IOU 0.5f
+
 struct trk {
     osp_track_t pub;
     osp_kalman_t kf;
-    float ax, ay;       /* the centre when it last moved: stillness is measured from here */
-    double still_since; /* the frame time it was there */
-    int hit;            /* matched in the frame being processed */
-    int looked;         /* a verdict was recorded; the score and area it was given at: */
+    float ax, ay;           /* the centre when it last moved: stillness is measured from here */
+    double still_since;     /* the frame time it was there */
+    osp_track_box_t seen;   /* the box of its last matched detection */
+    osp_track_box_t anchor; /* a rejected track's box when it was rejected */
+    int hit;                /* matched in the frame being processed */
+    int tried;              /* looked at without a verdict (OSP_TRACK_UNVERIFIED) */
+    int looked;             /* a verdict was recorded; the score and area it was given at: */
     float look_at_score, look_at_area;
 };
 
@@ -75,6 +86,8 @@ void osp_track_params_default(osp_track_params_t *p) {
         .parked_lost_seconds = 300,
         .relook_score = 0.2f,
         .relook_area = 2.0f,
+        .look_now_score = 0.6f,
+        .look_hits = 3,
         .max_tracks = 256,
         .max_dets = 256,
     };
@@ -120,6 +133,10 @@ int osp_track_params_check(const osp_track_params_t *p, char *err, size_t errlen
         bad = "relook_score must be in (0, 1]";
     else if (!(p->relook_area > 1 && p->relook_area <= 1e6))
         bad = "relook_area must be above 1";
+    else if (!unit(p->look_now_score))
+        bad = "look_now_score must be within 0..1";
+    else if (p->look_hits < 1 || p->look_hits > 1000)
+        bad = "look_hits must be 1..1000";
     else if (p->max_tracks < 1 || p->max_tracks > 4096)
         bad = "max_tracks must be 1..4096";
     else if (p->max_dets < 1 || p->max_dets > 4096)
@@ -241,7 +258,7 @@ static void match(osp_tracker_t *t, struct trk *k, const osp_track_det_t *d) {
     osp_kalman_update(&k->kf, v);
     osp_kalman_box(&k->kf, v);
     set_box(&o->smooth, v);
-    o->box = d->box;
+    o->box = k->seen = d->box;
     o->region = d->region;
     o->has_region = d->has_region;
     o->score = d->score;
@@ -282,10 +299,35 @@ static void associate(osp_tracker_t *t, const osp_track_det_t *dets, int np, int
         if (!t->cand[c].used) t->cols[nc++] = c;
     if (!np || !nc) return;
     for (int r = 0; r < np; r++) {
-        const osp_track_t *o = &t->trk[t->pool[r]].pub;
+        const struct trk *k = &t->trk[t->pool[r]];
+        const osp_track_t *o = &k->pub;
         for (int c = 0; c < nc; c++) {
             const osp_track_det_t *d = &dets[t->cand[t->cols[c]].det];
-            float iou = d->label == o->label ? osp_track_iou(&o->smooth, &d->box) : 0;
+            float iou = 0;
+            if (d->label != o->label) {
+                /* a label never continues another's track */
+            } else if (o->verdict == OSP_TRACK_REJECTED) {
+                /* A rejected track holds its place and only that: a box
+                 * that comes back there, not a person walking past, whose
+                 * boxes it would otherwise take, follow and hide (on
+                 * vtest.avi the tripod's went off with a passer-by). */
+                iou = osp_track_iou(&k->anchor, &d->box);
+                if (iou < REJECTED_IOU) iou = 0;
+            } else {
+                iou = osp_track_iou(&o->smooth, &d->box);
+                /* A lost track is also met where it was last seen: its
+                 * prediction goes on at the speed it had, and a person who
+                 * stopped behind someone (or whose last boxes jittered)
+                 * comes back at the old place, not the predicted one.
+                 * Without this, such a person came back as a new track and
+                 * its look was spent again (docs/tracking.md, States). Only
+                 * for a short while: someone who walks in where another
+                 * left, later, is someone else. */
+                if (o->state == OSP_TRACK_LOST && o->unseen <= SEEN_FRAMES) {
+                    float at = osp_track_iou(&k->seen, &d->box);
+                    if (at > iou) iou = at;
+                }
+            }
             /* a pair below the gate costs as much as no pair at all */
             t->cost[(size_t)r * nc + c] = iou >= min_iou ? 1.0 - iou : 1.0;
         }
@@ -311,7 +353,7 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
     o->label = d->label;
     o->state = t->p.confirm_hits <= 1 ? OSP_TRACK_CONFIRMED : OSP_TRACK_TENTATIVE;
     o->verdict = OSP_TRACK_UNVERIFIED;
-    o->box = o->smooth = o->top_box = d->box;
+    o->box = o->smooth = o->top_box = k->seen = d->box;
     o->region = d->region;
     o->has_region = d->has_region;
     o->score = o->top_score = d->score;
@@ -326,7 +368,12 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
 /* Whether a track unseen this frame has been unseen too long. */
 static int expired(const osp_tracker_t *t, const osp_track_t *o) {
     double gone = t->now - o->last_seen;
-    if (o->stationary)
+    /* A rejected track is the memory that its place holds no object (a
+     * tripod, a rock): kept as long as a parked car, so that when the false
+     * box comes back it meets its rejected track, not a new one wanting a
+     * look. On vtest.avi each of five such boxes came back after the 30
+     * frames of lost_frames and cost ten looks again. */
+    if (o->stationary || o->verdict == OSP_TRACK_REJECTED)
         return (t->p.parked_lost_frames > 0 && o->unseen > t->p.parked_lost_frames) ||
                (t->p.parked_lost_seconds > 0 && gone > t->p.parked_lost_seconds);
     return o->unseen > t->p.lost_frames || (t->p.lost_seconds > 0 && gone > t->p.lost_seconds);
@@ -365,7 +412,7 @@ int osp_track_update(osp_tracker_t *t, const osp_track_det_t *dets, int n, doubl
 
     for (int i = 0; i < t->n; i++) {
         struct trk *k = &t->trk[i];
-        if (k->pub.stationary) osp_kalman_stop(&k->kf);
+        if (k->pub.stationary || k->pub.verdict == OSP_TRACK_REJECTED) osp_kalman_stop(&k->kf);
         osp_kalman_predict(&k->kf);
         float v[4];
         osp_kalman_box(&k->kf, v);
@@ -441,7 +488,11 @@ static float area(const osp_track_box_t *b) { return (b->x2 - b->x1) * (b->y2 - 
 static int wants_look(const osp_tracker_t *t, const struct trk *k) {
     const osp_track_t *o = &k->pub;
     if (o->unseen || o->state == OSP_TRACK_REMOVED || o->verdict == OSP_TRACK_REJECTED) return 0;
-    if (!k->looked) return 1;
+    /* a doubtful new box waits to be seen again: most are not (on vtest.avi
+     * 271 of 449 first looks, when every new track had one at once) */
+    /* and never past its confirmation: the verdict comes first */
+    int hits = t->p.look_hits < t->p.confirm_hits ? t->p.look_hits : t->p.confirm_hits;
+    if (!k->looked) return k->tried || o->hits >= hits || o->score >= t->p.look_now_score;
     if (o->state != OSP_TRACK_CONFIRMED || o->verdict != OSP_TRACK_VERIFIED) return 0;
     if (fabsf(o->score - k->look_at_score) >= t->p.relook_score) return 1;
     float a = area(&o->box), b = k->look_at_area;
@@ -459,11 +510,20 @@ int osp_track_needs_look(const osp_tracker_t *t, uint64_t *ids, int cap) {
 }
 
 int osp_track_set_verdict(osp_tracker_t *t, uint64_t id, osp_track_verdict_t verdict, float score) {
-    if (verdict != OSP_TRACK_VERIFIED && verdict != OSP_TRACK_REJECTED) return OSP_TRACK_EINVAL;
+    if (verdict != OSP_TRACK_VERIFIED && verdict != OSP_TRACK_REJECTED &&
+        verdict != OSP_TRACK_UNVERIFIED)
+        return OSP_TRACK_EINVAL;
     struct trk *k = find(t, id);
     if (!k) return OSP_TRACK_ENOENT;
+    if (verdict == OSP_TRACK_UNVERIFIED) {
+        k->tried = 1;
+        return 0;
+    }
     osp_track_t *o = &k->pub;
-    if (o->verdict != OSP_TRACK_REJECTED) o->verdict = verdict;
+    if (o->verdict != OSP_TRACK_REJECTED) {
+        if (verdict == OSP_TRACK_REJECTED) k->anchor = k->seen;
+        o->verdict = verdict;
+    }
     o->look_score = score;
     k->looked = 1;
     k->look_at_score = o->score;

@@ -3,7 +3,9 @@
 carry a trackId that stays with the person, each change of an object is an
 event line in Frigate's frigate/events shape, a line across the walkway
 counts the people crossing it, and the second look is taken once per
-object instead of at every box (docs/tracking.md, osprey detect --track)."""
+object instead of at every box (docs/tracking.md, osprey detect --track).
+A still clip (vtest's first frame repeated) runs the model only now and
+then: the motion pass says nothing moved."""
 import json
 import re
 import shutil
@@ -177,3 +179,71 @@ def test_looks_once_per_object(osprey, tmp_path):
     assert 0 < per_object * 4 < per_box, (per_object, per_box)
     # the records of --track carry the tracks' look scores
     assert any("lookScore" in d for r in lines(tracked.stdout) for d in r["detections"])
+
+
+RAN = re.compile(r"the model ran on (\d+) of (\d+) frames.*?(\d+) looks \(")
+
+
+def test_model_runs_a_frame(tracked):
+    """A doubtful new box is looked at once its track is confirmed, not on
+    its first frame: on these frames about 1.46 model runs a frame, frames
+    and looks (every new box at once: about 2.1)."""
+    r, _ = tracked
+    ran, frames, looks = map(int, RAN.search(r.stderr).groups())
+    # people walk in every frame: all are run but frames 1-4, while motion
+    # learns the background (frame 0 is run, and the first frame it knows)
+    assert frames == FRAMES and ran == FRAMES - 4
+    assert (ran + looks) / frames <= 1.6, r.stderr
+
+
+def still_clip(tmp, seconds, light_at=None):
+    """vtest's first frame for `seconds` at 10 frames/s; with light_at, a
+    step of brightness from that second on."""
+    if not shutil.which("ffmpeg"):
+        pytest.skip("ffmpeg is not installed")
+    png = tmp / "vtest-0.png"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", str(need(MEDIA / "vtest.avi")),
+                    "-frames:v", "1", str(png)], check=True)
+    vf = ["-vf", f"eq=brightness='if(gte(t,{light_at}),0.25,0)':eval=frame"] if light_at else []
+    out = tmp / ("light.avi" if light_at else "still.avi")
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-loop", "1", "-i", str(png), "-t", str(seconds),
+                    "-r", "10", *vf, "-c:v", "mjpeg", "-q:v", "3", str(out)], check=True)
+    return out
+
+
+@pytest.mark.parametrize("light_at", [None, 30])
+def test_still_scene_runs_the_model_now_and_then(osprey, tmp_path, light_at):
+    """Nothing moves: the model runs on the first frame, when motion has
+    learnt the background, every 10 s of the clip, and as the light changes
+    and settles; the frames between carry the objects of the last frame
+    run, ids and all. The looks at the objects are spent once, not again
+    at every run."""
+    clip = still_clip(tmp_path, 60, light_at)
+    r = run(osprey, "detect", "--quiet", "--track", clip)
+    assert r.returncode == 0, r.stderr
+    ran, frames, looks = map(int, RAN.search(r.stderr).groups())
+    assert frames == 600
+    # the first frame, the end of the warm-up, 10 s, 20 s, ... 50 s; the light
+    # at 30 s adds its end (its start is the pass due at 30 s)
+    assert ran == (8 if light_at else 7), r.stderr
+    assert (ran + looks) / frames <= 0.05, r.stderr
+    out = lines(r.stdout)
+    recs = records(out)
+    assert [x["frame"] for x in recs] == list(range(600))
+    still = [x for x in recs if x.get("still")]
+    assert len(still) == frames - ran
+    last = None
+    for x in recs:
+        boxes = [(d["label"], d.get("trackId"), d["box"]) for d in x["detections"]]
+        if x.get("still"):
+            assert boxes == last  # as the last frame run left them
+        else:
+            last = boxes
+    # the people standing in the frame are objects, and stay the same ones
+    people = {d["trackId"] for x in still for d in x["detections"]
+              if d["label"] == "Person" and "trackId" in d}
+    assert len(people) >= 2, people
+    events = [x for x in out if x.get("kind") == "event"]
+    assert {e["type"] for e in events} <= {"new", "update"}  # nobody ends or comes back
+    assert len({e["after"]["track_id"] for e in events if e["type"] == "new"}) == len(
+        {e["after"]["track_id"] for e in events})

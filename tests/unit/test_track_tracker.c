@@ -4,7 +4,9 @@
  * object that leaves and one that enters where it left get different ids;
  * a single false detection is never confirmed; a label never continues
  * another's track; the same frames give the same tracks whatever the
- * detections' order; the second look's bookkeeping; bad arguments. */
+ * detections' order; the second look's bookkeeping; a lost track is met
+ * where it was last seen; a rejected track is kept as long as a parked
+ * one; bad arguments. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -357,7 +359,99 @@ static void test_second_look_once_per_object(void **state) {
     assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
     /* errors */
     assert_int_equal(osp_track_set_verdict(t, 999, OSP_TRACK_VERIFIED, 1), OSP_TRACK_ENOENT);
-    assert_int_equal(osp_track_set_verdict(t, good, OSP_TRACK_UNVERIFIED, 1), OSP_TRACK_EINVAL);
+    assert_int_equal(osp_track_set_verdict(t, good, (osp_track_verdict_t)7, 1), OSP_TRACK_EINVAL);
+    /* a look that settles nothing changes no verdict */
+    assert_int_equal(osp_track_set_verdict(t, good, OSP_TRACK_UNVERIFIED, 0.1f), 0);
+    assert_int_equal(osp_track_find(t, good)->verdict, OSP_TRACK_VERIFIED);
+    assert_float_equal(osp_track_find(t, good)->look_score, 0.85f, 1e-6);
+    osp_track_free(t);
+}
+
+/* A person walks fast, stops behind something and is hidden for a while,
+ * then is seen again where they stopped: the lost track's prediction has
+ * gone on at the old speed, far from there, yet the person keeps the id
+ * (and so needs no second look). */
+static void test_lost_track_met_where_it_was_last_seen(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    uint64_t id = 0;
+    float x = 0;
+    for (int f = 0; f < 24; f++) {
+        if (f < 10) x = 20.0f * f;
+        osp_track_det_t d = det(x, 100, x + 50, 250, 0.8f, PERSON);
+        int hidden = f >= 10 && f < 14;
+        step(t, &d, hidden ? 0 : 1, f / 10.0);
+        if (f == 5) id = at_point(t, x + 25, 175)->id;
+        if (f == 13) { /* the prediction is past where it stopped, not touching it */
+            const osp_track_t *o = osp_track_find(t, id);
+            assert_int_equal(o->state, OSP_TRACK_LOST);
+            assert_true(o->box.x1 > x + 50);
+        }
+    }
+    assert_int_equal(at_point(t, x + 25, 175)->id, id);
+    assert_int_equal(osp_track_find(t, id)->state, OSP_TRACK_CONFIRMED);
+    assert_int_equal(live(t), 1);
+    osp_track_free(t);
+}
+
+/* A rejected track (the second look's "no person here": a tripod) is kept
+ * unseen as long as a parked car, and stays where it was: the false box
+ * that comes back after longer than lost_frames meets it again, still
+ * rejected, and wants no new look. */
+static void test_rejected_track_outlives_the_loss_limit(void **state) {
+    (void)state;
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    osp_tracker_t *t = tracker(&p);
+    uint64_t ids[4];
+    int f = 0;
+    for (; f < 5; f++) { /* it drifts a little, as a false box does */
+        osp_track_det_t d = det(400 + 2.0f * f, 300, 430 + 2.0f * f, 360, 0.6f, PERSON);
+        step(t, &d, 1, f / 10.0);
+    }
+    uint64_t id = osp_track_at(t, 0)->id;
+    assert_int_equal(osp_track_set_verdict(t, id, OSP_TRACK_REJECTED, 0.05f), 0);
+    for (; f < 5 + p.lost_frames + 20; f++) step(t, NULL, 0, f / 10.0);
+    const osp_track_t *o = osp_track_find(t, id);
+    assert_non_null(o);
+    assert_int_equal(o->state, OSP_TRACK_LOST);
+    assert_true(o->box.x1 < 420); /* no drift at its old speed */
+    osp_track_det_t d = det(408, 300, 438, 360, 0.6f, PERSON);
+    step(t, &d, 1, f / 10.0);
+    assert_int_equal(osp_track_count(t), 1);
+    assert_int_equal(osp_track_at(t, 0)->id, id);
+    assert_int_equal(osp_track_at(t, 0)->verdict, OSP_TRACK_REJECTED);
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 0);
+    /* gone for longer than a parked car may be: removed */
+    for (f++; f < 5 + p.lost_frames + 20 + 3010 + 2; f++) step(t, NULL, 0, f / 10.0);
+    assert_null(osp_track_find(t, id));
+    osp_track_free(t);
+}
+
+/* A person steps out from behind a rejected false box (the tripod) and
+ * walks off: the rejected track may take their first boxes, where it
+ * stands, but does not go off with them (hiding them all the way): it
+ * stays where it was rejected, and the person gets a track of their own. */
+static void test_rejected_track_keeps_to_its_place(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    osp_track_det_t tripod = det(300, 200, 340, 300, 0.6f, PERSON);
+    for (int f = 0; f < 4; f++) step(t, &tripod, 1, f / 10.0);
+    uint64_t rejected = osp_track_at(t, 0)->id;
+    assert_int_equal(osp_track_set_verdict(t, rejected, OSP_TRACK_REJECTED, 0.05f), 0);
+    float x = 0;
+    for (int f = 4; f < 40; f++) {
+        x = 296 + 8.0f * (f - 4);
+        osp_track_det_t d = det(x, 196, x + 40, 300, 0.7f, PERSON);
+        step(t, &d, 1, f / 10.0);
+    }
+    const osp_track_t *o = osp_track_find(t, rejected);
+    assert_non_null(o);
+    assert_true(o->box.x1 < 320); /* still at the tripod */
+    const osp_track_t *walker = at_point(t, x + 20, 250);
+    assert_non_null(walker);
+    assert_int_not_equal(walker->id, rejected);
+    assert_int_equal(walker->verdict, OSP_TRACK_UNVERIFIED);
     osp_track_free(t);
 }
 
@@ -388,6 +482,49 @@ static void test_bad_arguments(void **state) {
     p.match_iou = 0;
     assert_int_equal(osp_track_params_check(&p, err, sizeof err), OSP_TRACK_EINVAL);
     assert_non_null(strstr(err, "match_iou"));
+    osp_track_params_default(&p);
+    p.look_hits = 0;
+    assert_int_equal(osp_track_params_check(&p, err, sizeof err), OSP_TRACK_EINVAL);
+    assert_non_null(strstr(err, "look_hits"));
+}
+
+/* A sure new box (look_now_score) wants its look on its first frame; a
+ * doubtful one once it has been seen look_hits frames, as it is
+ * confirmed, and a flicker seen once never does. A look that settled
+ * nothing (OSP_TRACK_UNVERIFIED) is taken again the next frame, however
+ * doubtful the box has become. */
+static void test_doubtful_new_box_waits_for_its_look(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL); /* look_now_score 0.6, look_hits 3 = confirm_hits */
+    osp_track_det_t d[3] = {det(10, 10, 60, 110, 0.9f, PERSON), det(300, 10, 350, 110, 0.55f, PERSON),
+                            det(600, 10, 650, 110, 0.55f, PERSON)};
+    uint64_t ids[4];
+    step(t, d, 3, 0);
+    uint64_t sure = osp_track_at(t, 0)->id, doubtful = osp_track_at(t, 1)->id;
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], sure);
+    /* the sure one's look settles nothing; its box is doubtful now */
+    assert_int_equal(osp_track_set_verdict(t, sure, OSP_TRACK_UNVERIFIED, 0.2f), 0);
+    d[0].score = 0.55f;
+    step(t, d, 2, 1); /* the third was a flicker: gone, never looked at */
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], sure);
+    assert_int_equal(osp_track_set_verdict(t, sure, OSP_TRACK_VERIFIED, 0.7f), 0);
+    step(t, d, 2, 2);
+    assert_int_equal(osp_track_find(t, doubtful)->state, OSP_TRACK_CONFIRMED);
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], doubtful);
+    osp_track_free(t);
+    /* look_hits above confirm_hits: still looked at as it is confirmed */
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    p.look_hits = 10;
+    t = tracker(&p);
+    for (int f = 0; f < 3; f++) {
+        step(t, &d[1], 1, f);
+        assert_int_equal(osp_track_needs_look(t, ids, 4), f == 2);
+    }
+    osp_track_free(t);
 }
 
 static void test_max_tracks(void **state) {
@@ -417,6 +554,10 @@ int main(void) {
         cmocka_unit_test(test_labels_never_share_a_track),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_second_look_once_per_object),
+        cmocka_unit_test(test_doubtful_new_box_waits_for_its_look),
+        cmocka_unit_test(test_lost_track_met_where_it_was_last_seen),
+        cmocka_unit_test(test_rejected_track_outlives_the_loss_limit),
+        cmocka_unit_test(test_rejected_track_keeps_to_its_place),
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_max_tracks),
     };
