@@ -39,8 +39,19 @@ int osp_track_snaps_new(const char *dir, osp_track_snaps_t **out, char *err, siz
     return 0;
 }
 
+static void path_of(const osp_track_snaps_t *s, const snap_t *e, const char *pre, const char *post,
+                    char *out, size_t cap);
+
 void osp_track_snaps_free(osp_track_snaps_t *s) {
     if (!s) return;
+    /* a track still waiting for its report when the input ends (a new one
+     * whose look has not settled yet) was never reported: no picture */
+    for (int i = 0; i < s->n; i++)
+        if (s->s[i].written && !s->s[i].reported) {
+            char path[1200];
+            path_of(s, &s->s[i], "", "", path, sizeof path);
+            unlink(path);
+        }
     osp_decoder_free(s->dec);
     osp_image_free(&s->img);
     free(s->s);
