@@ -468,7 +468,10 @@ def test_a_lying_redis_is_dropped_not_buffered(spawn, tmp_path):
     # sockets' buffers held; read whole, each would have been all 384 MiB
     assert max(fake.lies[:3]) < 16 << 20, fake.lies
     print(f"lies {fake.lies} peak RSS {hwm} KiB")
-    assert hwm < 160 << 10, f"peak RSS {hwm} KiB"
+    # bounded memory, measured without a sanitizer (ASan's quarantine keeps
+    # what was freed: the figure would be its, not the reader's)
+    if not os.environ.get("OSPREY_SANITIZE"):
+        assert hwm < 160 << 10, f"peak RSS {hwm} KiB"
     fake.close()
 
 
@@ -514,7 +517,10 @@ def test_jobs_cli_drops_a_lying_redis(tmp_path):
     assert p.returncode != 0 and "redis sent an item of more than 67174400 bytes" in err, err
     assert fake.lies and fake.lies[0] < 80 << 20, fake.lies
     print(f"lies {fake.lies} peak RSS {hwm} KiB")
-    assert hwm < 200 << 10, f"peak RSS {hwm} KiB"
+    # bounded memory, measured without a sanitizer (ASan's quarantine keeps
+    # what was freed: the figure would be its, not the reader's)
+    if not os.environ.get("OSPREY_SANITIZE"):
+        assert hwm < 200 << 10, f"peak RSS {hwm} KiB"
     fake.close()
 
 

@@ -7,6 +7,7 @@ a new handshake, and zeros for that frame. The real ssd-oidv4 detector
 finds the person in messi5.jpg; the test backend (a test double for a
 model runtime, docs/test-backend.md) makes a model slow, to saturate it."""
 import json
+import os
 import threading
 import time
 
@@ -310,7 +311,10 @@ def test_with_uploads_on_a_part_past_max_frame_is_never_read(spawn, tmp_path, ct
             s.recv_multipart()
         s.close()
     peak = vm_kb(w.proc.pid, "VmHWM")
-    assert peak - before < 32 << 10, f"VmRSS {before} KiB before, peak {peak} KiB"
+    # bounded memory, measured without a sanitizer (ASan's quarantine keeps
+    # what was freed: the figure would be its, not the reader's)
+    if not os.environ.get("OSPREY_SANITIZE"):
+        assert peak - before < 32 << 10, f"VmRSS {before} KiB before, peak {peak} KiB"
     assert not any(models.iterdir())
     # an upload within the cap is saved, and its frames served, on a new socket
     f = FrigateZmq(ctx, w.endpoint, "uploaded.json")

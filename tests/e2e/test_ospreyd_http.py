@@ -567,7 +567,9 @@ def test_slow_clients_do_not_hold_the_probes_hostage(ssd_http):
     # other work shares this machine; the figures are printed above
     assert drip_fps and drip_fps[0] >= base_fps / 3, (base_fps, drip_fps)
     # memory a connection may hold: its 32 KiB and a thread's touched stack
-    assert rss_peak - rss0 < 256 * 512, (rss0, rss_peak)
+    # (a sanitizer's shadow of each thread is its own: measured without one)
+    if not os.environ.get("OSPREY_SANITIZE"):
+        assert rss_peak - rss0 < 256 * 512, (rss0, rss_peak)
     # the operator sees it: each close is counted
     closed = sample(parse_metrics(get(w.hport, "/metrics")[2]), "osprey_http_header_timeouts_total")
     assert closed >= len(lives), (closed, len(lives))

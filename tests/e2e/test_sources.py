@@ -506,4 +506,7 @@ def test_an_mjpeg_part_past_max_frame_drops_the_source():
     # 1 MiB and what the sockets held
     assert EndlessPart.lies and EndlessPart.lies[0] < 16 << 20, EndlessPart.lies
     print(f"lie {EndlessPart.lies} peak RSS {hwm} KiB")
-    assert hwm < 300 << 10, f"peak RSS {hwm} KiB"
+    # bounded memory, measured without a sanitizer (ASan's quarantine keeps
+    # what was freed: the figure would be its, not the reader's)
+    if not os.environ.get("OSPREY_SANITIZE"):
+        assert hwm < 300 << 10, f"peak RSS {hwm} KiB"
