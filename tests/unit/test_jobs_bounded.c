@@ -44,7 +44,8 @@ static redisReply *ask(pair_t *p, char *err) {
 static void test_replies_within_bounds(void **s) {
     (void)s;
     char err[300];
-    pair_t p = pair_with("+OK\r\n$5\r\nhello\r\n*2\r\n:7\r\n$-1\r\n", 33);
+    static const char replies[] = "+OK\r\n$5\r\nhello\r\n*2\r\n:7\r\n$-1\r\n";
+    pair_t p = pair_with(replies, sizeof replies - 1);
     redisReply *r = ask(&p, err);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_STATUS);
