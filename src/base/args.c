@@ -27,6 +27,16 @@ int osp_args_int_in(const char *who, const char *opt, const char *s, int lo, int
     return -1;
 }
 
+int osp_args_max_frame(const char *who, const char *s, unsigned long long *out) {
+    long long v;
+    if (osp_args_whole(s, 10, 16, 4294967295LL, &v) == 0) {
+        *out = (unsigned long long)v;
+        return 0;
+    }
+    fprintf(stderr, "%s: --max-frame must be a byte count from 16 to 4294967295, not '%s'\n", who, s);
+    return -1;
+}
+
 int osp_args_num(const char *who, const char *opt, const char *s, double lo, double hi, double *out) {
     char *end;
     errno = 0;

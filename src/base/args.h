@@ -31,4 +31,8 @@ int osp_args_num(const char *who, const char *opt, const char *s, double lo, dou
  * osp_args_num. */
 int osp_args_unit(const char *who, const char *opt, const char *s, float *out);
 
+/* A stream's --max-frame: a byte count from 16 to 4294967295; on failure
+ * "who: --max-frame must be a byte count from 16 to 4294967295, not 's'". */
+int osp_args_max_frame(const char *who, const char *s, unsigned long long *out);
+
 #endif

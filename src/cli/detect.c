@@ -384,14 +384,8 @@ int osp_cmd_detect(int argc, char **argv) {
         case 0x107: o.snapshots = optarg; break;
         case 0x108: ha = optarg; break;
         case 0x109: {
-            long long v;
-            if (osp_args_whole(optarg, 10, 16, 4294967295LL, &v)) {
-                fprintf(stderr,
-                        "osprey detect: --max-frame must be a byte count from 16 to 4294967295, "
-                        "not '%s'\n",
-                        optarg);
-                return 2;
-            }
+            unsigned long long v;
+            if (osp_args_max_frame("osprey detect", optarg, &v)) return 2;
             o.source.max_packet = (size_t)v;
             break;
         }

@@ -25,7 +25,7 @@
 
 static void usage(FILE *out) {
     fputs("usage: osprey segment INPUT [--uniform SECONDS] [--max-length S] [--live]\n"
-          "           [--reconnect-for S] [--rtsp-transport tcp|udp]\n"
+          "           [--reconnect-for S] [--rtsp-transport tcp|udp] [--max-frame BYTES]\n"
           "           [--vlm URL --vlm-model NAME [--prompt TEXT] [--prompt-file F]]\n"
           "           [--mqtt URL [--mqtt-password-file F]] [--kafka BROKERS/TOPIC]\n"
           "           [--procedure actions.json] [--camera NAME]\n"
@@ -58,6 +58,8 @@ static void usage(FILE *out) {
           "                      then the run ends with exit status 1; each drop and\n"
           "                      reconnect is a line on stderr and a record {\"event\":…}\n"
           "  --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
+          "  --max-frame BYTES   one packet of a stream (an MJPEG part, an RTSP frame) at\n"
+          "                      most; a larger one drops the source (default 67108864)\n"
           "Describe (OpenAI-compatible chat completions; skipped without --vlm):\n"
           "  --vlm URL           http(s)://host:port[/v1[/chat/completions]] (libcurl: proxies\n"
           "                      from $https_proxy/$no_proxy, up to 5 redirects)\n"
@@ -192,6 +194,7 @@ int osp_cmd_segment(int argc, char **argv) {
         O_KAFKA,
         O_RECONNECT_FOR,
         O_RTSP_TRANSPORT,
+        O_MAX_FRAME,
         O_PROCEDURE,
         O_SLOW_DESCRIBE_MS
     };
@@ -229,6 +232,7 @@ int osp_cmd_segment(int argc, char **argv) {
          {"kafka", required_argument, NULL, O_KAFKA},
          {"reconnect-for", required_argument, NULL, O_RECONNECT_FOR},
          {"rtsp-transport", required_argument, NULL, O_RTSP_TRANSPORT},
+         {"max-frame", required_argument, NULL, O_MAX_FRAME},
          {"procedure", required_argument, NULL, O_PROCEDURE},
          /* test hook: a deliberately slow stage 3 */
          {"slow-describe-ms", required_argument, NULL, O_SLOW_DESCRIBE_MS},
@@ -307,6 +311,12 @@ int osp_cmd_segment(int argc, char **argv) {
             }
             o.source.rtsp_udp = v[0] == 'u';
             break;
+        case O_MAX_FRAME: {
+            unsigned long long bytes;
+            if (osp_args_max_frame("osprey segment", v, &bytes)) return 2;
+            o.source.max_packet = (size_t)bytes;
+            break;
+        }
         case O_PROCEDURE: procedure = v; break;
         case O_SLOW_DESCRIBE_MS:
             bad = num(a, v, 0, 600000, true, &d);

@@ -67,3 +67,20 @@ def test_rtsp_live_uniform_chunks(camera):
         assert 9 <= r["frame_number"] <= 11, r
     stats = json.loads(err.strip().splitlines()[-1])["segment_stats"]
     assert stats["stopped"] is True and stats["fps"] == pytest.approx(10.0, abs=0.01)
+
+
+def test_rtsp_frame_past_max_frame_drops_the_source(camera):
+    """segment bounds a stream's packets as detect does: the camera's JPEG
+    frames (a few KB each) are past a 1 KiB --max-frame, so the source is
+    dropped as broken, saying why, and with --reconnect-for 0 the run ends."""
+    r = subprocess.run([str(BIN / "osprey"), "segment", "--uniform", "1", "--max-frame", "1024",
+                        "--reconnect-for", "0", camera],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    drops = [json.loads(l) for l in r.stdout.splitlines() if '"event": "drop"' in l]
+    assert drops and "a packet of more than 1024 bytes (--max-frame)" in drops[0]["reason"], r.stdout
+    stats = json.loads(r.stderr.strip().splitlines()[-1])["segment_stats"]
+    assert stats["frames_read"] == 0 and stats["source_drops"] == 1, stats
+    bad = subprocess.run([str(BIN / "osprey"), "segment", "--max-frame", "15", camera],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "--max-frame must be a byte count" in bad.stderr, bad.stderr
