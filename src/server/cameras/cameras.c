@@ -265,6 +265,7 @@ static void *cam_main(void *arg) {
     int live = osp_source_live(c->src);
     if (live && osp_newest_start(c->src, &newest, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+        atomic_store(&c->exited, 1); /* the stop waits for it */
         return NULL;
     }
     /* a file plays on its own timeline, in real time, as a camera would
@@ -275,6 +276,7 @@ static void *cam_main(void *arg) {
     osp_now(&start);
     double start_epoch = (double)epoch_ms() / 1000;
     double interval = 1.0 / c->cfg.fps, next = -1;
+    int64_t replaced_seen = 0;
     while (!atomic_load(&c->stop)) {
         osp_frame_meta_t meta;
         int rc = live ? osp_newest_read(newest, &c->frame, &meta, err, sizeof err)
@@ -286,7 +288,12 @@ static void *cam_main(void *arg) {
                 osp_log(OSP_LOG_INFO, "ospreyd: camera %s: the source ended", c->cfg.name);
             break;
         }
-        atomic_fetch_add(&c->frames_in, 1);
+        /* every frame the source gave counts, those a newer one replaced
+         * before this thread took them too: a camera faster than its fps
+         * shows as many more frames in than submitted */
+        int64_t replaced = live ? osp_newest_dropped(newest) : 0;
+        atomic_fetch_add(&c->frames_in, 1 + (replaced - replaced_seen));
+        replaced_seen = replaced;
         /* the frame's time on the wall clock (events carry epoch seconds, as
          * Frigate's do) */
         double t = timeline ? start_epoch + meta.pts : (double)epoch_ms() / 1000;
