@@ -167,6 +167,11 @@ demo: build assets
 	@echo "first lines of out/vtest.jsonl ($$(wc -l < out/vtest.jsonl) frames, one JSON line each):"
 	@head -n 2 out/vtest.jsonl | cut -c 1-300
 	@echo "annotated snapshot: $$(ls out/*-best.jpg)"
+	@echo "objects over time: the same video tracked, with a line across the walkway (docs/tracking.md)"
+	@rm -rf out/snapshots && mkdir -p out/snapshots
+	$(OSPREY) detect --model ssd-oidv4-int8 --quiet --track --zones docs/examples/vtest-walkway.json \
+	    --snapshots out/snapshots "$(OSPREY_CACHE)/media/vtest.avi" > out/vtest-tracked.jsonl
+	@$(PY) scripts/demo-summary.py out/vtest-tracked.jsonl out/snapshots
 
 # The fleet (docs/fleet.md): 3 workers, one SIGKILLed, 2000 jobs; then Redis
 # vs pipe and two workers vs one, each the median of 3 runs (bench/fleet.py).
