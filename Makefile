@@ -73,7 +73,7 @@ unit: build
 # The end-to-end suite and the tools' tests, on the binaries of $(BUILD), the
 # ONNX Runtime it was built with and the models and media of $(OSPREY_CACHE)
 PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
-    OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider
+    OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider --durations=25
 E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py tools/test_trackeval.py
 
 e2e: build assets
@@ -159,7 +159,7 @@ check-tsan: assets
 	@$(MAKE) --no-print-directory build SANITIZE=thread
 	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
 	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin OSPREY_ORT_DIR="$$(cat build-thread/.ort-root)" \
-	    $(PY) -m pytest -q -p no:cacheprovider tests/e2e -k "ospreyd or test_sources"
+	    $(PY) -m pytest -q -p no:cacheprovider --durations=15 tests/e2e -k "ospreyd or test_sources"
 
 demo: build assets
 	@mkdir -p out
