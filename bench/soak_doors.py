@@ -29,7 +29,7 @@ For --seconds, all of this at once:
 - Frigate: --frigate (2) detector clients as Frigate's plugin talks, a
   300x300 messi5.jpg every 100 ms each, given 30 s to answer rather than
   200 ms, so that a slow answer is a figure and not a lost frame;
-- the fleet: a real redis-server, a producer keeping 4 jobs out (JPEG for
+- the fleet: a real redis-server, a producer keeping --jobs-out (4) jobs out (JPEG for
   ssd-oidv4-int8; one in ten with its deadline already past, one in ten
   naming a model not served), each result read, and job and result
   deleted once read, as `osprey jobs` does.
@@ -323,6 +323,7 @@ def main():
     ap.add_argument("--inflight", type=int, default=2, help="requests in flight per socket or pipe client")
     ap.add_argument("--frigate", type=int, default=2, help="Frigate detector clients")
     ap.add_argument("--event-streams", type=int, default=3)
+    ap.add_argument("--jobs-out", type=int, default=4, help="fleet jobs kept in the stream (0: none)")
     ap.add_argument("--churn-s", type=float, default=10.0)
     ap.add_argument("--report-s", type=float, default=60.0)
     ap.add_argument("--frame", default="96x72", help="raw frame size WxH of the socket and pipe clients")
@@ -373,7 +374,7 @@ def soak(a, work, redis, srv, sock, pipe, http_port, pixels, jpeg, tensor):
     scraper = Scraper(stop, http_port)
     streams = [EventStream(stop, http_port) for _ in range(a.event_streams)]
     frigates = [Frigate(stop, ctx, f"ipc://{work}/zmq", tensor) for _ in range(a.frigate)]
-    fleet = Fleet(stop, redis, jpeg)
+    fleet = Fleet(stop, redis, jpeg, a.jobs_out)
     doors = [scraper, *streams, *frigates, fleet]
     s0, p0 = proc_sample(srv.pid), proc_sample(pipe.pid)
     print(f"soak-doors: ospreyd pid {srv.pid} ({a.allocator}) on a socket ({a.clients} clients x {a.inflight}), "
