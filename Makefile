@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-track bench-peer bench-fleet bench-frigate soak clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-track bench-peer bench-fleet bench-frigate soak soak-doors clean help
 
 all: build
 
@@ -42,6 +42,8 @@ help:
 	@echo "make install  PREFIX=/usr/local (default) [DESTDIR=…]: binaries, ONNX Runtime, catalog models,"
 	@echo "              the systemd unit and its user, an example config (docs/operations.md)"
 	@echo "make soak     SOAK_REQUESTS (default 1000000) mixed requests with model churn: RSS, threads, fds"
+	@echo "make soak-doors  every door at once for SOAK_DOORS_S (default 600) s: pipe, socket, HTTP, Frigate,"
+	@echo "              the fleet, model churn; nothing unanswered, counters adding up per door, RSS within 1.05"
 	@echo "make clean    remove build output"
 
 # Installs missing packages and ONNX Runtime; remembers where ONNX Runtime is.
@@ -259,6 +261,15 @@ SOAK_NICE      ?= 10
 soak: build assets
 	nice -n $(SOAK_NICE) $(PY) bench/soak.py --ospreyd $(BUILD)/bin/ospreyd --requests $(SOAK_REQUESTS) \
 	    --churn-s $(SOAK_CHURN_S) --json-out $(BUILD)/soak.json
+
+# Every door at once for SOAK_DOORS_S seconds (docs/bench.md): socket and
+# pipe clients, HTTP scrapes every 100 ms and event streams, Frigate's
+# detectors, fleet jobs through a local redis-server, and the churn; the
+# resident set at the end against 10 % of the run is a check here.
+SOAK_DOORS_S ?= 600
+soak-doors: build assets
+	nice -n $(SOAK_NICE) $(PY) bench/soak_doors.py --bin $(abspath $(BUILD))/bin --seconds $(SOAK_DOORS_S) \
+	    --churn-s $(SOAK_CHURN_S) --check-memory --json-out $(BUILD)/soak-doors.json
 
 clean:
 	rm -rf build build-address build-thread out

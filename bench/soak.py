@@ -33,195 +33,14 @@ glibc's otherwise.
 import argparse
 import json
 import os
-import random
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-MSG_COMMAND, MSG_JPEG, MSG_RAW, MSG_BATCH = 0, 1, 2, 3
-NEVER = 3  # a slot no model is loaded at
-TARGET = 1.05
-KINDS = ("badRequest", "notLoaded", "notCached", "failed", "noMemory", "timedOut", "reloading")
-
-# slot -> the models the churn alternates between
-SLOTS = {0: ({"model": "ultraface"}, {"model": "ultraface-int8"}),
-         1: ({"model": "blazeface"},),
-         2: ({"model": "face-liveness"}, {"model": "face-embed"})}
-
-
-def frame(req_id, msg_type, payload):
-    return struct.pack("<IIB", 5 + len(payload), req_id, msg_type) + payload
-
-
-class Conn:
-    """One socket connection: writes frames, reads replies in order of arrival."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
-        self.rfile = self.sock.makefile("rb", buffering=1 << 16)
-        self.next_id = 1
-
-    def send(self, msg_type, payload):
-        rid = self.next_id
-        self.next_id += 1
-        self.sock.sendall(frame(rid, msg_type, payload))
-        return rid
-
-    def read(self):
-        head = self.rfile.read(8)
-        if len(head) < 8:
-            raise EOFError("ospreyd closed the connection")
-        n, rid = struct.unpack("<II", head)
-        body = self.rfile.read(n - 4)
-        if len(body) < n - 4:
-            raise EOFError("ospreyd closed the connection")
-        return rid, json.loads(body)
-
-    def call(self, cmd):
-        rid = self.send(MSG_COMMAND, json.dumps(cmd).encode())
-        got, rec = self.read()
-        while got != rid:  # only the unsolicited event can come between
-            got, rec = self.read()
-        return rec
-
-    def close(self):
-        self.sock.close()
-
-
-def outcome(rec):
-    """'served', 'shed:<reason>' or 'error' for an inference reply."""
-    if "error" in rec:
-        return "error"
-    items = rec["results"] if "results" in rec and "kind" not in rec else [rec]
-    if items and all(i.get("dropped") for i in items):
-        return "shed:" + items[0]["shedReason"]
-    return "served"
-
-
-class Client(threading.Thread):
-    """A closed loop of `inflight` requests on its own connection."""
-
-    def __init__(self, path, seed, inflight, budget, pixels, jpeg):
-        super().__init__(daemon=True)
-        self.conn = Conn(path)
-        self.rng = random.Random(seed)
-        self.inflight, self.budget = inflight, budget
-        self.pixels, self.jpeg = pixels, jpeg
-        self.pending = {}  # req_id -> expected error kind, None, or "command"
-        self.sent = self.commands = 0
-        self.seen = {}  # outcome -> count; errors as "error:<kind>"
-        self.failure = None
-        self.lock = threading.Lock()
-
-    def hello(self):
-        self.conn.send(MSG_COMMAND, json.dumps({"protocolVersion": 2}).encode())
-        _, rec = self.conn.read()
-        if rec.get("status") != "ready":
-            raise RuntimeError(f"handshake refused: {rec}")
-
-    def one(self):
-        """Send one request of the mix; returns (msg_type, payload, expected kind)."""
-        r = self.rng.random()
-        idx = self.rng.randrange(3)
-        w, h, px = self.pixels
-        dl = struct.pack("<Q", 0)
-        raw = struct.pack("<BIIB", idx, w, h, 0) + px
-        if r < 0.55:
-            return MSG_RAW, dl + raw, None
-        if r < 0.70:
-            return MSG_JPEG, dl + bytes([idx]) + self.jpeg, None
-        if r < 0.80:  # a deadline 0-3 ms away: some are met, some expire
-            soon = int(time.time() * 1000) + self.rng.randrange(4)
-            return MSG_RAW, struct.pack("<Q", soon) + raw, None
-        if r < 0.85:
-            item = struct.pack("<IIBI", w, h, 0, len(px)) + px
-            return MSG_BATCH, dl + struct.pack("<BBI", idx, 2, 0) + item * 2, None
-        if r < 0.90:
-            return MSG_COMMAND, json.dumps({"cmd": "status"}).encode(), "command"
-        if r < 0.96:
-            return MSG_RAW, dl + struct.pack("<BIIB", NEVER, w, h, 0) + px, "notLoaded"
-        return MSG_RAW, dl + struct.pack("<BI", idx, w), "badRequest"  # truncated header
-
-    def fill(self):
-        while len(self.pending) < self.inflight and self.sent + self.commands < self.budget:
-            msg_type, payload, expect = self.one()
-            rid = self.conn.send(msg_type, payload)
-            self.pending[rid] = expect
-            if expect == "command":
-                self.commands += 1
-            else:
-                self.sent += 1
-
-    def count(self, key):
-        with self.lock:
-            self.seen[key] = self.seen.get(key, 0) + 1
-
-    def run(self):
-        try:
-            self.fill()
-            while self.pending:
-                rid, rec = self.conn.read()
-                if rid not in self.pending:
-                    if rid != 0xFFFFFFFF:
-                        raise RuntimeError(f"reply to req {rid}, not asked or answered twice")
-                    continue
-                expect = self.pending.pop(rid)
-                if expect == "command":
-                    if rec.get("cmd") != "status":
-                        raise RuntimeError(f"status answered with {rec}")
-                    self.count("command")
-                else:
-                    o = outcome(rec)
-                    if o == "error":
-                        o = "error:" + (expect or error_kind(rec))
-                    elif expect is not None:
-                        raise RuntimeError(f"expected {expect}, got {rec}")
-                    self.count(o)
-                self.fill()
-        except Exception as e:  # noqa: BLE001  reported, and the run fails
-            self.failure = f"{type(e).__name__}: {e}"
-
-    def answered(self):
-        with self.lock:
-            return sum(self.seen.values())
-
-
-def error_kind(rec):
-    """The ledger's kind for an error reply to a request meant to succeed."""
-    text = rec["error"]
-    if "not loaded" in text:
-        return "notLoaded"  # its slot was emptied by the churn
-    return "failed"
-
-
-def proc_sample(pid):
-    """(rss_kb, threads, fds) of pid, from /proc."""
-    rss = threads = 0
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Threads:"):
-                threads = int(line.split()[1])
-    return rss, threads, len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def churn_ops():
-    """The model changes, in turn, forever."""
-    turn = 0
-    while True:
-        other = (turn + 1) % 2
-        yield {"cmd": "replace", "index": 0, "config": SLOTS[0][other]}
-        yield {"cmd": "unload", "index": 1}
-        yield {"cmd": "load", "index": 1, "config": SLOTS[1][0]}
-        yield {"cmd": "replace", "index": 2, "config": SLOTS[2][other]}
-        turn += 1
+from soakload import (SLOTS, TARGET, Client, Conn, adds_up, allocator, churn_ops, ledger_expected,
+                      proc_sample, rss_medians)
 
 
 def main():
@@ -270,13 +89,11 @@ def soak(a, srv, sock, pixels, jpeg, work):
         if srv.poll() is not None or time.monotonic() > end:
             sys.exit(f"soak: ospreyd did not start; see {work / 'ospreyd.log'}")
         time.sleep(0.05)
-    with open(f"/proc/{srv.pid}/maps") as f:
-        a.allocator = "jemalloc" if "libjemalloc" in f.read() else "glibc"
-    ctl = Conn(str(sock))
-    ctl.send(MSG_COMMAND, json.dumps({}).encode())
-    ctl.read()
+    a.allocator = allocator(srv.pid)
+    ctl = Conn.unix(sock)
+    ctl.call({})
     per = a.requests // a.clients
-    clients = [Client(str(sock), 1000 + i, a.inflight, per + (i < a.requests % a.clients), pixels, jpeg)
+    clients = [Client(Conn.unix(sock), 1000 + i, a.inflight, per + (i < a.requests % a.clients), pixels, jpeg)
                for i in range(a.clients)]
     for c in clients:
         c.hello()
@@ -330,32 +147,17 @@ def line(s, total):
 
 
 def verdict(a, clients, stats, churn, samples, at10, last, elapsed, work, exit_status):
-    seen, sent, commands = {}, 0, 0
+    want, seen, sent, commands = ledger_expected(clients)
     failures = [c.failure for c in clients if c.failure]
-    for c in clients:
-        sent += c.sent
-        commands += c.commands
-        for k, v in c.seen.items():
-            seen[k] = seen.get(k, 0) + v
     unanswered = sum(len(c.pending) for c in clients)
     req = stats.get("requests", {})
-    want = {"received": sent, "served": seen.get("served", 0),
-            "shed": {"deadlineExpired": seen.get("shed:deadline-expired", 0),
-                     "queueFull": seen.get("shed:queue-full", 0)},
-            "errors": {k: seen.get("error:" + k, 0) for k in KINDS}}
     got = {k: req.get(k) for k in want}
-    adds_up = bool(req) and req["received"] == req["served"] + sum(req["shed"].values()) + \
-        sum(req["errors"].values())
+    added = adds_up(req)
     agree = got == want
     ratio = last[2] / at10[2] if at10[2] else float("nan")
-    # a load under way holds tens of MB for a moment: the medians of the
-    # samples around 10 % (7.5-12.5 %) and of the last 5 % are the steadier figure
     total = last[1] or 1
-    near10 = sorted(s[2] for s in samples if 0.075 <= s[1] / total <= 0.125) or [at10[2]]
-    tail = sorted(s[2] for s in samples if s[1] / total >= 0.95) or [last[2]]
-    m10, mend = near10[len(near10) // 2], tail[len(tail) // 2]
+    m10, mend = rss_medians([s[2] for s in samples], [s[1] / total for s in samples], at10[2], last[2])
     mratio = mend / m10 if m10 else float("nan")
-    rss = [s[2] for s in samples] or [last[2]]
     thr = [s[3] for s in samples] or [last[3]]
     fds = [s[4] for s in samples] or [last[4]]
     print(f"soak: {sent + commands} requests in {elapsed:.0f} s ({(sent + commands) / elapsed:.0f}/s): "
@@ -367,16 +169,16 @@ def verdict(a, clients, stats, churn, samples, at10, last, elapsed, work, exit_s
           f"{min(s[2] for s in samples if s[0] >= at10[0]) / 1024:.1f}-"
           f"{max(s[2] for s in samples if s[0] >= at10[0]) / 1024:.1f} MB; threads {min(thr)}-{max(thr)}, "
           f"fds {min(fds)}-{max(fds)}; mallocArenas {stats.get('mallocArenas')}")
-    print(f"soak: unanswered {unanswered}; counters {'add up' if adds_up else 'DO NOT add up'} and "
+    print(f"soak: unanswered {unanswered}; counters {'add up' if added else 'DO NOT add up'} and "
           f"{'equal' if agree else 'DIFFER from'} what the clients saw"
           + ("" if agree else f": server {got}, clients {want}"))
     for f in failures:
         print(f"soak: client failed: {f}")
     if exit_status != 0:
         print(f"soak: ospreyd exited with status {exit_status} after SIGTERM; see {work / 'ospreyd.log'}")
-    ok = not failures and unanswered == 0 and adds_up and agree and exit_status == 0
+    ok = not failures and unanswered == 0 and added and agree and exit_status == 0
     rec = {"allocator": a.allocator, "requests": sent + commands, "seconds": round(elapsed, 1),
-           "unanswered": unanswered, "serverExit": exit_status, "addsUp": adds_up, "agrees": agree, "clientsFailed": failures,
+           "unanswered": unanswered, "serverExit": exit_status, "addsUp": added, "agrees": agree, "clientsFailed": failures,
            "rssAt10Kb": at10[2], "rssEndKb": last[2], "rssRatio": round(ratio, 4),
            "rssMedian10Kb": m10, "rssMedianEndKb": mend, "rssMedianRatio": round(mratio, 4), "target": TARGET,
            "threads": [min(thr), max(thr)], "fds": [min(fds), max(fds)], "churn": churn,
