@@ -1,7 +1,9 @@
 /*
  * A cascade's configuration (cascade.h): its steps read from a model
- * config's "then" and checked against the catalog, then bound to the
- * models and face libraries they name. The runs are cascade_run.c's.
+ * config's "then" and checked against the catalog. Binding them to the
+ * models and face libraries they name is cascade_open.c's, the runs
+ * cascade_run.c's; this file needs neither a runtime nor SQLite, so the
+ * config fuzzer reaches it alone.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -17,11 +19,12 @@
 /* Every key a step may carry. Unlike a model config's, an unknown one is
  * an error: no host's config predates them. */
 static const char *const STEP_KEYS[] = {
-    "model", "labels", "align", "as", "maxObjects", "margin", "then", "faceLibrary", "matchThreshold",
+    "model", "labels",      "align",          "as", "maxObjects", "margin",
+    "then",  "faceLibrary", "matchThreshold",
 };
 
 /* The fields a detection's record has already: a step's "as" may not be one. */
-static const char *const RECORD_KEYS[] = {"label", "class",     "score",    "lookScore",
+static const char *const RECORD_KEYS[] = {"label", "class",     "score",  "lookScore",
                                           "box",   "landmarks", "trackId"};
 
 /* The cosine at or above which an embedding is taken for a library's
@@ -44,16 +47,13 @@ static int gives_landmarks(const char *postprocessor) {
 }
 
 static void free_steps(osp_step_t *steps, int n) {
-    for (int i = 0; steps && i < n; i++) {
-        free_steps(steps[i].then, steps[i].n_then);
-        osp_model_free(steps[i].m);
-        osp_faces_close(steps[i].faces);
-    }
+    for (int i = 0; steps && i < n; i++) free_steps(steps[i].then, steps[i].n_then);
     free(steps);
 }
 
 void osp_cascade_free(osp_cascade_t *c) {
     if (!c) return;
+    if (c->close) c->close(c); /* the models and libraries osp_cascade_open bound */
     free_steps(c->steps, c->n);
     free(c);
 }
@@ -72,10 +72,11 @@ static int unknown_key(const cJSON *step, const char *where, char *err, size_t e
             snprintf(err, errlen, "%s: unknown key \"%.64s\" (did you mean \"%s\"?)", where,
                      k->string, near);
         else
-            snprintf(err, errlen, "%s: unknown key \"%.64s\" (a step has %s, %s, %s, %s, %s, %s, "
-                     "%s, %s, %s)", where, k->string, STEP_KEYS[0], STEP_KEYS[1], STEP_KEYS[2],
-                     STEP_KEYS[3], STEP_KEYS[4], STEP_KEYS[5], STEP_KEYS[6], STEP_KEYS[7],
-                     STEP_KEYS[8]);
+            snprintf(err, errlen,
+                     "%s: unknown key \"%.64s\" (a step has %s, %s, %s, %s, %s, %s, "
+                     "%s, %s, %s)",
+                     where, k->string, STEP_KEYS[0], STEP_KEYS[1], STEP_KEYS[2], STEP_KEYS[3],
+                     STEP_KEYS[4], STEP_KEYS[5], STEP_KEYS[6], STEP_KEYS[7], STEP_KEYS[8]);
         return -1;
     }
     return 0;
@@ -88,8 +89,8 @@ typedef struct {
     int steps; /* read so far, in the whole cascade */
 } path_t;
 
-static int parse_steps(const cJSON *then, const char *before, const char *before_post, path_t *path,
-                       osp_step_t **out, int *n_out, char *err, size_t errlen);
+static int parse_steps(const cJSON *then, const char *before, const char *before_post,
+                       path_t *path, osp_step_t **out, int *n_out, char *err, size_t errlen);
 
 static int parse_step(const cJSON *js, const char *before, const char *before_post, path_t *path,
                       osp_step_t *s, char *err, size_t errlen) {
@@ -156,7 +157,9 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
                                       : OSP_STEP_OBJECTS;
     /* a text line is read as it stands; a detector looks at the box and its
      * margin; an embedder or classifier at the square around it */
-    s->crop = fam == FAMILY_TEXT ? OSP_CROP_RECT : fam == FAMILY_BOXES ? OSP_CROP_RECT : OSP_CROP_SQUARE;
+    s->crop = fam == FAMILY_TEXT    ? OSP_CROP_RECT
+              : fam == FAMILY_BOXES ? OSP_CROP_RECT
+                                    : OSP_CROP_SQUARE;
     if ((v = cJSON_GetObjectItemCaseSensitive(js, "align"))) {
         if (!cJSON_IsString(v) ||
             (strcmp(v->valuestring, "box") != 0 && strcmp(v->valuestring, "landmarks") != 0)) {
@@ -172,8 +175,8 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
                 return -1;
             }
             if (fam != FAMILY_EMBEDDING && fam != FAMILY_CLASSES) {
-                snprintf(err, errlen, "%s: align \"landmarks\" is for a face embedder or classifier",
-                         where);
+                snprintf(err, errlen,
+                         "%s: align \"landmarks\" is for a face embedder or classifier", where);
                 return -1;
             }
             s->crop = OSP_CROP_LANDMARKS;
@@ -230,16 +233,17 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
         for (const char *p = ok ? v->valuestring : ""; *p; p++)
             ok = ok && (isalnum((unsigned char)*p) || *p == '_');
         if (!ok) {
-            snprintf(err, errlen, "%s: as is a field name (a letter, then letters, digits or _; "
-                     "at most 31)", where);
+            snprintf(err, errlen,
+                     "%s: as is a field name (a letter, then letters, digits or _; "
+                     "at most 31)",
+                     where);
             return -1;
         }
         as = v->valuestring;
     }
     for (size_t i = 0; i < sizeof RECORD_KEYS / sizeof RECORD_KEYS[0]; i++)
         if (strcmp(as, RECORD_KEYS[i]) == 0) {
-            snprintf(err, errlen, "%s: as \"%s\" is a field every detection has already", where,
-                     as);
+            snprintf(err, errlen, "%s: as \"%s\" is a field every detection has already", where, as);
             return -1;
         }
     snprintf(s->as, sizeof s->as, "%s", as);
@@ -257,8 +261,8 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
     return 0;
 }
 
-static int parse_steps(const cJSON *then, const char *before, const char *before_post, path_t *path,
-                       osp_step_t **out, int *n_out, char *err, size_t errlen) {
+static int parse_steps(const cJSON *then, const char *before, const char *before_post,
+                       path_t *path, osp_step_t **out, int *n_out, char *err, size_t errlen) {
     int n = cJSON_IsArray(then) ? cJSON_GetArraySize(then) : cJSON_IsObject(then) ? 1 : 0;
     if (n < 1) {
         snprintf(err, errlen, "cascade after %s: \"then\" is a step or an array of steps", before);
@@ -331,65 +335,4 @@ int osp_cascade_simple(const osp_model_cfg_t *cfg, const char *model, const char
     }
     cJSON_Delete(obj);
     return rc;
-}
-
-/* The labels the model before gives, for a message. */
-static void label_list(const osp_model_t *m, char *buf, size_t n) {
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < m->n_labels && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", m->labels[i]);
-    if (len >= n && n > 4) snprintf(buf + n - 4, 4, "...");
-}
-
-static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int threads, char *err,
-                      size_t errlen) {
-    for (int i = 0; i < n; i++) {
-        osp_step_t *s = &steps[i];
-        for (int k = 0; k < s->n_labels; k++) {
-            s->label_ids[k] = -1;
-            for (int c = 0; c < before->n_labels && s->label_ids[k] < 0; c++)
-                if (strcmp(before->labels[c], s->labels[k]) == 0) s->label_ids[k] = c;
-            if (s->label_ids[k] >= 0) continue;
-            char known[256];
-            label_list(before, known, sizeof known);
-            const char *near = NULL;
-            for (int c = 0; c < before->n_labels && !near; c++)
-                if (strcasecmp(before->labels[c], s->labels[k]) == 0) near = before->labels[c];
-            if (near)
-                snprintf(err, errlen,
-                         "cascade step %s: %s never gives the label \"%s\" (did you mean \"%s\"?)",
-                         s->model, before->cfg.name, s->labels[k], near);
-            else
-                snprintf(err, errlen, "cascade step %s: %s never gives the label \"%s\" (its labels: %s)",
-                         s->model, before->cfg.name, s->labels[k], known[0] ? known : "none");
-            return OSP_MODEL_EINVAL;
-        }
-        osp_model_cfg_t cfg;
-        char inner[768];
-        if (osp_model_cfg_from_catalog(s->model, &cfg, inner, sizeof inner)) {
-            snprintf(err, errlen, "cascade step %s: %s", s->model, inner);
-            return OSP_MODEL_EINVAL;
-        }
-        cfg.intra_threads = threads;
-        if (osp_model_open(&cfg, NULL, &s->m, inner, sizeof inner)) {
-            snprintf(err, errlen, "cascade step %s: %s", s->model, inner);
-            return OSP_MODEL_ELOAD;
-        }
-        if (s->library[0]) {
-            if (osp_faces_open(s->library, 0, &s->faces, inner, sizeof inner) ||
-                osp_faces_load(s->faces, inner, sizeof inner)) {
-                snprintf(err, errlen, "cascade step %s: %s", s->model, inner);
-                return OSP_MODEL_EINVAL;
-            }
-        }
-        int rc = open_steps(s->then, s->n_then, s->m, threads, err, errlen);
-        if (rc) return rc;
-    }
-    return OSP_MODEL_OK;
-}
-
-int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, int intra_threads, char *err,
-                     size_t errlen) {
-    return open_steps(c->steps, c->n, first, intra_threads, err, errlen);
 }

@@ -23,7 +23,7 @@ typedef enum { OSP_CROP_SQUARE, OSP_CROP_LANDMARKS, OSP_CROP_RECT } osp_crop_t;
 typedef struct osp_cascade_step {
     char model[64];
     char labels[OSP_CASCADE_LABELS][64];
-    int n_labels; /* 0: every label */
+    int n_labels;                      /* 0: every label */
     int label_ids[OSP_CASCADE_LABELS]; /* the labels' classes in the model before (open) */
     osp_crop_t crop;
     float margin;
@@ -44,6 +44,7 @@ typedef struct osp_cascade_step {
 struct osp_cascade {
     osp_step_t *steps;
     int n;
+    void (*close)(struct osp_cascade *c); /* set by osp_cascade_open: its models, libraries */
 };
 
 /* Per-thread working memory: a context and a crop per depth (a step's own
@@ -54,8 +55,8 @@ struct osp_cascade_ctx {
     osp_image_t crop[OSP_CASCADE_DEPTH];
     osp_det_t *dets[OSP_CASCADE_DEPTH + 1]; /* [d + 1]: the boxes a detector at d found */
     int det_cap[OSP_CASCADE_DEPTH + 1];
-    osp_jw_t out;     /* the fields of every detection, one after another */
-    size_t *at;       /* detection i's are out.buf[at[i] .. at[i+1]) */
+    osp_jw_t out; /* the fields of every detection, one after another */
+    size_t *at;   /* detection i's are out.buf[at[i] .. at[i+1]) */
     int at_cap;
 };
 
