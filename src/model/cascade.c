@@ -29,7 +29,7 @@ static const char *const RECORD_KEYS[] = {"label", "class",     "score",  "lookS
 
 /* The cosine at or above which an embedding is taken for a library's
  * name: measured on the photos of the set-up (docs/cascades.md). */
-#define MATCH_THRESHOLD_DEF 0.5f
+#define MATCH_THRESHOLD_DEF 0.45f
 
 typedef enum { FAMILY_BOXES, FAMILY_EMBEDDING, FAMILY_CLASSES, FAMILY_TEXT } family_t;
 
