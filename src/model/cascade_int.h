@@ -5,6 +5,8 @@
 #ifndef OSP_MODEL_CASCADE_INT_H
 #define OSP_MODEL_CASCADE_INT_H
 
+#include <stdint.h>
+
 #include "faces/faces.h"
 #include "image/image.h"
 #include "model/cascade.h"
@@ -55,6 +57,8 @@ struct osp_cascade_ctx {
     osp_image_t crop[OSP_CASCADE_DEPTH];
     osp_det_t *dets[OSP_CASCADE_DEPTH + 1]; /* [d + 1]: the boxes a detector at d found */
     int det_cap[OSP_CASCADE_DEPTH + 1];
+    uint16_t *take[OSP_CASCADE_DEPTH + 1]; /* [level][i]: bit k, step k takes det i */
+    int take_cap[OSP_CASCADE_DEPTH + 1];
     osp_jw_t out; /* the fields of every detection, one after another */
     size_t *at;   /* detection i's are out.buf[at[i] .. at[i+1]) */
     int at_cap;

@@ -7,6 +7,7 @@
  * here as JSON text once, so the record writer only copies them.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,25 +38,43 @@ static int reserve_dets(struct osp_cascade_ctx *cc, int depth, int n) {
     return 0;
 }
 
-/* Whether step s takes det i of dets: its label is one of s's, and fewer
- * than maxObjects boxes of s's labels are larger (the earlier first when
- * as large). */
-static int takes(const osp_step_t *s, const osp_det_t *dets, int n, int i) {
-    const osp_det_t *d = &dets[i];
+static int matches(const osp_step_t *s, const osp_det_t *d) {
     int ok = s->n_labels == 0;
     for (int k = 0; k < s->n_labels && !ok; k++) ok = s->label_ids[k] == d->cls;
-    if (!ok) return 0;
-    float area = (d->x2 - d->x1) * (d->y2 - d->y1);
-    int larger = 0;
-    for (int j = 0; j < n && larger < s->max_objects; j++) {
-        if (j == i) continue;
-        const osp_det_t *o = &dets[j];
-        int match = s->n_labels == 0;
-        for (int k = 0; k < s->n_labels && !match; k++) match = s->label_ids[k] == o->cls;
-        float oa = (o->x2 - o->x1) * (o->y2 - o->y1);
-        if (match && (oa > area || (oa == area && j < i))) larger++;
+    return ok;
+}
+
+static float area(const osp_det_t *d) { return (d->x2 - d->x1) * (d->y2 - d->y1); }
+
+/* Which of the n dets each of the steps takes, as bit k of take[i]: the
+ * detections of step k's labels, the largest maxObjects (the earlier first
+ * when as large). Each step keeps its best in a short sorted list: n x
+ * maxObjects at most, however many boxes a frame has. */
+static void choose(const osp_step_t *steps, int n_steps, const osp_det_t *dets, int n, uint16_t *take) {
+    memset(take, 0, (size_t)n * sizeof *take);
+    for (int k = 0; k < n_steps; k++) {
+        int best[OSP_CASCADE_OBJECTS], nb = 0, cap = steps[k].max_objects;
+        for (int i = 0; i < n; i++) {
+            if (!matches(&steps[k], &dets[i])) continue;
+            float a = area(&dets[i]);
+            int at = nb;
+            while (at > 0 && area(&dets[best[at - 1]]) < a) at--;
+            if (at >= cap) continue;
+            if (nb < cap) nb++;
+            memmove(best + at + 1, best + at, (size_t)(nb - 1 - at) * sizeof *best);
+            best[at] = i;
+        }
+        for (int b = 0; b < nb; b++) take[best[b]] |= (uint16_t)(1u << k);
     }
-    return larger < s->max_objects;
+}
+
+static int reserve_take(struct osp_cascade_ctx *cc, int level, int n) {
+    if (cc->take_cap[level] >= n) return 0;
+    uint16_t *t = realloc(cc->take[level], (size_t)n * sizeof *t);
+    if (!t) return -1;
+    cc->take[level] = t;
+    cc->take_cap[level] = n;
+    return 0;
 }
 
 /* The square around d, or d turned upright from its landmarks when asked
@@ -107,8 +126,8 @@ static int crop_for(run_t *r, const osp_step_t *s, const osp_det_t *d, int depth
     return 0;
 }
 
-static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets, int n,
-                      int i, int depth, osp_jw_t *w);
+static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets,
+                      uint16_t take, int depth, osp_jw_t *w);
 
 /* The detections of an "objects" step, inside the crop at quad (an
  * axis-aligned rectangle of view pixels sampled at cw x ch), as frame
@@ -116,11 +135,13 @@ static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_
 static int put_objects(run_t *r, const osp_step_t *s, const osp_result_t *sr, float quad[4][2],
                        int cw, int ch, int depth, osp_jw_t *w) {
     int n = sr->n_dets;
-    if (reserve_dets(r->cc, depth + 1, n > 0 ? n : 1)) {
+    if (reserve_dets(r->cc, depth + 1, n > 0 ? n : 1) ||
+        reserve_take(r->cc, depth + 1, n > 0 ? n : 1)) {
         snprintf(r->err, r->errlen, "out of memory");
         return OSP_MODEL_ENOMEM;
     }
     osp_det_t *dets = r->cc->dets[depth + 1];
+    uint16_t *take = r->cc->take[depth + 1];
     float kx = (quad[1][0] - quad[0][0]) / (float)cw, ky = (quad[3][1] - quad[0][1]) / (float)ch;
     for (int i = 0; i < n; i++) {
         osp_det_t d = sr->dets[i];
@@ -132,6 +153,7 @@ static int put_objects(run_t *r, const osp_step_t *s, const osp_result_t *sr, fl
         }
         dets[i] = d;
     }
+    choose(s->then, s->n_then, dets, n, take);
     osp_jw_key(w, s->as);
     osp_jw_arr_open(w);
     for (int i = 0; i < n; i++) {
@@ -159,7 +181,7 @@ static int put_objects(run_t *r, const osp_step_t *s, const osp_result_t *sr, fl
             }
             osp_jw_arr_close(w);
         }
-        int rc = put_fields(r, s->then, s->n_then, dets, n, i, depth + 1, w);
+        int rc = put_fields(r, s->then, s->n_then, d, take[i], depth + 1, w);
         if (rc) return rc;
         osp_jw_obj_close(w);
     }
@@ -237,12 +259,12 @@ static int run_step(run_t *r, const osp_step_t *s, const osp_det_t *d, int depth
     return OSP_MODEL_ERUN;
 }
 
-/* The fields of dets[i] from each step that takes it. */
-static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets, int n,
-                      int i, int depth, osp_jw_t *w) {
+/* The fields of det d from each step that takes it (bit k of take). */
+static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *d,
+                      uint16_t take, int depth, osp_jw_t *w) {
     for (int k = 0; k < n_steps; k++) {
-        if (!takes(&steps[k], dets, n, i)) continue;
-        int rc = run_step(r, &steps[k], &dets[i], depth, w);
+        if (!(take & (1u << k))) continue;
+        int rc = run_step(r, &steps[k], d, depth, w);
         if (rc) return rc;
     }
     return 0;
@@ -266,6 +288,10 @@ int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_
     }
     struct osp_cascade_ctx *cc = ctx->cascade;
     int n = res->n_dets;
+    if (reserve_take(cc, 0, n > 0 ? n : 1)) {
+        snprintf(err, errlen, "out of memory");
+        return OSP_MODEL_ENOMEM;
+    }
     if (cc->at_cap < n + 1) {
         size_t *at = realloc(cc->at, (size_t)(n + 1) * sizeof *at);
         if (!at) {
@@ -283,10 +309,11 @@ int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_
                .err = err,
                .errlen = errlen};
     osp_jw_reset(&cc->out);
+    choose(c->steps, c->n, res->dets, n, cc->take[0]);
     for (int i = 0; i < n; i++) {
         cc->at[i] = cc->out.len;
         cc->out.need_comma = 0; /* each detection's fields stand alone */
-        int rc = put_fields(&r, c->steps, c->n, res->dets, n, i, 0, &cc->out);
+        int rc = put_fields(&r, c->steps, c->n, &res->dets[i], cc->take[0][i], 0, &cc->out);
         if (rc) return rc;
     }
     cc->at[n] = cc->out.len;
@@ -305,7 +332,10 @@ void osp_cascade_ctx_free(struct osp_cascade_ctx *cc) {
         osp_infer_ctx_free(&cc->ctx[i]);
         osp_image_free(&cc->crop[i]);
     }
-    for (int i = 0; i <= OSP_CASCADE_DEPTH; i++) free(cc->dets[i]);
+    for (int i = 0; i <= OSP_CASCADE_DEPTH; i++) {
+        free(cc->dets[i]);
+        free(cc->take[i]);
+    }
     osp_jw_free(&cc->out);
     free(cc->at);
     free(cc);

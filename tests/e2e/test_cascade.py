@@ -56,6 +56,20 @@ def test_each_face_gets_its_embedding(osprey):
     assert sum(x * y for x, y in zip(a, b)) < 0.5
 
 
+def test_a_video_on_worker_threads(osprey):
+    """Each worker thread crops from its own frame: every face of every
+    frame run gets its embedding, the same face in near frames a near one."""
+    recs = lines(detect(osprey, "--model", "ultraface", "--then", "face-embed", "--workers", "2",
+                        "--every", "40", need(MEDIA / "Megamind.avi")).stdout)
+    faces = [d for r in recs for d in r["detections"]]
+    assert len(faces) >= 6, recs
+    assert all(len(d["embedding"]) == 512 for d in faces)
+    # frames 200 and 240: the man with glasses, one face each
+    by = {r["frame"]: r["detections"] for r in recs}
+    (a,), (b,) = by[200], by[240]
+    assert sum(x * y for x, y in zip(a["embedding"], b["embedding"])) > 0.45
+
+
 def test_records_without_a_cascade_are_unchanged(osprey):
     (rec,) = lines(detect(osprey, "--model", "ultraface", need(MEDIA / "basketball1.png")).stdout)
     for d in rec["detections"]:
