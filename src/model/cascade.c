@@ -327,7 +327,13 @@ int osp_cascade_simple(const osp_model_cfg_t *cfg, const char *model, const char
         if (gives_landmarks(cfg->postprocessor) && osp_catalog_find(model) &&
             family_of(osp_catalog_find(model)->postprocessor) == FAMILY_EMBEDDING)
             cJSON_AddStringToObject(step, "align", "landmarks");
-        if (library) cJSON_AddStringToObject(step, "faceLibrary", library);
+        if (library) {
+            /* names are for faces: a detector of other things is a mistake
+             * osp_cascade_open names, not a chair called "unknown" */
+            const char *face[] = {"face"};
+            cJSON_AddItemToObject(step, "labels", cJSON_CreateStringArray(face, 1));
+            cJSON_AddStringToObject(step, "faceLibrary", library);
+        }
         rc = osp_cascade_parse(obj, cfg, out, err, errlen);
     } else {
         cJSON_Delete(step);

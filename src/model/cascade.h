@@ -74,7 +74,8 @@ int osp_cascade_face_crop(const osp_view_t *v, const osp_det_t *d, const osp_mod
 
 /* What a user asked for on the command line (osprey detect --then MODEL
  * --recognize FILE) as a cascade of one step on every detection of cfg's
- * model: the crop aligned from landmarks when cfg's model gives them. */
+ * model (with a library, on its faces: label "face"): the crop aligned
+ * from landmarks when cfg's model gives them. */
 int osp_cascade_simple(const osp_model_cfg_t *cfg, const char *model, const char *library,
                        osp_cascade_t **out, char *err, size_t errlen);
 
