@@ -12,6 +12,7 @@ int osp_cmd_detect(int argc, char **argv);
 int osp_cmd_models(int argc, char **argv);
 int osp_cmd_ocr(int argc, char **argv);
 int osp_cmd_compare(int argc, char **argv);
+int osp_cmd_faces(int argc, char **argv);
 int osp_cmd_listen(int argc, char **argv);
 int osp_cmd_segment(int argc, char **argv);
 int osp_cmd_quantize(int argc, char **argv);

@@ -111,7 +111,17 @@ static void usage(FILE *out) {
           out);
     fputs("      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
           "                         keys override the model's settings; its path (or model)\n"
-          "                         defaults to --model\n"
+          "                         defaults to --model. Its \"then\" is a cascade: models run\n"
+          "                         on each detection's crop (docs/cascades.md)\n"
+          "      --then MODEL       run a catalog model on each detection's crop (the 8\n"
+          "                         largest): an embedder adds \"embedding\", a classifier\n"
+          "                         \"subLabel\", a text recognizer \"text\" (docs/cascades.md);\n"
+          "                         a face is aligned from landmarks when the detector gives\n"
+          "                         them (blazeface)\n"
+          "      --recognize FILE   name each face (label \"face\": --model ultraface or\n"
+          "                         blazeface) from the face library FILE ('osprey faces'):\n"
+          "                         \"name\" (\"unknown\" below the match threshold) and\n"
+          "                         \"nameScore\", the cosine; --then face-embed by default\n"
           "      --reconnect-for S  give up when a live source stays down S seconds (exit\n"
           "                         status 1); default: reconnect forever\n"
           "      --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
@@ -225,7 +235,7 @@ typedef struct {
 } config_keys_t;
 
 static int load_config(const char *file, const char *model, osp_model_cfg_t *cfg,
-                       config_keys_t *keys, char *err, size_t errlen) {
+                       config_keys_t *keys, osp_cascade_t **cascade, char *err, size_t errlen) {
     FILE *f = fopen(file, "rb");
     char *text = NULL;
     long len = -1;
@@ -250,6 +260,7 @@ static int load_config(const char *file, const char *model, osp_model_cfg_t *cfg
     keys->model = cJSON_GetObjectItemCaseSensitive(obj, "model") != NULL;
     char inner[512];
     rc = osp_model_cfg_from_json(obj, cfg, inner, sizeof inner);
+    if (!rc) rc = osp_cascade_parse(obj, cfg, cascade, inner, sizeof inner);
     if (rc) snprintf(err, errlen, "config %s: %s", file, inner);
     cJSON_Delete(obj);
 done:
@@ -274,11 +285,15 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
     /* --track: the looks are the tracks' (detect_track.c) */
     if (rc == 0 && o->second_look && !o->track)
         rc = osp_model_look_again(m, ctx, look, frame, o->once_threshold, res, err, errlen);
+    if (rc == 0 && o->cascade) rc = osp_cascade_run(o->cascade, m, ctx, frame, res, err, errlen);
     return rc;
 }
 
 static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int first,
                       const char *zones_path, const char *events_path);
+static int run_model(const osp_detect_opts_t *po, osp_model_cfg_t *pcfg,
+                     const config_keys_t *pkeys, osp_cascade_t *cascade, int argc, char **argv,
+                     int first, const char *zones_path, const char *events_path);
 
 /* --camera, --ha-discovery and --mqtt with --track (Frigate's topics):
  * 0, or -1 after one line on stderr. */
@@ -351,6 +366,8 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"max-frame", required_argument, NULL, 0x109},
                                              {"per-class-nms", no_argument, NULL, 'N'},
                                              {"labels", required_argument, NULL, 'L'},
+                                             {"then", required_argument, NULL, 0x10a},
+                                             {"recognize", required_argument, NULL, 0x10b},
                                              {"second-look", no_argument, NULL, 0x101},
                                              {"one-look", no_argument, NULL, 0x102},
                                              {"track", no_argument, NULL, 0x103},
@@ -383,6 +400,8 @@ int osp_cmd_detect(int argc, char **argv) {
         case 0x106: o.camera = optarg; break;
         case 0x107: o.snapshots = optarg; break;
         case 0x108: ha = optarg; break;
+        case 0x10a: o.then_model = optarg; break;
+        case 0x10b: o.recognize = optarg; break;
         case 0x109: {
             unsigned long long v;
             if (osp_args_max_frame("osprey detect", optarg, &v)) return 2;
@@ -446,6 +465,11 @@ int osp_cmd_detect(int argc, char **argv) {
         return 2;
     }
     if (check_track_mqtt(&o, ha, argc - optind)) return 2;
+    if (o.track && (o.then_model || o.recognize)) {
+        fprintf(stderr, "osprey detect: %s runs on each frame's detections, not with --track yet\n",
+                o.then_model ? "--then" : "--recognize");
+        return 2;
+    }
     /* every file must exist before any work starts (streams are opened in turn) */
     int stdin_inputs = 0;
     for (int i = optind; i < argc; i++) {
@@ -507,11 +531,44 @@ static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int fi
     char err[1024];
     osp_model_cfg_t cfg;
     config_keys_t keys = {0};
+    osp_cascade_t *cascade = NULL;
     if (osp_model_cfg_resolve(o.model, &cfg, err, sizeof err) ||
-        (o.config && load_config(o.config, o.model, &cfg, &keys, err, sizeof err))) {
+        (o.config && load_config(o.config, o.model, &cfg, &keys, &cascade, err, sizeof err))) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 2;
     }
+    if (cascade && (o.then_model || o.recognize)) {
+        osp_log(OSP_LOG_ERROR,
+                "osprey detect: --config %s has a cascade (\"then\"); give it there "
+                "or by %s, not both",
+                o.config, o.then_model ? "--then" : "--recognize");
+        osp_cascade_free(cascade);
+        return 2;
+    }
+    if (o.track && cascade) {
+        osp_log(OSP_LOG_ERROR, "osprey detect: a cascade (\"then\") is not run with --track yet");
+        osp_cascade_free(cascade);
+        return 2;
+    }
+    if ((o.then_model || o.recognize) &&
+        osp_cascade_simple(&cfg, o.then_model ? o.then_model : "face-embed", o.recognize, &cascade,
+                           err, sizeof err)) {
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
+        return 2;
+    }
+    int status = run_model(&o, &cfg, &keys, cascade, argc, argv, first, zones_path, events_path);
+    osp_cascade_free(cascade);
+    return status;
+}
+
+/* The rest of run_inputs once the model's configuration is known. */
+static int run_model(const osp_detect_opts_t *po, osp_model_cfg_t *pcfg,
+                     const config_keys_t *pkeys, osp_cascade_t *cascade, int argc, char **argv,
+                     int first, const char *zones_path, const char *events_path) {
+    osp_detect_opts_t o = *po;
+    osp_model_cfg_t cfg = *pcfg;
+    config_keys_t keys = *pkeys;
+    char err[1024];
     if (o.postprocessor && snprintf(cfg.postprocessor, sizeof cfg.postprocessor, "%s",
                                     o.postprocessor) >= (int)sizeof cfg.postprocessor) {
         osp_log(OSP_LOG_ERROR, "osprey detect: --postprocessor '%s' is too long", o.postprocessor);
@@ -580,6 +637,12 @@ static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int fi
         osp_model_free(m);
         return 2;
     }
+    if (cascade && (osp_cascade_open(cascade, m, cfg.intra_threads, err, sizeof err))) {
+        osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
+        osp_model_free(m);
+        return 2;
+    }
+    o.cascade = cascade;
     if (events_path && strcmp(events_path, "-") != 0 && !(o.events = fopen(events_path, "w"))) {
         fprintf(stderr, "osprey detect: cannot write --events %s: %s\n", events_path, strerror(errno));
         osp_model_free(m);

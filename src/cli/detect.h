@@ -14,6 +14,7 @@
 
 #include "cli/sinkopt.h"
 #include "image/image.h"
+#include "model/cascade.h"
 #include "model/model.h"
 #include "track/zones.h"
 #include "video/source.h"
@@ -35,6 +36,9 @@ typedef struct {
     float once_threshold;      /* then the threshold of a box seen once (too large to
                          * look at again): the model's for --one-look */
     const char *labels;        /* --labels FILE, or NULL */
+    const char *then_model;    /* --then MODEL: run on each detection, or NULL */
+    const char *recognize;     /* --recognize FILE: a face library, or NULL */
+    osp_cascade_t *cascade;    /* --then, --recognize or a config's "then", opened; or NULL */
     double fps;                /* --fps: frames per second taken; 0: all */
     osp_source_cfg_t source;   /* transport, reconnection */
     atomic_bool *stop;         /* set by SIGINT/SIGTERM: inputs end as if they ended */

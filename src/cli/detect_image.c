@@ -36,8 +36,9 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
         rc = 1;
         goto done;
     }
-    if (osp_image_decode(dec, buf, (size_t)len, m->prep.width, m->prep.height, &img, &ow, &oh, err,
-                         sizeof err)) {
+    /* a cascade crops from the whole picture: no scaled decode */
+    int want_w = o->cascade ? 0 : m->prep.width, want_h = o->cascade ? 0 : m->prep.height;
+    if (osp_image_decode(dec, buf, (size_t)len, want_w, want_h, &img, &ow, &oh, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s: %s", input, err);
         rc = 2;
         goto done;

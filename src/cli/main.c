@@ -17,6 +17,7 @@ static void usage(FILE *out) {
           "  models   list the built-in model catalog and which models are downloaded\n"
           "  ocr      read the text in images (text detection + recognition), JSON lines\n"
           "  compare  cosine similarity of the faces in two images\n"
+          "  faces    the face library detect --recognize names faces from: add, list, remove\n"
           "  quantize make an int8 model from a float one, calibrated on images and videos\n"
           "  segment  cut a video into events, describe them with a VLM, check a procedure\n"
           "  jobs     submit jobs to a fleet of ospreyd --jobs workers, or show its state\n"
@@ -55,6 +56,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "models") == 0) return osp_cmd_models(argc - 1, argv + 1);
     if (strcmp(cmd, "ocr") == 0) return osp_cmd_ocr(argc - 1, argv + 1);
     if (strcmp(cmd, "compare") == 0) return osp_cmd_compare(argc - 1, argv + 1);
+    if (strcmp(cmd, "faces") == 0) return osp_cmd_faces(argc - 1, argv + 1);
     if (strcmp(cmd, "listen") == 0) return osp_cmd_listen(argc - 1, argv + 1);
     if (strcmp(cmd, "quantize") == 0) return osp_cmd_quantize(argc - 1, argv + 1);
     if (strcmp(cmd, "segment") == 0) return osp_cmd_segment(argc - 1, argv + 1);

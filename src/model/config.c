@@ -144,6 +144,7 @@ static const char *const KNOWN_KEYS[] = {
     "embeddingEncoding",
     "graphOptimization",
     "threads",
+    "then",
 };
 
 /* A key osprey does not know is ignored, as the Python worker ignored it (a
@@ -279,5 +280,6 @@ int osp_model_cfg_from_json(const cJSON *obj, osp_model_cfg_t *cfg, char *err, s
     }
     if ((r = get_num(obj, "threads", 0, 256, &d, err, errlen)) < 0) return OSP_MODEL_EINVAL;
     if (r) cfg->intra_threads = (int)d;
+    cfg->cascade = cJSON_GetObjectItemCaseSensitive(obj, "then") != NULL;
     return OSP_MODEL_OK;
 }

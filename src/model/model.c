@@ -3,6 +3,7 @@
 #include "base/clock.h"
 #include "base/thread.h"
 #include "image/text.h"
+#include "model/cascade.h"
 #include "model/fit.h"
 #include "model/paths.h"
 #include "log/log.h"
@@ -362,6 +363,7 @@ void osp_infer_ctx_free(osp_infer_ctx_t *c) {
     osp_dres_free(&c->rec);
     free(c->look);
     free(c->look_boxes);
+    osp_cascade_ctx_free(c->cascade);
     memset(c, 0, sizeof *c);
 }
 

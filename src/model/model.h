@@ -55,6 +55,7 @@ typedef struct {
     int embedding_b64;  /* "embeddingEncoding": "base64": pack vectors (extension) */
     int graph_opt;      /* runtime graph optimisation: 0 default (all), -1 none, 1, 2, 3 */
     int run_timeout_ms; /* the bound on one run in ospreyd ("runTimeoutMs"); 0 = its default */
+    int cascade;        /* the config has "then": a cascade (model/cascade.h) reads it */
 } osp_model_cfg_t;
 
 /* ---- catalog --------------------------------------------------------------- */
@@ -162,6 +163,7 @@ typedef struct {
     float *look;           /* osp_model_look_again: each kept box's second score */
     osp_det_t *look_boxes; /* and the box the look found it at */
     int look_cap;
+    struct osp_cascade_ctx *cascade; /* osp_cascade_run's working memory, or NULL */
 } osp_infer_ctx_t;
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 
@@ -181,6 +183,11 @@ typedef struct {
     /* set by a caller that tracks objects (osprey detect --track): per det,
      * its object's id, 0 for none (no "trackId"); else NULL */
     const uint64_t *track_ids;
+    /* set by osp_cascade_run: detection i's record gains the fields (JSON
+     * members, "key": value, ...) extra[extra_at[i] .. extra_at[i+1]);
+     * else NULL */
+    const char *extra;
+    const size_t *extra_at;
 } osp_result_t;
 
 /* Preprocess a frame into ctx. orig_w/orig_h: the frame's true size when

@@ -29,9 +29,10 @@ void osp_model_put_box(osp_jw_t *w, const osp_det_t *d) {
 }
 
 /* look: each box's second-look score (< 0: none), or NULL; ids: each
- * box's track id (0: none), or NULL */
-static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *dets,
-                           const float *look, const uint64_t *ids, int n) {
+ * box's track id (0: none), or NULL; extra: each box's fields from a
+ * cascade (osp_result_t), or NULL */
+static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *dets, const float *look,
+                           const uint64_t *ids, const char *extra, const size_t *extra_at, int n) {
     osp_jw_key(w, "detections");
     osp_jw_arr_open(w);
     for (int i = 0; i < n; i++) {
@@ -60,6 +61,8 @@ static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *d
             }
             osp_jw_arr_close(w);
         }
+        if (extra && extra_at[i + 1] > extra_at[i])
+            osp_jw_members(w, extra + extra_at[i], extra_at[i + 1] - extra_at[i]);
         osp_jw_obj_close(w);
     }
     osp_jw_arr_close(w);
@@ -126,12 +129,13 @@ void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t 
         osp_jw_strn(w, rec && rec->text ? rec->text : "", rec ? rec->text_len : 0);
         osp_jw_key(w, "textScore");
         osp_jw_num(w, rec ? rec->text_score : 0, 4);
-        if (rec && rec->n_dets) put_detections(w, m, rec->dets, NULL, NULL, rec->n_dets);
+        if (rec && rec->n_dets)
+            put_detections(w, m, rec->dets, NULL, NULL, NULL, NULL, rec->n_dets);
         break;
     default:
         osp_jw_key(w, "kind");
         osp_jw_str(w, "detections");
-        put_detections(w, m, r->dets, r->look, r->track_ids, r->n_dets);
+        put_detections(w, m, r->dets, r->look, r->track_ids, r->extra, r->extra_at, r->n_dets);
     }
     osp_jw_key(w, "inferenceMs");
     osp_jw_num(w, r->preprocess_ms + r->predict_ms, 2);

@@ -222,3 +222,8 @@ void osp_jw_raw(osp_jw_t *w, const char *json, size_t n) {
     sep(w);
     put(w, json, n);
 }
+
+void osp_jw_members(osp_jw_t *w, const char *json, size_t n) {
+    sep(w); /* the comma after the members before, if any */
+    put(w, json, n);
+}

@@ -42,5 +42,8 @@ void osp_jw_bool(osp_jw_t *w, int v);
 void osp_jw_null(osp_jw_t *w);
 /* Already-encoded JSON text, inserted as one value. */
 void osp_jw_raw(osp_jw_t *w, const char *json, size_t n);
+/* Already-encoded members ("key": value, ...) added to the object open
+ * (n > 0). */
+void osp_jw_members(osp_jw_t *w, const char *json, size_t n);
 
 #endif

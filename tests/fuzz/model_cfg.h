@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/cascade.h"
 #include "model/model.h"
 
 /* A config that reads is usable as it is; one that does not says why. */
@@ -38,6 +39,13 @@ static void check_model_cfg(const cJSON *config) {
         cfg.max_detections < 1 || cfg.max_detections > 100000 || cfg.intra_threads < 0 ||
         cfg.intra_threads > 256 || cfg.graph_opt < -1 || cfg.graph_opt > 3)
         __builtin_trap();
+    /* its cascade, if any ("then"): read or refused with a reason */
+    osp_cascade_t *c = NULL;
+    err[0] = '\0';
+    rc = osp_cascade_parse(config, &cfg, &c, err, sizeof err);
+    if (rc ? rc != OSP_MODEL_EINVAL || c || !err[0] || strlen(err) >= sizeof err : !cfg.cascade != !c)
+        __builtin_trap();
+    osp_cascade_free(c);
 }
 
 #endif

@@ -46,6 +46,13 @@ static int confine_files(server_t *s, osp_model_cfg_t *cfg, char *err, size_t er
 int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_model_cfg_t *cfg,
                   char *err, size_t errlen) {
     if (osp_model_cfg_from_json(config, cfg, err, errlen)) return -1;
+    if (cfg->cascade) {
+        /* not ignored as an unknown key would be: a host asking for one
+         * would read replies without the fields it expects */
+        snprintf(err, errlen,
+                 "\"then\": a cascade is run by osprey detect; ospreyd does not run one yet");
+        return -1;
+    }
     const cJSON *rt = cJSON_GetObjectItemCaseSensitive(config, "runTimeoutMs");
     if (rt && !cJSON_IsNull(rt)) {
         if (!cJSON_IsNumber(rt) || rt->valuedouble != floor(rt->valuedouble) ||

@@ -1,0 +1,344 @@
+/*
+ * A cascade's configuration (cascade.h): its steps read from a model
+ * config's "then" and checked against the catalog. Binding them to the
+ * models and face libraries they name is cascade_open.c's, the runs
+ * cascade_run.c's; this file needs neither a runtime nor SQLite, so the
+ * config fuzzer reaches it alone.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/text.h"
+#include "model/cascade_int.h"
+
+/* Every key a step may carry. Unlike a model config's, an unknown one is
+ * an error: no host's config predates them. */
+static const char *const STEP_KEYS[] = {
+    "model", "labels",      "align",          "as", "maxObjects", "margin",
+    "then",  "faceLibrary", "matchThreshold",
+};
+
+/* The fields a detection's record has already: a step's "as" may not be one. */
+static const char *const RECORD_KEYS[] = {"label", "class",     "score",  "lookScore",
+                                          "box",   "landmarks", "trackId"};
+
+/* The cosine at or above which an embedding is taken for a library's
+ * name: measured on the photos of the set-up (docs/cascades.md). */
+#define MATCH_THRESHOLD_DEF 0.45f
+
+typedef enum { FAMILY_BOXES, FAMILY_EMBEDDING, FAMILY_CLASSES, FAMILY_TEXT } family_t;
+
+static family_t family_of(const char *postprocessor) {
+    if (strcmp(postprocessor, "embedding") == 0) return FAMILY_EMBEDDING;
+    if (strcmp(postprocessor, "classifier") == 0) return FAMILY_CLASSES;
+    if (strcmp(postprocessor, "ctc") == 0 || strcmp(postprocessor, "easyocr") == 0)
+        return FAMILY_TEXT;
+    return FAMILY_BOXES;
+}
+
+/* The decoders whose detections carry the landmarks osp_align_landmarks reads. */
+static int gives_landmarks(const char *postprocessor) {
+    return strcmp(postprocessor, "blazeface") == 0 || strcmp(postprocessor, "scrfd") == 0;
+}
+
+static void free_steps(osp_step_t *steps, int n) {
+    for (int i = 0; steps && i < n; i++) free_steps(steps[i].then, steps[i].n_then);
+    free(steps);
+}
+
+void osp_cascade_free(osp_cascade_t *c) {
+    if (!c) return;
+    if (c->close) c->close(c); /* the models and libraries osp_cascade_open bound */
+    free_steps(c->steps, c->n);
+    free(c);
+}
+
+static int unknown_key(const cJSON *step, const char *where, char *err, size_t errlen) {
+    for (const cJSON *k = step->child; k; k = k->next) {
+        const char *near = NULL;
+        int best = 99, known = 0;
+        for (size_t i = 0; i < sizeof STEP_KEYS / sizeof STEP_KEYS[0] && !known; i++) {
+            known = strcmp(k->string, STEP_KEYS[i]) == 0;
+            int d = osp_text_distance(k->string, STEP_KEYS[i]);
+            if (d < best) best = d, near = STEP_KEYS[i];
+        }
+        if (known) continue;
+        if (near && best <= 1 + (int)strlen(near) / 4)
+            snprintf(err, errlen, "%s: unknown key \"%.64s\" (did you mean \"%s\"?)", where,
+                     k->string, near);
+        else
+            snprintf(err, errlen,
+                     "%s: unknown key \"%.64s\" (a step has %s, %s, %s, %s, %s, %s, "
+                     "%s, %s, %s)",
+                     where, k->string, STEP_KEYS[0], STEP_KEYS[1], STEP_KEYS[2], STEP_KEYS[3],
+                     STEP_KEYS[4], STEP_KEYS[5], STEP_KEYS[6], STEP_KEYS[7], STEP_KEYS[8]);
+        return -1;
+    }
+    return 0;
+}
+
+/* The models from the first to the step being read: a step may not name one. */
+typedef struct {
+    const char *names[OSP_CASCADE_DEPTH + 1];
+    int n;
+    int steps; /* read so far, in the whole cascade */
+} path_t;
+
+static int parse_steps(const cJSON *then, const char *before, const char *before_post,
+                       path_t *path, osp_step_t **out, int *n_out, char *err, size_t errlen);
+
+static int parse_step(const cJSON *js, const char *before, const char *before_post, path_t *path,
+                      osp_step_t *s, char *err, size_t errlen) {
+    char where[128];
+    snprintf(where, sizeof where, "cascade after %s", before);
+    if (!cJSON_IsObject(js)) {
+        snprintf(err, errlen, "%s: a step is a JSON object", where);
+        return -1;
+    }
+    if (unknown_key(js, where, err, errlen)) return -1;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(js, "model");
+    if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= sizeof s->model) {
+        snprintf(err, errlen, "%s: a step names its \"model\" (a catalog name)", where);
+        return -1;
+    }
+    const osp_catalog_entry_t *e = osp_catalog_find(v->valuestring);
+    if (!e) {
+        char known[512];
+        size_t len = 0;
+        known[0] = '\0';
+        for (int i = 0; i < osp_catalog_count() && len < sizeof known; i++)
+            len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
+                                    osp_catalog_at(i)->name);
+        snprintf(err, errlen, "%s: model \"%.64s\" is not in the catalog (known: %s)", where,
+                 v->valuestring, known);
+        return -1;
+    }
+    snprintf(s->model, sizeof s->model, "%s", e->name);
+    snprintf(where, sizeof where, "cascade step %s", s->model);
+    for (int i = 0; i < path->n; i++)
+        if (strcmp(path->names[i], s->model) == 0) {
+            snprintf(err, errlen, "%s: a cycle: %s runs on its own output", where, s->model);
+            return -1;
+        }
+    if (family_of(before_post) != FAMILY_BOXES) {
+        snprintf(err, errlen, "%s: %s gives no boxes to crop (only a detector is followed)", where,
+                 before);
+        return -1;
+    }
+    s->depth = path->n - 1;
+    s->margin = OSP_CASCADE_MARGIN_DEF;
+    s->max_objects = OSP_CASCADE_OBJECTS_DEF;
+    s->threshold = MATCH_THRESHOLD_DEF;
+
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "labels"))) {
+        int n = cJSON_GetArraySize(v);
+        if (!cJSON_IsArray(v) || n < 1 || n > OSP_CASCADE_LABELS) {
+            snprintf(err, errlen, "%s: labels is an array of 1 to %d labels of %s", where,
+                     OSP_CASCADE_LABELS, before);
+            return -1;
+        }
+        for (const cJSON *l = v->child; l; l = l->next) {
+            if (!cJSON_IsString(l) || !l->valuestring[0] || strlen(l->valuestring) >= 64) {
+                snprintf(err, errlen, "%s: each label is a string of 1 to 63 bytes", where);
+                return -1;
+            }
+            snprintf(s->labels[s->n_labels++], 64, "%s", l->valuestring);
+        }
+    }
+    family_t fam = family_of(e->postprocessor);
+    s->kind = fam == FAMILY_EMBEDDING ? OSP_STEP_EMBEDDING
+              : fam == FAMILY_CLASSES ? OSP_STEP_CLASS
+              : fam == FAMILY_TEXT    ? OSP_STEP_TEXT
+                                      : OSP_STEP_OBJECTS;
+    /* a text line is read as it stands; a detector looks at the box and its
+     * margin; an embedder or classifier at the square around it */
+    s->crop = fam == FAMILY_TEXT    ? OSP_CROP_RECT
+              : fam == FAMILY_BOXES ? OSP_CROP_RECT
+                                    : OSP_CROP_SQUARE;
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "align"))) {
+        if (!cJSON_IsString(v) ||
+            (strcmp(v->valuestring, "box") != 0 && strcmp(v->valuestring, "landmarks") != 0)) {
+            snprintf(err, errlen, "%s: align is \"box\" or \"landmarks\"", where);
+            return -1;
+        }
+        if (strcmp(v->valuestring, "landmarks") == 0) {
+            if (!gives_landmarks(before_post)) {
+                snprintf(err, errlen,
+                         "%s: align \"landmarks\" needs landmarks, and %s gives none (blazeface "
+                         "does; or align \"box\")",
+                         where, before);
+                return -1;
+            }
+            if (fam != FAMILY_EMBEDDING && fam != FAMILY_CLASSES) {
+                snprintf(err, errlen,
+                         "%s: align \"landmarks\" is for a face embedder or classifier", where);
+                return -1;
+            }
+            s->crop = OSP_CROP_LANDMARKS;
+        }
+    }
+    double d;
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "maxObjects"))) {
+        d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!(d >= 1 && d <= OSP_CASCADE_OBJECTS) || d != floor(d)) {
+            snprintf(err, errlen, "%s: maxObjects is a whole number from 1 to %d", where,
+                     OSP_CASCADE_OBJECTS);
+            return -1;
+        }
+        s->max_objects = (int)d;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "margin"))) {
+        d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!(d >= 0 && d <= 2)) {
+            snprintf(err, errlen, "%s: margin is a number from 0 to 2", where);
+            return -1;
+        }
+        s->margin = (float)d;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "faceLibrary"))) {
+        if (!cJSON_IsString(v) || !v->valuestring[0] || strlen(v->valuestring) >= sizeof s->library) {
+            snprintf(err, errlen, "%s: faceLibrary is the path of a face library", where);
+            return -1;
+        }
+        if (fam != FAMILY_EMBEDDING) {
+            snprintf(err, errlen, "%s: faceLibrary needs an embedder (face-embed), not %s", where,
+                     s->model);
+            return -1;
+        }
+        snprintf(s->library, sizeof s->library, "%s", v->valuestring);
+        s->kind = OSP_STEP_NAME;
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "matchThreshold"))) {
+        d = cJSON_IsNumber(v) ? v->valuedouble : -2;
+        if (!(d >= -1 && d <= 1) || !s->library[0]) {
+            snprintf(err, errlen, "%s: matchThreshold is a cosine from -1 to 1, with faceLibrary",
+                     where);
+            return -1;
+        }
+        s->threshold = (float)d;
+    }
+    const char *as = s->kind == OSP_STEP_EMBEDDING ? "embedding"
+                     : s->kind == OSP_STEP_NAME    ? "name"
+                     : s->kind == OSP_STEP_CLASS   ? "subLabel"
+                     : s->kind == OSP_STEP_TEXT    ? "text"
+                                                   : "objects";
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "as"))) {
+        int ok = cJSON_IsString(v) && isalpha((unsigned char)v->valuestring[0]) &&
+                 strlen(v->valuestring) < sizeof s->as;
+        for (const char *p = ok ? v->valuestring : ""; *p; p++)
+            ok = ok && (isalnum((unsigned char)*p) || *p == '_');
+        if (!ok) {
+            snprintf(err, errlen,
+                     "%s: as is a field name (a letter, then letters, digits or _; "
+                     "at most 31)",
+                     where);
+            return -1;
+        }
+        as = v->valuestring;
+    }
+    for (size_t i = 0; i < sizeof RECORD_KEYS / sizeof RECORD_KEYS[0]; i++)
+        if (strcmp(as, RECORD_KEYS[i]) == 0) {
+            snprintf(err, errlen, "%s: as \"%s\" is a field every detection has already", where, as);
+            return -1;
+        }
+    snprintf(s->as, sizeof s->as, "%s", as);
+    snprintf(s->score_key, sizeof s->score_key, "%sScore", as);
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "then"))) {
+        if (path->n >= OSP_CASCADE_DEPTH) {
+            snprintf(err, errlen, "%s: steps nest at most %d deep", where, OSP_CASCADE_DEPTH);
+            return -1;
+        }
+        path->names[path->n++] = s->model;
+        int rc = parse_steps(v, s->model, e->postprocessor, path, &s->then, &s->n_then, err, errlen);
+        path->n--;
+        if (rc) return -1;
+    }
+    return 0;
+}
+
+static int parse_steps(const cJSON *then, const char *before, const char *before_post,
+                       path_t *path, osp_step_t **out, int *n_out, char *err, size_t errlen) {
+    int n = cJSON_IsArray(then) ? cJSON_GetArraySize(then) : cJSON_IsObject(then) ? 1 : 0;
+    if (n < 1) {
+        snprintf(err, errlen, "cascade after %s: \"then\" is a step or an array of steps", before);
+        return -1;
+    }
+    if (path->steps + n > OSP_CASCADE_STEPS) {
+        snprintf(err, errlen, "cascade: at most %d steps", OSP_CASCADE_STEPS);
+        return -1;
+    }
+    path->steps += n;
+    osp_step_t *steps = calloc((size_t)n, sizeof *steps);
+    if (!steps) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const cJSON *js = cJSON_IsArray(then) ? then->child : then;
+    for (int i = 0; i < n; i++, js = js->next) {
+        if (parse_step(js, before, before_post, path, &steps[i], err, errlen)) {
+            free_steps(steps, n);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(steps[j].as, steps[i].as) == 0) {
+                snprintf(err, errlen,
+                         "cascade after %s: two steps write \"%s\" (give one another \"as\")",
+                         before, steps[i].as);
+                free_steps(steps, n);
+                return -1;
+            }
+    }
+    *out = steps;
+    *n_out = n;
+    return 0;
+}
+
+int osp_cascade_parse(const cJSON *obj, const osp_model_cfg_t *cfg, osp_cascade_t **out, char *err,
+                      size_t errlen) {
+    *out = NULL;
+    const cJSON *then = cJSON_GetObjectItemCaseSensitive(obj, "then");
+    if (!then) return OSP_MODEL_OK;
+    osp_cascade_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return OSP_MODEL_ENOMEM;
+    }
+    path_t path = {.names = {cfg->name}, .n = 1};
+    if (parse_steps(then, cfg->name, cfg->postprocessor, &path, &c->steps, &c->n, err, errlen)) {
+        free(c);
+        return OSP_MODEL_EINVAL;
+    }
+    *out = c;
+    return OSP_MODEL_OK;
+}
+
+int osp_cascade_simple(const osp_model_cfg_t *cfg, const char *model, const char *library,
+                       osp_cascade_t **out, char *err, size_t errlen) {
+    cJSON *obj = cJSON_CreateObject(), *step = cJSON_CreateObject();
+    int rc = OSP_MODEL_ENOMEM;
+    if (obj && step) {
+        cJSON_AddItemToObject(obj, "then", step);
+        cJSON_AddStringToObject(step, "model", model);
+        if (gives_landmarks(cfg->postprocessor) && osp_catalog_find(model) &&
+            family_of(osp_catalog_find(model)->postprocessor) == FAMILY_EMBEDDING)
+            cJSON_AddStringToObject(step, "align", "landmarks");
+        if (library) {
+            /* names are for faces: a detector of other things is a mistake
+             * osp_cascade_open names, not a chair called "unknown" */
+            const char *face[] = {"face"};
+            cJSON_AddItemToObject(step, "labels", cJSON_CreateStringArray(face, 1));
+            cJSON_AddStringToObject(step, "faceLibrary", library);
+        }
+        rc = osp_cascade_parse(obj, cfg, out, err, errlen);
+    } else {
+        cJSON_Delete(step);
+        snprintf(err, errlen, "out of memory");
+    }
+    cJSON_Delete(obj);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/*
+ * What cascade.c (the config, the models it loads) and cascade_run.c (the
+ * runs) share of a cascade: its steps. Private to the two.
+ */
+#ifndef OSP_MODEL_CASCADE_INT_H
+#define OSP_MODEL_CASCADE_INT_H
+
+#include <stdint.h>
+
+#include "faces/faces.h"
+#include "image/image.h"
+#include "model/cascade.h"
+#include "wire/jsonw.h"
+
+typedef enum {
+    OSP_STEP_EMBEDDING, /* "as": the vector */
+    OSP_STEP_NAME,      /* an embedding matched in a face library: "as", "asScore" */
+    OSP_STEP_CLASS,     /* a classifier's best class: "as", "asScore" */
+    OSP_STEP_TEXT,      /* a recognizer's text: "as", "asScore" */
+    OSP_STEP_OBJECTS,   /* a detector's boxes inside the crop: "as": [...] */
+} osp_step_kind_t;
+
+typedef enum { OSP_CROP_SQUARE, OSP_CROP_LANDMARKS, OSP_CROP_RECT } osp_crop_t;
+
+typedef struct osp_cascade_step {
+    char model[64];
+    char labels[OSP_CASCADE_LABELS][64];
+    int n_labels;                      /* 0: every label */
+    int label_ids[OSP_CASCADE_LABELS]; /* the labels' classes in the model before (open) */
+    osp_crop_t crop;
+    float margin;
+    osp_step_kind_t kind;
+    char as[32];
+    char score_key[40]; /* as + "Score" */
+    int max_objects;
+    char library[1024]; /* "faceLibrary", or "" */
+    float threshold;    /* "matchThreshold" */
+    struct osp_cascade_step *then;
+    int n_then;
+    int depth; /* 0 for the top steps */
+    /* bound by osp_cascade_open */
+    osp_model_t *m;
+    osp_faces_t *faces;
+} osp_step_t;
+
+struct osp_cascade {
+    osp_step_t *steps;
+    int n;
+    void (*close)(struct osp_cascade *c); /* set by osp_cascade_open: its models, libraries */
+};
+
+/* Per-thread working memory: a context and a crop per depth (a step's own
+ * steps run while its detections are still read), the chosen detections
+ * per depth, and the fields written per detection. */
+struct osp_cascade_ctx {
+    osp_infer_ctx_t ctx[OSP_CASCADE_DEPTH];
+    osp_image_t crop[OSP_CASCADE_DEPTH];
+    osp_det_t *dets[OSP_CASCADE_DEPTH + 1]; /* [d + 1]: the boxes a detector at d found */
+    int det_cap[OSP_CASCADE_DEPTH + 1];
+    uint16_t *take[OSP_CASCADE_DEPTH + 1]; /* [level][i]: bit k, step k takes det i */
+    int take_cap[OSP_CASCADE_DEPTH + 1];
+    osp_jw_t out; /* the fields of every detection, one after another */
+    size_t *at;   /* detection i's are out.buf[at[i] .. at[i+1]) */
+    int at_cap;
+};
+
+#endif

@@ -1,0 +1,202 @@
+/* A cascade's configuration (model/cascade.c, osp_cascade_parse): what it
+ * accepts, and each mistake it names. Parsing reads the catalog only, no
+ * model file; the labels are checked when the models are loaded (e2e). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "model/cascade.h"
+
+/* Parse text as the config of its "model"; the error text, "" when it
+ * parsed (and then *out is the cascade). */
+static const char *parse(const char *text, osp_cascade_t **out) {
+    static char err[512];
+    err[0] = '\0';
+    cJSON *obj = cJSON_Parse(text);
+    assert_non_null(obj);
+    osp_model_cfg_t cfg;
+    char inner[512];
+    assert_int_equal(osp_model_cfg_from_json(obj, &cfg, inner, sizeof inner), 0);
+    assert_true(cfg.cascade == (cJSON_GetObjectItem(obj, "then") != NULL));
+    int rc = osp_cascade_parse(obj, &cfg, out, err, sizeof err);
+    cJSON_Delete(obj);
+    if (rc == 0) {
+        assert_string_equal(err, "");
+        return err;
+    }
+    assert_int_equal(rc, OSP_MODEL_EINVAL);
+    assert_null(*out);
+    assert_true(err[0] != '\0');
+    return err;
+}
+
+static void expect_error(const char *text, const char *part) {
+    osp_cascade_t *c = NULL;
+    const char *err = parse(text, &c);
+    if (!strstr(err, part)) fail_msg("'%s' does not say '%s'", err, part);
+}
+
+static void test_valid_cascades_parse(void **state) {
+    (void)state;
+    osp_cascade_t *c = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\"}", &c), "");
+    assert_null(c); /* no "then": no cascade */
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"labels\": "
+                              "[\"face\"], \"align\": \"box\", \"as\": \"embedding\", \"maxObjects\": 8}]}",
+                              &c),
+                        "");
+    assert_non_null(c);
+    osp_cascade_free(c);
+    c = NULL;
+    /* one step object; landmarks after BlazeFace; a step with its own steps */
+    assert_string_equal(parse("{\"model\": \"blazeface\", \"then\": {\"model\": \"face-embed\", "
+                              "\"align\": \"landmarks\", \"faceLibrary\": \"f.db\", "
+                              "\"matchThreshold\": 0.45}}",
+                              &c),
+                        "");
+    osp_cascade_free(c);
+    c = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", "
+                              "\"then\": [{\"model\": \"face-embed\", \"align\": \"landmarks\"}, "
+                              "{\"model\": \"face-expression\"}]}]}",
+                              &c),
+                        "");
+    osp_cascade_free(c);
+}
+
+static void test_unknown_key_names_the_nearest(void **state) {
+    (void)state;
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"lables\": "
+                 "[\"face\"]}]}",
+                 "unknown key \"lables\" (did you mean \"labels\"?)");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"maxobject\": 3}]}",
+                 "did you mean \"maxObjects\"");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"zzzzzz\": 3}]}",
+                 "unknown key \"zzzzzz\" (a step has model");
+}
+
+static void test_model_not_in_catalog(void **state) {
+    (void)state;
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"arcface\"}]}",
+                 "model \"arcface\" is not in the catalog (known: ");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"labels\": [\"face\"]}]}",
+                 "a step names its \"model\"");
+}
+
+static void test_cycle(void **state) {
+    (void)state;
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"ultraface\"}]}",
+                 "a cycle: ultraface runs on its own output");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", \"then\": "
+                 "[{\"model\": \"ultraface\"}]}]}",
+                 "a cycle");
+}
+
+static void test_landmarks_need_a_detector_that_gives_them(void **state) {
+    (void)state;
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"align\": "
+                 "\"landmarks\"}]}",
+                 "ultraface gives none");
+    expect_error("{\"model\": \"blazeface\", \"then\": [{\"model\": \"face-embed\", \"align\": "
+                 "\"sideways\"}]}",
+                 "align is \"box\" or \"landmarks\"");
+}
+
+static void test_only_boxes_are_followed(void **state) {
+    (void)state;
+    expect_error("{\"model\": \"face-embed\", \"then\": [{\"model\": \"face-expression\"}]}",
+                 "face-embed gives no boxes to crop");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"then\": "
+                 "[{\"model\": \"face-expression\"}]}]}",
+                 "face-embed gives no boxes to crop");
+}
+
+static void test_bad_values(void **state) {
+    (void)state;
+    expect_error("{\"model\": \"ultraface\", \"then\": []}", "\"then\" is a step or an array");
+    expect_error("{\"model\": \"ultraface\", \"then\": 3}", "\"then\" is a step or an array");
+    expect_error("{\"model\": \"ultraface\", \"then\": [3]}", "a step is a JSON object");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"maxObjects\": 0}]}",
+                 "maxObjects is a whole number from 1 to 64");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"maxObjects\": 2.5}]}",
+                 "maxObjects");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"labels\": []}]}",
+                 "labels is an array");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"labels\": [7]}]}",
+                 "each label is a string");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"as\": \"score\"}]}",
+                 "as \"score\" is a field every detection has already");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"as\": \"a b\"}]}",
+                 "as is a field name");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\"}, {\"model\": "
+                 "\"face-embed\"}]}",
+                 "two steps write \"embedding\"");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", "
+                 "\"matchThreshold\": 0.5}]}",
+                 "with faceLibrary");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-expression\", "
+                 "\"faceLibrary\": \"f.db\"}]}",
+                 "faceLibrary needs an embedder");
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", \"margin\": -1}]}",
+                 "margin is a number from 0 to 2");
+}
+
+static void test_depth_and_size_are_bounded(void **state) {
+    (void)state;
+    /* steps four deep are run; a fifth is past the bound */
+    osp_cascade_t *c = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", "
+                              "\"then\": [{\"model\": \"ssd-oidv4\", \"then\": [{\"model\": "
+                              "\"ocr-det\", \"then\": [{\"model\": \"ssd-oidv4-int8\"}]}]}]}]}",
+                              &c),
+                        "");
+    osp_cascade_free(c);
+    expect_error("{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", \"then\": "
+                 "[{\"model\": \"ssd-oidv4\", \"then\": [{\"model\": \"ocr-det\", \"then\": "
+                 "[{\"model\": \"ssd-oidv4-int8\", \"then\": [{\"model\": \"face-embed\"}]}]}]}]}]}",
+                 "steps nest at most 4 deep");
+    char text[4096] = "{\"model\": \"ultraface\", \"then\": [";
+    for (int i = 0; i < 17; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text),
+                 "%s{\"model\": \"face-embed\", \"as\": \"e%d\"}", i ? ", " : "", i);
+    strcat(text, "]}");
+    expect_error(text, "at most 16 steps");
+}
+
+static void test_simple_cascade_aligns_when_it_can(void **state) {
+    (void)state;
+    osp_model_cfg_t cfg;
+    char err[512];
+    osp_cascade_t *c = NULL;
+    assert_int_equal(osp_model_cfg_from_catalog("blazeface", &cfg, err, sizeof err), 0);
+    assert_int_equal(osp_cascade_simple(&cfg, "face-embed", "f.db", &c, err, sizeof err), 0);
+    osp_cascade_free(c);
+    c = NULL;
+    assert_int_equal(osp_model_cfg_from_catalog("ultraface", &cfg, err, sizeof err), 0);
+    assert_int_equal(osp_cascade_simple(&cfg, "face-embed", NULL, &c, err, sizeof err), 0);
+    osp_cascade_free(c);
+    c = NULL;
+    assert_int_equal(osp_cascade_simple(&cfg, "nope", NULL, &c, err, sizeof err), OSP_MODEL_EINVAL);
+    assert_non_null(strstr(err, "not in the catalog"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_cascades_parse),
+        cmocka_unit_test(test_unknown_key_names_the_nearest),
+        cmocka_unit_test(test_model_not_in_catalog),
+        cmocka_unit_test(test_cycle),
+        cmocka_unit_test(test_landmarks_need_a_detector_that_gives_them),
+        cmocka_unit_test(test_only_boxes_are_followed),
+        cmocka_unit_test(test_bad_values),
+        cmocka_unit_test(test_depth_and_size_are_bounded),
+        cmocka_unit_test(test_simple_cascade_aligns_when_it_can),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
