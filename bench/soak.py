@@ -39,7 +39,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from soakload import (SLOTS, TARGET, Client, Conn, adds_up, allocator, churn_ops, ledger_expected,
+from soakload import (SLOTS, TARGET, Client, Conn, adds_up, allocator, churn_ops, churn_step, ledger_expected,
                       proc_sample, rss_medians)
 
 
@@ -118,9 +118,7 @@ def soak(a, srv, sock, pixels, jpeg, work):
         if at10 is None and done >= a.requests / 10:
             at10 = s
         if now >= next_churn:
-            rec = ctl.call(next(ops))
-            churn["ops"] += 1
-            churn["failed"] += rec.get("status") != "ok"
+            churn_step(ctl, ops, churn)
             next_churn = time.monotonic() + a.churn_s
         if now >= next_report:
             print(line(s, a.requests), flush=True)

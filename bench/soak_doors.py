@@ -80,7 +80,7 @@ from PIL import Image as PILImage  # noqa: E402
 from frigate_client import FrigateZmq, decode  # noqa: E402
 from ospreyd_client import free_port  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
-from soakload import (SLOTS, TARGET, Client, Conn, adds_up, allocator, churn_ops, ledger_expected,  # noqa: E402
+from soakload import (SLOTS, TARGET, Client, Conn, adds_up, allocator, churn_ops, churn_step, ledger_expected,  # noqa: E402
                       proc_sample, rss_medians)
 
 FRIGATE_SLOT, FLEET_SLOT, NEVER = 3, 4, 5
@@ -395,9 +395,7 @@ def soak(a, work, redis, srv, sock, pipe, http_port, pixels, jpeg, tensor):
         now = time.monotonic()
         samples.append((now - t0, proc_sample(srv.pid), proc_sample(pipe.pid)))
         if now >= next_churn:
-            rec = ctl.call(next(ops))
-            churn["ops"] += 1
-            churn["failed"] += rec.get("status") != "ok"
+            churn_step(ctl, ops, churn)
             next_churn = time.monotonic() + a.churn_s
         if now >= next_report:
             print(line(samples[-1], a.seconds, sockets, piped, scraper, frigates, fleet), flush=True)

@@ -244,6 +244,14 @@ def churn_ops():
         turn += 1
 
 
+def churn_step(ctl, ops, churn):
+    """The next model change on the control connection, counted in churn
+    ({"ops", "failed"})."""
+    rec = ctl.call(next(ops))
+    churn["ops"] += 1
+    churn["failed"] += rec.get("status") != "ok"
+
+
 def rss_medians(rss, share, at10, last):
     """A load under way holds tens of MB for a moment: the medians of the
     resident set sampled around 10 % of the run (7.5-12.5 %) and over its

@@ -170,17 +170,7 @@ static int put_objects(run_t *r, const osp_step_t *s, const osp_result_t *sr, fl
         osp_jw_key(w, "score");
         osp_jw_num(w, d->score, 4);
         osp_model_put_box(w, d);
-        if (d->n_kp > 0) {
-            osp_jw_key(w, "landmarks");
-            osp_jw_arr_open(w);
-            for (int k = 0; k < d->n_kp && k < OSP_MAX_KP; k++) {
-                osp_jw_arr_open(w);
-                osp_jw_num(w, d->kp[k][0], 1);
-                osp_jw_num(w, d->kp[k][1], 1);
-                osp_jw_arr_close(w);
-            }
-            osp_jw_arr_close(w);
-        }
+        osp_model_put_landmarks(w, d);
         int rc = put_fields(r, s->then, s->n_then, d, take[i], depth + 1, w);
         if (rc) return rc;
         osp_jw_obj_close(w);

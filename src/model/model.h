@@ -297,5 +297,7 @@ void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t 
  * record writes it; for the commands whose records are their own (ocr,
  * compare). */
 void osp_model_put_box(osp_jw_t *w, const osp_det_t *d);
+/* Its "landmarks": [[x, y], ...] to one decimal, when it has any. */
+void osp_model_put_landmarks(osp_jw_t *w, const osp_det_t *d);
 
 #endif

@@ -28,6 +28,19 @@ void osp_model_put_box(osp_jw_t *w, const osp_det_t *d) {
     osp_jw_arr_close(w);
 }
 
+void osp_model_put_landmarks(osp_jw_t *w, const osp_det_t *d) {
+    if (d->n_kp <= 0) return;
+    osp_jw_key(w, "landmarks");
+    osp_jw_arr_open(w);
+    for (int k = 0; k < d->n_kp && k < OSP_MAX_KP; k++) {
+        osp_jw_arr_open(w);
+        osp_jw_num(w, d->kp[k][0], 1);
+        osp_jw_num(w, d->kp[k][1], 1);
+        osp_jw_arr_close(w);
+    }
+    osp_jw_arr_close(w);
+}
+
 /* look: each box's second-look score (< 0: none), or NULL; ids: each
  * box's track id (0: none), or NULL; extra: each box's fields from a
  * cascade (osp_result_t), or NULL */
@@ -50,17 +63,7 @@ static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *d
             osp_jw_uint(w, ids[i]);
         }
         osp_model_put_box(w, d);
-        if (d->n_kp > 0) {
-            osp_jw_key(w, "landmarks");
-            osp_jw_arr_open(w);
-            for (int k = 0; k < d->n_kp && k < OSP_MAX_KP; k++) {
-                osp_jw_arr_open(w);
-                osp_jw_num(w, d->kp[k][0], 1);
-                osp_jw_num(w, d->kp[k][1], 1);
-                osp_jw_arr_close(w);
-            }
-            osp_jw_arr_close(w);
-        }
+        osp_model_put_landmarks(w, d);
         if (extra && extra_at[i + 1] > extra_at[i])
             osp_jw_members(w, extra + extra_at[i], extra_at[i + 1] - extra_at[i]);
         osp_jw_obj_close(w);
