@@ -1,6 +1,8 @@
 /* The cameras' events in SQLite; see eventdb.h. */
-#include "server/cameras/eventdb.h"
+#include "eventdb/eventdb.h"
 
+#include <ctype.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +23,8 @@ typedef struct rec {
     char json[]; /* len bytes and a NUL */
 } rec_t;
 
-struct srv_eventdb {
-    srv_eventdb_cfg_t cfg;
+struct osp_eventdb {
+    osp_eventdb_cfg_t cfg;
     sqlite3 *db;
     sqlite3_stmt *upsert;
     pthread_t t;
@@ -30,7 +32,7 @@ struct srv_eventdb {
     pthread_cond_t cv;
     rec_t *head, *tail;
     int queued, stop;
-    srv_eventdb_counts_t counts;
+    osp_eventdb_counts_t counts;
 };
 
 static const char SCHEMA[] = "PRAGMA journal_mode=WAL;"
@@ -38,18 +40,40 @@ static const char SCHEMA[] = "PRAGMA journal_mode=WAL;"
                              "CREATE TABLE IF NOT EXISTS events ("
                              " id TEXT PRIMARY KEY, camera TEXT NOT NULL, label TEXT NOT NULL,"
                              " start_time REAL NOT NULL, end_time REAL, top_score REAL NOT NULL,"
-                             " record TEXT NOT NULL);"
+                             " record TEXT NOT NULL, zones TEXT);"
                              "CREATE INDEX IF NOT EXISTS events_camera ON events(camera, start_time);"
                              "CREATE INDEX IF NOT EXISTS events_label ON events(label, start_time);"
                              "CREATE INDEX IF NOT EXISTS events_start ON events(start_time);";
 
-static const char UPSERT[] =
-    "INSERT INTO events(id, camera, label, start_time, end_time, top_score, record)"
-    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-    " ON CONFLICT(id) DO UPDATE SET label = excluded.label, end_time = excluded.end_time,"
-    " top_score = excluded.top_score, record = excluded.record";
+/* zones: the zones the object entered (its record's after.entered_zones,
+ * a JSON array of names), kept beside the record so that a query by zone
+ * reads no JSON */
+#define ZONES_OF(rec) \
+    "CASE WHEN json_valid(" rec ") THEN json_extract(" rec ", '$.after.entered_zones') END"
 
-static void retain(srv_eventdb_t *db) {
+static const char UPSERT[] =
+    "INSERT INTO events(id, camera, label, start_time, end_time, top_score, record, zones)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, " ZONES_OF(
+        "?7") ")"
+              " ON CONFLICT(id) DO UPDATE SET label = excluded.label, end_time = excluded.end_time,"
+              " top_score = excluded.top_score, record = excluded.record, zones = excluded.zones";
+
+/* A database made before the zones column: the column added and filled. */
+static int migrate(sqlite3 *db, char **msg) {
+    sqlite3_stmt *st = NULL;
+    int has = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('events') WHERE name = 'zones'",
+                           -1, &st, NULL) == SQLITE_OK)
+        has = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    if (has) return SQLITE_OK;
+    return sqlite3_exec(db,
+                        "ALTER TABLE events ADD COLUMN zones TEXT;"
+                        "UPDATE events SET zones = " ZONES_OF("record") ";",
+                        NULL, NULL, msg);
+}
+
+static void retain(osp_eventdb_t *db) {
     char sql[256];
     if (db->cfg.retain_days > 0) {
         snprintf(sql, sizeof sql, "DELETE FROM events WHERE start_time < %.3f",
@@ -66,7 +90,7 @@ static void retain(srv_eventdb_t *db) {
 }
 
 /* Write a batch in one transaction: a row per record, made or updated. */
-static void write_batch(srv_eventdb_t *db, rec_t *r, int64_t *since_retain) {
+static void write_batch(osp_eventdb_t *db, rec_t *r, int64_t *since_retain) {
     int64_t ok = 0, failed = 0;
     sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL);
     for (; r; r = r->next) {
@@ -106,7 +130,7 @@ static void write_batch(srv_eventdb_t *db, rec_t *r, int64_t *since_retain) {
 }
 
 static void *writer_main(void *arg) {
-    srv_eventdb_t *db = arg;
+    osp_eventdb_t *db = arg;
     (void)pthread_setname_np(pthread_self(), "osp-eventdb");
     int64_t since_retain = 0;
     for (;;) {
@@ -129,8 +153,8 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
-srv_eventdb_t *srv_eventdb_open(const srv_eventdb_cfg_t *cfg, char *err, size_t errlen) {
-    srv_eventdb_t *db = calloc(1, sizeof *db);
+osp_eventdb_t *osp_eventdb_open(const osp_eventdb_cfg_t *cfg, char *err, size_t errlen) {
+    osp_eventdb_t *db = calloc(1, sizeof *db);
     if (!db) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -140,6 +164,7 @@ srv_eventdb_t *srv_eventdb_open(const srv_eventdb_cfg_t *cfg, char *err, size_t 
     if (sqlite3_open_v2(cfg->path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
             SQLITE_OK ||
         sqlite3_exec(db->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK ||
+        migrate(db->db, &msg) != SQLITE_OK ||
         sqlite3_prepare_v2(db->db, UPSERT, -1, &db->upsert, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "events database %s: %s", cfg->path,
                  msg      ? msg
@@ -167,7 +192,7 @@ srv_eventdb_t *srv_eventdb_open(const srv_eventdb_cfg_t *cfg, char *err, size_t 
     return db;
 }
 
-void srv_eventdb_put(srv_eventdb_t *db, const char *id, const char *camera, const char *label,
+void osp_eventdb_put(osp_eventdb_t *db, const char *id, const char *camera, const char *label,
                      double start_time, double end_time, double top_score, const char *json,
                      size_t len) {
     rec_t *r = malloc(sizeof *r + len + 1);
@@ -184,7 +209,7 @@ void srv_eventdb_put(srv_eventdb_t *db, const char *id, const char *camera, cons
         r->json[len] = '\0';
     }
     pthread_mutex_lock(&db->mu);
-    if (!r || db->queued >= SRV_EVENTDB_QUEUE || db->stop) {
+    if (!r || db->queued >= OSP_EVENTDB_QUEUE || db->stop) {
         db->counts.dropped++;
         pthread_mutex_unlock(&db->mu);
         free(r);
@@ -200,13 +225,13 @@ void srv_eventdb_put(srv_eventdb_t *db, const char *id, const char *camera, cons
     pthread_mutex_unlock(&db->mu);
 }
 
-void srv_eventdb_counts(srv_eventdb_t *db, srv_eventdb_counts_t *out) {
+void osp_eventdb_counts(osp_eventdb_t *db, osp_eventdb_counts_t *out) {
     pthread_mutex_lock(&db->mu);
     *out = db->counts;
     pthread_mutex_unlock(&db->mu);
 }
 
-void srv_eventdb_close(srv_eventdb_t *db) {
+void osp_eventdb_close(osp_eventdb_t *db) {
     if (!db) return;
     pthread_mutex_lock(&db->mu);
     db->stop = 1;
@@ -222,4 +247,229 @@ void srv_eventdb_close(srv_eventdb_t *db) {
     pthread_mutex_destroy(&db->mu);
     pthread_cond_destroy(&db->cv);
     free(db);
+}
+
+/* ---- readers ------------------------------------------------------------------------ */
+
+struct osp_eventdb_reader {
+    sqlite3 *db;
+};
+
+void osp_eventdb_query_init(osp_eventdb_query_t *q) {
+    memset(q, 0, sizeof *q);
+    q->limit = OSP_EVENTDB_LIMIT;
+}
+
+/* 1-63 letters, digits, '_' or '-': a camera's or a zone's name. */
+static int name_ok(const char *v) {
+    size_t n = strlen(v);
+    if (n == 0 || n > 63) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)v[i]) && v[i] != '_' && v[i] != '-') return 0;
+    return 1;
+}
+
+static int time_of(const char *v, double *out) {
+    char *end = NULL;
+    if (!*v || strlen(v) > 32 || isspace((unsigned char)*v)) return -1;
+    double d = strtod(v, &end);
+    if (*end || !isfinite(d) || d < 0 || d > 1e11) return -1;
+    *out = d;
+    return 0;
+}
+
+int osp_eventdb_query_set(osp_eventdb_query_t *q, const char *key, const char *value, char *err,
+                          size_t errlen) {
+    const char *v = value ? value : "";
+    if (strcmp(key, "camera") == 0 || strcmp(key, "zone") == 0) {
+        if (!name_ok(v)) {
+            snprintf(err, errlen, "%s must be a name of 1 to 63 letters, digits, '_' or '-'", key);
+            return -1;
+        }
+        snprintf(key[0] == 'c' ? q->camera : q->zone, sizeof q->camera, "%s", v);
+        return 0;
+    }
+    if (strcmp(key, "label") == 0) {
+        size_t n = strlen(v);
+        int ok = n > 0 && n < sizeof q->label;
+        for (size_t i = 0; ok && i < n; i++) ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+        if (!ok) {
+            snprintf(err, errlen, "label must be 1 to 63 bytes of text");
+            return -1;
+        }
+        snprintf(q->label, sizeof q->label, "%s", v);
+        return 0;
+    }
+    if (strcmp(key, "after") == 0 || strcmp(key, "before") == 0) {
+        double d;
+        if (time_of(v, &d)) {
+            snprintf(err, errlen,
+                     "%s must be a time in seconds since 1970 (a number from 0 to 1e11)", key);
+            return -1;
+        }
+        if (key[0] == 'a') {
+            q->after = d;
+            q->has_after = 1;
+        } else {
+            q->before = d;
+            q->has_before = 1;
+        }
+        return 0;
+    }
+    if (strcmp(key, "limit") == 0) {
+        size_t n = strlen(v);
+        long lim = 0;
+        int ok = n > 0 && n <= 4;
+        for (size_t i = 0; ok && i < n; i++) ok = isdigit((unsigned char)v[i]);
+        if (ok) lim = strtol(v, NULL, 10);
+        if (!ok || lim < 1 || lim > OSP_EVENTDB_LIMIT_MAX) {
+            snprintf(err, errlen, "limit must be a whole number from 1 to %d", OSP_EVENTDB_LIMIT_MAX);
+            return -1;
+        }
+        q->limit = (int)lim;
+        return 0;
+    }
+    snprintf(err, errlen,
+             "unknown parameter \"%.32s\": the parameters are camera, label, zone, after, before "
+             "and limit",
+             key);
+    return -1;
+}
+
+int osp_eventdb_id_ok(const char *id) {
+    /* osp_events_id: "%.6f-%llu" */
+    size_t n = id ? strlen(id) : 0;
+    int dots = 0, dashes = 0;
+    if (n == 0 || n >= OSP_EVENTDB_ID_MAX || !isdigit((unsigned char)id[0]) ||
+        !isdigit((unsigned char)id[n - 1]))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (id[i] == '.' && !dashes)
+            dots++;
+        else if (id[i] == '-')
+            dashes++;
+        else if (!isdigit((unsigned char)id[i]))
+            return 0;
+    }
+    return dots <= 1 && dashes == 1;
+}
+
+osp_eventdb_reader_t *osp_eventdb_reader_open(const char *path, char *err, size_t errlen) {
+    osp_eventdb_reader_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be opened: %s",
+                 r->db ? sqlite3_errmsg(r->db) : "out of memory");
+        sqlite3_close(r->db);
+        free(r);
+        return NULL;
+    }
+    /* the writer's checkpoint may hold the WAL's index for a moment */
+    sqlite3_busy_timeout(r->db, 1000);
+    return r;
+}
+
+void osp_eventdb_reader_close(osp_eventdb_reader_t *r) {
+    if (!r) return;
+    sqlite3_close(r->db);
+    free(r);
+}
+
+static void text_or_null(osp_jw_t *w, sqlite3_stmt *st, int col) {
+    const unsigned char *t = sqlite3_column_text(st, col);
+    if (t)
+        osp_jw_strn(w, (const char *)t, (size_t)sqlite3_column_bytes(st, col));
+    else
+        osp_jw_null(w);
+}
+
+static void real_or_null(osp_jw_t *w, sqlite3_stmt *st, int col, int digits) {
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        osp_jw_null(w);
+    else
+        osp_jw_num(w, sqlite3_column_double(st, col), digits);
+}
+
+int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
+                      char *err, size_t errlen) {
+    /* the SQL is made of these fixed pieces only; every value is bound */
+    char sql[512] = "SELECT id, camera, label, start_time, end_time, top_score, zones, record"
+                    " FROM events WHERE 1";
+    if (q->camera[0]) strcat(sql, " AND camera = ?1");
+    if (q->label[0]) strcat(sql, " AND label = ?2");
+    if (q->zone[0]) strcat(sql, " AND instr(zones, ?3) > 0");
+    if (q->has_after) strcat(sql, " AND start_time > ?4");
+    if (q->has_before) strcat(sql, " AND start_time < ?5");
+    strcat(sql, " ORDER BY start_time DESC, id DESC LIMIT ?6");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        return -1;
+    }
+    char quoted[sizeof q->zone + 2];
+    snprintf(quoted, sizeof quoted, "\"%s\"", q->zone); /* a whole name in the JSON array */
+    if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
+    if (q->label[0]) sqlite3_bind_text(st, 2, q->label, -1, SQLITE_STATIC);
+    if (q->zone[0]) sqlite3_bind_text(st, 3, quoted, -1, SQLITE_STATIC);
+    if (q->has_after) sqlite3_bind_double(st, 4, q->after);
+    if (q->has_before) sqlite3_bind_double(st, 5, q->before);
+    int limit = q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;
+    sqlite3_bind_int(st, 6, limit);
+    int n = 0, rc;
+    osp_jw_arr_open(w);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        osp_jw_obj_open(w);
+        osp_jw_key(w, "id");
+        text_or_null(w, st, 0);
+        osp_jw_key(w, "camera");
+        text_or_null(w, st, 1);
+        osp_jw_key(w, "label");
+        text_or_null(w, st, 2);
+        osp_jw_key(w, "start_time");
+        real_or_null(w, st, 3, 6);
+        osp_jw_key(w, "end_time");
+        real_or_null(w, st, 4, 6);
+        osp_jw_key(w, "top_score");
+        real_or_null(w, st, 5, 4);
+        /* zones and record are JSON the writer stored (json_extract's, and
+         * the records it was handed) */
+        osp_jw_key(w, "zones");
+        const char *z = (const char *)sqlite3_column_text(st, 6);
+        if (z)
+            osp_jw_raw(w, z, (size_t)sqlite3_column_bytes(st, 6));
+        else
+            osp_jw_raw(w, "[]", 2);
+        osp_jw_key(w, "record");
+        const char *rec = (const char *)sqlite3_column_text(st, 7);
+        if (rec)
+            osp_jw_raw(w, rec, (size_t)sqlite3_column_bytes(st, 7));
+        else
+            osp_jw_null(w);
+        osp_jw_obj_close(w);
+        n++;
+    }
+    osp_jw_arr_close(w);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        n = -1;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+int osp_eventdb_has(osp_eventdb_reader_t *r, const char *id, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM events WHERE id = ?1", -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), has = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    if (has < 0)
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+    sqlite3_finalize(st);
+    return has;
 }

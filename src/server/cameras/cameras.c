@@ -27,7 +27,7 @@
 #include "log/log.h"
 #include "model/model.h"
 #include "server/cameras/camcfg.h"
-#include "server/cameras/eventdb.h"
+#include "eventdb/eventdb.h"
 #include "server/core/camboard.h"
 #include "server/core/dispatch.h"
 #include "server/core/job.h"
@@ -55,7 +55,7 @@ typedef struct {
 typedef struct cam {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
     server_t *s;
-    srv_eventdb_t *db; /* the cameras' events database, or NULL */
+    osp_eventdb_t *db; /* the cameras' events database, or NULL */
     srv_camcfg_t cfg;
     int idx; /* the model's slot */
     pthread_t t;
@@ -92,7 +92,7 @@ typedef struct cam {
 struct srv_cameras {
     cam_t *cams[SRV_CAM_MAX]; /* each the I/O thread's to make and free */
     int n;
-    srv_eventdb_t *db; /* "events": {"db": ...}, or NULL */
+    osp_eventdb_t *db; /* "events": {"db": ...}, or NULL */
 };
 
 /* ---- the transport: on the core's workers and the I/O thread ------------------ */
@@ -226,7 +226,7 @@ static void track_frame(cam_t *c, double t) {
             const osp_event_obj_t *a = &ev->after;
             char id[96];
             osp_events_id(a->start_time, a->id, id, sizeof id);
-            srv_eventdb_put(c->db, id, c->cfg.name,
+            osp_eventdb_put(c->db, id, c->cfg.name,
                             a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
                             a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
         }
@@ -489,7 +489,7 @@ static void cam_free(server_t *s, cam_t *c) {
 }
 
 /* A camera for cfg, started; NULL with err. */
-static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, srv_eventdb_t *db, char *err,
+static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, osp_eventdb_t *db, char *err,
                       size_t errlen) {
     cam_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -509,12 +509,12 @@ static void cameras_free(server_t *s, srv_cameras_t *cs) {
     if (!cs) return;
     for (int i = 0; i < cs->n; i++) cam_signal_stop(cs->cams[i]); /* all at once */
     for (int i = 0; i < cs->n; i++) cam_free(s, cs->cams[i]);
-    srv_eventdb_close(cs->db); /* after the cameras: their last records are in */
+    osp_eventdb_close(cs->db); /* after the cameras: their last records are in */
     free(cs);
 }
 
 /* The config file's cameras and events database. 0, or -1 with err. */
-static int read_config(const char *path, srv_camcfg_t **cfg, int *n, srv_eventdb_cfg_t *dbc,
+static int read_config(const char *path, srv_camcfg_t **cfg, int *n, osp_eventdb_cfg_t *dbc,
                        int *has_db, char *err, size_t errlen) {
     char *text = NULL;
     size_t len = 0;
@@ -551,7 +551,7 @@ static int fe_wanted(const osp_server_opts_t *o) {
 
 static int fe_start(server_t *s, char *err, size_t errlen) {
     srv_camcfg_t *cfg;
-    srv_eventdb_cfg_t dbc;
+    osp_eventdb_cfg_t dbc;
     int n, has_db;
     if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, err, errlen)) return -1;
     srv_cameras_t *cs = calloc(1, sizeof *cs);
@@ -561,7 +561,7 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         return -1;
     }
     s->cameras = cs;
-    if (has_db && !(cs->db = srv_eventdb_open(&dbc, err, errlen))) {
+    if (has_db && !(cs->db = osp_eventdb_open(&dbc, err, errlen))) {
         free(cfg);
         return -1;
     }
@@ -592,7 +592,7 @@ static void fe_stop(server_t *s) {
 static int fe_reload(server_t *s) {
     srv_cameras_t *cs = s->cameras;
     srv_camcfg_t *cfg;
-    srv_eventdb_cfg_t dbc;
+    osp_eventdb_cfg_t dbc;
     int n, has_db;
     char err[1400];
     if (!cs) return 0;
