@@ -192,6 +192,7 @@ bench: build assets bench-track
 	$(BUILD)/bin/bench_post
 	$(BUILD)/bin/bench_stream "$(OSPREY_CACHE)"
 	$(BUILD)/bin/bench_quant "$(OSPREY_CACHE)"
+	$(BUILD)/bin/bench_eventdb
 	@$(PY) -c "import sys, pathlib; sys.path.insert(0, 'tests/e2e'); \
 	    from test_segment import frame_diff_model; frame_diff_model(pathlib.Path('$(BUILD)/framediff.onnx'))"
 	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)" 3 $(BUILD)/framediff.onnx

@@ -46,8 +46,11 @@ static const char SCHEMA[] = "PRAGMA journal_mode=WAL;"
                              "CREATE INDEX IF NOT EXISTS events_start ON events(start_time);";
 
 /* zones: the zones the object entered (its record's after.entered_zones,
- * a JSON array of names), kept beside the record so that a query by zone
- * reads no JSON */
+ * a JSON array of names), kept beside the record; and each of them a row
+ * of event_zones, kept by triggers, so that a query by zone walks that
+ * zone's objects newest first: a zone one object in a thousand entered
+ * took 150 ms to find by scanning 100 000 rows (bench/bench_eventdb.c), a
+ * few ms by its index. */
 #define ZONES_OF(rec) \
     "CASE WHEN json_valid(" rec ") THEN json_extract(" rec ", '$.after.entered_zones') END"
 
@@ -59,18 +62,49 @@ static const char UPSERT[] =
               " top_score = excluded.top_score, record = excluded.record, zones = excluded.zones";
 
 /* A database made before the zones column: the column added and filled. */
-static int migrate(sqlite3 *db, char **msg) {
+/* A trigger's body: the row's zones not yet in event_zones, added. (Not
+ * INSERT OR IGNORE: inside a trigger the upsert's own conflict policy
+ * overrides it, and a zone already there failed the whole update.) */
+#define ADD_ZONES                                                                     \
+    "INSERT INTO event_zones(id, zone, start_time)"                                   \
+    " SELECT DISTINCT new.id, j.value, new.start_time FROM json_each(new.zones) AS j" \
+    " WHERE j.type = 'text' AND NOT EXISTS (SELECT 1 FROM event_zones"                \
+    " WHERE event_zones.id = new.id AND event_zones.zone = j.value);"
+
+static const char ZONES_SCHEMA[] =
+    "CREATE TABLE event_zones (id TEXT NOT NULL, zone TEXT NOT NULL, start_time REAL NOT NULL,"
+    " PRIMARY KEY(id, zone)) WITHOUT ROWID;"
+    "CREATE INDEX event_zones_zone ON event_zones(zone, start_time);"
+    "CREATE TRIGGER events_zones_in AFTER INSERT ON events BEGIN " ADD_ZONES " END;"
+    "CREATE TRIGGER events_zones_more AFTER UPDATE OF zones ON events BEGIN " ADD_ZONES " END;"
+    "CREATE TRIGGER events_zones_gone AFTER DELETE ON events BEGIN"
+    " DELETE FROM event_zones WHERE id = old.id; END;"
+    "INSERT OR IGNORE INTO event_zones(id, zone, start_time)"
+    " SELECT events.id, j.value, events.start_time FROM events, json_each(events.zones) AS j"
+    " WHERE j.type = 'text';";
+
+static int exists(sqlite3 *db, const char *sql) {
     sqlite3_stmt *st = NULL;
     int has = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('events') WHERE name = 'zones'",
-                           -1, &st, NULL) == SQLITE_OK)
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
         has = sqlite3_step(st) == SQLITE_ROW;
     sqlite3_finalize(st);
-    if (has) return SQLITE_OK;
-    return sqlite3_exec(db,
-                        "ALTER TABLE events ADD COLUMN zones TEXT;"
-                        "UPDATE events SET zones = " ZONES_OF("record") ";",
-                        NULL, NULL, msg);
+    return has;
+}
+
+/* A database made before the zones were kept: the column added and
+ * filled, the zones' table made and filled. */
+static int migrate(sqlite3 *db, char **msg) {
+    int rc = SQLITE_OK;
+    if (!exists(db, "SELECT 1 FROM pragma_table_info('events') WHERE name = 'zones'"))
+        rc = sqlite3_exec(db,
+                          "ALTER TABLE events ADD COLUMN zones TEXT;"
+                          "UPDATE events SET zones = " ZONES_OF("record") ";",
+                          NULL, NULL, msg);
+    if (rc == SQLITE_OK &&
+        !exists(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_zones'"))
+        rc = sqlite3_exec(db, ZONES_SCHEMA, NULL, NULL, msg);
+    return rc;
 }
 
 static void retain(osp_eventdb_t *db) {
@@ -396,24 +430,27 @@ static void real_or_null(osp_jw_t *w, sqlite3_stmt *st, int col, int digits) {
 int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
                       char *err, size_t errlen) {
     /* the SQL is made of these fixed pieces only; every value is bound */
-    char sql[512] = "SELECT id, camera, label, start_time, end_time, top_score, zones, record"
-                    " FROM events WHERE 1";
-    if (q->camera[0]) strcat(sql, " AND camera = ?1");
-    if (q->label[0]) strcat(sql, " AND label = ?2");
-    if (q->zone[0]) strcat(sql, " AND instr(zones, ?3) > 0");
-    if (q->has_after) strcat(sql, " AND start_time > ?4");
-    if (q->has_before) strcat(sql, " AND start_time < ?5");
-    strcat(sql, " ORDER BY start_time DESC, id DESC LIMIT ?6");
+    char sql[600] = "SELECT e.id, e.camera, e.label, e.start_time, e.end_time, e.top_score,"
+                    " e.zones, e.record FROM ";
+    /* by zone: that zone's objects, newest first, each looked up */
+    /* (CROSS JOIN: SQLite keeps that order, so a rare zone is not looked
+     * for among a camera's every object) */
+    strcat(sql, q->zone[0] ? "event_zones z CROSS JOIN events e ON e.id = z.id WHERE z.zone = ?3"
+                           : "events e WHERE 1");
+    if (q->camera[0]) strcat(sql, " AND e.camera = ?1");
+    if (q->label[0]) strcat(sql, " AND e.label = ?2");
+    if (q->has_after) strcat(sql, " AND e.start_time > ?4");
+    if (q->has_before) strcat(sql, " AND e.start_time < ?5");
+    strcat(sql, q->zone[0] ? " ORDER BY z.start_time DESC, z.id DESC LIMIT ?6"
+                           : " ORDER BY e.start_time DESC, e.id DESC LIMIT ?6");
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
         return -1;
     }
-    char quoted[sizeof q->zone + 2];
-    snprintf(quoted, sizeof quoted, "\"%s\"", q->zone); /* a whole name in the JSON array */
     if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
     if (q->label[0]) sqlite3_bind_text(st, 2, q->label, -1, SQLITE_STATIC);
-    if (q->zone[0]) sqlite3_bind_text(st, 3, quoted, -1, SQLITE_STATIC);
+    if (q->zone[0]) sqlite3_bind_text(st, 3, q->zone, -1, SQLITE_STATIC);
     if (q->has_after) sqlite3_bind_double(st, 4, q->after);
     if (q->has_before) sqlite3_bind_double(st, 5, q->before);
     int limit = q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;

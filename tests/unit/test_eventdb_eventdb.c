@@ -38,8 +38,7 @@ static void test_parameters_are_checked(void **state) {
         {"zone", "../x", "zone must be a name"},
         {"label", "", "label must be 1 to 63 bytes"},
         {"label", "a\nb", "label must be 1 to 63 bytes"},
-        {"label", "0123456789012345678901234567890123456789012345678901234567890123",
-         "label must be"},
+        {"label", "0123456789012345678901234567890123456789012345678901234567890123", "label must be"},
         {"after", "yesterday", "after must be a time"},
         {"after", "1e400", "after must be a time"},
         {"after", "nan", "after must be a time"},
@@ -63,8 +62,8 @@ static void test_event_ids(void **state) {
     (void)state;
     assert_true(osp_eventdb_id_ok("1764780000.123456-7"));
     assert_true(osp_eventdb_id_ok("5-1"));
-    const char *bad[] = {"", "-1", "1-", "1.2.3-4", "1-2-3", "../1-2", "1-2.jpg", "1 -2", "a-1",
-                         "1/-2", NULL};
+    const char *bad[] = {"",        "-1",   "1-",  "1.2.3-4", "1-2-3", "../1-2",
+                         "1-2.jpg", "1 -2", "a-1", "1/-2",    NULL};
     for (int i = 0; bad[i]; i++)
         if (osp_eventdb_id_ok(bad[i])) fail_msg("%s taken for an id", bad[i]);
     assert_false(osp_eventdb_id_ok(NULL));
