@@ -1,8 +1,10 @@
 """ospreyd's cameras over --http (docs/cameras.md, HTTP): /api/cameras and
 the cameras' series on /metrics (checked by promtool), the newest frame of
-a camera as a JPEG with its boxes and zones drawn, and every one of them
-behind the token. One ospreyd for the file: a camera played from vtest
-with a zones file, and one whose RTSP server is not there."""
+a camera as a JPEG with its boxes and zones drawn, the events from the
+SQLite database by filter (bad filters refused), an event's snapshot, and
+every one of them behind the token. One ospreyd for the file: a camera
+played from vtest with a zones file, and one whose RTSP server is not
+there."""
 import http.client
 import io
 import json
@@ -11,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -121,6 +124,7 @@ def camera(site, name):
 
 def test_api_cameras_says_each_cameras_state_and_counts(site):
     yard = site.wait_for(lambda: (lambda c: c if c and c["detected"] >= 10 and c["events"] >= 1
+                                  and c["fps"] > 0
                                   else None)(camera(site, "yard")),
                          "yard's frames detected and its events")
     assert yard["state"] == "up" and yard["model"] == "ssd-oidv4-int8", yard
@@ -204,7 +208,86 @@ def test_latest_jpg_is_the_newest_frame_with_its_boxes_and_zones(site):
     assert get(site.port, "/api/cameras/..%2F/latest.jpg")[0] == 404
 
 
-@pytest.mark.parametrize("path", ["/api/cameras", "/api/cameras/yard/latest.jpg", "/metrics"])
+def events(site, query=""):
+    status, body = get_json(site.port, "/api/events" + query)
+    assert status == 200, body
+    return body
+
+
+def test_api_events_reads_the_database_by_filter(site):
+    rows = site.wait_for(lambda: (lambda r: r if len({e["start_time"] for e in r}) >= 2 else None)(
+        events(site)), "events of objects that started apart in the database")
+    assert all(r["camera"] == "yard" and r["label"] == "Person" for r in rows), rows
+    starts = [r["start_time"] for r in rows]
+    assert starts == sorted(starts, reverse=True), "newest first"
+    for r in rows:
+        assert set(r) == {"id", "camera", "label", "start_time", "end_time", "top_score", "zones",
+                          "record"}, r
+        assert r["record"]["after"]["id"] == r["id"], r
+        assert r["zones"] == r["record"]["after"]["entered_zones"], r
+    # the same rows as a reader of the file sees them
+    db = sqlite3.connect(f"file:{site.tmp / 'events.db'}?mode=ro", uri=True)
+    known = {row[0] for row in db.execute("SELECT id FROM events")}
+    db.close()
+    assert {r["id"] for r in rows} <= known
+    assert len(events(site, "?limit=2")) == 2
+    assert events(site, "?camera=gone") == []
+    assert events(site, "?camera=yard&label=Car") == []
+    # a time between two objects' starts parts them (start times are shown to the microsecond)
+    mid = (rows[0]["start_time"] + rows[-1]["start_time"]) / 2
+    later, earlier = events(site, f"?after={mid}&limit=500"), events(site, f"?before={mid}&limit=500")
+    assert later and all(r["start_time"] > mid - 1e-6 for r in later), later
+    assert earlier and all(r["start_time"] < mid + 1e-6 for r in earlier), earlier
+    assert rows[-1]["id"] in {r["id"] for r in earlier} and rows[0]["id"] in {r["id"] for r in later}
+    assert events(site, f"?after={time.time() + 1000}") == []
+    # vtest's walkers cross the street zone's edge: some entered it, and only those match
+    site.wait_for(lambda: any("street" in r["zones"] for r in events(site)), "an entry into street")
+    inside = events(site, "?zone=street&limit=500")
+    assert inside and all("street" in r["zones"] for r in inside), inside
+
+
+@pytest.mark.parametrize("query, says", [
+    ("?limit=0", "limit must be a whole number from 1 to 500"),
+    ("?limit=501", "limit must be a whole number from 1 to 500"),
+    ("?limit=ten", "limit must be"),
+    ("?after=yesterday", "after must be a time"),
+    ("?before=1e999", "before must be a time"),
+    ("?camera=yard%27%3B%20DROP%20TABLE%20events%3B--", "camera must be a name"),
+    ("?zone=..%2Fx", "zone must be a name"),
+    ("?camera", "camera must be a name"),
+    ("?camrea=yard", 'unknown parameter "camrea"'),
+])
+def test_a_bad_filter_is_refused_with_the_reason(site, query, says):
+    status, _, body = get(site.port, "/api/events" + query)
+    assert status == 400, body
+    assert says in json.loads(body)["error"], body
+    assert isinstance(events(site), list)  # and the database is as it was
+
+
+def test_an_events_snapshot_is_served_from_the_snapshots_directory(site):
+    rows = site.wait_for(lambda: (lambda r: r if len(r) >= 2 else None)(events(site)), "two events")
+    with_file, without = rows[0]["id"], rows[1]["id"]
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(buf, "JPEG")
+    (site.snaps / f"{with_file}.jpg").write_bytes(buf.getvalue())
+    status, headers, body = get(site.port, f"/api/events/{with_file}/snapshot.jpg")
+    assert status == 200 and headers["Content-Type"] == "image/jpeg", body[:200]
+    assert body == buf.getvalue()
+    assert get(site.port, f"/api/events/{without}/snapshot.jpg")[0] == 404  # no file
+    # a file whose id is not in the database is not served
+    (site.snaps / "1.000000-999999.jpg").write_bytes(buf.getvalue())
+    assert get(site.port, "/api/events/1.000000-999999/snapshot.jpg")[0] == 404
+    # a link in the directory is not followed; names that are paths are no event's
+    (site.snaps / f"{without}.jpg").symlink_to("/etc/hostname")
+    assert get(site.port, f"/api/events/{without}/snapshot.jpg")[0] == 404
+    for path in ("/api/events/..%2F..%2Fetc%2Fhostname/snapshot.jpg", "/api/events/../snapshot.jpg",
+                 "/api/events/site/snapshot.jpg", "/api/events/token/snapshot.jpg"):
+        assert get(site.port, path)[0] == 404, path
+
+
+@pytest.mark.parametrize("path", ["/api/cameras", "/api/cameras/yard/latest.jpg", "/metrics",
+                                  "/api/events", "/api/events?camera=yard",
+                                  "/api/events/1.000000-1/snapshot.jpg"])
 def test_the_cameras_pages_need_the_token(site, path):
     status, headers, _ = get(site.port, path, headers={})
     assert status == 401 and headers.get("WWW-Authenticate", "").startswith("Bearer"), headers

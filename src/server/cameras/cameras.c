@@ -513,9 +513,10 @@ static void cameras_free(server_t *s, srv_cameras_t *cs) {
     free(cs);
 }
 
-/* The config file's cameras and events database. 0, or -1 with err. */
+/* The config file's cameras, events database and snapshots' directory
+ * (snaps: 1024 bytes). 0, or -1 with err. */
 static int read_config(const char *path, srv_camcfg_t **cfg, int *n, osp_eventdb_cfg_t *dbc,
-                       int *has_db, char *err, size_t errlen) {
+                       int *has_db, char *snaps, char *err, size_t errlen) {
     char *text = NULL;
     size_t len = 0;
     *cfg = NULL;
@@ -533,6 +534,7 @@ static int read_config(const char *path, srv_camcfg_t **cfg, int *n, osp_eventdb
     *has_db = rc ? 0
                  : srv_camcfg_events(root, dbc->path, sizeof dbc->path, &dbc->retain_days, &rows,
                                      err, errlen);
+    if (!rc && *has_db >= 0 && srv_camcfg_snapshots(root, snaps, 1024, err, errlen)) *has_db = -1;
     cJSON_Delete(root);
     dbc->retain_rows = rows;
     if (rc || *has_db < 0) {
@@ -553,7 +555,8 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
     srv_camcfg_t *cfg;
     osp_eventdb_cfg_t dbc;
     int n, has_db;
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, err, errlen)) return -1;
+    char snaps[1024];
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, snaps, err, errlen)) return -1;
     srv_cameras_t *cs = calloc(1, sizeof *cs);
     if (!cs) {
         free(cfg);
@@ -565,6 +568,7 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         free(cfg);
         return -1;
     }
+    srv_camboard_set_events(s->camboard, has_db ? dbc.path : NULL, snaps);
     for (int i = 0; i < n; i++) {
         if (!(cs->cams[i] = cam_new(s, &cfg[i], cs->db, err, errlen))) {
             free(cfg);
@@ -581,6 +585,7 @@ static void fe_quiesce(server_t *s) {
 }
 
 static void fe_stop(server_t *s) {
+    srv_camboard_set_events(s->camboard, NULL, NULL);
     cameras_free(s, s->cameras);
     s->cameras = NULL;
 }
@@ -594,9 +599,9 @@ static int fe_reload(server_t *s) {
     srv_camcfg_t *cfg;
     osp_eventdb_cfg_t dbc;
     int n, has_db;
-    char err[1400];
+    char err[1400], snaps[1024];
     if (!cs) return 0;
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, err, sizeof err)) {
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, snaps, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s; the cameras are left as they were", err);
         return 1;
     }

@@ -1,15 +1,20 @@
 /* The cameras' pages; see campages.h. */
 #include "server/http/campages.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "image/image.h"
 #include "server/core/camboard.h"
 
 #define LATEST_WAIT_MS 2000 /* a first look waits this long for a frame to be copied */
 #define LATEST_QUALITY 80   /* a frame to look at in a browser, refreshed every second or so */
+#define SNAPSHOT_MAX (16u << 20) /* a snapshot file larger than this is not served */
 
 /* Every camera on the board (SRV_CAMBOARD_MAX entries, malloc'd: the
  * caller frees), *n of them; NULL when out of memory. */
@@ -211,4 +216,96 @@ unsigned srv_page_camera_latest(server_t *s, const char *name, uint8_t **jpg, si
     case SRV_CAMBOARD_NO_FRAME: *why = "the camera has no frame yet; try again\n"; return 503;
     default: *why = "the frame could not be encoded\n"; return 500;
     }
+}
+
+/* ---- /api/events and the snapshots -------------------------------------------------- */
+
+void srv_page_error(osp_jw_t *w, const char *msg) {
+    osp_jw_reset(w);
+    osp_jw_obj_open(w);
+    osp_jw_key(w, "error");
+    osp_jw_str(w, msg);
+    osp_jw_obj_close(w);
+}
+
+unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, osp_jw_t *w) {
+    char path[1024], snaps[1024], err[512];
+    srv_camboard_events(s->camboard, path, sizeof path, snaps, sizeof snaps);
+    if (!path[0]) {
+        srv_page_error(w, "no events database: the config names none (\"events\": {\"db\": ...})");
+        return 404;
+    }
+    osp_eventdb_reader_t *r = osp_eventdb_reader_open(path, err, sizeof err);
+    int n = r ? osp_eventdb_query(r, q, w, err, sizeof err) : -1;
+    osp_eventdb_reader_close(r);
+    if (n < 0) {
+        srv_page_error(w, err);
+        return 500;
+    }
+    return 200;
+}
+
+/* The whole regular file at path (no link followed), at most SNAPSHOT_MAX
+ * bytes: 0, or -1 (absent, not a regular file, too big, unreadable). */
+static int read_snapshot(const char *path, uint8_t **out, size_t *len) {
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0) return -1;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+        (uint64_t)st.st_size > SNAPSHOT_MAX) {
+        close(fd);
+        return -1;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    uint8_t *buf = malloc(n);
+    while (buf && got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!buf || got != n) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+unsigned srv_page_event_snapshot(server_t *s, const char *id, uint8_t **jpg, size_t *len,
+                                 const char **why) {
+    char db[1024], snaps[1024], err[512], path[1200];
+    *jpg = NULL;
+    *len = 0;
+    /* the id is the file's name: only what event ids are made of (digits,
+     * '.', '-'), never a path a peer can steer */
+    if (!osp_eventdb_id_ok(id)) {
+        *why = "no such event\n";
+        return 404;
+    }
+    srv_camboard_events(s->camboard, db, sizeof db, snaps, sizeof snaps);
+    if (!db[0] || !snaps[0]) {
+        *why = "no snapshots: the config names no events database or snapshots directory\n";
+        return 404;
+    }
+    osp_eventdb_reader_t *r = osp_eventdb_reader_open(db, err, sizeof err);
+    int has = r ? osp_eventdb_has(r, id, err, sizeof err) : -1;
+    osp_eventdb_reader_close(r);
+    if (has < 0) {
+        *why = "the events database cannot be read\n";
+        return 500;
+    }
+    if (!has) {
+        *why = "no such event\n";
+        return 404;
+    }
+    snprintf(path, sizeof path, "%s/%s.jpg", snaps, id);
+    if (read_snapshot(path, jpg, len)) {
+        *why = "the event has no snapshot\n";
+        return 404;
+    }
+    *why = NULL;
+    return 200;
 }

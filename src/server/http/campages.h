@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "eventdb/eventdb.h"
 #include "server/core/srv.h"
 #include "wire/http.h"
 #include "wire/jsonw.h"
@@ -25,5 +26,17 @@ void srv_page_camera_metrics(server_t *s, osp_text_t *t);
  * status other than 200. */
 unsigned srv_page_camera_latest(server_t *s, const char *name, uint8_t **jpg, size_t *len,
                                 const char **why);
+
+/* /api/events for q: 200 with the rows (a JSON array, newest first), or
+ * 404 (no events database) or 500 with {"error": ...}, into w. */
+unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, osp_jw_t *w);
+/* {"error": msg} into w. */
+void srv_page_error(osp_jw_t *w, const char *msg);
+
+/* /api/events/ID/snapshot.jpg into *jpg (malloc'd, the caller's): 200,
+ * or 404 (an id not made as event ids are, not in the database, or
+ * without a snapshot) or 500, with *why. */
+unsigned srv_page_event_snapshot(server_t *s, const char *id, uint8_t **jpg, size_t *len,
+                                 const char **why);
 
 #endif
