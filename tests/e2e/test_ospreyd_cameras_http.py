@@ -285,6 +285,34 @@ def test_an_events_snapshot_is_served_from_the_snapshots_directory(site):
         assert get(site.port, path)[0] == 404, path
 
 
+def test_the_dashboard_shows_the_cameras_and_their_events_in_headless_chromium(site):
+    """The page, opened with the token in its fragment, shows the camera's
+    newest frames (fetched with the token), its frames/s, and the events
+    with an event's snapshot."""
+    node, chromium = shutil.which("node"), Path("/usr/bin/chromium")
+    browser = Path(__file__).resolve().parent / "browser"
+    assert node and chromium.exists() and (browser / "node_modules" / "playwright-core").exists(), \
+        "node, Debian's chromium and tests/e2e/browser/node_modules (scripts/bootstrap.sh) are needed"
+    rows = site.wait_for(lambda: (lambda r: r if r else None)(events(site, "?limit=20")), "an event")
+    event = rows[-1]["id"]
+    buf = io.BytesIO()
+    Image.new("RGB", (96, 72), (40, 160, 220)).save(buf, "JPEG")
+    (site.snaps / f"{event}.jpg").write_bytes(buf.getvalue())
+    shot = site.tmp / "dashboard-cameras.png"
+    r = subprocess.run([node, str(browser / "cameras.mjs"), f"http://127.0.0.1:{site.port}/#token={TOKEN}",
+                        str(shot), "yard", event, str(site.tmp / "chromium-profile")],
+                       capture_output=True, text=True, timeout=120, cwd=browser)
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}"
+    seen = json.loads(r.stdout.strip().splitlines()[-1])
+    assert seen["width"] == 768 and seen["frames"] >= 2 and seen["thumb"] == 96, seen
+    assert shot.stat().st_size > 20000
+    assert TOKEN not in site.log()
+    keep = BIN.parent / "e2e"
+    keep.mkdir(exist_ok=True)
+    shutil.copy(shot, keep / "dashboard-cameras.png")
+    print(f"dashboard screenshot: {shot} (and {keep / 'dashboard-cameras.png'})")
+
+
 @pytest.mark.parametrize("path", ["/api/cameras", "/api/cameras/yard/latest.jpg", "/metrics",
                                   "/api/events", "/api/events?camera=yard",
                                   "/api/events/1.000000-1/snapshot.jpg"])
