@@ -9,8 +9,9 @@
 
 #include "base/clock.h"
 
-#define RATE_S 2.0  /* the fps shown is measured over this long, at least */
-#define STALE_S 5.0 /* counts not published for this long: the camera shows 0 fps */
+#define RATE_S 2.0    /* the fps shown is measured over this long, at least... */
+#define STALE_S 5.0   /* counts not published for this long: the camera shows 0 fps... */
+#define RATE_FRAMES 3 /* ...and over this many frame intervals of its fps, at least */
 
 struct srv_cam_pub {
     int refs;    /* the board's one while listed, plus one per reader: under the board's mu */
@@ -147,7 +148,7 @@ void srv_camboard_counts(srv_cam_pub_t *p, const srv_cam_counts_t *c) {
     p->e.c = *c;
     p->published = now;
     double dt = (double)osp_timespec_diff_ms(&now, &p->rate_at) / 1000.0;
-    if (dt >= RATE_S) {
+    if (dt >= RATE_S && dt * p->e.fps_max >= RATE_FRAMES) {
         p->e.fps = (double)(c->detected - p->rate_detected) / dt;
         p->rate_detected = c->detected;
         p->rate_at = now;
@@ -201,7 +202,10 @@ int srv_camboard_read(srv_camboard_t *b, srv_camboard_entry_t *out, int max) {
         srv_cam_pub_t *p = b->cams[i];
         pthread_mutex_lock(&p->mu);
         out[n] = p->e;
-        if (osp_timespec_diff_ms(&now, &p->published) > (int64_t)(STALE_S * 1000)) out[n].fps = 0;
+        double stale = p->e.fps_max > 0 && RATE_FRAMES / p->e.fps_max > STALE_S
+                           ? RATE_FRAMES / p->e.fps_max
+                           : STALE_S;
+        if (osp_timespec_diff_ms(&now, &p->published) > (int64_t)(stale * 1000)) out[n].fps = 0;
         pthread_mutex_unlock(&p->mu);
         n++;
     }
