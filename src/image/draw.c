@@ -185,6 +185,37 @@ void osp_draw_rect(osp_image_t *img, int x1, int y1, int x2, int y2, int thickne
     fill(img, r - t, top, r, bot, px);
 }
 
+void osp_draw_line(osp_image_t *img, int x1, int y1, int x2, int y2, int thickness,
+                   const uint8_t rgb[3]) {
+    if (!image_ok(img) || !rgb) return;
+    int64_t t = thickness < 1 ? 1 : thickness, half = t / 2;
+    uint8_t px[3];
+    colour_bytes(img, rgb, px);
+    /* Bresenham, a t x t square at each step; the steps are bounded by the
+     * image (a segment is clipped to a box around it first) */
+    int64_t lim = (int64_t)img->width + img->height + 2 * t;
+    int64_t x = x1, y = y1, X = x2, Y = y2;
+    if ((x < -lim && X < -lim) || (y < -lim && Y < -lim) || (x > lim && X > lim) ||
+        (y > lim && Y > lim))
+        return;
+    int64_t dx = X > x ? X - x : x - X, dy = Y > y ? Y - y : y - Y;
+    if (dx > 4 * lim || dy > 4 * lim) return; /* far past the image: not worth drawing */
+    int64_t sx = x < X ? 1 : -1, sy = y < Y ? 1 : -1, e = dx - dy;
+    for (;;) {
+        fill(img, x - half, y - half, x - half + t, y - half + t, px);
+        if (x == X && y == Y) break;
+        int64_t e2 = 2 * e;
+        if (e2 > -dy) {
+            e -= dy;
+            x += sx;
+        }
+        if (e2 < dx) {
+            e += dx;
+            y += sy;
+        }
+    }
+}
+
 void osp_draw_label_size(const osp_image_t *img, const char *text, int *w, int *h) {
     int s = img && img->height > 0 ? font_scale(img) : 1;
     size_t n = text ? strlen(text) : 0;

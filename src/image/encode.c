@@ -48,8 +48,10 @@ static int write_file(const char *path, const void *data, size_t len, char *err,
     return OSP_IMG_OK;
 }
 
-static int save_jpeg(osp_decoder_t *dec, const osp_view_t *src, const char *path, char *err,
-                     size_t errlen) {
+int osp_image_encode_jpeg(osp_decoder_t *dec, const osp_view_t *src, int quality, uint8_t **out,
+                          size_t *len, char *err, size_t errlen) {
+    *out = NULL;
+    *len = 0;
     if (!dec->cj) {
         dec->cj = tjInitCompress();
         if (!dec->cj) {
@@ -62,13 +64,30 @@ static int save_jpeg(osp_decoder_t *dec, const osp_view_t *src, const char *path
     unsigned char *jpg = NULL;
     unsigned long jpg_len = 0;
     if (tjCompress2(dec->cj, src->data, src->width, src->stride, src->height, pf, &jpg, &jpg_len,
-                    samp, OSP_SNAPSHOT_JPEG_QUALITY, 0) != 0) {
+                    samp, quality, 0) != 0) {
         osp_image_seterr(err, errlen, "jpeg encode failed: %s", tjGetErrorStr2(dec->cj));
         tjFree(jpg);
         return OSP_IMG_EINVAL;
     }
-    int rc = write_file(path, jpg, jpg_len, err, errlen);
+    *out = malloc(jpg_len ? jpg_len : 1);
+    if (!*out) {
+        tjFree(jpg);
+        osp_image_seterr(err, errlen, "out of memory");
+        return OSP_IMG_ENOMEM;
+    }
+    memcpy(*out, jpg, jpg_len);
+    *len = jpg_len;
     tjFree(jpg);
+    return OSP_IMG_OK;
+}
+
+static int save_jpeg(osp_decoder_t *dec, const osp_view_t *src, const char *path, char *err,
+                     size_t errlen) {
+    uint8_t *jpg = NULL;
+    size_t jpg_len = 0;
+    int rc = osp_image_encode_jpeg(dec, src, OSP_SNAPSHOT_JPEG_QUALITY, &jpg, &jpg_len, err, errlen);
+    if (rc == OSP_IMG_OK) rc = write_file(path, jpg, jpg_len, err, errlen);
+    free(jpg);
     return rc;
 }
 

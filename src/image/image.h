@@ -119,6 +119,10 @@ int osp_image_decode_rows(osp_decoder_t *dec, const uint8_t *buf, size_t len,
 int osp_image_load(osp_decoder_t *dec, const char *path, osp_image_t *out, char *err, size_t errlen);
 
 /* Encoders for snapshots: JPEG (quality 1..100) or PNG by file extension. */
+/* src (RGB, BGR or GRAY) as a JPEG of quality 1-100 into *out (malloc'd,
+ * the caller's to free) and *len: OSP_IMG_OK, or an error with err. */
+int osp_image_encode_jpeg(osp_decoder_t *dec, const osp_view_t *src, int quality, uint8_t **out,
+                          size_t *len, char *err, size_t errlen);
 int osp_image_save(osp_decoder_t *dec, const osp_view_t *src, const char *path, char *err,
                    size_t errlen);
 
@@ -203,6 +207,10 @@ int osp_prep_stream_end(osp_prep_stream_t *st, osp_geom_t *geom, char *err, size
  * inclusive pixels; the outline grows inwards from them. (BGR images get
  * the colours swapped, GRAY ones their luminance.) */
 void osp_draw_rect(osp_image_t *img, int x1, int y1, int x2, int y2, int thickness,
+                   const uint8_t rgb[3]);
+/* A segment from x1,y1 to x2,y2 (thickness px, centred on it), clipped;
+ * a segment far outside the image draws nothing. */
+void osp_draw_line(osp_image_t *img, int x1, int y1, int x2, int y2, int thickness,
                    const uint8_t rgb[3]);
 /* x, y is the top-left corner of the label's background box (bg NULL: no
  * box, glyphs only). Glyphs (ASCII 32..126; others print as '?') are scaled

@@ -11,21 +11,69 @@
 
 /* ---- routes ---------------------------------------------------------------------- */
 
+/* Pages whose path has a name in it: prefix NAME suffix. */
+typedef struct {
+    const char *prefix, *suffix;
+    osp_http_route_t route;
+} named_t;
+
+static const named_t NAMED[] = {{"/api/cameras/", "/latest.jpg", OSP_HTTP_CAMERA_LATEST},
+                                {"/api/events/", "/snapshot.jpg", OSP_HTTP_EVENT_SNAPSHOT}};
+
+/* Whether path is n's page; its name into out. The name's characters are
+ * the ones camera names and event ids are made of, so a name is never a
+ * path of its own ('/', "..") nor anything a file name could misread. */
+static int named(const char *path, const named_t *n, char out[OSP_HTTP_NAME_MAX]) {
+    size_t pl = strlen(n->prefix), sl = strlen(n->suffix), len = strlen(path);
+    if (len <= pl + sl || strncmp(path, n->prefix, pl) != 0 || strcmp(path + len - sl, n->suffix) != 0)
+        return 0;
+    size_t nl = len - pl - sl;
+    if (nl >= OSP_HTTP_NAME_MAX) return 0;
+    int dots = 0;
+    for (size_t i = 0; i < nl; i++) {
+        char c = path[pl + i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return 0;
+        dots += c == '.';
+    }
+    if ((size_t)dots == nl) return 0; /* ".", "..": never a name */
+    memcpy(out, path + pl, nl);
+    out[nl] = '\0';
+    return 1;
+}
+
 osp_http_route_t osp_http_route(const char *method, const char *path) {
     static const struct {
         const char *path;
         osp_http_route_t route;
-    } pages[] = {{"/", OSP_HTTP_DASHBOARD},     {"/healthz", OSP_HTTP_HEALTHZ},
-                 {"/readyz", OSP_HTTP_READYZ},  {"/v1/models", OSP_HTTP_MODELS},
-                 {"/v1/stats", OSP_HTTP_STATS}, {"/metrics", OSP_HTTP_METRICS},
-                 {"/events", OSP_HTTP_EVENTS}};
+    } pages[] = {{"/", OSP_HTTP_DASHBOARD},
+                 {"/healthz", OSP_HTTP_HEALTHZ},
+                 {"/readyz", OSP_HTTP_READYZ},
+                 {"/v1/models", OSP_HTTP_MODELS},
+                 {"/v1/stats", OSP_HTTP_STATS},
+                 {"/metrics", OSP_HTTP_METRICS},
+                 {"/events", OSP_HTTP_EVENTS},
+                 {"/api/cameras", OSP_HTTP_CAMERAS},
+                 {"/api/events", OSP_HTTP_CAMERA_EVENTS}};
     if (!method || !path) return OSP_HTTP_NOT_FOUND;
-    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
-        if (strcmp(path, pages[i].path) != 0) continue;
-        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) return OSP_HTTP_BAD_METHOD;
-        return pages[i].route;
+    osp_http_route_t route = OSP_HTTP_NOT_FOUND;
+    char name[OSP_HTTP_NAME_MAX];
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
+        if (strcmp(path, pages[i].path) == 0) route = pages[i].route;
+    if (route == OSP_HTTP_NOT_FOUND) {
+        for (size_t i = 0; i < sizeof NAMED / sizeof NAMED[0]; i++)
+            if (named(path, &NAMED[i], name)) route = NAMED[i].route;
     }
-    return OSP_HTTP_NOT_FOUND;
+    if (route == OSP_HTTP_NOT_FOUND) return route;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) return OSP_HTTP_BAD_METHOD;
+    return route;
+}
+
+int osp_http_route_name(const char *path, char out[OSP_HTTP_NAME_MAX]) {
+    for (size_t i = 0; path && i < sizeof NAMED / sizeof NAMED[0]; i++)
+        if (named(path, &NAMED[i], out)) return 0;
+    return -1;
 }
 
 static int hex_value(char c) {

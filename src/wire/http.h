@@ -21,12 +21,24 @@ typedef enum {
     OSP_HTTP_MODELS, /* /v1/models */
     OSP_HTTP_STATS,  /* /v1/stats */
     OSP_HTTP_METRICS,
-    OSP_HTTP_EVENTS, /* server-sent events */
+    OSP_HTTP_EVENTS,         /* server-sent events */
+    OSP_HTTP_CAMERAS,        /* /api/cameras */
+    OSP_HTTP_CAMERA_LATEST,  /* /api/cameras/NAME/latest.jpg */
+    OSP_HTTP_CAMERA_EVENTS,  /* /api/events */
+    OSP_HTTP_EVENT_SNAPSHOT, /* /api/events/ID/snapshot.jpg */
 } osp_http_route_t;
 
 /* The page for method and path (the path without its query, as the HTTP
- * library hands it over). NULL for either is NOT_FOUND. */
+ * library hands it over). NULL for either is NOT_FOUND. A path with a
+ * name in it (NAME, ID above) names it with 1 to OSP_HTTP_NAME_MAX - 1
+ * letters, digits, '_', '-' or '.', and not only dots; any other is
+ * NOT_FOUND. */
 osp_http_route_t osp_http_route(const char *method, const char *path);
+
+#define OSP_HTTP_NAME_MAX 96
+/* The name in a path that osp_http_route found a named page for, into out
+ * (OSP_HTTP_NAME_MAX bytes): 0, or -1 for a path without one. */
+int osp_http_route_name(const char *path, char out[OSP_HTTP_NAME_MAX]);
 
 /* 1 when raw, a request target as the peer sent it (before any
  * unescaping), decodes to a NUL byte anywhere (%00 in its path or its

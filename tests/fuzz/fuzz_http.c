@@ -40,12 +40,23 @@ static void check_route(const uint8_t *data, size_t size) {
     size_t split = data[0] < size - 1 ? data[0] : size - 1;
     char *method = cstr(data + 1, split), *path = cstr(data + 1 + split, size - 1 - split);
     osp_http_route_t r = osp_http_route(method, path);
-    CHECK(r >= OSP_HTTP_NOT_FOUND && r <= OSP_HTTP_EVENTS);
-    static const char *const pages[] = {"/",         "/healthz", "/readyz", "/v1/models",
-                                        "/v1/stats", "/metrics", "/events"};
+    CHECK(r >= OSP_HTTP_NOT_FOUND && r <= OSP_HTTP_EVENT_SNAPSHOT);
+    static const char *const pages[] = {"/",          "/healthz",     "/readyz",
+                                        "/v1/models", "/v1/stats",    "/metrics",
+                                        "/events",    "/api/cameras", "/api/events"};
     int known = 0;
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
         known |= strcmp(path, pages[i]) == 0;
+    /* a page with a name in its path: the name is never a path of its own */
+    char name[OSP_HTTP_NAME_MAX];
+    if (osp_http_route_name(path, name) == 0) {
+        size_t n = strlen(name), dots = 0;
+        CHECK(n > 0 && n < OSP_HTTP_NAME_MAX && !strchr(name, '/'));
+        for (size_t i = 0; i < n; i++) dots += name[i] == '.';
+        CHECK(dots < n);
+        CHECK(strstr(path, name) != NULL);
+        known = 1;
+    }
     if (!known) CHECK(r == OSP_HTTP_NOT_FOUND);
     if (known && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         CHECK(r == OSP_HTTP_BAD_METHOD);

@@ -351,17 +351,31 @@ static void test_labels_abreast(void **state) {
     }
 }
 
+static void test_line(void **state) {
+    (void)state;
+    canvas_t c = canvas_new(20, 10, OSP_PIX_RGB);
+    osp_draw_line(&c.img, 2, 3, 12, 3, 1, RED); /* horizontal: 11 pixels */
+    assert_int_equal(count(&c, RED), 11);
+    assert_true(is(&c, 2, 3, RED) && is(&c, 12, 3, RED) && !is(&c, 13, 3, RED));
+    osp_draw_line(&c.img, 0, 0, 9, 9, 1, BLUE); /* a diagonal: one pixel a row */
+    for (int i = 0; i < 10; i++) assert_true(is(&c, i, i, BLUE));
+    /* past every edge, thick, and absurdly far: clipped, never outside */
+    osp_draw_line(&c.img, -50, -50, 70, 60, 5, WHITE);
+    osp_draw_line(&c.img, INT_MIN, 0, INT_MAX, 5, 3, WHITE);
+    osp_draw_line(&c.img, 5, INT_MIN, 5, INT_MAX, 3, WHITE);
+    osp_draw_line(&c.img, -1000, -1000, -900, -900, 3, WHITE);
+    canvas_check_guards(&c);
+    assert_true(count(&c, WHITE) > 0);
+    free(c.mem);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rect_inside),
-        cmocka_unit_test(test_rect_clipped),
-        cmocka_unit_test(test_label),
-        cmocka_unit_test(test_label_clipped),
-        cmocka_unit_test(test_font),
-        cmocka_unit_test(test_label_scale),
-        cmocka_unit_test(test_other_formats),
-        cmocka_unit_test(test_class_colours),
-        cmocka_unit_test(test_label_placement),
+        cmocka_unit_test(test_rect_inside),    cmocka_unit_test(test_line),
+        cmocka_unit_test(test_rect_clipped),   cmocka_unit_test(test_label),
+        cmocka_unit_test(test_label_clipped),  cmocka_unit_test(test_font),
+        cmocka_unit_test(test_label_scale),    cmocka_unit_test(test_other_formats),
+        cmocka_unit_test(test_class_colours),  cmocka_unit_test(test_label_placement),
         cmocka_unit_test(test_labels_abreast),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,6 +30,37 @@ static void test_routes(void **state) {
     assert_int_equal(osp_http_route("GET", NULL), OSP_HTTP_NOT_FOUND);
 }
 
+static void test_named_routes(void **state) {
+    (void)state;
+    char name[OSP_HTTP_NAME_MAX];
+    assert_int_equal(osp_http_route("GET", "/api/cameras"), OSP_HTTP_CAMERAS);
+    assert_int_equal(osp_http_route("GET", "/api/events"), OSP_HTTP_CAMERA_EVENTS);
+    assert_int_equal(osp_http_route("GET", "/api/cameras/door/latest.jpg"), OSP_HTTP_CAMERA_LATEST);
+    assert_int_equal(osp_http_route_name("/api/cameras/door/latest.jpg", name), 0);
+    assert_string_equal(name, "door");
+    assert_int_equal(osp_http_route("HEAD", "/api/events/1764780000.123456-7/snapshot.jpg"),
+                     OSP_HTTP_EVENT_SNAPSHOT);
+    assert_int_equal(osp_http_route_name("/api/events/1764780000.123456-7/snapshot.jpg", name), 0);
+    assert_string_equal(name, "1764780000.123456-7");
+    assert_int_equal(osp_http_route("POST", "/api/cameras/door/latest.jpg"), OSP_HTTP_BAD_METHOD);
+    /* names that are paths, or empty, or too long: no page */
+    const char *bad[] = {"/api/cameras//latest.jpg",       "/api/cameras/../latest.jpg",
+                         "/api/cameras/./latest.jpg",      "/api/cameras/a/b/latest.jpg",
+                         "/api/events/..%2f/snapshot.jpg", "/api/events/a b/snapshot.jpg",
+                         "/api/cameras/latest.jpg",        "/api/events/x/snapshot.png",
+                         "/api/cameras/door/latest.jpg/",  "/api/cameras/door"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(osp_http_route("GET", bad[i]), OSP_HTTP_NOT_FOUND);
+        assert_int_equal(osp_http_route_name(bad[i], name), -1);
+    }
+    char longest[200];
+    snprintf(longest, sizeof longest, "/api/cameras/%0*d/latest.jpg", OSP_HTTP_NAME_MAX - 1, 0);
+    assert_int_equal(osp_http_route("GET", longest), OSP_HTTP_CAMERA_LATEST);
+    snprintf(longest, sizeof longest, "/api/cameras/%0*d/latest.jpg", OSP_HTTP_NAME_MAX, 0);
+    assert_int_equal(osp_http_route("GET", longest), OSP_HTTP_NOT_FOUND);
+    assert_int_equal(osp_http_route_name(NULL, name), -1);
+}
+
 static void bind_ok(const char *spec, const char *host, unsigned port) {
     char h[64], err[200];
     unsigned p = 0;
@@ -153,10 +184,10 @@ static void test_quantile(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_routes),     cmocka_unit_test(test_bind),
-        cmocka_unit_test(test_target_nul), cmocka_unit_test(test_bearer),
-        cmocka_unit_test(test_labels),     cmocka_unit_test(test_text),
-        cmocka_unit_test(test_quantile),
+        cmocka_unit_test(test_routes), cmocka_unit_test(test_named_routes),
+        cmocka_unit_test(test_bind),   cmocka_unit_test(test_target_nul),
+        cmocka_unit_test(test_bearer), cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_text),   cmocka_unit_test(test_quantile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

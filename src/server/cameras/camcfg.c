@@ -220,10 +220,23 @@ int srv_camcfg_events(const cJSON *root, char *path, size_t path_cap, double *da
     }
     for (const cJSON *k = ev->child; k; k = k->next)
         if (strcmp(k->string, "db") && strcmp(k->string, "retainDays") &&
-            strcmp(k->string, "retainRows"))
+            strcmp(k->string, "retainRows") && strcmp(k->string, "snapshots"))
             osp_log(OSP_LOG_WARN, "ospreyd: \"events\": unknown key \"%.64s\" ignored", k->string);
     snprintf(path, path_cap, "%s", db->valuestring);
     if (d) *days = d->valuedouble;
     if (r) *rows = (long long)r->valuedouble;
     return 1;
+}
+
+int srv_camcfg_snapshots(const cJSON *root, char *out, size_t cap, char *err, size_t errlen) {
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "events");
+    const cJSON *dir = cJSON_IsObject(ev) ? cJSON_GetObjectItemCaseSensitive(ev, "snapshots") : NULL;
+    out[0] = '\0';
+    if (!dir || cJSON_IsNull(dir)) return 0;
+    if (!cJSON_IsString(dir) || !dir->valuestring[0] || strlen(dir->valuestring) >= cap) {
+        snprintf(err, errlen, "\"events\": \"snapshots\" must be the path of a directory");
+        return -1;
+    }
+    snprintf(out, cap, "%s", dir->valuestring);
+    return 0;
 }

@@ -33,6 +33,9 @@ int srv_camcfg_parse(const struct cJSON *root, srv_camcfg_t **out, int *n, char 
  * database, 0 when there is none, -1 with err. */
 int srv_camcfg_events(const struct cJSON *root, char *path, size_t path_cap, double *days,
                       long long *rows, char *err, size_t errlen);
+/* The config's "events": {"snapshots": DIR}: the directory of the events'
+ * best snapshots (DIR/ID.jpg), into out ("" when none). 0, or -1 with err. */
+int srv_camcfg_snapshots(const struct cJSON *root, char *out, size_t cap, char *err, size_t errlen);
 /* Whether the config file at path lists any camera (read, not checked). */
 int srv_camcfg_present(const char *path);
 

@@ -27,7 +27,8 @@
 #include "log/log.h"
 #include "model/model.h"
 #include "server/cameras/camcfg.h"
-#include "server/cameras/eventdb.h"
+#include "eventdb/eventdb.h"
+#include "server/core/camboard.h"
 #include "server/core/dispatch.h"
 #include "server/core/job.h"
 #include "server/core/ledger.h"
@@ -54,7 +55,7 @@ typedef struct {
 typedef struct cam {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
     server_t *s;
-    srv_eventdb_t *db; /* the cameras' events database, or NULL */
+    osp_eventdb_t *db; /* the cameras' events database, or NULL */
     srv_camcfg_t cfg;
     int idx; /* the model's slot */
     pthread_t t;
@@ -82,12 +83,16 @@ typedef struct cam {
     osp_jw_t line;
     /* counters, any thread */
     atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects;
+    /* what other threads see of it (core/camboard.h): published by its thread */
+    srv_cam_pub_t *pub;
+    double decode_ms; /* a file's read and decode, averaged; < 0: not measured (a live source) */
+    srv_cam_box_t boxes[SRV_CAMBOARD_BOXES];
 } cam_t;
 
 struct srv_cameras {
     cam_t *cams[SRV_CAM_MAX]; /* each the I/O thread's to make and free */
     int n;
-    srv_eventdb_t *db; /* "events": {"db": ...}, or NULL */
+    osp_eventdb_t *db; /* "events": {"db": ...}, or NULL */
 };
 
 /* ---- the transport: on the core's workers and the I/O thread ------------------ */
@@ -160,6 +165,9 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
     char text[600];
     osp_source_event_text(e, text, sizeof text);
     if (e->kind == OSP_SOURCE_RECONNECT) atomic_fetch_add(&c->reconnects, 1);
+    srv_camboard_state(c->pub, e->kind == OSP_SOURCE_DROP        ? SRV_CAM_RECONNECTING
+                               : e->kind == OSP_SOURCE_RECONNECT ? SRV_CAM_UP
+                                                                 : SRV_CAM_DOWN);
     osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN,
             "ospreyd: camera %s: %s", c->cfg.name, text);
 }
@@ -218,11 +226,40 @@ static void track_frame(cam_t *c, double t) {
             const osp_event_obj_t *a = &ev->after;
             char id[96];
             osp_events_id(a->start_time, a->id, id, sizeof id);
-            srv_eventdb_put(c->db, id, c->cfg.name,
+            osp_eventdb_put(c->db, id, c->cfg.name,
                             a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
                             a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
         }
     }
+}
+
+/* The camera's counts, and the frame just answered (served: its boxes),
+ * onto the board for other threads (core/camboard.h). */
+static void publish(cam_t *c, int served, double t) {
+    srv_cam_counts_t k = {.frames_in = atomic_load(&c->frames_in),
+                          .submitted = atomic_load(&c->submitted),
+                          .detected = atomic_load(&c->served),
+                          .shed = atomic_load(&c->shed),
+                          .failed = atomic_load(&c->failed),
+                          .events = atomic_load(&c->event_count),
+                          .reconnects = atomic_load(&c->reconnects),
+                          .decode_ms = c->decode_ms,
+                          .motion = -1};
+    for (int i = 0; i < osp_track_count(c->tracker); i++) {
+        osp_track_state_t st = osp_track_at(c->tracker, i)->state;
+        k.tracks_active += st == OSP_TRACK_CONFIRMED || st == OSP_TRACK_LOST;
+    }
+    srv_camboard_counts(c->pub, &k);
+    if (!served) return;
+    int n = 0;
+    for (int i = 0; i < c->n_dets && n < SRV_CAMBOARD_BOXES; i++) {
+        const cam_det_t *d = &c->dets[i];
+        if (!wanted(c, d->label)) continue;
+        c->boxes[n] = (srv_cam_box_t){d->box.x1, d->box.y1, d->box.x2, d->box.y2, d->score, ""};
+        snprintf(c->boxes[n++].label, sizeof c->boxes[0].label, "%s", d->label);
+    }
+    osp_view_t v = osp_image_view(&c->frame);
+    srv_camboard_frame(c->pub, &v, c->boxes, n, t);
 }
 
 /* Open the camera's source, again and again with backoff while it cannot
@@ -241,10 +278,12 @@ static int open_source(cam_t *c) {
             pthread_mutex_lock(&c->mu);
             c->src = src;
             pthread_mutex_unlock(&c->mu);
+            srv_camboard_state(c->pub, SRV_CAM_UP);
             osp_log(OSP_LOG_INFO, "ospreyd: camera %s: watching %s with model %d at %g frames/s",
                     c->cfg.name, osp_source_name(src), c->idx, c->cfg.fps);
             return 0;
         }
+        srv_camboard_state(c->pub, SRV_CAM_DOWN);
         double wait = osp_backoff_delay(OSP_BACKOFF_FIRST_S, OSP_BACKOFF_MAX_S, attempt + 1);
         osp_log(OSP_LOG_WARN, "ospreyd: camera %s: cannot open its source (%s); retrying in %.1f s",
                 c->cfg.name, why, wait);
@@ -265,6 +304,7 @@ static void *cam_main(void *arg) {
     int live = osp_source_live(c->src);
     if (live && osp_newest_start(c->src, &newest, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+        srv_camboard_state(c->pub, SRV_CAM_DOWN);
         atomic_store(&c->exited, 1); /* the stop waits for it */
         return NULL;
     }
@@ -277,10 +317,17 @@ static void *cam_main(void *arg) {
     double start_epoch = (double)epoch_ms() / 1000;
     double interval = 1.0 / c->cfg.fps, next = -1;
     int64_t replaced_seen = 0;
+    c->decode_ms = -1;
     while (!atomic_load(&c->stop)) {
         osp_frame_meta_t meta;
+        struct timespec read_at;
+        osp_now(&read_at);
         int rc = live ? osp_newest_read(newest, &c->frame, &meta, err, sizeof err)
                       : osp_source_read(c->src, &c->frame, &meta, err, sizeof err);
+        if (!live && rc == 1) { /* a live source decodes on its own thread: not measured here */
+            double ms = osp_ms_since(&read_at);
+            c->decode_ms = c->decode_ms < 0 ? ms : 0.9 * c->decode_ms + 0.1 * ms;
+        }
         if (rc != 1) {
             if (rc < 0 && !atomic_load(&c->stop))
                 osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
@@ -328,8 +375,11 @@ static void *cam_main(void *arg) {
         } else {
             atomic_fetch_add(&c->failed, 1);
         }
+        publish(c, out.fate == SRV_SERVED, t);
     }
     if (newest) osp_newest_stop(newest);
+    publish(c, 0, 0);
+    srv_camboard_state(c->pub, SRV_CAM_DOWN);
     atomic_store(&c->exited, 1);
     return NULL;
 }
@@ -381,6 +431,12 @@ static int cam_open(server_t *s, cam_t *c, char *err, size_t errlen) {
             return -1;
         }
     }
+    const osp_model_t *m = srv_loaded_model(srv_slot(s, c->idx));
+    if (!(c->pub = srv_camboard_add(s->camboard, c->cfg.name, m->cfg.name, c->cfg.fps,
+                                    c->zones ? osp_zones_cfg(c->zones) : NULL))) {
+        snprintf(err, errlen, "camera %s: out of memory", c->cfg.name);
+        return -1;
+    }
     char why[400];
     if (osp_track_new(NULL, &c->tracker, why, sizeof why) ||
         osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why)) {
@@ -424,6 +480,7 @@ static void cam_free(server_t *s, cam_t *c) {
                 (long long)c->served, (long long)c->shed, (long long)c->failed,
                 (long long)c->event_count, (long long)c->reconnects);
     }
+    srv_camboard_remove(s->camboard, c->pub);
     osp_source_close(c->src);
     osp_image_free(&c->frame);
     osp_track_free(c->tracker);
@@ -438,7 +495,7 @@ static void cam_free(server_t *s, cam_t *c) {
 }
 
 /* A camera for cfg, started; NULL with err. */
-static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, srv_eventdb_t *db, char *err,
+static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, osp_eventdb_t *db, char *err,
                       size_t errlen) {
     cam_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -458,13 +515,14 @@ static void cameras_free(server_t *s, srv_cameras_t *cs) {
     if (!cs) return;
     for (int i = 0; i < cs->n; i++) cam_signal_stop(cs->cams[i]); /* all at once */
     for (int i = 0; i < cs->n; i++) cam_free(s, cs->cams[i]);
-    srv_eventdb_close(cs->db); /* after the cameras: their last records are in */
+    osp_eventdb_close(cs->db); /* after the cameras: their last records are in */
     free(cs);
 }
 
-/* The config file's cameras and events database. 0, or -1 with err. */
-static int read_config(const char *path, srv_camcfg_t **cfg, int *n, srv_eventdb_cfg_t *dbc,
-                       int *has_db, char *err, size_t errlen) {
+/* The config file's cameras, events database and snapshots' directory
+ * (snaps: 1024 bytes). 0, or -1 with err. */
+static int read_config(const char *path, srv_camcfg_t **cfg, int *n, osp_eventdb_cfg_t *dbc,
+                       int *has_db, char *snaps, char *err, size_t errlen) {
     char *text = NULL;
     size_t len = 0;
     *cfg = NULL;
@@ -482,6 +540,7 @@ static int read_config(const char *path, srv_camcfg_t **cfg, int *n, srv_eventdb
     *has_db = rc ? 0
                  : srv_camcfg_events(root, dbc->path, sizeof dbc->path, &dbc->retain_days, &rows,
                                      err, errlen);
+    if (!rc && *has_db >= 0 && srv_camcfg_snapshots(root, snaps, 1024, err, errlen)) *has_db = -1;
     cJSON_Delete(root);
     dbc->retain_rows = rows;
     if (rc || *has_db < 0) {
@@ -500,9 +559,10 @@ static int fe_wanted(const osp_server_opts_t *o) {
 
 static int fe_start(server_t *s, char *err, size_t errlen) {
     srv_camcfg_t *cfg;
-    srv_eventdb_cfg_t dbc;
+    osp_eventdb_cfg_t dbc;
     int n, has_db;
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, err, errlen)) return -1;
+    char snaps[1024];
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, snaps, err, errlen)) return -1;
     srv_cameras_t *cs = calloc(1, sizeof *cs);
     if (!cs) {
         free(cfg);
@@ -510,10 +570,11 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         return -1;
     }
     s->cameras = cs;
-    if (has_db && !(cs->db = srv_eventdb_open(&dbc, err, errlen))) {
+    if (has_db && !(cs->db = osp_eventdb_open(&dbc, err, errlen))) {
         free(cfg);
         return -1;
     }
+    srv_camboard_set_events(s->camboard, has_db ? dbc.path : NULL, snaps);
     for (int i = 0; i < n; i++) {
         if (!(cs->cams[i] = cam_new(s, &cfg[i], cs->db, err, errlen))) {
             free(cfg);
@@ -530,6 +591,7 @@ static void fe_quiesce(server_t *s) {
 }
 
 static void fe_stop(server_t *s) {
+    srv_camboard_set_events(s->camboard, NULL, NULL);
     cameras_free(s, s->cameras);
     s->cameras = NULL;
 }
@@ -541,11 +603,11 @@ static void fe_stop(server_t *s) {
 static int fe_reload(server_t *s) {
     srv_cameras_t *cs = s->cameras;
     srv_camcfg_t *cfg;
-    srv_eventdb_cfg_t dbc;
+    osp_eventdb_cfg_t dbc;
     int n, has_db;
-    char err[1400];
+    char err[1400], snaps[1024];
     if (!cs) return 0;
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, err, sizeof err)) {
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, snaps, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s; the cameras are left as they were", err);
         return 1;
     }

@@ -12,6 +12,7 @@
 #include "sched/sched.h"
 #include "sched/window.h"
 #include "server/core/board.h"
+#include "server/core/camboard.h"
 #include "server/core/dispatch.h"
 #include "server/core/exec.h"
 #include "server/core/job.h"
@@ -40,13 +41,14 @@ server_t *srv_core_new(const osp_server_opts_t *opts) {
     s->stats = srv_stats_new();
     s->ledger = srv_ledger_new();
     s->board = srv_board_new();
+    s->camboard = srv_camboard_new();
     s->watchdog = srv_watchdog_new();
     s->cache = osp_cache_new(256, 256, (size_t)1 << 30);
     s->bufs = osp_bufpool_new(BUF_KEEP);
     s->ctxs = osp_ctxpool_new();
     s->roots = osp_paths_new();
     if (!s->roots || !s->slots || !s->jobs || !s->loads || !s->stats || !s->ledger || !s->board ||
-        !s->watchdog || !s->cache || !s->bufs || !s->ctxs) {
+        !s->camboard || !s->watchdog || !s->cache || !s->bufs || !s->ctxs) {
         osp_log(OSP_LOG_ERROR, "ospreyd: out of memory");
         srv_core_free(s);
         return NULL;
@@ -96,6 +98,7 @@ void srv_core_free(server_t *s) {
     srv_stats_free(s->stats);
     srv_ledger_free(s->ledger);
     srv_board_free(s->board);
+    srv_camboard_free(s->camboard);
     srv_loop_free(s->loop);
     osp_paths_free(s->roots);
     free(s);

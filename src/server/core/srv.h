@@ -32,6 +32,7 @@ typedef struct srv_shm srv_shm_t;           /* shm.h */
 typedef struct srv_streams srv_streams_t;   /* streams.h */
 typedef struct srv_auth srv_auth_t;         /* auth.h */
 typedef struct srv_board srv_board_t;       /* board.h */
+typedef struct srv_camboard srv_camboard_t; /* camboard.h */
 typedef struct srv_http srv_http_t;         /* http.h */
 typedef struct srv_zmq srv_zmq_t;           /* zmq.h */
 typedef struct srv_watchdog srv_watchdog_t; /* watchdog.h */
@@ -81,6 +82,7 @@ struct server {
     srv_shm_t *shm;
     srv_streams_t *streams;
     srv_board_t *board;        /* model states for other threads (board.h) */
+    srv_camboard_t *camboard;  /* camera states and frames for other threads (camboard.h) */
     srv_http_t *http;          /* the HTTP door, or NULL (http.h) */
     srv_zmq_t *zmq;            /* Frigate's detector protocol (--zmq), or NULL */
     srv_watchdog_t *watchdog;  /* the bound on each run (watchdog.h) */

@@ -34,6 +34,7 @@
 
 #include "base/clock.h"
 #include "server/core/auth.h"
+#include "server/http/campages.h"
 #include "server/http/dashboard.h"
 #include "server/core/job.h"
 #include "server/core/loop.h"
@@ -356,6 +357,66 @@ static enum MHD_Result page_events(srv_http_t *h, struct MHD_Connection *c) {
     return rc;
 }
 
+/* ---- the cameras' frames and events ---------------------------------------------- */
+
+static enum MHD_Result answer_jpeg(struct MHD_Connection *c, const uint8_t *jpg, size_t len) {
+    return answer(c, 200, "image/jpeg", jpg, len);
+}
+
+static enum MHD_Result page_camera_latest(srv_http_t *h, struct MHD_Connection *c, const char *url) {
+    char name[OSP_HTTP_NAME_MAX];
+    if (osp_http_route_name(url, name)) return answer_text(c, 404, "not found\n");
+    uint8_t *jpg = NULL;
+    size_t len = 0;
+    const char *why = NULL;
+    unsigned status = srv_page_camera_latest(h->s, name, &jpg, &len, &why);
+    enum MHD_Result rc = status == 200 ? answer_jpeg(c, jpg, len) : answer_text(c, status, why);
+    free(jpg);
+    return rc;
+}
+
+/* Each query parameter of /api/events into the query; the first bad one
+ * stops the walk and says why. */
+typedef struct {
+    osp_eventdb_query_t q;
+    char err[300];
+    int bad;
+} events_args_t;
+
+static enum MHD_Result on_events_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value) {
+    events_args_t *a = cls;
+    (void)kind;
+    if (osp_eventdb_query_set(&a->q, key, value, a->err, sizeof a->err)) {
+        a->bad = 1;
+        return MHD_NO;
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result page_camera_events(srv_http_t *h, struct MHD_Connection *c, osp_jw_t *w) {
+    events_args_t a = {.bad = 0};
+    osp_eventdb_query_init(&a.q);
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_events_arg, &a);
+    if (a.bad) {
+        srv_page_error(w, a.err);
+        return answer_json(c, 400, w);
+    }
+    return answer_json(c, srv_page_camera_events(h->s, &a.q, w), w);
+}
+
+static enum MHD_Result page_event_snapshot(srv_http_t *h, struct MHD_Connection *c, const char *url) {
+    char id[OSP_HTTP_NAME_MAX];
+    if (osp_http_route_name(url, id)) return answer_text(c, 404, "not found\n");
+    uint8_t *jpg = NULL;
+    size_t len = 0;
+    const char *why = NULL;
+    unsigned status = srv_page_event_snapshot(h->s, id, &jpg, &len, &why);
+    enum MHD_Result rc = status == 200 ? answer_jpeg(c, jpg, len) : answer_text(c, status, why);
+    free(jpg);
+    return rc;
+}
+
 /* ---- routing ------------------------------------------------------------------------- */
 
 static const char UNAUTHORIZED[] =
@@ -426,10 +487,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rc = answer(c, 200, "text/html; charset=utf-8", srv_dashboard_html, srv_dashboard_html_len);
         break;
     case OSP_HTTP_EVENTS: rc = page_events(h, c); break;
+    case OSP_HTTP_CAMERAS:
+        srv_page_cameras(h->s, &jw);
+        rc = answer_json(c, 200, &jw);
+        break;
+    case OSP_HTTP_CAMERA_LATEST: rc = page_camera_latest(h, c, url); break;
+    case OSP_HTTP_CAMERA_EVENTS: rc = page_camera_events(h, c, &jw); break;
+    case OSP_HTTP_EVENT_SNAPSHOT: rc = page_event_snapshot(h, c, url); break;
     case OSP_HTTP_BAD_METHOD: rc = answer_text(c, 405, "only GET and HEAD\n"); break;
     default:
         rc = answer_text(c, 404,
-                         "not found: try /, /healthz, /readyz, /v1/models, /v1/stats, /metrics\n");
+                         "not found: try /, /healthz, /readyz, /v1/models, /v1/stats, /metrics, /api/cameras, "
+                         "/api/events\n");
     }
     osp_jw_free(&jw);
     return rc;

@@ -8,6 +8,7 @@
 
 #include "base/clock.h"
 #include "server/core/ledger.h"
+#include "server/http/campages.h"
 
 static const char *const OUTCOME[SRV_OUT_COUNT] = {"served", "shed", "expired", "error"};
 static const char *const STAGE[SRV_STAGE_COUNT] = {"queue", "preprocess", "predict", "total"};
@@ -157,6 +158,7 @@ void srv_page_metrics(server_t *s, osp_text_t *t) {
             osp_prom_sample(t, "osprey_jobs_total", lb, (double)srv_stat_get(s, jobs[i].which));
         }
     }
+    srv_page_camera_metrics(s, t);
     osp_prom_family(t, "osprey_http_header_timeouts_total", "counter",
                     "HTTP connections closed because a request's header was not complete within "
                     "10 s (slow or stalled clients).");

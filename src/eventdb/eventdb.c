@@ -1,0 +1,512 @@
+/* The cameras' events in SQLite; see eventdb.h. */
+#include "eventdb/eventdb.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "log/log.h"
+
+#define RETAIN_EVERY 256 /* records between two retention passes */
+
+typedef struct rec {
+    struct rec *next;
+    char id[96], camera[64], label[64];
+    double start_time, end_time, top_score;
+    size_t len;
+    char json[]; /* len bytes and a NUL */
+} rec_t;
+
+struct osp_eventdb {
+    osp_eventdb_cfg_t cfg;
+    sqlite3 *db;
+    sqlite3_stmt *upsert;
+    pthread_t t;
+    pthread_mutex_t mu; /* guards the queue, stop and the counts */
+    pthread_cond_t cv;
+    rec_t *head, *tail;
+    int queued, stop;
+    osp_eventdb_counts_t counts;
+};
+
+static const char SCHEMA[] = "PRAGMA journal_mode=WAL;"
+                             "PRAGMA synchronous=NORMAL;"
+                             "CREATE TABLE IF NOT EXISTS events ("
+                             " id TEXT PRIMARY KEY, camera TEXT NOT NULL, label TEXT NOT NULL,"
+                             " start_time REAL NOT NULL, end_time REAL, top_score REAL NOT NULL,"
+                             " record TEXT NOT NULL, zones TEXT);"
+                             "CREATE INDEX IF NOT EXISTS events_camera ON events(camera, start_time);"
+                             "CREATE INDEX IF NOT EXISTS events_label ON events(label, start_time);"
+                             "CREATE INDEX IF NOT EXISTS events_start ON events(start_time);";
+
+/* zones: the zones the object entered (its record's after.entered_zones,
+ * a JSON array of names), kept beside the record; and each of them a row
+ * of event_zones, kept by triggers, so that a query by zone walks that
+ * zone's objects newest first: a zone one object in a thousand entered
+ * took 150 ms to find by scanning 100 000 rows (bench/bench_eventdb.c), a
+ * few ms by its index. */
+#define ZONES_OF(rec) \
+    "CASE WHEN json_valid(" rec ") THEN json_extract(" rec ", '$.after.entered_zones') END"
+
+static const char UPSERT[] =
+    "INSERT INTO events(id, camera, label, start_time, end_time, top_score, record, zones)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, " ZONES_OF(
+        "?7") ")"
+              " ON CONFLICT(id) DO UPDATE SET label = excluded.label, end_time = excluded.end_time,"
+              " top_score = excluded.top_score, record = excluded.record, zones = excluded.zones";
+
+/* A database made before the zones column: the column added and filled. */
+/* A trigger's body: the row's zones not yet in event_zones, added. (Not
+ * INSERT OR IGNORE: inside a trigger the upsert's own conflict policy
+ * overrides it, and a zone already there failed the whole update.) */
+#define ADD_ZONES                                                                     \
+    "INSERT INTO event_zones(id, zone, start_time)"                                   \
+    " SELECT DISTINCT new.id, j.value, new.start_time FROM json_each(new.zones) AS j" \
+    " WHERE j.type = 'text' AND NOT EXISTS (SELECT 1 FROM event_zones"                \
+    " WHERE event_zones.id = new.id AND event_zones.zone = j.value);"
+
+static const char ZONES_SCHEMA[] =
+    "CREATE TABLE event_zones (id TEXT NOT NULL, zone TEXT NOT NULL, start_time REAL NOT NULL,"
+    " PRIMARY KEY(id, zone)) WITHOUT ROWID;"
+    "CREATE INDEX event_zones_zone ON event_zones(zone, start_time);"
+    "CREATE TRIGGER events_zones_in AFTER INSERT ON events BEGIN " ADD_ZONES " END;"
+    "CREATE TRIGGER events_zones_more AFTER UPDATE OF zones ON events BEGIN " ADD_ZONES " END;"
+    "CREATE TRIGGER events_zones_gone AFTER DELETE ON events BEGIN"
+    " DELETE FROM event_zones WHERE id = old.id; END;"
+    "INSERT OR IGNORE INTO event_zones(id, zone, start_time)"
+    " SELECT events.id, j.value, events.start_time FROM events, json_each(events.zones) AS j"
+    " WHERE j.type = 'text';";
+
+static int exists(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    int has = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK)
+        has = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return has;
+}
+
+/* A database made before the zones were kept: the column added and
+ * filled, the zones' table made and filled. */
+static int migrate(sqlite3 *db, char **msg) {
+    int rc = SQLITE_OK;
+    if (!exists(db, "SELECT 1 FROM pragma_table_info('events') WHERE name = 'zones'"))
+        rc = sqlite3_exec(db,
+                          "ALTER TABLE events ADD COLUMN zones TEXT;"
+                          "UPDATE events SET zones = " ZONES_OF("record") ";",
+                          NULL, NULL, msg);
+    if (rc == SQLITE_OK &&
+        !exists(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event_zones'"))
+        rc = sqlite3_exec(db, ZONES_SCHEMA, NULL, NULL, msg);
+    return rc;
+}
+
+static void retain(osp_eventdb_t *db) {
+    char sql[256];
+    if (db->cfg.retain_days > 0) {
+        snprintf(sql, sizeof sql, "DELETE FROM events WHERE start_time < %.3f",
+                 (double)time(NULL) - db->cfg.retain_days * 86400.0);
+        sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+    }
+    if (db->cfg.retain_rows > 0) {
+        snprintf(sql, sizeof sql,
+                 "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events ORDER BY start_time "
+                 "DESC, rowid DESC LIMIT -1 OFFSET %lld)",
+                 (long long)db->cfg.retain_rows);
+        sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+    }
+}
+
+/* Write a batch in one transaction: a row per record, made or updated. */
+static void write_batch(osp_eventdb_t *db, rec_t *r, int64_t *since_retain) {
+    int64_t ok = 0, failed = 0;
+    sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL);
+    for (; r; r = r->next) {
+        sqlite3_stmt *st = db->upsert;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, r->camera, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->label, -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 4, r->start_time);
+        if (r->end_time >= 0)
+            sqlite3_bind_double(st, 5, r->end_time);
+        else
+            sqlite3_bind_null(st, 5);
+        sqlite3_bind_double(st, 6, r->top_score);
+        sqlite3_bind_text(st, 7, r->json, (int)r->len, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_DONE)
+            ok++;
+        else
+            failed++;
+    }
+    if (sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: events database %s: %s", db->cfg.path,
+                sqlite3_errmsg(db->db));
+        sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+        failed += ok;
+        ok = 0;
+    }
+    *since_retain += ok;
+    if (*since_retain >= RETAIN_EVERY) {
+        retain(db);
+        *since_retain = 0;
+    }
+    pthread_mutex_lock(&db->mu);
+    db->counts.written += ok;
+    db->counts.failed += failed;
+    pthread_mutex_unlock(&db->mu);
+}
+
+static void *writer_main(void *arg) {
+    osp_eventdb_t *db = arg;
+    (void)pthread_setname_np(pthread_self(), "osp-eventdb");
+    int64_t since_retain = 0;
+    for (;;) {
+        pthread_mutex_lock(&db->mu);
+        while (!db->head && !db->stop) pthread_cond_wait(&db->cv, &db->mu);
+        rec_t *batch = db->head;
+        int stop = db->stop;
+        db->head = db->tail = NULL;
+        db->queued = 0;
+        pthread_mutex_unlock(&db->mu);
+        if (batch) write_batch(db, batch, &since_retain);
+        while (batch) {
+            rec_t *n = batch->next;
+            free(batch);
+            batch = n;
+        }
+        if (stop) break;
+    }
+    retain(db);
+    return NULL;
+}
+
+osp_eventdb_t *osp_eventdb_open(const osp_eventdb_cfg_t *cfg, char *err, size_t errlen) {
+    osp_eventdb_t *db = calloc(1, sizeof *db);
+    if (!db) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    db->cfg = *cfg;
+    char *msg = NULL;
+    if (sqlite3_open_v2(cfg->path, &db->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+            SQLITE_OK ||
+        sqlite3_exec(db->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK ||
+        migrate(db->db, &msg) != SQLITE_OK ||
+        sqlite3_prepare_v2(db->db, UPSERT, -1, &db->upsert, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "events database %s: %s", cfg->path,
+                 msg      ? msg
+                 : db->db ? sqlite3_errmsg(db->db)
+                          : "out of memory");
+        sqlite3_free(msg);
+        sqlite3_finalize(db->upsert);
+        sqlite3_close(db->db);
+        free(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db->db, 5000); /* a reader's checkpoint, not a writer's wait */
+    retain(db);                         /* what an earlier run left past the bounds */
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_cond_init(&db->cv, NULL);
+    if (pthread_create(&db->t, NULL, writer_main, db)) {
+        snprintf(err, errlen, "events database: cannot start its writer");
+        pthread_mutex_destroy(&db->mu);
+        pthread_cond_destroy(&db->cv);
+        sqlite3_finalize(db->upsert);
+        sqlite3_close(db->db);
+        free(db);
+        return NULL;
+    }
+    return db;
+}
+
+void osp_eventdb_put(osp_eventdb_t *db, const char *id, const char *camera, const char *label,
+                     double start_time, double end_time, double top_score, const char *json,
+                     size_t len) {
+    rec_t *r = malloc(sizeof *r + len + 1);
+    if (r) {
+        r->next = NULL;
+        snprintf(r->id, sizeof r->id, "%s", id);
+        snprintf(r->camera, sizeof r->camera, "%s", camera);
+        snprintf(r->label, sizeof r->label, "%s", label);
+        r->start_time = start_time;
+        r->end_time = end_time;
+        r->top_score = top_score;
+        r->len = len;
+        memcpy(r->json, json, len);
+        r->json[len] = '\0';
+    }
+    pthread_mutex_lock(&db->mu);
+    if (!r || db->queued >= OSP_EVENTDB_QUEUE || db->stop) {
+        db->counts.dropped++;
+        pthread_mutex_unlock(&db->mu);
+        free(r);
+        return;
+    }
+    if (db->tail)
+        db->tail->next = r;
+    else
+        db->head = r;
+    db->tail = r;
+    db->queued++;
+    pthread_cond_signal(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+}
+
+void osp_eventdb_counts(osp_eventdb_t *db, osp_eventdb_counts_t *out) {
+    pthread_mutex_lock(&db->mu);
+    *out = db->counts;
+    pthread_mutex_unlock(&db->mu);
+}
+
+void osp_eventdb_close(osp_eventdb_t *db) {
+    if (!db) return;
+    pthread_mutex_lock(&db->mu);
+    db->stop = 1;
+    pthread_cond_signal(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+    pthread_join(db->t, NULL);
+    osp_log(OSP_LOG_INFO,
+            "ospreyd: events database %s: %lld record(s) written, %lld dropped, %lld failed",
+            db->cfg.path, (long long)db->counts.written, (long long)db->counts.dropped,
+            (long long)db->counts.failed);
+    sqlite3_finalize(db->upsert);
+    sqlite3_close(db->db);
+    pthread_mutex_destroy(&db->mu);
+    pthread_cond_destroy(&db->cv);
+    free(db);
+}
+
+/* ---- readers ------------------------------------------------------------------------ */
+
+struct osp_eventdb_reader {
+    sqlite3 *db;
+};
+
+void osp_eventdb_query_init(osp_eventdb_query_t *q) {
+    memset(q, 0, sizeof *q);
+    q->limit = OSP_EVENTDB_LIMIT;
+}
+
+/* 1-63 letters, digits, '_' or '-': a camera's or a zone's name. */
+static int name_ok(const char *v) {
+    size_t n = strlen(v);
+    if (n == 0 || n > 63) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)v[i]) && v[i] != '_' && v[i] != '-') return 0;
+    return 1;
+}
+
+static int time_of(const char *v, double *out) {
+    char *end = NULL;
+    if (!*v || strlen(v) > 32 || isspace((unsigned char)*v)) return -1;
+    double d = strtod(v, &end);
+    if (*end || !isfinite(d) || d < 0 || d > 1e11) return -1;
+    *out = d;
+    return 0;
+}
+
+int osp_eventdb_query_set(osp_eventdb_query_t *q, const char *key, const char *value, char *err,
+                          size_t errlen) {
+    const char *v = value ? value : "";
+    if (strcmp(key, "camera") == 0 || strcmp(key, "zone") == 0) {
+        if (!name_ok(v)) {
+            snprintf(err, errlen, "%s must be a name of 1 to 63 letters, digits, '_' or '-'", key);
+            return -1;
+        }
+        snprintf(key[0] == 'c' ? q->camera : q->zone, sizeof q->camera, "%s", v);
+        return 0;
+    }
+    if (strcmp(key, "label") == 0) {
+        size_t n = strlen(v);
+        int ok = n > 0 && n < sizeof q->label;
+        for (size_t i = 0; ok && i < n; i++) ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+        if (!ok) {
+            snprintf(err, errlen, "label must be 1 to 63 bytes of text");
+            return -1;
+        }
+        snprintf(q->label, sizeof q->label, "%s", v);
+        return 0;
+    }
+    if (strcmp(key, "after") == 0 || strcmp(key, "before") == 0) {
+        double d;
+        if (time_of(v, &d)) {
+            snprintf(err, errlen,
+                     "%s must be a time in seconds since 1970 (a number from 0 to 1e11)", key);
+            return -1;
+        }
+        if (key[0] == 'a') {
+            q->after = d;
+            q->has_after = 1;
+        } else {
+            q->before = d;
+            q->has_before = 1;
+        }
+        return 0;
+    }
+    if (strcmp(key, "limit") == 0) {
+        size_t n = strlen(v);
+        long lim = 0;
+        int ok = n > 0 && n <= 4;
+        for (size_t i = 0; ok && i < n; i++) ok = isdigit((unsigned char)v[i]);
+        if (ok) lim = strtol(v, NULL, 10);
+        if (!ok || lim < 1 || lim > OSP_EVENTDB_LIMIT_MAX) {
+            snprintf(err, errlen, "limit must be a whole number from 1 to %d", OSP_EVENTDB_LIMIT_MAX);
+            return -1;
+        }
+        q->limit = (int)lim;
+        return 0;
+    }
+    snprintf(err, errlen,
+             "unknown parameter \"%.32s\": the parameters are camera, label, zone, after, before "
+             "and limit",
+             key);
+    return -1;
+}
+
+int osp_eventdb_id_ok(const char *id) {
+    /* osp_events_id: "%.6f-%llu" */
+    size_t n = id ? strlen(id) : 0;
+    int dots = 0, dashes = 0;
+    if (n == 0 || n >= OSP_EVENTDB_ID_MAX || !isdigit((unsigned char)id[0]) ||
+        !isdigit((unsigned char)id[n - 1]))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (id[i] == '.' && !dashes)
+            dots++;
+        else if (id[i] == '-')
+            dashes++;
+        else if (!isdigit((unsigned char)id[i]))
+            return 0;
+    }
+    return dots <= 1 && dashes == 1;
+}
+
+osp_eventdb_reader_t *osp_eventdb_reader_open(const char *path, char *err, size_t errlen) {
+    osp_eventdb_reader_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be opened: %s",
+                 r->db ? sqlite3_errmsg(r->db) : "out of memory");
+        sqlite3_close(r->db);
+        free(r);
+        return NULL;
+    }
+    /* the writer's checkpoint may hold the WAL's index for a moment */
+    sqlite3_busy_timeout(r->db, 1000);
+    return r;
+}
+
+void osp_eventdb_reader_close(osp_eventdb_reader_t *r) {
+    if (!r) return;
+    sqlite3_close(r->db);
+    free(r);
+}
+
+static void text_or_null(osp_jw_t *w, sqlite3_stmt *st, int col) {
+    const unsigned char *t = sqlite3_column_text(st, col);
+    if (t)
+        osp_jw_strn(w, (const char *)t, (size_t)sqlite3_column_bytes(st, col));
+    else
+        osp_jw_null(w);
+}
+
+static void real_or_null(osp_jw_t *w, sqlite3_stmt *st, int col, int digits) {
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        osp_jw_null(w);
+    else
+        osp_jw_num(w, sqlite3_column_double(st, col), digits);
+}
+
+int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
+                      char *err, size_t errlen) {
+    /* the SQL is made of these fixed pieces only; every value is bound */
+    char sql[600] = "SELECT e.id, e.camera, e.label, e.start_time, e.end_time, e.top_score,"
+                    " e.zones, e.record FROM ";
+    /* by zone: that zone's objects, newest first, each looked up */
+    /* (CROSS JOIN: SQLite keeps that order, so a rare zone is not looked
+     * for among a camera's every object) */
+    strcat(sql, q->zone[0] ? "event_zones z CROSS JOIN events e ON e.id = z.id WHERE z.zone = ?3"
+                           : "events e WHERE 1");
+    if (q->camera[0]) strcat(sql, " AND e.camera = ?1");
+    if (q->label[0]) strcat(sql, " AND e.label = ?2");
+    if (q->has_after) strcat(sql, " AND e.start_time > ?4");
+    if (q->has_before) strcat(sql, " AND e.start_time < ?5");
+    strcat(sql, q->zone[0] ? " ORDER BY z.start_time DESC, z.id DESC LIMIT ?6"
+                           : " ORDER BY e.start_time DESC, e.id DESC LIMIT ?6");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        return -1;
+    }
+    if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
+    if (q->label[0]) sqlite3_bind_text(st, 2, q->label, -1, SQLITE_STATIC);
+    if (q->zone[0]) sqlite3_bind_text(st, 3, q->zone, -1, SQLITE_STATIC);
+    if (q->has_after) sqlite3_bind_double(st, 4, q->after);
+    if (q->has_before) sqlite3_bind_double(st, 5, q->before);
+    int limit = q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;
+    sqlite3_bind_int(st, 6, limit);
+    int n = 0, rc;
+    osp_jw_arr_open(w);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        osp_jw_obj_open(w);
+        osp_jw_key(w, "id");
+        text_or_null(w, st, 0);
+        osp_jw_key(w, "camera");
+        text_or_null(w, st, 1);
+        osp_jw_key(w, "label");
+        text_or_null(w, st, 2);
+        osp_jw_key(w, "start_time");
+        real_or_null(w, st, 3, 6);
+        osp_jw_key(w, "end_time");
+        real_or_null(w, st, 4, 6);
+        osp_jw_key(w, "top_score");
+        real_or_null(w, st, 5, 4);
+        /* zones and record are JSON the writer stored (json_extract's, and
+         * the records it was handed) */
+        osp_jw_key(w, "zones");
+        const char *z = (const char *)sqlite3_column_text(st, 6);
+        if (z)
+            osp_jw_raw(w, z, (size_t)sqlite3_column_bytes(st, 6));
+        else
+            osp_jw_raw(w, "[]", 2);
+        osp_jw_key(w, "record");
+        const char *rec = (const char *)sqlite3_column_text(st, 7);
+        if (rec)
+            osp_jw_raw(w, rec, (size_t)sqlite3_column_bytes(st, 7));
+        else
+            osp_jw_null(w);
+        osp_jw_obj_close(w);
+        n++;
+    }
+    osp_jw_arr_close(w);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        n = -1;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+int osp_eventdb_has(osp_eventdb_reader_t *r, const char *id, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM events WHERE id = ?1", -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), has = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    if (has < 0)
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+    sqlite3_finalize(st);
+    return has;
+}

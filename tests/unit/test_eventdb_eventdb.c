@@ -1,0 +1,178 @@
+/* eventdb: the cameras' events in a real SQLite file — written by the one
+ * writer, read back by a read-only reader with a filter a peer chose,
+ * whose every parameter is checked before it is bound. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "base/clock.h"
+#include "eventdb/eventdb.h"
+#include "tmpdir.h"
+
+static void test_parameters_are_checked(void **state) {
+    (void)state;
+    osp_eventdb_query_t q;
+    char err[200];
+    osp_eventdb_query_init(&q);
+    assert_int_equal(q.limit, OSP_EVENTDB_LIMIT);
+    assert_int_equal(osp_eventdb_query_set(&q, "camera", "front-door_2", err, sizeof err), 0);
+    assert_string_equal(q.camera, "front-door_2");
+    assert_int_equal(osp_eventdb_query_set(&q, "label", "Traffic light", err, sizeof err), 0);
+    assert_int_equal(osp_eventdb_query_set(&q, "zone", "porch", err, sizeof err), 0);
+    assert_int_equal(osp_eventdb_query_set(&q, "after", "1764780000.5", err, sizeof err), 0);
+    assert_true(q.has_after && q.after == 1764780000.5);
+    assert_int_equal(osp_eventdb_query_set(&q, "before", "1764790000", err, sizeof err), 0);
+    assert_int_equal(osp_eventdb_query_set(&q, "limit", "500", err, sizeof err), 0);
+    assert_int_equal(q.limit, 500);
+    static const struct {
+        const char *key, *value, *says;
+    } bad[] = {
+        {"camera", "a'; DROP TABLE events; --", "camera must be a name"},
+        {"camera", "", "camera must be a name"},
+        {"zone", "../x", "zone must be a name"},
+        {"label", "", "label must be 1 to 63 bytes"},
+        {"label", "a\nb", "label must be 1 to 63 bytes"},
+        {"label", "0123456789012345678901234567890123456789012345678901234567890123", "label must be"},
+        {"after", "yesterday", "after must be a time"},
+        {"after", "1e400", "after must be a time"},
+        {"after", "nan", "after must be a time"},
+        {"before", "-1", "before must be a time"},
+        {"before", " 5", "before must be a time"},
+        {"limit", "0", "limit must be a whole number from 1 to 500"},
+        {"limit", "501", "limit must be"},
+        {"limit", "5.5", "limit must be"},
+        {"limit", "99999999999999999999", "limit must be"},
+        {"camrea", "door", "unknown parameter \"camrea\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(osp_eventdb_query_set(&q, bad[i].key, bad[i].value, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says)) fail_msg("%s=%s: %s", bad[i].key, bad[i].value, err);
+    }
+    assert_int_equal(osp_eventdb_query_set(&q, "camera", NULL, err, sizeof err), -1);
+}
+
+static void test_event_ids(void **state) {
+    (void)state;
+    assert_true(osp_eventdb_id_ok("1764780000.123456-7"));
+    assert_true(osp_eventdb_id_ok("5-1"));
+    const char *bad[] = {"",        "-1",   "1-",  "1.2.3-4", "1-2-3", "../1-2",
+                         "1-2.jpg", "1 -2", "a-1", "1/-2",    NULL};
+    for (int i = 0; bad[i]; i++)
+        if (osp_eventdb_id_ok(bad[i])) fail_msg("%s taken for an id", bad[i]);
+    assert_false(osp_eventdb_id_ok(NULL));
+    char longest[200];
+    snprintf(longest, sizeof longest, "1-%0*d", OSP_EVENTDB_ID_MAX - 3, 1);
+    assert_true(osp_eventdb_id_ok(longest));
+    snprintf(longest, sizeof longest, "1-%0*d", OSP_EVENTDB_ID_MAX - 2, 1);
+    assert_false(osp_eventdb_id_ok(longest));
+}
+
+static void put(osp_eventdb_t *db, const char *id, const char *camera, const char *label,
+                double start, const char *zones) {
+    char rec[512];
+    snprintf(rec, sizeof rec,
+             "{\"type\":\"update\",\"before\":{},\"after\":{\"id\":\"%s\",\"camera\":\"%s\","
+             "\"label\":\"%s\",\"entered_zones\":%s}}",
+             id, camera, label, zones);
+    osp_eventdb_put(db, id, camera, label, start, -1, 0.8, rec, strlen(rec));
+}
+
+/* The ids of a query's rows, comma-separated. */
+static int ids(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, char *out, size_t cap) {
+    osp_jw_t w = {0};
+    char err[200];
+    int n = osp_eventdb_query(r, q, &w, err, sizeof err);
+    if (n < 0) fail_msg("%s", err);
+    cJSON *a = cJSON_ParseWithLength(w.buf, w.len);
+    assert_non_null(a);
+    out[0] = '\0';
+    const cJSON *row;
+    cJSON_ArrayForEach(row, a) {
+        const cJSON *id = cJSON_GetObjectItem(row, "id");
+        const cJSON *rec = cJSON_GetObjectItem(row, "record");
+        assert_true(cJSON_IsString(id) && cJSON_IsObject(rec));
+        assert_true(cJSON_IsArray(cJSON_GetObjectItem(row, "zones")));
+        if (out[0]) strncat(out, ",", cap - strlen(out) - 1);
+        strncat(out, id->valuestring, cap - strlen(out) - 1);
+    }
+    cJSON_Delete(a);
+    osp_jw_free(&w);
+    return n;
+}
+
+static void test_written_rows_are_read_by_filter(void **state) {
+    (void)state;
+    osp_eventdb_cfg_t cfg = {.retain_days = 0, .retain_rows = 0};
+    snprintf(cfg.path, sizeof cfg.path, "%s/events.db", g_dir);
+    char err[300];
+    osp_eventdb_t *db = osp_eventdb_open(&cfg, err, sizeof err);
+    if (!db) fail_msg("%s", err);
+    put(db, "100.000000-1", "door", "Person", 100, "[\"porch\"]");
+    put(db, "200.000000-2", "door", "Car", 200, "[]");
+    put(db, "300.000000-3", "yard", "Person", 300, "[\"porch-2\",\"lawn\"]");
+    put(db, "400.000000-4", "yard", "Person", 400, "[\"porch\"]");
+    put(db, "100.000000-1", "door", "Person", 100, "[\"porch\",\"lawn\"]"); /* an update */
+    osp_eventdb_counts_t c;
+    for (int i = 0; i < 500; i++) {
+        osp_eventdb_counts(db, &c);
+        if (c.written == 5) break;
+        osp_sleep_ms(10);
+    }
+    assert_int_equal(c.written, 5);
+    /* a reader while the writer runs (WAL: neither waits) */
+    osp_eventdb_reader_t *r = osp_eventdb_reader_open(cfg.path, err, sizeof err);
+    if (!r) fail_msg("%s", err);
+    osp_eventdb_query_t q;
+    char got[512];
+    osp_eventdb_query_init(&q);
+    assert_int_equal(ids(r, &q, got, sizeof got), 4);
+    assert_string_equal(got, "400.000000-4,300.000000-3,200.000000-2,100.000000-1");
+    osp_eventdb_query_set(&q, "camera", "door", err, sizeof err);
+    ids(r, &q, got, sizeof got);
+    assert_string_equal(got, "200.000000-2,100.000000-1");
+    osp_eventdb_query_init(&q);
+    osp_eventdb_query_set(&q, "zone", "porch", err, sizeof err); /* not porch-2 */
+    ids(r, &q, got, sizeof got);
+    assert_string_equal(got, "400.000000-4,100.000000-1");
+    osp_eventdb_query_set(&q, "zone", "lawn", err, sizeof err); /* from the update */
+    ids(r, &q, got, sizeof got);
+    assert_string_equal(got, "300.000000-3,100.000000-1");
+    osp_eventdb_query_init(&q);
+    osp_eventdb_query_set(&q, "label", "Person", err, sizeof err);
+    osp_eventdb_query_set(&q, "after", "100", err, sizeof err);
+    osp_eventdb_query_set(&q, "before", "400", err, sizeof err);
+    ids(r, &q, got, sizeof got);
+    assert_string_equal(got, "300.000000-3");
+    osp_eventdb_query_init(&q);
+    osp_eventdb_query_set(&q, "limit", "2", err, sizeof err);
+    assert_int_equal(ids(r, &q, got, sizeof got), 2);
+    osp_eventdb_query_set(&q, "camera", "nobody", err, sizeof err);
+    assert_int_equal(ids(r, &q, got, sizeof got), 0);
+    assert_string_equal(got, "");
+    assert_int_equal(osp_eventdb_has(r, "300.000000-3", err, sizeof err), 1);
+    assert_int_equal(osp_eventdb_has(r, "300.000000-9", err, sizeof err), 0);
+    osp_eventdb_reader_close(r);
+    osp_eventdb_close(db);
+    /* a file that is not there is not made by a reader */
+    char missing[300];
+    snprintf(missing, sizeof missing, "%s/none.db", g_dir);
+    assert_null(osp_eventdb_reader_open(missing, err, sizeof err));
+    assert_non_null(strstr(err, "cannot be opened"));
+    assert_int_equal(access(missing, F_OK), -1);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parameters_are_checked),
+        cmocka_unit_test(test_event_ids),
+        cmocka_unit_test(test_written_rows_are_read_by_filter),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, remove_dir);
+}
