@@ -18,13 +18,13 @@
  * retained or not), and keep an availability topic the way Frigate keeps
  * frigate/available: "online" (retained) on every connect, "offline" from
  * the broker as the client's last will when it vanishes, and from
- * osp_sink_close at a clean end. osprey detect --track publishes Frigate's
- * topics and Home Assistant's discovery that way (cli/track_mqtt.h).
+ * osp_sink_close at a clean end. osprey detect --track and ospreyd's cameras publish Frigate's
+ * topics and Home Assistant's discovery that way (publish/track_mqtt.h).
  *
  * Owned by the caller (osp_sink_open / osp_sink_close). put from any thread.
  */
-#ifndef OSP_SEGMENT_SINK_H
-#define OSP_SEGMENT_SINK_H
+#ifndef OSP_PUBLISH_SINK_H
+#define OSP_PUBLISH_SINK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* sink: see sink.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "segment/sink.h"
+#include "publish/sink.h"
 #include "log/log.h"
 
 #include <errno.h>
