@@ -3,6 +3,7 @@
 #include "publish/track_mqtt.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@ struct osp_track_mqtt {
     char avail[900]; /* PREFIX/CAMERA/available, or "" */
     char ha[256];    /* HA's discovery prefix, or "" */
     char model[64];  /* HA's device "model" */
+    /* the camera's availability: 1 online, 0 offline, -1 not said yet
+     * (the source's thread may say it: atomic) */
+    atomic_int online;
+    int64_t lost_seen; /* the sink's retained messages lost, when last republished */
     pair_t *pairs;
     int n_pairs, cap;
     char **labels; /* the model's, in lower case as Frigate's are ("person") */
@@ -248,6 +253,9 @@ int osp_track_mqtt_new(osp_sink_t *sink, const osp_track_mqtt_opts_t *o, const o
              o->device_model ? o->device_model : "osprey detect --track");
     if (o->camera_available)
         snprintf(q->avail, sizeof q->avail, "%s/%s/available", q->prefix, q->camera);
+    atomic_init(&q->online, -1);
+    bool connected;
+    q->lost_seen = osp_sink_retained_lost(sink, &connected);
     if (osp_track_mqtt_labels(q, labels, n_labels)) {
         free(cam);
         osp_track_mqtt_free(q);
@@ -290,8 +298,26 @@ int osp_track_mqtt_new(osp_sink_t *sink, const osp_track_mqtt_opts_t *o, const o
     return 0;
 }
 
+/* The sink dropped retained messages (its queue overflowed while the
+ * broker was away): what may be missing is said again, now that it is
+ * connected, so that the broker keeps the latest of each (a count, a
+ * discovery config, the camera's availability). */
+static void republish(osp_track_mqtt_t *q) {
+    bool connected;
+    int64_t lost = osp_sink_retained_lost(q->sink, &connected);
+    if (lost == q->lost_seen || !connected) return;
+    q->lost_seen = lost;
+    for (int i = 0; i < q->n_pairs; i++) {
+        if (q->pairs[i].discovered) discover(q, q->pairs[i].zone, q->pairs[i].label);
+        publish_count(q, q->pairs[i].zone, q->pairs[i].label, q->pairs[i].count, q->pairs[i].active);
+    }
+    int on = atomic_load(&q->online);
+    if (on >= 0) osp_track_mqtt_online(q, on == 1);
+}
+
 void osp_track_mqtt_frame(osp_track_mqtt_t *q) {
     char topic[1024];
+    republish(q);
     snprintf(topic, sizeof topic, "%s/events", q->prefix);
     const osp_event_t *ev;
     for (int i = 0; (ev = osp_events_at(q->events, i)) != NULL; i++) {
@@ -310,6 +336,7 @@ void osp_track_mqtt_frame(osp_track_mqtt_t *q) {
 }
 
 void osp_track_mqtt_online(osp_track_mqtt_t *q, bool online) {
+    atomic_store(&q->online, online ? 1 : 0);
     if (q->avail[0]) osp_sink_put_topic(q->sink, q->avail, online ? "online" : "offline", true);
 }
 
