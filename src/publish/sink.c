@@ -47,6 +47,7 @@ struct osp_sink {
     int attempts;          /* connection attempts that failed */
     char why[160];         /* the last one's reason */
     int birth_mid;         /* the last "online": not a record, not counted */
+    bool birth_due;        /* connected: "online" goes out before any record */
     bool given_up;         /* the broker refused us: nothing is queued or retried */
     double deadline;       /* closing: give up on unacknowledged records then */
     int64_t lost_retained; /* retained messages dropped */
@@ -94,16 +95,17 @@ static void on_connect(struct mosquitto *mq, void *ctx, int rc) {
         return;
     }
     /* "online" before any record, on every connect: the broker may have
-     * said "offline" for us (the last will) while we were away */
-    int mid = -1;
-    if (rc == 0 && s->avail[0]) mosquitto_publish(mq, &mid, s->avail, 6, "online", 1, true);
+     * said "offline" for us (the last will) while we were away. Published
+     * by the loop, not here: libmosquitto holds its callback lock here,
+     * and a publish under it takes its locks in the order opposite to
+     * mosquitto_disconnect's (ThreadSanitizer: lock-order-inversion). */
     pthread_mutex_lock(&s->mu);
     s->connected = rc == 0;
     if (rc == 0) {
         s->reported = false;
         s->ever = true;
+        s->birth_due = s->avail[0] != '\0';
     }
-    s->birth_mid = mid;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -178,6 +180,19 @@ static void *publisher(void *arg) {
             pthread_mutex_unlock(&s->mu);
             if (lrc == MOSQ_ERR_NO_CONN || lrc == MOSQ_ERR_CONN_LOST) osp_sleep_ms(20);
             continue;
+        }
+        pthread_mutex_lock(&s->mu);
+        bool birth = s->birth_due && s->connected;
+        s->birth_due = false;
+        pthread_mutex_unlock(&s->mu);
+        if (birth) {
+            int mid = -1;
+            /* on_publish runs on this thread, in mosquitto_loop: after this */
+            if (mosquitto_publish(s->mq, &mid, s->avail, 6, "online", 1, true) == MOSQ_ERR_SUCCESS) {
+                pthread_mutex_lock(&s->mu);
+                s->birth_mid = mid;
+                pthread_mutex_unlock(&s->mu);
+            }
         }
         for (;;) {
             pthread_mutex_lock(&s->mu);
