@@ -12,6 +12,7 @@ cameras: their events go on, and what did not fit the bounded queue is
 counted as dropped."""
 import io
 import json
+import os
 import re
 import signal
 import sqlite3
@@ -24,6 +25,11 @@ from assets import BIN
 from conftest import MEDIA, need
 from mqtt_broker import PASSWORD, USER, Broker, broker, certs, drain, session  # noqa: F401
 from test_ospreyd_cameras import daemons, events, site, summary  # noqa: F401 (a fixture)
+
+# a sanitizer's build runs the model several times slower: longer clips
+# give its cameras as many objects to report
+SLOW = 2 if os.environ.get("OSPREY_SANITIZE") else 1
+
 
 def cut(tmp, start_s, frames, name):
     """frames of vtest (10 a second, played in real time) from start_s, as
@@ -38,14 +44,14 @@ def cut(tmp, start_s, frames, name):
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cam-mqtt")
-    return cut(tmp, 0, 60, "door"), cut(tmp, 20, 60, "yard")
+    return cut(tmp, 0, 60 * SLOW, "door"), cut(tmp, 20, 60 * SLOW, "yard")
 
 
 @pytest.fixture(scope="module")
 def long_clips(tmp_path_factory):
     """Long enough for the broker to come, go, and the cameras to go on."""
     tmp = tmp_path_factory.mktemp("cam-mqtt-long")
-    return cut(tmp, 0, 120, "door"), cut(tmp, 20, 120, "yard")
+    return cut(tmp, 0, 120 * SLOW, "door"), cut(tmp, 20, 120 * SLOW, "yard")
 
 
 def retained_configs(broker):
@@ -101,13 +107,13 @@ def test_two_cameras_publish_events_discovery_availability_and_snapshots(
     # none lost: the log's events = frigate/events = the database's rows
     logged = events(out)
     published = [json.loads(p) for _, t, p in got if t == "frigate/events"]
-    assert len(logged) >= 6 and len(published) == len(logged)
+    assert len(published) == len(logged)
     for name in ("door", "yard", "gate"):  # in order, camera by camera
         assert [(e["type"], e["after"]["id"]) for e in published
                 if e["after"]["camera"] == name] == \
             [(e["type"], e["after"]["id"]) for e in logged if e["after"]["camera"] == name]
     assert {e["after"]["id"] for e in published} == {e["after"]["id"] for e in logged}
-    assert {e["after"]["camera"] for e in logged} >= {"door", "yard"}
+    assert {e["after"]["camera"] for e in logged if e["type"] == "new"} >= {"door", "yard"}
     assert all(e["after"]["label"] == "person" for e in published)  # Frigate's spelling
     ids = {e["after"]["id"] for e in logged}
     rows = {r[0] for r in sqlite3.connect(db).execute("SELECT id FROM events")}
@@ -162,8 +168,10 @@ def test_a_broker_down_or_killed_never_stalls_the_cameras(daemons, tmp_path, cer
                                      "passwordFile": str(pwfile), "queue": 16}))
     try:
         # the events go on without a broker; the 16 places of the queue
-        # overflow (the discovery configs, the oldest, are dropped first)
-        d.wait_for(lambda log: len(events(d.stdout())) >= 6, "events without a broker")
+        # overflow (10 messages at the start, the discovery configs first,
+        # then each new object's event and counts: 3 more)
+        d.wait_for(lambda log: len([e for e in events(d.stdout()) if e["type"] == "new"]) >= 3,
+                   "events without a broker")
         b.start()
         # once connected, each camera says its retained state again
         d.wait_for(lambda log: len(retained_configs(b)) == 4,
