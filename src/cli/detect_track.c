@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "cli/detect.h"
-#include "cli/track_mqtt.h"
-#include "cli/track_snap.h"
+#include "publish/track_mqtt.h"
+#include "publish/track_snap.h"
 #include "track/events.h"
 #include "track/track.h"
 #include "track/zones.h"
@@ -133,10 +133,13 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
         (o->zones && osp_zones_new(o->zones, &k->zones, err, errlen)) ||
         osp_events_new(camera, (const char *const *)m->labels, m->n_labels, k->zones, &ep,
                        &k->events, err, errlen) ||
-        (o->frigate && osp_track_mqtt_new(o->frigate, camera, k->events, o->zones,
-                                          (const char *const *)m->labels, m->n_labels,
-                                          o->ha_prefix, &k->mqtt, err, errlen)) ||
-        (o->snapshots && osp_track_snaps_new(o->snapshots, &k->snaps, err, errlen))) {
+        (o->frigate &&
+         osp_track_mqtt_new(o->frigate,
+                            &(osp_track_mqtt_opts_t){.camera = camera, .ha_prefix = o->ha_prefix},
+                            k->events, o->zones, (const char *const *)m->labels, m->n_labels,
+                            &k->mqtt, err, errlen)) ||
+        (o->snapshots &&
+         osp_track_snaps_new(o->snapshots, "osprey detect: --snapshots", &k->snaps, err, errlen))) {
         osp_detect_track_free(k);
         return -1;
     }

@@ -18,7 +18,7 @@
 #include "cli/secret.h"
 #include "cli/sinkopt.h"
 #include "segment/pipeline.h"
-#include "segment/sink.h"
+#include "publish/sink.h"
 #include "video/url.h"
 #include "video/video.h"
 #include "log/log.h"

@@ -15,7 +15,7 @@
 
 #include <stdatomic.h>
 
-#include "segment/sink.h"
+#include "publish/sink.h"
 
 #define OSP_CLI_MQTT_HELP                                                                       \
     "  --mqtt mqtt://[USER@]HOST[:PORT]/TOPIC  publish each record (QoS 1); mqtts:// for TLS\n" \

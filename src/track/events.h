@@ -98,7 +98,7 @@ const osp_event_t *osp_events_at(const osp_events_t *e, int i);
 int osp_events_write(const osp_events_t *e, const osp_event_t *ev, osp_jw_t *w);
 /* The same with the labels named by labels[0..n_labels) (the caller's)
  * instead of the table osp_events_new was given: for a reader that spells
- * them its own way (Frigate's lower case, cli/track_mqtt.h). */
+ * them its own way (Frigate's lower case, publish/track_mqtt.h). */
 int osp_events_write_named(const osp_events_t *e, const osp_event_t *ev, const char *const *labels,
                            int n_labels, osp_jw_t *w);
 

@@ -1,5 +1,5 @@
 """osprey detect --track --mqtt against a real mosquitto that wants a login
-(test_mqtt_sink's broker): the events in Frigate's layout on frigate/events,
+(mqtt_broker.py's broker): the events in Frigate's layout on frigate/events,
 the same records as --events writes; the counts per camera and per zone on
 frigate/CAMERA/LABEL and frigate/ZONE/LABEL, replayed from those events;
 Home Assistant's discovery configs, retained; frigate/available online at
@@ -19,7 +19,7 @@ import pytest
 
 from conftest import MEDIA, lines, need
 from test_detect_track import FRIGATE_KEYS, cut
-from test_mqtt_sink import PASSWORD, USER, broker, certs, free_port, need_exe  # noqa: F401
+from mqtt_broker import PASSWORD, USER, broker, certs, drain, free_port, session  # noqa: F401
 
 FRAMES = 100
 ZONES = {
@@ -46,38 +46,6 @@ def pwfile(tmp_path):
     f.write_text(PASSWORD + "\n")
     f.chmod(0o600)
     return f
-
-
-def sub_args(broker, client_id, *topics):
-    args = [need_exe("mosquitto_sub"), "-h", "127.0.0.1", "-p", str(broker.port), "-u", USER,
-            "-P", PASSWORD, "-q", "1", "-F", "%r %t %p"]
-    if client_id:
-        args += ["-i", client_id, "-c"]
-    for t in topics:
-        args += ["-t", t]
-    return args
-
-
-def session(broker, *topics):
-    """A subscription the broker keeps (clean session off) made before
-    osprey starts: every message from then on is queued for it."""
-    subprocess.run([*sub_args(broker, "osprey-track-test", *topics), "-E"], check=True,
-                   capture_output=True, timeout=30)
-
-
-def drain(broker, *topics, client_id="osprey-track-test", wait=3):
-    """The messages waiting for a session, or the retained ones (client_id
-    None), as (retained, topic, payload) in the order they came. Queued
-    messages come without the retained flag; the session's subscribing
-    again brings the retained ones once more, flagged: left out."""
-    r = subprocess.run([*sub_args(broker, client_id, *topics), "-W", str(wait)],
-                       capture_output=True, text=True, timeout=60)
-    out = []
-    for line in r.stdout.splitlines():
-        flag, topic, payload = line.split(" ", 2)
-        if client_id is None or flag == "0":
-            out.append((flag == "1", topic, payload))
-    return out
 
 
 def detect(osprey, *args, env=None):

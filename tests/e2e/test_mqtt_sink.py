@@ -7,104 +7,12 @@ nowhere in the output; mqtts with the test CA, and refused without it or
 with another CA; a broker that never comes is an exit status too. osprey
 detect shares the options and behaves the same."""
 import os
-import shutil
-import socket
 import subprocess
 import time
 
-import pytest
-
-from certs import make_certs
 from conftest import MEDIA, lines, need
+from mqtt_broker import PASSWORD, TOPIC, USER, broker, certs, free_port  # noqa: F401 (fixtures)
 from test_segment import short_clip, stats  # noqa: F401 (a fixture)
-
-USER, PASSWORD = "ha", "s3cr3t-Pw"
-TOPIC = "osprey/cam1"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port, proc, timeout=10):
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            pytest.fail(f"mosquitto exited: {proc.stderr.read()}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.05)
-    pytest.fail(f"mosquitto is not listening on {port}")
-
-
-def need_exe(name):
-    exe = shutil.which(name)
-    if not exe:
-        pytest.fail(f"{name} is missing: run scripts/bootstrap.sh (Debian packages mosquitto, "
-                    "mosquitto-clients)")
-    return exe
-
-
-class Broker:
-    """mosquitto with a password file on `port` and TLS on `tls_port`."""
-
-    def __init__(self, d, certs):
-        self.port, self.tls_port, self.certs = free_port(), free_port(), certs
-        pw = d / "passwd"
-        subprocess.run([need_exe("mosquitto_passwd"), "-b", "-c", str(pw), USER, PASSWORD],
-                       check=True, capture_output=True)
-        pw.chmod(0o600)
-        conf = self.conf = d / "mosquitto.conf"
-        conf.write_text(
-            "user root\n"  # when run as root: stay root, to read the test's files
-            # sessions and their queued records survive a restart (saved on exit)
-            f"persistence true\npersistence_location {d}/\n"
-            "per_listener_settings false\n"
-            "allow_anonymous false\n"
-            f"password_file {pw}\n"
-            f"listener {self.port} 127.0.0.1\n"
-            f"listener {self.tls_port} 127.0.0.1\n"
-            f"cafile {certs.ca}\ncertfile {certs.cert}\nkeyfile {certs.key}\n")
-        self.start()
-
-    def start(self):
-        self.proc = subprocess.Popen([need_exe("mosquitto"), "-c", str(self.conf)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        wait_listening(self.port, self.proc)
-        wait_listening(self.tls_port, self.proc)
-
-    def subscribe(self, count, resume=False):
-        """A subscriber (with the login, on the plain listener) for count
-        records. Its session is one the broker keeps (clean session off,
-        made and subscribed before this returns), so records published
-        before the subscriber is connected, or while the broker restarts,
-        are queued for it: no race with osprey's first publish. resume:
-        the session exists already (and may hold records): just connect."""
-        args = [need_exe("mosquitto_sub"), "-h", "127.0.0.1", "-p", str(self.port), "-u", USER,
-                "-P", PASSWORD, "-t", TOPIC, "-q", "1", "-i", "osprey-test-sub", "-c"]
-        if not resume:
-            subprocess.run([*args, "-E"], check=True, capture_output=True, timeout=30)
-        return subprocess.Popen([*args, "-C", str(count), "-W", "60"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def close(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    return make_certs(tmp_path_factory.mktemp("mqtt-certs"))
-
-
-@pytest.fixture
-def broker(tmp_path, certs):
-    b = Broker(tmp_path, certs)
-    yield b
-    b.close()
 
 
 def run_segment(osprey, clip, url, *extra, env=None, live=False):

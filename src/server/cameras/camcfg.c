@@ -2,10 +2,14 @@
 #include "server/cameras/camcfg.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -17,6 +21,23 @@
 static const char *const KEYS[] = {"name", "url", "model", "fps", "objects", "zones"};
 #define N_KEYS (int)(sizeof KEYS / sizeof KEYS[0])
 
+/* Each key of obj not in keys warned about, with the nearest known one
+ * when it is close (where: "camera door", "\"mqtt\""). */
+static void warn_unknown(const cJSON *obj, const char *where, const char *const *keys, int n) {
+    for (const cJSON *k = obj->child; k; k = k->next) {
+        int known = 0, best = -1, best_d = 1 << 30;
+        for (int i = 0; i < n; i++) {
+            if (strcmp(k->string, keys[i]) == 0) known = 1;
+            int d = osp_text_distance(k->string, keys[i]);
+            if (d < best_d) best_d = d, best = i;
+        }
+        if (!known)
+            osp_log(OSP_LOG_WARN, "ospreyd: %s: unknown key \"%.64s\" ignored%s%s%s", where,
+                    k->string, best_d <= 3 ? " (did you mean \"" : "",
+                    best_d <= 3 ? keys[best] : "", best_d <= 3 ? "\"?)" : "");
+    }
+}
+
 static int name_ok(const char *s) {
     size_t n = strlen(s);
     if (n == 0 || n > 63) return 0;
@@ -25,8 +46,10 @@ static int name_ok(const char *s) {
     return 1;
 }
 
-/* ${NAME} replaced by the environment's value; an unset one is an error. */
-static int expand(const char *in, char *out, size_t cap, char *err, size_t errlen) {
+/* ${NAME} replaced by the environment's value; an unset one is an error.
+ * key names the value in err (which never holds the value). */
+static int expand_key(const char *key, const char *in, char *out, size_t cap, char *err,
+                      size_t errlen) {
     size_t o = 0;
     for (const char *p = in; *p;) {
         if (p[0] == '$' && p[1] == '{') {
@@ -34,14 +57,14 @@ static int expand(const char *in, char *out, size_t cap, char *err, size_t errle
             char var[128];
             size_t len = end ? (size_t)(end - p - 2) : 0;
             if (!end || len == 0 || len >= sizeof var) {
-                snprintf(err, errlen, "a ${NAME} in \"url\" is not closed or is empty");
+                snprintf(err, errlen, "a ${NAME} in \"%s\" is not closed or is empty", key);
                 return -1;
             }
             memcpy(var, p + 2, len);
             var[len] = '\0';
             const char *v = getenv(var);
             if (!v) {
-                snprintf(err, errlen, "\"url\" names ${%s}, which is not set", var);
+                snprintf(err, errlen, "\"%s\" names ${%s}, which is not set", key, var);
                 return -1;
             }
             size_t vl = strlen(v);
@@ -57,8 +80,12 @@ static int expand(const char *in, char *out, size_t cap, char *err, size_t errle
     out[o] = '\0';
     return 0;
 too_long:
-    snprintf(err, errlen, "\"url\" is longer than %zu bytes", cap - 1);
+    snprintf(err, errlen, "\"%s\" is longer than %zu bytes", key, cap - 1);
     return -1;
+}
+
+static int expand(const char *in, char *out, size_t cap, char *err, size_t errlen) {
+    return expand_key("url", in, out, cap, err, errlen);
 }
 
 static int str_key(const cJSON *cam, const char *key, char *out, size_t cap, int required,
@@ -117,18 +144,9 @@ static int one(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errlen) {
             snprintf(c->objects[c->n_objects++], 64, "%s", o->valuestring);
         }
     }
-    for (const cJSON *k = cam->child; k; k = k->next) {
-        int known = 0, best = -1, best_d = 1 << 30;
-        for (int i = 0; i < N_KEYS; i++) {
-            if (strcmp(k->string, KEYS[i]) == 0) known = 1;
-            int d = osp_text_distance(k->string, KEYS[i]);
-            if (d < best_d) best_d = d, best = i;
-        }
-        if (!known)
-            osp_log(OSP_LOG_WARN, "ospreyd: camera %s: unknown key \"%.64s\" ignored%s%s%s",
-                    c->name, k->string, best_d <= 3 ? " (did you mean \"" : "",
-                    best_d <= 3 ? KEYS[best] : "", best_d <= 3 ? "\"?)" : "");
-    }
+    char where[80];
+    snprintf(where, sizeof where, "camera %s", c->name);
+    warn_unknown(cam, where, KEYS, N_KEYS);
     return 0;
 }
 
@@ -203,6 +221,10 @@ int srv_camcfg_events(const cJSON *root, char *path, size_t path_cap, double *da
     const cJSON *db = cJSON_GetObjectItemCaseSensitive(ev, "db");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(ev, "retainDays");
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(ev, "retainRows");
+    static const char *const EV_KEYS[] = {"db", "retainDays", "retainRows", "snapshots"};
+    warn_unknown(ev, "\"events\"", EV_KEYS, (int)(sizeof EV_KEYS / sizeof EV_KEYS[0]));
+    if ((!db || cJSON_IsNull(db)) && cJSON_GetObjectItemCaseSensitive(ev, "snapshots"))
+        return 0; /* snapshots without a database */
     if (!cJSON_IsString(db) || !db->valuestring[0] || strlen(db->valuestring) >= path_cap) {
         snprintf(err, errlen, "\"events\": \"db\" must be the path of a database file");
         return -1;
@@ -218,25 +240,163 @@ int srv_camcfg_events(const cJSON *root, char *path, size_t path_cap, double *da
                  "\"events\": \"retainRows\" must be a whole number from 0 (no bound) to 1000000000");
         return -1;
     }
-    for (const cJSON *k = ev->child; k; k = k->next)
-        if (strcmp(k->string, "db") && strcmp(k->string, "retainDays") &&
-            strcmp(k->string, "retainRows") && strcmp(k->string, "snapshots"))
-            osp_log(OSP_LOG_WARN, "ospreyd: \"events\": unknown key \"%.64s\" ignored", k->string);
     snprintf(path, path_cap, "%s", db->valuestring);
     if (d) *days = d->valuedouble;
     if (r) *rows = (long long)r->valuedouble;
     return 1;
 }
 
-int srv_camcfg_snapshots(const cJSON *root, char *out, size_t cap, char *err, size_t errlen) {
+int srv_camcfg_snapshots(const cJSON *root, char *dir, size_t cap, char *err, size_t errlen) {
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(root, "events");
-    const cJSON *dir = cJSON_IsObject(ev) ? cJSON_GetObjectItemCaseSensitive(ev, "snapshots") : NULL;
-    out[0] = '\0';
-    if (!dir || cJSON_IsNull(dir)) return 0;
-    if (!cJSON_IsString(dir) || !dir->valuestring[0] || strlen(dir->valuestring) >= cap) {
+    const cJSON *d = cJSON_IsObject(ev) ? cJSON_GetObjectItemCaseSensitive(ev, "snapshots") : NULL;
+    dir[0] = '\0';
+    if (!d || cJSON_IsNull(d)) return 0;
+    if (!cJSON_IsString(d) || !d->valuestring[0] || strlen(d->valuestring) >= cap) {
         snprintf(err, errlen, "\"events\": \"snapshots\" must be the path of a directory");
         return -1;
     }
-    snprintf(out, cap, "%s", dir->valuestring);
-    return 0;
+    snprintf(dir, cap, "%s", d->valuestring);
+    return 1;
+}
+
+#define SECRET_MAX 4096
+
+/* The first line of a password file (a regular file of at most 4 KiB; one
+ * others can read is warned about, by name). err never holds the content. */
+static int read_secret(const char *path, char *out, size_t cap, char *err, size_t errlen) {
+    /* O_NONBLOCK: a FIFO named by mistake does not hang the start */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    char buf[SECRET_MAX + 1];
+    int rc = -1;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "\"mqtt\": \"passwordFile\" %s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size > SECRET_MAX) {
+        snprintf(err, errlen, "\"mqtt\": \"passwordFile\" %s: not a regular file of at most %d bytes",
+                 path, SECRET_MAX);
+        goto done;
+    }
+    ssize_t got = read(fd, buf, SECRET_MAX);
+    if (got < 0) {
+        snprintf(err, errlen, "\"mqtt\": \"passwordFile\" %s: %s", path, strerror(errno));
+        goto done;
+    }
+    buf[got] = '\0';
+    size_t len = strcspn(buf, "\r\n");
+    if (len == 0 || len >= cap) {
+        snprintf(err, errlen, "\"mqtt\": \"passwordFile\" %s: the first line must be 1 to %zu bytes",
+                 path, cap - 1);
+        goto done;
+    }
+    memcpy(out, buf, len);
+    out[len] = '\0';
+    if (st.st_mode & S_IROTH)
+        osp_log(OSP_LOG_WARN, "ospreyd: \"mqtt\": \"passwordFile\" %s can be read by other users",
+                path);
+    rc = 0;
+done:
+    if (fd >= 0) close(fd);
+    for (volatile char *p = buf; p < buf + sizeof buf; p++) *p = 0;
+    return rc;
+}
+
+/* A string key of "mqtt", its ${NAME}s replaced: 0 (absent: out
+ * untouched), or -1 with err. */
+static int mqtt_str(const cJSON *mq, const char *key, char *out, size_t cap, char *err, size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(mq, key);
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsString(v) || !v->valuestring[0]) {
+        snprintf(err, errlen, "\"mqtt\": \"%s\" must be a string of 1 to %zu bytes", key, cap - 1);
+        return -1;
+    }
+    char where[40];
+    snprintf(where, sizeof where, "mqtt\": \"%s", key);
+    return expand_key(where, v->valuestring, out, cap, err, errlen);
+}
+
+int srv_camcfg_mqtt(const cJSON *root, srv_mqttcfg_t *out, char *err, size_t errlen) {
+    static const char *const KEYS_MQTT[] = {"url",    "user",        "password", "passwordFile",
+                                            "prefix", "haDiscovery", "tls",      "queue"};
+    const cJSON *mq = cJSON_GetObjectItemCaseSensitive(root, "mqtt");
+    memset(out, 0, sizeof *out);
+    snprintf(out->prefix, sizeof out->prefix, "frigate");
+    snprintf(out->ha, sizeof out->ha, "homeassistant");
+    out->queue = 1024;
+    if (!mq || cJSON_IsNull(mq)) return 0;
+    if (!cJSON_IsObject(mq)) {
+        snprintf(err, errlen, "\"mqtt\" must be an object");
+        return -1;
+    }
+    warn_unknown(mq, "\"mqtt\"", KEYS_MQTT, (int)(sizeof KEYS_MQTT / sizeof KEYS_MQTT[0]));
+    if (!cJSON_GetObjectItemCaseSensitive(mq, "url")) {
+        snprintf(err, errlen, "\"mqtt\": \"url\" is required");
+        return -1;
+    }
+    const cJSON *pf = cJSON_GetObjectItemCaseSensitive(mq, "passwordFile");
+    const cJSON *ha = cJSON_GetObjectItemCaseSensitive(mq, "haDiscovery");
+    const cJSON *tls = cJSON_GetObjectItemCaseSensitive(mq, "tls");
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(mq, "queue");
+    if (mqtt_str(mq, "url", out->url, sizeof out->url, err, errlen) ||
+        mqtt_str(mq, "user", out->user, sizeof out->user, err, errlen) ||
+        mqtt_str(mq, "password", out->password, sizeof out->password, err, errlen) ||
+        mqtt_str(mq, "prefix", out->prefix, sizeof out->prefix, err, errlen))
+        goto fail;
+    if (pf && !cJSON_IsNull(pf)) {
+        if (out->password[0]) {
+            snprintf(err, errlen, "\"mqtt\": \"password\" and \"passwordFile\" are one or the other");
+            goto fail;
+        }
+        if (!cJSON_IsString(pf) || !pf->valuestring[0]) {
+            snprintf(err, errlen, "\"mqtt\": \"passwordFile\" must be the path of a file");
+            goto fail;
+        }
+        if (read_secret(pf->valuestring, out->password, sizeof out->password, err, errlen))
+            goto fail;
+    }
+    if (out->password[0] && !out->user[0] && !strchr(out->url, '@')) {
+        snprintf(err, errlen, "\"mqtt\": a password needs a \"user\"");
+        goto fail;
+    }
+    for (const char *p = out->prefix; *p; p++)
+        if (*p == '+' || *p == '#') {
+            snprintf(err, errlen, "\"mqtt\": \"prefix\" must not hold '+' or '#'");
+            goto fail;
+        }
+    if (cJSON_IsFalse(ha)) {
+        out->ha[0] = '\0';
+    } else if (ha && !cJSON_IsNull(ha) && !cJSON_IsTrue(ha)) {
+        if (!cJSON_IsString(ha) || !ha->valuestring[0] ||
+            strlen(ha->valuestring) >= sizeof out->ha || strpbrk(ha->valuestring, "+#")) {
+            snprintf(err, errlen,
+                     "\"mqtt\": \"haDiscovery\" must be a topic prefix (\"homeassistant\") or false");
+            goto fail;
+        }
+        snprintf(out->ha, sizeof out->ha, "%s", ha->valuestring);
+    }
+    if (tls && !cJSON_IsNull(tls)) {
+        static const char *const KEYS_TLS[] = {"ca"};
+        const cJSON *ca = cJSON_IsObject(tls) ? cJSON_GetObjectItemCaseSensitive(tls, "ca") : NULL;
+        if (!cJSON_IsObject(tls) || (ca && !cJSON_IsNull(ca) &&
+                                     (!cJSON_IsString(ca) || !ca->valuestring[0] ||
+                                      strlen(ca->valuestring) >= sizeof out->ca))) {
+            snprintf(err, errlen, "\"mqtt\": \"tls\" must be {\"ca\": the path of a CA file}");
+            goto fail;
+        }
+        warn_unknown(tls, "\"mqtt\": \"tls\"", KEYS_TLS, 1);
+        if (cJSON_IsString(ca)) snprintf(out->ca, sizeof out->ca, "%s", ca->valuestring);
+    }
+    if (q && !cJSON_IsNull(q)) {
+        if (!cJSON_IsNumber(q) || !(q->valuedouble >= 16 && q->valuedouble <= 1000000) ||
+            q->valuedouble != floor(q->valuedouble)) {
+            snprintf(err, errlen, "\"mqtt\": \"queue\" must be a whole number from 16 to 1000000");
+            goto fail;
+        }
+        out->queue = (int)q->valuedouble;
+    }
+    return 1;
+fail:
+    for (volatile char *p = out->password; p < out->password + sizeof out->password; p++) *p = 0;
+    return -1;
 }

@@ -30,12 +30,29 @@ typedef struct {
 int srv_camcfg_parse(const struct cJSON *root, srv_camcfg_t **out, int *n, char *err, size_t errlen);
 /* The config's "events": {"db": PATH, "retainDays": D, "retainRows": N}
  * (defaults 10 days, 100000 rows). 1 with *out filled when it names a
- * database, 0 when there is none, -1 with err. */
+ * database, 0 when there is none (no "events", or snapshots only), -1
+ * with err. */
 int srv_camcfg_events(const struct cJSON *root, char *path, size_t path_cap, double *days,
                       long long *rows, char *err, size_t errlen);
-/* The config's "events": {"snapshots": DIR}: the directory of the events'
- * best snapshots (DIR/ID.jpg), into out ("" when none). 0, or -1 with err. */
-int srv_camcfg_snapshots(const struct cJSON *root, char *out, size_t cap, char *err, size_t errlen);
+/* The config's "mqtt": {"url", "user", "password", "passwordFile",
+ * "prefix", "haDiscovery", "tls": {"ca"}, "queue"} (docs/cameras.md, MQTT).
+ * The password is read here (from its file, or "password" with its
+ * ${NAME}s replaced) and is the caller's to clear once the sink has it. */
+typedef struct {
+    char url[2048];      /* with ${NAME}s replaced */
+    char user[256];      /* "": the URL's */
+    char password[1024]; /* "": the URL's */
+    char prefix[256];    /* Frigate's topic prefix when the URL has none; default "frigate" */
+    char ha[256];        /* HA's discovery prefix; "" (false): no discovery */
+    char ca[1024];       /* mqtts: the CA file; "": the system's CAs */
+    int queue;           /* messages waiting for the broker, at most; default 1024 */
+} srv_mqttcfg_t;
+/* 1 with *out filled when the config has "mqtt", 0 when not, -1 with err
+ * (never the password). */
+int srv_camcfg_mqtt(const struct cJSON *root, srv_mqttcfg_t *out, char *err, size_t errlen);
+/* The config's "events": {"snapshots": DIR}: 1 with dir filled, 0 when
+ * there is none, -1 with err. */
+int srv_camcfg_snapshots(const struct cJSON *root, char *dir, size_t cap, char *err, size_t errlen);
 /* Whether the config file at path lists any camera (read, not checked). */
 int srv_camcfg_present(const char *path);
 

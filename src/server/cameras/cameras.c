@@ -9,16 +9,20 @@
  * Ownership: the frame buffer is the camera thread's, except while a frame
  * is in flight, when a prepare worker reads it; the detections are written
  * by the predict worker, and read by the camera thread once the answer has
- * come (the lock orders them).
+ * come (the lock orders them). The MQTT sink is the cameras' (one
+ * connection for all, opened first and closed last); each camera's
+ * publisher of Frigate's topics and its snapshot writer are its thread's.
  */
 #include "server/cameras/cameras.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <cjson/cJSON.h>
@@ -26,6 +30,9 @@
 #include "base/clock.h"
 #include "log/log.h"
 #include "model/model.h"
+#include "publish/sink.h"
+#include "publish/track_mqtt.h"
+#include "publish/track_snap.h"
 #include "server/cameras/camcfg.h"
 #include "eventdb/eventdb.h"
 #include "server/core/camboard.h"
@@ -45,6 +52,7 @@
 #define DETS_MAX 256   /* detections of one frame kept */
 #define LABELS_MAX 256 /* distinct labels a camera tracks */
 #define ZONES_FILE_MAX (1u << 20)
+#define MQTT_CLOSE_S 3.0 /* at the stop, waiting for the broker to take what is queued */
 
 typedef struct {
     osp_track_box_t box;
@@ -52,10 +60,21 @@ typedef struct {
     char label[64];
 } cam_det_t;
 
+/* What every camera shares, made and freed on the I/O thread. */
+typedef struct {
+    osp_eventdb_t *db;    /* "events": {"db": ...}, or NULL */
+    osp_sink_t *mqtt;     /* "mqtt", or NULL */
+    char ha[256];         /* HA's discovery prefix, or "" */
+    char snapshots[1024]; /* "events": {"snapshots": DIR}, or "" */
+} shared_t;
+
 typedef struct cam {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
     server_t *s;
-    osp_eventdb_t *db; /* the cameras' events database, or NULL */
+    osp_eventdb_t *db;        /* the cameras' events database, or NULL */
+    osp_track_mqtt_t *mq;     /* its Frigate topics, or NULL without "mqtt" */
+    osp_track_snaps_t *snaps; /* its best snapshots, or NULL */
+    char who[96];             /* names the snapshot writer in the log */
     srv_camcfg_t cfg;
     int idx; /* the model's slot */
     pthread_t t;
@@ -92,7 +111,7 @@ typedef struct cam {
 struct srv_cameras {
     cam_t *cams[SRV_CAM_MAX]; /* each the I/O thread's to make and free */
     int n;
-    osp_eventdb_t *db; /* "events": {"db": ...}, or NULL */
+    shared_t sh;
 };
 
 /* ---- the transport: on the core's workers and the I/O thread ------------------ */
@@ -168,6 +187,7 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
     srv_camboard_state(c->pub, e->kind == OSP_SOURCE_DROP        ? SRV_CAM_RECONNECTING
                                : e->kind == OSP_SOURCE_RECONNECT ? SRV_CAM_UP
                                                                  : SRV_CAM_DOWN);
+    if (c->mq) osp_track_mqtt_online(c->mq, e->kind == OSP_SOURCE_RECONNECT);
     osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN,
             "ospreyd: camera %s: %s", c->cfg.name, text);
 }
@@ -208,6 +228,11 @@ static void track_frame(cam_t *c, double t) {
         return;
     }
     int ne = osp_events_update(c->events, c->tracker, err, sizeof err);
+    /* the pictures first: whoever gets an event finds its picture */
+    if (c->snaps) {
+        osp_view_t px = osp_image_view(&c->frame);
+        osp_track_snaps_frame(c->snaps, c->tracker, c->events, &px, c->frame_w, c->frame_h);
+    }
     for (int i = 0; i < ne; i++) {
         osp_jw_reset(&c->line);
         if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
@@ -230,6 +255,11 @@ static void track_frame(cam_t *c, double t) {
                             a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
                             a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
         }
+    }
+    if (c->mq) {
+        if (osp_track_mqtt_labels(c->mq, c->label_ptrs, c->n_labels))
+            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
+        osp_track_mqtt_frame(c->mq);
     }
 }
 
@@ -281,6 +311,7 @@ static int open_source(cam_t *c) {
             srv_camboard_state(c->pub, SRV_CAM_UP);
             osp_log(OSP_LOG_INFO, "ospreyd: camera %s: watching %s with model %d at %g frames/s",
                     c->cfg.name, osp_source_name(src), c->idx, c->cfg.fps);
+            if (c->mq) osp_track_mqtt_online(c->mq, true);
             return 0;
         }
         srv_camboard_state(c->pub, SRV_CAM_DOWN);
@@ -380,6 +411,7 @@ static void *cam_main(void *arg) {
     if (newest) osp_newest_stop(newest);
     publish(c, 0, 0);
     srv_camboard_state(c->pub, SRV_CAM_DOWN);
+    if (c->mq) osp_track_mqtt_online(c->mq, false);
     atomic_store(&c->exited, 1);
     return NULL;
 }
@@ -406,8 +438,32 @@ static int read_file(const char *path, char **out, size_t *len, char *err, size_
     return 0;
 }
 
-static int cam_open(server_t *s, cam_t *c, char *err, size_t errlen) {
+/* The camera's labels known before any frame, in the model's spelling:
+ * its "objects" (then its discovered labels), the zones' and lines', and
+ * without "objects" the model's person (discovered, as osprey detect
+ * --track does). Others are added as they are seen. */
+static void seed_labels(cam_t *c, const osp_model_t *m) {
+    for (int i = 0; i < c->cfg.n_objects; i++) {
+        const char *name = c->cfg.objects[i];
+        for (int k = 0; m && k < m->n_labels; k++)
+            if (m->labels[k] && strcasecmp(m->labels[k], name) == 0) {
+                name = m->labels[k];
+                break;
+            }
+        label_index(c, name);
+    }
+    const osp_zones_cfg_t *zc = c->zones ? osp_zones_cfg(c->zones) : NULL;
+    for (int i = 0; zc && i < zc->n_zones; i++)
+        for (int j = 0; j < zc->zones[i].n_objects; j++) label_index(c, zc->zones[i].objects[j]);
+    for (int i = 0; zc && i < zc->n_lines; i++)
+        for (int j = 0; j < zc->lines[i].n_objects; j++) label_index(c, zc->lines[i].objects[j]);
+    for (int k = 0; !c->cfg.n_objects && m && k < m->n_labels; k++)
+        if (m->labels[k] && strcasecmp(m->labels[k], "person") == 0) label_index(c, m->labels[k]);
+}
+
+static int cam_open(server_t *s, cam_t *c, const shared_t *sh, char *err, size_t errlen) {
     c->s = s;
+    snprintf(c->who, sizeof c->who, "ospreyd: camera %s: snapshots", c->cfg.name);
     c->h.kind = SRV_JOB_EVENT;
     c->h.done = on_frame;
     pthread_mutex_init(&c->mu, NULL);
@@ -438,8 +494,20 @@ static int cam_open(server_t *s, cam_t *c, char *err, size_t errlen) {
         return -1;
     }
     char why[400];
+    seed_labels(c, srv_loaded_model(srv_slot(s, c->idx)));
     if (osp_track_new(NULL, &c->tracker, why, sizeof why) ||
-        osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why)) {
+        osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why) ||
+        (sh->mqtt &&
+         osp_track_mqtt_new(sh->mqtt,
+                            &(osp_track_mqtt_opts_t){.camera = c->cfg.name,
+                                                     .ha_prefix = sh->ha[0] ? sh->ha : NULL,
+                                                     .device_model = "ospreyd",
+                                                     .camera_available = true,
+                                                     .discover = c->cfg.n_objects ? c->label_ptrs : NULL,
+                                                     .n_discover = c->cfg.n_objects ? c->n_labels : 0},
+                            c->events, c->zones ? osp_zones_cfg(c->zones) : NULL, c->label_ptrs,
+                            c->n_labels, &c->mq, why, sizeof why)) ||
+        (sh->snapshots[0] && osp_track_snaps_new(sh->snapshots, c->who, &c->snaps, why, sizeof why))) {
         snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
         return -1;
     }
@@ -482,6 +550,8 @@ static void cam_free(server_t *s, cam_t *c) {
     }
     srv_camboard_remove(s->camboard, c->pub);
     osp_source_close(c->src);
+    osp_track_mqtt_free(c->mq); /* its counts back to 0, the camera offline */
+    osp_track_snaps_free(c->snaps);
     osp_image_free(&c->frame);
     osp_track_free(c->tracker);
     osp_zones_free(c->zones);
@@ -495,7 +565,7 @@ static void cam_free(server_t *s, cam_t *c) {
 }
 
 /* A camera for cfg, started; NULL with err. */
-static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, osp_eventdb_t *db, char *err,
+static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, const shared_t *sh, char *err,
                       size_t errlen) {
     cam_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -503,8 +573,8 @@ static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, osp_eventdb_t *db, c
         return NULL;
     }
     c->cfg = *cfg;
-    c->db = db;
-    if (cam_open(s, c, err, errlen)) {
+    c->db = sh->db;
+    if (cam_open(s, c, sh, err, errlen)) {
         cam_free(s, c);
         return NULL;
     }
@@ -515,14 +585,51 @@ static void cameras_free(server_t *s, srv_cameras_t *cs) {
     if (!cs) return;
     for (int i = 0; i < cs->n; i++) cam_signal_stop(cs->cams[i]); /* all at once */
     for (int i = 0; i < cs->n; i++) cam_free(s, cs->cams[i]);
-    osp_eventdb_close(cs->db); /* after the cameras: their last records are in */
+    osp_eventdb_close(cs->sh.db); /* after the cameras: their last records are in */
+    if (cs->sh.mqtt) {
+        osp_sink_stats_t st;
+        char name[1200];
+        snprintf(name, sizeof name, "%s", osp_sink_name(cs->sh.mqtt));
+        osp_sink_close(cs->sh.mqtt, MQTT_CLOSE_S, &st);
+        osp_log(OSP_LOG_INFO,
+                "ospreyd: cameras: MQTT %s: %lld messages queued, %lld published, %lld "
+                "acknowledged, %lld dropped, %lld connection failures",
+                name, (long long)st.queued, (long long)st.published, (long long)st.acked,
+                (long long)st.dropped, (long long)st.failures);
+    }
     free(cs);
 }
 
-/* The config file's cameras, events database and snapshots' directory
- * (snaps: 1024 bytes). 0, or -1 with err. */
+/* The cameras' one MQTT connection ("mqtt" in the config): 0, or -1 with
+ * err (never the password). A broker that cannot be reached is not an
+ * error: the sink retries it, and drops (counted) what does not fit its
+ * queue meanwhile, so no camera waits for it. */
+static int open_mqtt(shared_t *sh, srv_mqttcfg_t *mc, char *err, size_t errlen) {
+    osp_sink_opts_t so = {.cap = mc->queue,
+                          .prog = "cameras",
+                          .who = "ospreyd: cameras: MQTT",
+                          .user = mc->user[0] ? mc->user : NULL,
+                          .password = mc->password[0] ? mc->password : NULL,
+                          .ca_file = mc->ca[0] ? mc->ca : NULL,
+                          .default_topic = mc->prefix,
+                          .available = "available"};
+    char why[1200];
+    int rc = osp_sink_open(mc->url, &so, &sh->mqtt, why, sizeof why);
+    for (volatile char *p = mc->password; p < mc->password + sizeof mc->password; p++) *p = 0;
+    if (rc) {
+        snprintf(err, errlen, "\"mqtt\": %s", why);
+        return -1;
+    }
+    snprintf(sh->ha, sizeof sh->ha, "%s", mc->ha);
+    osp_log(OSP_LOG_INFO, "ospreyd: cameras: publishing on MQTT %s%s%s", osp_sink_name(sh->mqtt),
+            mc->ha[0] ? ", Home Assistant discovery under " : "", mc->ha);
+    return 0;
+}
+
+/* The config file's cameras and events database. 0, or -1 with err. */
 static int read_config(const char *path, srv_camcfg_t **cfg, int *n, osp_eventdb_cfg_t *dbc,
-                       int *has_db, char *snaps, char *err, size_t errlen) {
+                       int *has_db, srv_mqttcfg_t *mqtt, int *has_mqtt, char *snapshots,
+                       size_t snapshots_cap, char *err, size_t errlen) {
     char *text = NULL;
     size_t len = 0;
     *cfg = NULL;
@@ -540,7 +647,11 @@ static int read_config(const char *path, srv_camcfg_t **cfg, int *n, osp_eventdb
     *has_db = rc ? 0
                  : srv_camcfg_events(root, dbc->path, sizeof dbc->path, &dbc->retain_days, &rows,
                                      err, errlen);
-    if (!rc && *has_db >= 0 && srv_camcfg_snapshots(root, snaps, 1024, err, errlen)) *has_db = -1;
+    if (!rc && *has_db >= 0 && srv_camcfg_snapshots(root, snapshots, snapshots_cap, err, errlen) < 0)
+        rc = -1;
+    *has_mqtt = 0;
+    if (!rc && *has_db >= 0 && mqtt && (*has_mqtt = srv_camcfg_mqtt(root, mqtt, err, errlen)) < 0)
+        rc = -1;
     cJSON_Delete(root);
     dbc->retain_rows = rows;
     if (rc || *has_db < 0) {
@@ -560,9 +671,12 @@ static int fe_wanted(const osp_server_opts_t *o) {
 static int fe_start(server_t *s, char *err, size_t errlen) {
     srv_camcfg_t *cfg;
     osp_eventdb_cfg_t dbc;
-    int n, has_db;
-    char snaps[1024];
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, snaps, err, errlen)) return -1;
+    srv_mqttcfg_t mc;
+    char snaps[sizeof((shared_t *)0)->snapshots];
+    int n, has_db, has_mqtt;
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, &mc, &has_mqtt, snaps,
+                    sizeof snaps, err, errlen))
+        return -1;
     srv_cameras_t *cs = calloc(1, sizeof *cs);
     if (!cs) {
         free(cfg);
@@ -570,13 +684,22 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         return -1;
     }
     s->cameras = cs;
-    if (has_db && !(cs->db = osp_eventdb_open(&dbc, err, errlen))) {
+    int rc = 0;
+    if (snaps[0] && mkdir(snaps, 0750) && errno != EEXIST) {
+        snprintf(err, errlen, "\"events\": \"snapshots\": cannot make %s: %s", snaps, strerror(errno));
+        rc = -1;
+    }
+    snprintf(cs->sh.snapshots, sizeof cs->sh.snapshots, "%s", snaps);
+    if (!rc && has_mqtt && open_mqtt(&cs->sh, &mc, err, errlen)) rc = -1;
+    for (volatile char *p = mc.password; p < mc.password + sizeof mc.password; p++) *p = 0;
+    if (!rc && has_db && !(cs->sh.db = osp_eventdb_open(&dbc, err, errlen))) rc = -1;
+    if (rc) {
         free(cfg);
-        return -1;
+        return -1; /* stop takes down what started */
     }
     srv_camboard_set_events(s->camboard, has_db ? dbc.path : NULL, snaps);
     for (int i = 0; i < n; i++) {
-        if (!(cs->cams[i] = cam_new(s, &cfg[i], cs->db, err, errlen))) {
+        if (!(cs->cams[i] = cam_new(s, &cfg[i], &cs->sh, err, errlen))) {
             free(cfg);
             return -1; /* stop takes down what started */
         }
@@ -596,18 +719,20 @@ static void fe_stop(server_t *s) {
     s->cameras = NULL;
 }
 
-/* SIGHUP: the list read again. A camera no longer listed stops, one whose
- * keys changed restarts, a new one starts; the others are not touched. A
- * list that does not read changes nothing. The events database is kept as
- * it was opened. */
+/* SIGHUP: the list read again. A camera no longer listed stops (and its
+ * Home Assistant entities are removed), one whose keys changed restarts, a
+ * new one starts; the others are not touched. A list that does not read
+ * changes nothing. The events database, the snapshots' folder and the
+ * MQTT connection are kept as they were opened. */
 static int fe_reload(server_t *s) {
     srv_cameras_t *cs = s->cameras;
     srv_camcfg_t *cfg;
     osp_eventdb_cfg_t dbc;
-    int n, has_db;
-    char err[1400], snaps[1024];
+    int n, has_db, has_mqtt;
+    char err[1400], snaps[sizeof cs->sh.snapshots];
     if (!cs) return 0;
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, snaps, err, sizeof err)) {
+    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, NULL, &has_mqtt, snaps,
+                    sizeof snaps, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s; the cameras are left as they were", err);
         return 1;
     }
@@ -619,10 +744,13 @@ static int fe_reload(server_t *s) {
         for (int j = 0; j < n && same < 0; j++)
             if (strcmp(cfg[j].name, c->cfg.name) == 0 && memcmp(&cfg[j], &c->cfg, sizeof cfg[j]) == 0)
                 same = j;
+        int listed = 0;
+        for (int j = 0; j < n && !listed; j++) listed = strcmp(cfg[j].name, c->cfg.name) == 0;
         if (same >= 0) {
             next[same] = c;
             kept++;
         } else {
+            if (!listed && c->mq) osp_track_mqtt_forget(c->mq);
             cam_signal_stop(c);
             cam_free(s, c);
             stopped++;
@@ -630,7 +758,7 @@ static int fe_reload(server_t *s) {
     }
     for (int j = 0; j < n; j++) { /* new or changed: started */
         if (next[j]) continue;
-        if ((next[j] = cam_new(s, &cfg[j], cs->db, err, sizeof err)))
+        if ((next[j] = cam_new(s, &cfg[j], &cs->sh, err, sizeof err)))
             started++;
         else {
             osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s", err);

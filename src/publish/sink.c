@@ -1,6 +1,6 @@
 /* sink: see sink.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "segment/sink.h"
+#include "publish/sink.h"
 #include "log/log.h"
 
 #include <errno.h>
@@ -30,6 +30,7 @@ struct osp_sink {
     int port;
     char shown[1100]; /* the URL, its login masked: the only name printed */
     char prog[32];
+    char who[1200];       /* MQTT: "osprey PROG: --mqtt SHOWN", or the caller's who and SHOWN */
     atomic_bool *refused; /* the caller's, set on giving up */
     struct mosquitto *mq; /* MQTT, or */
     rd_kafka_t *rk;       /* Kafka */
@@ -41,13 +42,15 @@ struct osp_sink {
     int cap, head, n;
     bool closing;
     bool connected, reported;
-    bool ever;       /* connected once at least */
-    bool wait_first; /* the caller says why the first attempt failed */
-    int attempts;    /* connection attempts that failed */
-    char why[160];   /* the last one's reason */
-    int birth_mid;   /* the last "online": not a record, not counted */
-    bool given_up;   /* the broker refused us: nothing is queued or retried */
-    double deadline; /* closing: give up on unacknowledged records then */
+    bool ever;             /* connected once at least */
+    bool wait_first;       /* the caller says why the first attempt failed */
+    int attempts;          /* connection attempts that failed */
+    char why[160];         /* the last one's reason */
+    int birth_mid;         /* the last "online": not a record, not counted */
+    bool birth_due;        /* connected: "online" goes out before any record */
+    bool given_up;         /* the broker refused us: nothing is queued or retried */
+    double deadline;       /* closing: give up on unacknowledged records then */
+    int64_t lost_retained; /* retained messages dropped */
     osp_sink_stats_t st;
 };
 
@@ -63,6 +66,7 @@ static void give_up(osp_sink_t *s, const char *why) {
     s->connected = false;
     s->st.failures++;
     for (; s->n > 0; s->n--) {
+        if (s->q[s->head].retain) s->lost_retained++;
         free(s->q[s->head].data);
         s->q[s->head].data = NULL;
         s->head = (s->head + 1) % s->cap;
@@ -71,7 +75,7 @@ static void give_up(osp_sink_t *s, const char *why) {
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     if (!first) return;
-    fprintf(stderr, "osprey %s: --mqtt %s: %s; not retrying\n", s->prog, s->shown, why);
+    osp_log(OSP_LOG_ERROR, "%s: %s; not retrying", s->who, why);
     if (s->refused) atomic_store(s->refused, true);
 }
 
@@ -91,16 +95,17 @@ static void on_connect(struct mosquitto *mq, void *ctx, int rc) {
         return;
     }
     /* "online" before any record, on every connect: the broker may have
-     * said "offline" for us (the last will) while we were away */
-    int mid = -1;
-    if (rc == 0 && s->avail[0]) mosquitto_publish(mq, &mid, s->avail, 6, "online", 1, true);
+     * said "offline" for us (the last will) while we were away. Published
+     * by the loop, not here: libmosquitto holds its callback lock here,
+     * and a publish under it takes its locks in the order opposite to
+     * mosquitto_disconnect's (ThreadSanitizer: lock-order-inversion). */
     pthread_mutex_lock(&s->mu);
     s->connected = rc == 0;
     if (rc == 0) {
         s->reported = false;
         s->ever = true;
+        s->birth_due = s->avail[0] != '\0';
     }
-    s->birth_mid = mid;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -157,9 +162,7 @@ static void *publisher(void *arg) {
                 s->reported = true;
                 pthread_cond_broadcast(&s->cv);
                 pthread_mutex_unlock(&s->mu);
-                if (say)
-                    osp_log(OSP_LOG_WARN, "osprey %s: --mqtt %s: %s; retrying", s->prog, s->shown,
-                            why);
+                if (say) osp_log(OSP_LOG_WARN, "%s: %s; retrying", s->who, why);
                 backoff = backoff * 2 > 10 ? 10 : backoff * 2;
             }
             next_try = osp_now_s() + backoff;
@@ -177,6 +180,19 @@ static void *publisher(void *arg) {
             pthread_mutex_unlock(&s->mu);
             if (lrc == MOSQ_ERR_NO_CONN || lrc == MOSQ_ERR_CONN_LOST) osp_sleep_ms(20);
             continue;
+        }
+        pthread_mutex_lock(&s->mu);
+        bool birth = s->birth_due && s->connected;
+        s->birth_due = false;
+        pthread_mutex_unlock(&s->mu);
+        if (birth) {
+            int mid = -1;
+            /* on_publish runs on this thread, in mosquitto_loop: after this */
+            if (mosquitto_publish(s->mq, &mid, s->avail, 6, "online", 1, true) == MOSQ_ERR_SUCCESS) {
+                pthread_mutex_lock(&s->mu);
+                s->birth_mid = mid;
+                pthread_mutex_unlock(&s->mu);
+            }
         }
         for (;;) {
             pthread_mutex_lock(&s->mu);
@@ -204,6 +220,7 @@ static void *publisher(void *arg) {
                     s->q[s->head] = it;
                     s->n++;
                 } else {
+                    if (it.retain) s->lost_retained++;
                     free(it.data);
                     s->st.dropped++;
                 }
@@ -465,6 +482,10 @@ int osp_sink_open(const char *url, const osp_sink_opts_t *opts, osp_sink_t **out
     }
     osp_url_mask(url, s->shown, sizeof s->shown);
     snprintf(s->prog, sizeof s->prog, "%s", o->prog ? o->prog : "segment");
+    if (o->who)
+        snprintf(s->who, sizeof s->who, "%s %s", o->who, s->shown);
+    else
+        snprintf(s->who, sizeof s->who, "osprey %s: --mqtt %s", s->prog, s->shown);
     s->refused = o->refused;
     s->wait_first = o->wait_first;
     s->cap = o->cap > 0 ? o->cap : 1024;
@@ -495,6 +516,7 @@ void osp_sink_put_topic(osp_sink_t *s, const char *topic, const char *payload, b
         s->st.dropped++;
     } else {
         if (s->n == s->cap) {
+            if (s->q[s->head].retain) s->lost_retained++;
             free(s->q[s->head].data);
             s->q[s->head].data = NULL;
             s->head = (s->head + 1) % s->cap;
@@ -507,6 +529,14 @@ void osp_sink_put_topic(osp_sink_t *s, const char *topic, const char *payload, b
         pthread_cond_broadcast(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
+}
+
+int64_t osp_sink_retained_lost(osp_sink_t *s, bool *connected) {
+    pthread_mutex_lock(&s->mu);
+    int64_t n = s->lost_retained;
+    *connected = s->connected;
+    pthread_mutex_unlock(&s->mu);
+    return n;
 }
 
 int osp_sink_wait_connected(osp_sink_t *s, double timeout_s, char *err, size_t errlen) {

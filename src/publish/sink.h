@@ -18,13 +18,13 @@
  * retained or not), and keep an availability topic the way Frigate keeps
  * frigate/available: "online" (retained) on every connect, "offline" from
  * the broker as the client's last will when it vanishes, and from
- * osp_sink_close at a clean end. osprey detect --track publishes Frigate's
- * topics and Home Assistant's discovery that way (cli/track_mqtt.h).
+ * osp_sink_close at a clean end. osprey detect --track and ospreyd's cameras publish Frigate's
+ * topics and Home Assistant's discovery that way (publish/track_mqtt.h).
  *
  * Owned by the caller (osp_sink_open / osp_sink_close). put from any thread.
  */
-#ifndef OSP_SEGMENT_SINK_H
-#define OSP_SEGMENT_SINK_H
+#ifndef OSP_PUBLISH_SINK_H
+#define OSP_PUBLISH_SINK_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -43,8 +43,11 @@ typedef struct {
 /* How to reach the broker besides its URL. Every string is the caller's and
  * only read during osp_sink_open (the client keeps its own copies). */
 typedef struct {
-    int cap;              /* records the queue holds (0: 1024) */
-    const char *prog;     /* names the command in stderr lines ("segment") */
+    int cap;          /* records the queue holds (0: 1024) */
+    const char *prog; /* names the command in stderr lines ("segment") */
+    /* MQTT: names the sink in its log lines instead of "osprey PROG:
+     * --mqtt" ("ospreyd: cameras: MQTT"); NULL: that */
+    const char *who;
     const char *user;     /* MQTT login; NULL: the URL's user */
     const char *password; /* NULL: the URL's password */
     const char *ca_file;  /* mqtts: the CA that signed the broker's certificate;
@@ -77,6 +80,11 @@ const char *osp_sink_topic(const osp_sink_t *s);
 /* MQTT: queue payload for topic (a whole topic, not under the URL's),
  * retained or not, in order with the records; as osp_sink_put otherwise. */
 void osp_sink_put_topic(osp_sink_t *s, const char *topic, const char *payload, bool retain);
+/* MQTT: retained messages dropped so far (their topics' last value may
+ * not be on the broker), and whether the sink is connected now. A
+ * publisher of retained state publishes it again when the count has grown
+ * and the sink is connected (track_mqtt.h). */
+int64_t osp_sink_retained_lost(osp_sink_t *s, bool *connected);
 /* MQTT: wait up to timeout_s for the first connection. 0 connected; -1
  * when the first attempt failed, the broker refused us, or the time ran
  * out, with the reason in err (never a password). */

@@ -1,6 +1,6 @@
 /* track_snap: see track_snap.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "cli/track_snap.h"
+#include "publish/track_snap.h"
 #include "log/log.h"
 
 #include <stdbool.h>
@@ -19,6 +19,7 @@ typedef struct {
 
 struct osp_track_snaps {
     const char *dir;
+    const char *who; /* names the writer in the log */
     osp_decoder_t *dec;
     osp_image_t img; /* the frame copy drawn on, reused */
     snap_t *s;
@@ -26,7 +27,8 @@ struct osp_track_snaps {
     bool said; /* a write failure was reported */
 };
 
-int osp_track_snaps_new(const char *dir, osp_track_snaps_t **out, char *err, size_t errlen) {
+int osp_track_snaps_new(const char *dir, const char *who, osp_track_snaps_t **out, char *err,
+                        size_t errlen) {
     *out = NULL;
     osp_track_snaps_t *s = calloc(1, sizeof *s);
     if (!s || !(s->dec = osp_decoder_new())) {
@@ -35,6 +37,7 @@ int osp_track_snaps_new(const char *dir, osp_track_snaps_t **out, char *err, siz
         return -1;
     }
     s->dir = dir;
+    s->who = who;
     *out = s;
     return 0;
 }
@@ -107,7 +110,7 @@ static void write_one(osp_track_snaps_t *s, snap_t *e, const osp_track_t *tr,
     osp_view_t v = osp_image_view(&s->img);
     if (osp_image_save(s->dec, &v, part, err, sizeof err) || rename(part, final)) {
         if (!s->said)
-            osp_log(OSP_LOG_ERROR, "osprey detect: --snapshots: cannot write %s: %s", final,
+            osp_log(OSP_LOG_ERROR, "%s: cannot write %s: %s", s->who, final,
                     err[0] ? err : "rename failed");
         s->said = true;
         unlink(part);

@@ -1,4 +1,4 @@
-/* The Kafka sink (src/segment/sink.c) against librdkafka's mock cluster (a
+/* The Kafka sink (src/publish/sink.c) against librdkafka's mock cluster (a
  * broker inside this process): every record arrives once and in order; a
  * broker that cannot be reached never blocks put, is reported, and close
  * gives up at its deadline counting the undelivered records. Bad URLs are
@@ -14,7 +14,7 @@
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 
-#include "segment/sink.h"
+#include "publish/sink.h"
 
 #define N 50
 
