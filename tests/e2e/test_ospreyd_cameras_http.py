@@ -265,21 +265,25 @@ def test_a_bad_filter_is_refused_with_the_reason(site, query, says):
 
 
 def test_an_events_snapshot_is_served_from_the_snapshots_directory(site):
-    rows = site.wait_for(lambda: (lambda r: r if len(r) >= 2 else None)(events(site)), "two events")
-    with_file, without = rows[0]["id"], rows[1]["id"]
+    """ospreyd keeps each object's best picture as SNAPSHOTS/ID.jpg; the
+    page serves that file, and only for an event of the database. Objects
+    that ended are used: their pictures are written no more."""
+    ended = lambda: [r for r in events(site, "?limit=500") if r["end_time"] is not None]  # noqa: E731
+    rows = site.wait_for(lambda: (lambda r: r if len(r) >= 2 else None)(ended()), "two ended objects")
+    shown, removed = rows[0]["id"], rows[1]["id"]
+    status, headers, body = get(site.port, f"/api/events/{shown}/snapshot.jpg")
+    assert status == 200 and headers["Content-Type"] == "image/jpeg", body[:200]
+    assert body == (site.snaps / f"{shown}.jpg").read_bytes() and body[:3] == b"\xff\xd8\xff"
+    (site.snaps / f"{removed}.jpg").unlink()
+    assert get(site.port, f"/api/events/{removed}/snapshot.jpg")[0] == 404  # no file
     buf = io.BytesIO()
     Image.new("RGB", (64, 48), (200, 30, 30)).save(buf, "JPEG")
-    (site.snaps / f"{with_file}.jpg").write_bytes(buf.getvalue())
-    status, headers, body = get(site.port, f"/api/events/{with_file}/snapshot.jpg")
-    assert status == 200 and headers["Content-Type"] == "image/jpeg", body[:200]
-    assert body == buf.getvalue()
-    assert get(site.port, f"/api/events/{without}/snapshot.jpg")[0] == 404  # no file
     # a file whose id is not in the database is not served
     (site.snaps / "1.000000-999999.jpg").write_bytes(buf.getvalue())
     assert get(site.port, "/api/events/1.000000-999999/snapshot.jpg")[0] == 404
     # a link in the directory is not followed; names that are paths are no event's
-    (site.snaps / f"{without}.jpg").symlink_to("/etc/hostname")
-    assert get(site.port, f"/api/events/{without}/snapshot.jpg")[0] == 404
+    (site.snaps / f"{removed}.jpg").symlink_to("/etc/hostname")
+    assert get(site.port, f"/api/events/{removed}/snapshot.jpg")[0] == 404
     for path in ("/api/events/..%2F..%2Fetc%2Fhostname/snapshot.jpg", "/api/events/../snapshot.jpg",
                  "/api/events/site/snapshot.jpg", "/api/events/token/snapshot.jpg"):
         assert get(site.port, path)[0] == 404, path
