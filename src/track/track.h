@@ -112,6 +112,13 @@ int osp_track_params_check(const osp_track_params_t *p, char *err, size_t errlen
 /* NULL params: the defaults. Returns 0, OSP_TRACK_EINVAL or OSP_TRACK_ENOMEM. */
 int osp_track_new(const osp_track_params_t *p, osp_tracker_t **out, char *err, size_t errlen);
 void osp_track_free(osp_tracker_t *t);
+/* Draw the ids of t's new tracks from *counter (its current value, then
+ * one more), which several trackers of one process may share (any
+ * thread: atomic), so that no two of them give the same id and their
+ * event ids (track/events.h: start time and track id) never collide,
+ * even for cameras that see the same frames at the same time. Set before
+ * the first update; *counter starts at 1 and outlives t. */
+void osp_track_share_ids(osp_tracker_t *t, _Atomic uint64_t *counter);
 
 /* One frame: n detections at time `t` (seconds, any origin; never less
  * than the previous frame's). A detection with a non-finite value, an

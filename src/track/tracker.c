@@ -2,6 +2,7 @@
 #include "track/track.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ struct osp_tracker {
     struct trk *trk; /* in id order */
     int n, cap;
     uint64_t next_id;
+    _Atomic uint64_t *shared_ids; /* osp_track_share_ids, or NULL */
     double now;
     int started;
     /* scratch, grown to the largest frame seen and reused */
@@ -161,6 +163,8 @@ int osp_track_new(const osp_track_params_t *p, osp_tracker_t **out, char *err, s
     *out = t;
     return 0;
 }
+
+void osp_track_share_ids(osp_tracker_t *t, _Atomic uint64_t *counter) { t->shared_ids = counter; }
 
 void osp_track_free(osp_tracker_t *t) {
     if (!t) return;
@@ -349,7 +353,7 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
     float v[4], w, h;
     to_arr(&d->box, v);
     osp_kalman_init(&k->kf, v);
-    o->id = t->next_id++;
+    o->id = t->shared_ids ? atomic_fetch_add(t->shared_ids, 1) : t->next_id++;
     o->label = d->label;
     o->state = t->p.confirm_hits <= 1 ? OSP_TRACK_CONFIRMED : OSP_TRACK_TENTATIVE;
     o->verdict = OSP_TRACK_UNVERIFIED;

@@ -324,6 +324,39 @@ static void test_deterministic(void **state) {
     osp_track_free(c);
 }
 
+/* Two cameras that see the same people at the same time (two copies of one
+ * clip) make the same tracks; with one shared counter their ids still
+ * differ, so their event ids (start time and id) cannot collide. */
+static void test_shared_ids_never_collide(void **state) {
+    (void)state;
+    _Atomic uint64_t counter = 1;
+    osp_tracker_t *a = tracker(NULL), *b = tracker(NULL), *alone = tracker(NULL);
+    osp_track_share_ids(a, &counter);
+    osp_track_share_ids(b, &counter);
+    int compared = 0;
+    for (int f = 0; f < 200; f++) {
+        osp_track_det_t d[16];
+        int n = scene(f, d, 0);
+        step(a, d, n, f * 0.1);
+        step(b, d, n, f * 0.1);
+        step(alone, d, n, f * 0.1);
+        /* the same tracks, in the same states, as a tracker alone makes... */
+        assert_int_equal(osp_track_count(a), osp_track_count(alone));
+        assert_int_equal(osp_track_count(b), osp_track_count(alone));
+        for (int i = 0; i < osp_track_count(a); i++) {
+            assert_int_equal(osp_track_at(a, i)->state, osp_track_at(alone, i)->state);
+            /* ...but under ids no other tracker of the counter gave */
+            for (int j = 0; j < osp_track_count(b); j++, compared++)
+                assert_true(osp_track_at(a, i)->id != osp_track_at(b, j)->id);
+        }
+    }
+    assert_true(compared > 500);
+    assert_true(counter > 2 && (counter - 1) % 2 == 0); /* as many from each */
+    osp_track_free(a);
+    osp_track_free(b);
+    osp_track_free(alone);
+}
+
 static void test_second_look_once_per_object(void **state) {
     (void)state;
     osp_tracker_t *t = tracker(NULL);
@@ -553,6 +586,7 @@ int main(void) {
         cmocka_unit_test(test_false_detection_never_confirmed),
         cmocka_unit_test(test_labels_never_share_a_track),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_shared_ids_never_collide),
         cmocka_unit_test(test_second_look_once_per_object),
         cmocka_unit_test(test_doubtful_new_box_waits_for_its_look),
         cmocka_unit_test(test_lost_track_met_where_it_was_last_seen),

@@ -66,6 +66,8 @@ typedef struct {
     osp_sink_t *mqtt;     /* "mqtt", or NULL */
     char ha[256];         /* HA's discovery prefix, or "" */
     char snapshots[1024]; /* "events": {"snapshots": DIR}, or "" */
+    /* every camera's track ids, so that no two objects share an event id */
+    _Atomic uint64_t *track_ids;
 } shared_t;
 
 typedef struct cam {
@@ -112,6 +114,7 @@ struct srv_cameras {
     cam_t *cams[SRV_CAM_MAX]; /* each the I/O thread's to make and free */
     int n;
     shared_t sh;
+    _Atomic uint64_t track_ids; /* sh.track_ids */
 };
 
 /* ---- the transport: on the core's workers and the I/O thread ------------------ */
@@ -495,7 +498,9 @@ static int cam_open(server_t *s, cam_t *c, const shared_t *sh, char *err, size_t
     }
     char why[400];
     seed_labels(c, srv_loaded_model(srv_slot(s, c->idx)));
-    if (osp_track_new(NULL, &c->tracker, why, sizeof why) ||
+    if (osp_track_new(NULL, &c->tracker, why, sizeof why) == 0)
+        osp_track_share_ids(c->tracker, sh->track_ids);
+    if (!c->tracker ||
         osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why) ||
         (sh->mqtt &&
          osp_track_mqtt_new(sh->mqtt,
@@ -690,6 +695,8 @@ static int fe_start(server_t *s, char *err, size_t errlen) {
         rc = -1;
     }
     snprintf(cs->sh.snapshots, sizeof cs->sh.snapshots, "%s", snaps);
+    atomic_init(&cs->track_ids, 1);
+    cs->sh.track_ids = &cs->track_ids;
     if (!rc && has_mqtt && open_mqtt(&cs->sh, &mc, err, errlen)) rc = -1;
     for (volatile char *p = mc.password; p < mc.password + sizeof mc.password; p++) *p = 0;
     if (!rc && has_db && !(cs->sh.db = osp_eventdb_open(&dbc, err, errlen))) rc = -1;
