@@ -359,18 +359,22 @@ static enum MHD_Result page_events(srv_http_t *h, struct MHD_Connection *c) {
 
 /* ---- the cameras' frames and events ---------------------------------------------- */
 
-static enum MHD_Result answer_jpeg(struct MHD_Connection *c, const uint8_t *jpg, size_t len) {
-    return answer(c, 200, "image/jpeg", jpg, len);
-}
+/* A picture page: the name the route ends with (a camera's, an event's)
+ * handed to what makes its JPEG (campages.h), answered with the JPEG or
+ * the status and reason it gave. */
+typedef unsigned (*picture_fn)(server_t *s, const char *name, uint8_t **jpg, size_t *len,
+                               const char **why);
 
-static enum MHD_Result page_camera_latest(srv_http_t *h, struct MHD_Connection *c, const char *url) {
+static enum MHD_Result page_picture(srv_http_t *h, struct MHD_Connection *c, const char *url,
+                                    picture_fn make) {
     char name[OSP_HTTP_NAME_MAX];
     if (osp_http_route_name(url, name)) return answer_text(c, 404, "not found\n");
     uint8_t *jpg = NULL;
     size_t len = 0;
     const char *why = NULL;
-    unsigned status = srv_page_camera_latest(h->s, name, &jpg, &len, &why);
-    enum MHD_Result rc = status == 200 ? answer_jpeg(c, jpg, len) : answer_text(c, status, why);
+    unsigned status = make(h->s, name, &jpg, &len, &why);
+    enum MHD_Result rc = status == 200 ? answer(c, 200, "image/jpeg", jpg, len)
+                                       : answer_text(c, status, why);
     free(jpg);
     return rc;
 }
@@ -403,18 +407,6 @@ static enum MHD_Result page_camera_events(srv_http_t *h, struct MHD_Connection *
         return answer_json(c, 400, w);
     }
     return answer_json(c, srv_page_camera_events(h->s, &a.q, w), w);
-}
-
-static enum MHD_Result page_event_snapshot(srv_http_t *h, struct MHD_Connection *c, const char *url) {
-    char id[OSP_HTTP_NAME_MAX];
-    if (osp_http_route_name(url, id)) return answer_text(c, 404, "not found\n");
-    uint8_t *jpg = NULL;
-    size_t len = 0;
-    const char *why = NULL;
-    unsigned status = srv_page_event_snapshot(h->s, id, &jpg, &len, &why);
-    enum MHD_Result rc = status == 200 ? answer_jpeg(c, jpg, len) : answer_text(c, status, why);
-    free(jpg);
-    return rc;
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
@@ -491,9 +483,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         srv_page_cameras(h->s, &jw);
         rc = answer_json(c, 200, &jw);
         break;
-    case OSP_HTTP_CAMERA_LATEST: rc = page_camera_latest(h, c, url); break;
+    case OSP_HTTP_CAMERA_LATEST: rc = page_picture(h, c, url, srv_page_camera_latest); break;
     case OSP_HTTP_CAMERA_EVENTS: rc = page_camera_events(h, c, &jw); break;
-    case OSP_HTTP_EVENT_SNAPSHOT: rc = page_event_snapshot(h, c, url); break;
+    case OSP_HTTP_EVENT_SNAPSHOT: rc = page_picture(h, c, url, srv_page_event_snapshot); break;
     case OSP_HTTP_BAD_METHOD: rc = answer_text(c, 405, "only GET and HEAD\n"); break;
     default:
         rc = answer_text(c, 404,
