@@ -20,11 +20,7 @@
 #include "model_cfg.h"
 #include "wire/cmdargs.h"
 #include "wire/frame.h"
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
+#include "check.h"
 
 static void check_name_index(const cJSON *cmd) {
     const char *name = osp_wire_cmd_name(cmd);

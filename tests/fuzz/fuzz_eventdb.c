@@ -17,19 +17,7 @@
 #include <string.h>
 
 #include "eventdb/eventdb.h"
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
-
-static char *cstr(const uint8_t *d, size_t n) {
-    char *s = malloc(n + 1);
-    CHECK(s);
-    memcpy(s, d, n);
-    s[n] = '\0';
-    return s;
-}
+#include "check.h"
 
 static void name_ok(const char *v) {
     size_t n = strlen(v);

@@ -21,11 +21,7 @@
 
 #include "wire/frame.h"
 #include "wire/frigate.h"
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
+#include "check.h"
 
 static osp_frigate_labelmap_t lm;
 

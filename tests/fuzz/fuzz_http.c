@@ -21,19 +21,7 @@
 #include <string.h>
 
 #include "wire/http.h"
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
-
-static char *cstr(const uint8_t *d, size_t n) {
-    char *s = malloc(n + 1);
-    CHECK(s);
-    memcpy(s, d, n);
-    s[n] = '\0';
-    return s;
-}
+#include "check.h"
 
 static void check_route(const uint8_t *data, size_t size) {
     if (size < 1) return;

@@ -35,11 +35,7 @@
 #include <turbojpeg.h>
 
 #include "image/image.h"
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
+#include "check.h"
 
 #define REF_SIDE 16
 

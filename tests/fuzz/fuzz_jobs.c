@@ -18,11 +18,7 @@
 #include <string.h>
 
 #include "jobs/jobs.h"
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
+#include "check.h"
 
 /* The last field of that name, as the parser keeps it. */
 static const osp_job_field_t *last(const osp_job_field_t *f, int n, const char *name) {

@@ -26,14 +26,7 @@
 #include "wire/frame.h"
 #include "wire/jsonw.h"
 #include "wire/pyjson.h"
-
-#define CHECK(c)                                                         \
-    do {                                                                 \
-        if (!(c)) {                                                      \
-            fprintf(stderr, "CHECK failed line %d: %s\n", __LINE__, #c); \
-            __builtin_trap();                                            \
-        }                                                                \
-    } while (0)
+#include "check.h"
 
 /* The tree as osprey's replies would write it (depth is bounded by the
  * reader's limit). */

@@ -18,11 +18,7 @@
 #include <unistd.h>
 
 #include "jobs/bounded.h"
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
+#include "check.h"
 
 /* What bounded.c charges for r and everything in it. */
 static size_t cost(const redisReply *r, size_t item_max) {

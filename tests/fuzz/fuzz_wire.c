@@ -24,13 +24,9 @@
 #include "wire/encode.h"
 #include "wire/frame.h"
 #include "wire/peek.h"
+#include "check.h"
 
 #define MAX_FRAMES 2048
-
-#define CHECK(c)                    \
-    do {                            \
-        if (!(c)) __builtin_trap(); \
-    } while (0)
 
 typedef struct {
     size_t off, len; /* the frame within the stream */

@@ -19,14 +19,7 @@
 
 #include "track/track.h"
 #include "track/zones.h"
-
-#define CHECK(c)                                                         \
-    do {                                                                 \
-        if (!(c)) {                                                      \
-            fprintf(stderr, "CHECK failed line %d: %s\n", __LINE__, #c); \
-            __builtin_trap();                                            \
-        }                                                                \
-    } while (0)
+#include "check.h"
 
 static const char *const LABELS[] = {"person", "car", "dog"};
 
