@@ -10,15 +10,10 @@ import time
 import pytest
 
 from certs import make_certs
+from ospreyd_client import free_port  # noqa: F401 (the tests take it from here too)
 
 USER, PASSWORD = "ha", "s3cr3t-Pw"
 TOPIC = "osprey/cam1"  # Broker.subscribe's
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_listening(port, proc, timeout=10):

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from assets import media, model  # noqa: F401
-from test_ospreyd_cameras import Daemon, events, free_port, site, summary  # noqa: F401
+from camera_daemon import Daemon, events, free_port, site, summary
 
 SECONDS = 12  # the good camera's clip: vtest's first 120 frames at 10 frames/s
 

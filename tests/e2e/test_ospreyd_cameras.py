@@ -5,81 +5,20 @@ gives tracked objects' events in Frigate's layout; a real RTSP camera
 password never printed; a camera that is down at start is retried, not
 fatal; a bad camera config is refused with the camera and the key named."""
 import json
-import os
 import re
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from assets import BIN, media, model  # noqa: F401 (model: the catalog is what the config names)
+from camera_daemon import Daemon, daemons, events, free_port, site, summary  # noqa: F401 (a fixture)
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable if Path(sys.executable).exists() else "/usr/bin/python3"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Daemon:
-    """ospreyd --config FILE, its log lines collected as they come."""
-
-    def __init__(self, tmp_path, config, env=None):
-        path = tmp_path / "site.json"
-        path.write_text(json.dumps(config))
-        self.proc = subprocess.Popen([str(BIN / "ospreyd"), "--config", str(path)],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True,
-                                     env=dict(os.environ, **(env or {})))
-        self.out, self.err = [], []
-        self.pumps = [threading.Thread(target=lambda f=f, into=into: into.extend(f), daemon=True)
-                      for f, into in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
-        for t in self.pumps:
-            t.start()
-
-    def log(self):
-        return "".join(self.err)
-
-    def stdout(self):
-        return "".join(self.out)
-
-    def wait_for(self, pred, what, timeout=120):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if pred(self.log()):
-                return
-            assert self.proc.poll() is None, f"ospreyd exited {self.proc.returncode}:\n{self.log()}"
-            time.sleep(0.1)
-        raise AssertionError(f"no {what} in {timeout} s:\n{self.log()[-4000:]}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(60)
-        for t in self.pumps:
-            t.join(10)
-        return rc
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-@pytest.fixture
-def daemons():
-    made = []
-    yield lambda *a, **kw: made.append(Daemon(*a, **kw)) or made[-1]
-    for d in made:
-        d.kill()
 
 
 def rtsp_server(port, path, *extra):
@@ -87,24 +26,6 @@ def rtsp_server(port, path, *extra):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "ready", p.stderr.read()
     return p
-
-
-def events(out):
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
-
-
-def summary(log, name):
-    m = re.search(rf"camera {name}: (\d+) frames in, (\d+) submitted, (\d+) detected, (\d+) shed, "
-                  rf"(\d+) failed, (\d+) events, (\d+) reconnects", log)
-    assert m, log[-3000:]
-    keys = ("frames_in", "submitted", "detected", "shed", "failed", "events", "reconnects")
-    return dict(zip(keys, map(int, m.groups())))
-
-
-def site(cameras, models=None):
-    return {"runtime": "onnxruntime",
-            "models": models or [{"model": "ssd-oidv4-int8"}],
-            "cameras": cameras}
 
 
 def test_a_camera_played_from_video_gives_frigates_events(daemons, tmp_path):

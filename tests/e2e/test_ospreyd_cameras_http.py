@@ -8,14 +8,10 @@ there."""
 import http.client
 import io
 import json
-import os
 import re
 import shutil
-import signal
-import socket
 import sqlite3
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -23,15 +19,10 @@ import pytest
 from PIL import Image
 
 from assets import BIN, media, model
+from camera_daemon import Daemon, free_port
 
 TOKEN = "Vq7-cameras-http-token-0123456789abc"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(port, path, headers=AUTH, timeout=15):
@@ -50,49 +41,16 @@ def get_json(port, path):
     return status, json.loads(body)
 
 
-class Site:
+class Site(Daemon):
     """ospreyd --config site.json --http PORT --auth-token-file, its log collected."""
 
     def __init__(self, tmp, config):
-        (tmp / "site.json").write_text(json.dumps(config))
         token = tmp / "token"
         token.write_text(TOKEN + "\n")
         token.chmod(0o600)
         self.port = free_port()
-        self.proc = subprocess.Popen(
-            [str(BIN / "ospreyd"), "--config", str(tmp / "site.json"), "--http",
-             f"127.0.0.1:{self.port}", "--auth-token-file", str(token)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.out, self.err = [], []
-        self.pumps = [threading.Thread(target=lambda f=f, into=into: into.extend(f), daemon=True)
-                      for f, into in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
-        for t in self.pumps:
-            t.start()
-
-    def log(self):
-        return "".join(self.err)
-
-    def wait_for(self, pred, what, timeout=90):
-        end = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < end:
-            assert self.proc.poll() is None, f"ospreyd exited {self.proc.returncode}:\n{self.log()}"
-            try:
-                last = pred()
-                if last:
-                    return last
-            except OSError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError(f"no {what} in {timeout} s (last: {last}):\n{self.log()[-4000:]}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        rc = self.proc.wait(60)
-        for t in self.pumps:
-            t.join(10)
-        return rc
+        super().__init__(tmp, config, args=("--http", f"127.0.0.1:{self.port}",
+                                            "--auth-token-file", token))
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +81,7 @@ def camera(site, name):
 
 
 def test_api_cameras_says_each_cameras_state_and_counts(site):
-    yard = site.wait_for(lambda: (lambda c: c if c and c["detected"] >= 10 and c["events"] >= 1
+    yard = site.until(lambda: (lambda c: c if c and c["detected"] >= 10 and c["events"] >= 1
                                   and c["fps"] > 0
                                   else None)(camera(site, "yard")),
                          "yard's frames detected and its events")
@@ -152,7 +110,7 @@ def parse_metrics(text):
 
 
 def test_metrics_have_a_series_set_per_camera_that_promtool_accepts(site):
-    site.wait_for(lambda: (camera(site, "yard") or {}).get("detected", 0) >= 5, "yard's frames")
+    site.until(lambda: (camera(site, "yard") or {}).get("detected", 0) >= 5, "yard's frames")
     status, headers, body = get(site.port, "/metrics")
     assert status == 200, body
     text = body.decode()
@@ -184,7 +142,7 @@ def test_metrics_have_a_series_set_per_camera_that_promtool_accepts(site):
 
 
 def test_latest_jpg_is_the_newest_frame_with_its_boxes_and_zones(site):
-    status, headers, body = site.wait_for(
+    status, headers, body = site.until(
         lambda: (lambda r: r if r[0] == 200 else None)(get(site.port, "/api/cameras/yard/latest.jpg")),
         "yard's latest.jpg")
     assert headers["Content-Type"] == "image/jpeg", headers
@@ -215,7 +173,7 @@ def events(site, query=""):
 
 
 def test_api_events_reads_the_database_by_filter(site):
-    rows = site.wait_for(lambda: (lambda r: r if len({e["start_time"] for e in r}) >= 2 else None)(
+    rows = site.until(lambda: (lambda r: r if len({e["start_time"] for e in r}) >= 2 else None)(
         events(site)), "events of objects that started apart in the database")
     assert all(r["camera"] == "yard" and r["label"] == "Person" for r in rows), rows
     starts = [r["start_time"] for r in rows]
@@ -241,7 +199,7 @@ def test_api_events_reads_the_database_by_filter(site):
     assert rows[-1]["id"] in {r["id"] for r in earlier} and rows[0]["id"] in {r["id"] for r in later}
     assert events(site, f"?after={time.time() + 1000}") == []
     # vtest's walkers cross the street zone's edge: some entered it, and only those match
-    site.wait_for(lambda: any("street" in r["zones"] for r in events(site)), "an entry into street")
+    site.until(lambda: any("street" in r["zones"] for r in events(site)), "an entry into street")
     inside = events(site, "?zone=street&limit=500")
     assert inside and all("street" in r["zones"] for r in inside), inside
 
@@ -269,7 +227,7 @@ def test_an_events_snapshot_is_served_from_the_snapshots_directory(site):
     page serves that file, and only for an event of the database. Objects
     that ended are used: their pictures are written no more."""
     ended = lambda: [r for r in events(site, "?limit=500") if r["end_time"] is not None]  # noqa: E731
-    rows = site.wait_for(lambda: (lambda r: r if len(r) >= 2 else None)(ended()), "two ended objects")
+    rows = site.until(lambda: (lambda r: r if len(r) >= 2 else None)(ended()), "two ended objects")
     shown, removed = rows[0]["id"], rows[1]["id"]
     status, headers, body = get(site.port, f"/api/events/{shown}/snapshot.jpg")
     assert status == 200 and headers["Content-Type"] == "image/jpeg", body[:200]
@@ -297,7 +255,7 @@ def test_the_dashboard_shows_the_cameras_and_their_events_in_headless_chromium(s
     browser = Path(__file__).resolve().parent / "browser"
     assert node and chromium.exists() and (browser / "node_modules" / "playwright-core").exists(), \
         "node, Debian's chromium and tests/e2e/browser/node_modules (scripts/bootstrap.sh) are needed"
-    rows = site.wait_for(lambda: (lambda r: r if r else None)(events(site, "?limit=20")), "an event")
+    rows = site.until(lambda: (lambda r: r if r else None)(events(site, "?limit=20")), "an event")
     event = rows[-1]["id"]
     buf = io.BytesIO()
     Image.new("RGB", (96, 72), (40, 160, 220)).save(buf, "JPEG")

@@ -24,7 +24,7 @@ from PIL import Image
 from assets import BIN
 from conftest import MEDIA, need
 from mqtt_broker import PASSWORD, USER, Broker, broker, certs, drain, session  # noqa: F401
-from test_ospreyd_cameras import daemons, events, site, summary  # noqa: F401 (a fixture)
+from camera_daemon import daemons, events, site, summary  # noqa: F401 (a fixture)
 
 # a sanitizer's build runs the model several times slower: longer clips
 # give its cameras as many objects to report

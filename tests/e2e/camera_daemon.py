@@ -1,0 +1,103 @@
+"""ospreyd watching cameras, for the tests of its cameras
+(test_ospreyd_cameras*.py, test_ospreyd_camera_bounds.py): a daemon
+started on a --config file with its log collected, the site config, and
+its event records and per-camera counts read back."""
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from assets import BIN
+from ospreyd_client import free_port  # noqa: F401 (for the camera tests)
+
+
+class Daemon:
+    """ospreyd --config FILE, its log lines collected as they come."""
+
+    def __init__(self, tmp_path, config, env=None, args=()):
+        path = tmp_path / "site.json"
+        path.write_text(json.dumps(config))
+        self.proc = subprocess.Popen([str(BIN / "ospreyd"), "--config", str(path), *map(str, args)],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, **(env or {})))
+        self.out, self.err = [], []
+        self.pumps = [threading.Thread(target=lambda f=f, into=into: into.extend(f), daemon=True)
+                      for f, into in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        for t in self.pumps:
+            t.start()
+
+    def log(self):
+        return "".join(self.err)
+
+    def stdout(self):
+        return "".join(self.out)
+
+    def wait_for(self, pred, what, timeout=120):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if pred(self.log()):
+                return
+            assert self.proc.poll() is None, f"ospreyd exited {self.proc.returncode}:\n{self.log()}"
+            time.sleep(0.1)
+        raise AssertionError(f"no {what} in {timeout} s:\n{self.log()[-4000:]}")
+
+    def until(self, pred, what, timeout=90):
+        """pred()'s first true value, asked every 0.2 s (an OSError, a page
+        not up yet, counts as false)."""
+        end = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < end:
+            assert self.proc.poll() is None, f"ospreyd exited {self.proc.returncode}:\n{self.log()}"
+            try:
+                last = pred()
+                if last:
+                    return last
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"no {what} in {timeout} s (last: {last}):\n{self.log()[-4000:]}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(60)
+        for t in self.pumps:
+            t.join(10)
+        return rc
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def daemons():
+    made = []
+    yield lambda *a, **kw: made.append(Daemon(*a, **kw)) or made[-1]
+    for d in made:
+        d.kill()
+
+
+def events(out):
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def summary(log, name):
+    m = re.search(rf"camera {name}: (\d+) frames in, (\d+) submitted, (\d+) detected, (\d+) shed, "
+                  rf"(\d+) failed, (\d+) events, (\d+) reconnects", log)
+    assert m, log[-3000:]
+    keys = ("frames_in", "submitted", "detected", "shed", "failed", "events", "reconnects")
+    return dict(zip(keys, map(int, m.groups())))
+
+
+def site(cameras, models=None):
+    return {"runtime": "onnxruntime",
+            "models": models or [{"model": "ssd-oidv4-int8"}],
+            "cameras": cameras}
