@@ -125,3 +125,12 @@ def drain(broker, *topics, client_id="osprey-track-test", wait=3):
         if client_id is None or flag == "0":
             out.append((flag == "1", topic, payload))
     return out
+
+
+@pytest.fixture
+def pwfile(tmp_path):
+    """The broker's password in a file only its owner reads."""
+    f = tmp_path / "mqtt.pw"
+    f.write_text(PASSWORD + "\n")
+    f.chmod(0o600)
+    return f

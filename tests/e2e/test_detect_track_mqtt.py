@@ -19,7 +19,7 @@ import pytest
 
 from conftest import MEDIA, lines, need
 from test_detect_track import FRIGATE_KEYS, cut
-from mqtt_broker import PASSWORD, USER, broker, certs, drain, free_port, session  # noqa: F401
+from mqtt_broker import PASSWORD, USER, pwfile, broker, certs, drain, free_port, session  # noqa: F401
 
 FRAMES = 100
 ZONES = {
@@ -37,14 +37,6 @@ def clip(tmp_path_factory):
 def zones(tmp_path_factory):
     f = tmp_path_factory.mktemp("zones") / "zones.json"
     f.write_text(json.dumps(ZONES))
-    return f
-
-
-@pytest.fixture
-def pwfile(tmp_path):
-    f = tmp_path / "mqtt.pw"
-    f.write_text(PASSWORD + "\n")
-    f.chmod(0o600)
     return f
 
 

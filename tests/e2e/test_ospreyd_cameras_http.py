@@ -8,7 +8,6 @@ there."""
 import http.client
 import io
 import json
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -20,6 +19,7 @@ from PIL import Image
 
 from assets import BIN, media, model
 from camera_daemon import Daemon, free_port
+from test_ospreyd_http import parse_metrics
 
 TOKEN = "Vq7-cameras-http-token-0123456789abc"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -95,18 +95,6 @@ def test_api_cameras_says_each_cameras_state_and_counts(site):
     assert abs(yard["frameTime"] - time.time()) < 600, yard
     gone = camera(site, "gone")
     assert gone["state"] in ("connecting", "down") and gone["framesIn"] == 0, gone
-
-
-def parse_metrics(text):
-    out = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = re.fullmatch(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)', line)
-        assert m, f"not a sample line: {line!r}"
-        labels = dict(re.findall(r'([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
-        out[(m.group(1), frozenset(labels.items()))] = float(m.group(3))
-    return out
 
 
 def test_metrics_have_a_series_set_per_camera_that_promtool_accepts(site):

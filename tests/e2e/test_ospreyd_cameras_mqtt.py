@@ -23,7 +23,7 @@ from PIL import Image
 
 from assets import BIN
 from conftest import MEDIA, need
-from mqtt_broker import PASSWORD, USER, Broker, broker, certs, drain, session  # noqa: F401
+from mqtt_broker import PASSWORD, USER, pwfile, Broker, broker, certs, drain, session  # noqa: F401
 from camera_daemon import daemons, events, site, summary  # noqa: F401 (a fixture)
 
 # a sanitizer's build runs the model several times slower: longer clips
@@ -56,14 +56,6 @@ def long_clips(tmp_path_factory):
 
 def retained_configs(broker):
     return {t for _, t, _ in drain(broker, "homeassistant/#", client_id=None, wait=1)}
-
-
-@pytest.fixture
-def pwfile(tmp_path):
-    f = tmp_path / "mqtt.pw"
-    f.write_text(PASSWORD + "\n")
-    f.chmod(0o600)
-    return f
 
 
 def camera(name, clip):
