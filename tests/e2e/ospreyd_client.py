@@ -15,6 +15,7 @@ Also here: a pure-Python PNG reader (zlib + the five filters) that turns the
 media PNGs into raw pixels for infer_raw, and the JPEG-to-RGB helper built
 from fixtures/jpeg2rgb.c with libturbojpeg.
 """
+import http.client
 import json
 import os
 import shutil
@@ -652,6 +653,20 @@ def _unix(path):
         s.close()
         raise
     return s
+
+
+def http_connection(port, timeout, source="127.0.0.1"):
+    """An HTTP connection to 127.0.0.1:port, connected. A port nothing
+    listens on yet can be reached from itself (the kernel may give the
+    client that very port as its own, and the two ends meet: TCP's
+    simultaneous open), which would read our own request back as the
+    answer: that is refused here like the connection it stands for."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0))
+    c.connect()
+    if c.sock.getsockname() == c.sock.getpeername():
+        c.close()
+        raise ConnectionRefusedError(f"port {port}: connected to itself, nothing listens there yet")
+    return c
 
 
 def free_port():

@@ -5,7 +5,6 @@ SQLite database by filter (bad filters refused), an event's snapshot, and
 every one of them behind the token. One ospreyd for the file: a camera
 played from vtest with a zones file, and one whose RTSP server is not
 there."""
-import http.client
 import io
 import json
 import shutil
@@ -19,6 +18,7 @@ from PIL import Image
 
 from assets import BIN, media, model
 from camera_daemon import Daemon, free_port
+from ospreyd_client import http_connection
 from test_ospreyd_http import parse_metrics
 
 TOKEN = "Vq7-cameras-http-token-0123456789abc"
@@ -27,7 +27,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 def get(port, path, headers=AUTH, timeout=15):
     """(status, headers, body bytes)."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c = http_connection(port, timeout)
     try:
         c.request("GET", path, headers=headers or {})
         r = c.getresponse()

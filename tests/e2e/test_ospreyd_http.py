@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ospreyd_client import (BIN, model, ROOT, SANITIZED, SSD_CATALOG, TIMEOUT, free_port,  # noqa: F401
+from ospreyd_client import (BIN, model, ROOT, SANITIZED, SSD_CATALOG, TIMEOUT, free_port, http_connection,  # noqa: F401
                             media_image, need, solid, spawn, tb_script)
 
 BROWSER_DIR = Path(__file__).resolve().parent / "browser"
@@ -27,7 +27,7 @@ TOKEN = "k3Zq9-osprey-http-token-0123456789"
 def get(port, path, method="GET", body=None, timeout=10, headers=None, source="127.0.0.1"):
     """(status, headers, body text) of one request to 127.0.0.1:port, sent
     from the address source (another loopback address is another host)."""
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0))
+    c = http_connection(port, timeout, source)
     try:
         c.request(method, path, body=body, headers=headers or {})
         r = c.getresponse()
