@@ -16,7 +16,6 @@
 #include "base/text.h"
 #include "log/log.h"
 
-#define CONFIG_MAX (1u << 20) /* a config file larger than this is not read for cameras */
 
 static const char *const KEYS[] = {"name", "url", "model", "fps", "objects", "zones"};
 #define N_KEYS (int)(sizeof KEYS / sizeof KEYS[0])
@@ -191,19 +190,34 @@ int srv_camcfg_parse(const cJSON *root, srv_camcfg_t **out, int *n, char *err, s
     return 0;
 }
 
-int srv_camcfg_present(const char *path) {
+int srv_camcfg_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    char *buf = malloc(CONFIG_MAX + 1);
-    size_t n = buf ? fread(buf, 1, CONFIG_MAX + 1, f) : 0;
-    fclose(f);
-    int yes = 0;
-    if (buf && n <= CONFIG_MAX) {
-        cJSON *root = cJSON_ParseWithLength(buf, n);
-        const cJSON *cams = cJSON_GetObjectItemCaseSensitive(root, "cameras");
-        yes = cJSON_IsArray(cams) && cJSON_GetArraySize(cams) > 0;
-        cJSON_Delete(root);
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s", path);
+        return -1;
     }
+    char *buf = malloc(SRV_CAMCFG_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, SRV_CAMCFG_FILE_MAX + 1, f) : 0;
+    fclose(f);
+    if (!buf || n > SRV_CAMCFG_FILE_MAX) {
+        free(buf);
+        snprintf(err, errlen, "%s is larger than %u bytes", path, SRV_CAMCFG_FILE_MAX);
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int srv_camcfg_present(const char *path) {
+    char *buf, err[64];
+    size_t n;
+    if (srv_camcfg_read_file(path, &buf, &n, err, sizeof err)) return 0;
+    cJSON *root = cJSON_ParseWithLength(buf, n);
+    const cJSON *cams = cJSON_GetObjectItemCaseSensitive(root, "cameras");
+    int yes = cJSON_IsArray(cams) && cJSON_GetArraySize(cams) > 0;
+    cJSON_Delete(root);
     free(buf);
     return yes;
 }

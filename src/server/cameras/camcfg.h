@@ -53,6 +53,11 @@ int srv_camcfg_mqtt(const struct cJSON *root, srv_mqttcfg_t *out, char *err, siz
 /* The config's "events": {"snapshots": DIR}: 1 with dir filled, 0 when
  * there is none, -1 with err. */
 int srv_camcfg_snapshots(const struct cJSON *root, char *dir, size_t cap, char *err, size_t errlen);
+/* The file at path whole (at most SRV_CAMCFG_FILE_MAX bytes, NUL ended:
+ * a config, a zones file) into *out, the caller's to free. 0, or -1 with
+ * err. */
+#define SRV_CAMCFG_FILE_MAX (1u << 20)
+int srv_camcfg_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);
 /* Whether the config file at path lists any camera (read, not checked). */
 int srv_camcfg_present(const char *path);
 

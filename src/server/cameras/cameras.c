@@ -9,31 +9,29 @@
  * Ownership: the frame buffer is the camera thread's, except while a frame
  * is in flight, when a prepare worker reads it; the detections are written
  * by the predict worker, and read by the camera thread once the answer has
- * come (the lock orders them). The MQTT sink is the cameras' (one
- * connection for all, opened first and closed last); each camera's
- * publisher of Frigate's topics and its snapshot writer are its thread's.
+ * come (the lock orders them). What the cameras share (the database, the
+ * MQTT connection, the track ids) is the site's (site.h), opened first
+ * and closed last; each camera's publisher of Frigate's topics and its
+ * snapshot writer are its thread's.
  */
 #include "server/cameras/cameras.h"
 
-#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
-#include <cjson/cJSON.h>
 
 #include "base/clock.h"
 #include "log/log.h"
 #include "model/model.h"
-#include "publish/sink.h"
 #include "publish/track_mqtt.h"
 #include "publish/track_snap.h"
 #include "server/cameras/camcfg.h"
+#include "server/cameras/site.h"
 #include "eventdb/eventdb.h"
 #include "server/core/camboard.h"
 #include "server/core/dispatch.h"
@@ -51,24 +49,12 @@
 
 #define DETS_MAX 256   /* detections of one frame kept */
 #define LABELS_MAX 256 /* distinct labels a camera tracks */
-#define ZONES_FILE_MAX (1u << 20)
-#define MQTT_CLOSE_S 3.0 /* at the stop, waiting for the broker to take what is queued */
 
 typedef struct {
     osp_track_box_t box;
     float score;
     char label[64];
 } cam_det_t;
-
-/* What every camera shares, made and freed on the I/O thread. */
-typedef struct {
-    osp_eventdb_t *db;    /* "events": {"db": ...}, or NULL */
-    osp_sink_t *mqtt;     /* "mqtt", or NULL */
-    char ha[256];         /* HA's discovery prefix, or "" */
-    char snapshots[1024]; /* "events": {"snapshots": DIR}, or "" */
-    /* every camera's track ids, so that no two objects share an event id */
-    _Atomic uint64_t *track_ids;
-} shared_t;
 
 typedef struct cam {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
@@ -113,8 +99,7 @@ typedef struct cam {
 struct srv_cameras {
     cam_t *cams[SRV_CAM_MAX]; /* each the I/O thread's to make and free */
     int n;
-    shared_t sh;
-    _Atomic uint64_t track_ids; /* sh.track_ids */
+    srv_site_t *site; /* what they share */
 };
 
 /* ---- the transport: on the core's workers and the I/O thread ------------------ */
@@ -421,26 +406,6 @@ static void *cam_main(void *arg) {
 
 /* ---- making and taking down ------------------------------------------------------- */
 
-static int read_file(const char *path, char **out, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s", path);
-        return -1;
-    }
-    char *buf = malloc(ZONES_FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, ZONES_FILE_MAX + 1, f) : 0;
-    fclose(f);
-    if (!buf || n > ZONES_FILE_MAX) {
-        free(buf);
-        snprintf(err, errlen, "%s is larger than %u bytes", path, ZONES_FILE_MAX);
-        return -1;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* The camera's labels known before any frame, in the model's spelling:
  * its "objects" (then its discovered labels), the zones' and lines', and
  * without "objects" the model's person (discovered, as osprey detect
@@ -464,7 +429,7 @@ static void seed_labels(cam_t *c, const osp_model_t *m) {
         if (m->labels[k] && strcasecmp(m->labels[k], "person") == 0) label_index(c, m->labels[k]);
 }
 
-static int cam_open(server_t *s, cam_t *c, const shared_t *sh, char *err, size_t errlen) {
+static int cam_open(server_t *s, cam_t *c, srv_site_t *site, char *err, size_t errlen) {
     c->s = s;
     snprintf(c->who, sizeof c->who, "ospreyd: camera %s: snapshots", c->cfg.name);
     c->h.kind = SRV_JOB_EVENT;
@@ -481,7 +446,7 @@ static int cam_open(server_t *s, cam_t *c, const shared_t *sh, char *err, size_t
         char *text = NULL, why[400];
         size_t len = 0;
         osp_zones_cfg_t zc;
-        int rc = read_file(c->cfg.zones, &text, &len, why, sizeof why) ||
+        int rc = srv_camcfg_read_file(c->cfg.zones, &text, &len, why, sizeof why) ||
                  osp_zones_cfg_parse(text, len, &zc, why, sizeof why) ||
                  osp_zones_new(&zc, &c->zones, why, sizeof why);
         free(text);
@@ -499,20 +464,21 @@ static int cam_open(server_t *s, cam_t *c, const shared_t *sh, char *err, size_t
     char why[400];
     seed_labels(c, srv_loaded_model(srv_slot(s, c->idx)));
     if (osp_track_new(NULL, &c->tracker, why, sizeof why) == 0)
-        osp_track_share_ids(c->tracker, sh->track_ids);
+        osp_track_share_ids(c->tracker, srv_site_track_ids(site));
     if (!c->tracker ||
         osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why) ||
-        (sh->mqtt &&
-         osp_track_mqtt_new(sh->mqtt,
+        (srv_site_mqtt(site) &&
+         osp_track_mqtt_new(srv_site_mqtt(site),
                             &(osp_track_mqtt_opts_t){.camera = c->cfg.name,
-                                                     .ha_prefix = sh->ha[0] ? sh->ha : NULL,
+                                                     .ha_prefix = srv_site_ha(site),
                                                      .device_model = "ospreyd",
                                                      .camera_available = true,
                                                      .discover = c->cfg.n_objects ? c->label_ptrs : NULL,
                                                      .n_discover = c->cfg.n_objects ? c->n_labels : 0},
                             c->events, c->zones ? osp_zones_cfg(c->zones) : NULL, c->label_ptrs,
                             c->n_labels, &c->mq, why, sizeof why)) ||
-        (sh->snapshots[0] && osp_track_snaps_new(sh->snapshots, c->who, &c->snaps, why, sizeof why))) {
+        (srv_site_snapshots(site)[0] &&
+         osp_track_snaps_new(srv_site_snapshots(site), c->who, &c->snaps, why, sizeof why))) {
         snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
         return -1;
     }
@@ -570,7 +536,7 @@ static void cam_free(server_t *s, cam_t *c) {
 }
 
 /* A camera for cfg, started; NULL with err. */
-static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, const shared_t *sh, char *err,
+static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *site, char *err,
                       size_t errlen) {
     cam_t *c = calloc(1, sizeof *c);
     if (!c) {
@@ -578,8 +544,8 @@ static cam_t *cam_new(server_t *s, const srv_camcfg_t *cfg, const shared_t *sh, 
         return NULL;
     }
     c->cfg = *cfg;
-    c->db = sh->db;
-    if (cam_open(s, c, sh, err, errlen)) {
+    c->db = srv_site_db(site);
+    if (cam_open(s, c, site, err, errlen)) {
         cam_free(s, c);
         return NULL;
     }
@@ -590,81 +556,8 @@ static void cameras_free(server_t *s, srv_cameras_t *cs) {
     if (!cs) return;
     for (int i = 0; i < cs->n; i++) cam_signal_stop(cs->cams[i]); /* all at once */
     for (int i = 0; i < cs->n; i++) cam_free(s, cs->cams[i]);
-    osp_eventdb_close(cs->sh.db); /* after the cameras: their last records are in */
-    if (cs->sh.mqtt) {
-        osp_sink_stats_t st;
-        char name[1200];
-        snprintf(name, sizeof name, "%s", osp_sink_name(cs->sh.mqtt));
-        osp_sink_close(cs->sh.mqtt, MQTT_CLOSE_S, &st);
-        osp_log(OSP_LOG_INFO,
-                "ospreyd: cameras: MQTT %s: %lld messages queued, %lld published, %lld "
-                "acknowledged, %lld dropped, %lld connection failures",
-                name, (long long)st.queued, (long long)st.published, (long long)st.acked,
-                (long long)st.dropped, (long long)st.failures);
-    }
+    srv_site_close(cs->site); /* after the cameras: their last records are in */
     free(cs);
-}
-
-/* The cameras' one MQTT connection ("mqtt" in the config): 0, or -1 with
- * err (never the password). A broker that cannot be reached is not an
- * error: the sink retries it, and drops (counted) what does not fit its
- * queue meanwhile, so no camera waits for it. */
-static int open_mqtt(shared_t *sh, srv_mqttcfg_t *mc, char *err, size_t errlen) {
-    osp_sink_opts_t so = {.cap = mc->queue,
-                          .prog = "cameras",
-                          .who = "ospreyd: cameras: MQTT",
-                          .user = mc->user[0] ? mc->user : NULL,
-                          .password = mc->password[0] ? mc->password : NULL,
-                          .ca_file = mc->ca[0] ? mc->ca : NULL,
-                          .default_topic = mc->prefix,
-                          .available = "available"};
-    char why[1200];
-    int rc = osp_sink_open(mc->url, &so, &sh->mqtt, why, sizeof why);
-    for (volatile char *p = mc->password; p < mc->password + sizeof mc->password; p++) *p = 0;
-    if (rc) {
-        snprintf(err, errlen, "\"mqtt\": %s", why);
-        return -1;
-    }
-    snprintf(sh->ha, sizeof sh->ha, "%s", mc->ha);
-    osp_log(OSP_LOG_INFO, "ospreyd: cameras: publishing on MQTT %s%s%s", osp_sink_name(sh->mqtt),
-            mc->ha[0] ? ", Home Assistant discovery under " : "", mc->ha);
-    return 0;
-}
-
-/* The config file's cameras and events database. 0, or -1 with err. */
-static int read_config(const char *path, srv_camcfg_t **cfg, int *n, osp_eventdb_cfg_t *dbc,
-                       int *has_db, srv_mqttcfg_t *mqtt, int *has_mqtt, char *snapshots,
-                       size_t snapshots_cap, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    *cfg = NULL;
-    *n = 0;
-    if (read_file(path, &text, &len, err, errlen)) return -1;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!root) {
-        snprintf(err, errlen, "%s is not JSON", path);
-        return -1;
-    }
-    long long rows = 0;
-    memset(dbc, 0, sizeof *dbc);
-    int rc = srv_camcfg_parse(root, cfg, n, err, errlen);
-    *has_db = rc ? 0
-                 : srv_camcfg_events(root, dbc->path, sizeof dbc->path, &dbc->retain_days, &rows,
-                                     err, errlen);
-    if (!rc && *has_db >= 0 && srv_camcfg_snapshots(root, snapshots, snapshots_cap, err, errlen) < 0)
-        rc = -1;
-    *has_mqtt = 0;
-    if (!rc && *has_db >= 0 && mqtt && (*has_mqtt = srv_camcfg_mqtt(root, mqtt, err, errlen)) < 0)
-        rc = -1;
-    cJSON_Delete(root);
-    dbc->retain_rows = rows;
-    if (rc || *has_db < 0) {
-        free(*cfg);
-        *cfg = NULL;
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- the front end's table (core/frontend.h) --------------------------------------- */
@@ -675,38 +568,17 @@ static int fe_wanted(const osp_server_opts_t *o) {
 
 static int fe_start(server_t *s, char *err, size_t errlen) {
     srv_camcfg_t *cfg;
-    osp_eventdb_cfg_t dbc;
-    srv_mqttcfg_t mc;
-    char snaps[sizeof((shared_t *)0)->snapshots];
-    int n, has_db, has_mqtt;
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, &mc, &has_mqtt, snaps,
-                    sizeof snaps, err, errlen))
-        return -1;
+    int n;
     srv_cameras_t *cs = calloc(1, sizeof *cs);
     if (!cs) {
-        free(cfg);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     s->cameras = cs;
-    int rc = 0;
-    if (snaps[0] && mkdir(snaps, 0750) && errno != EEXIST) {
-        snprintf(err, errlen, "\"events\": \"snapshots\": cannot make %s: %s", snaps, strerror(errno));
-        rc = -1;
-    }
-    snprintf(cs->sh.snapshots, sizeof cs->sh.snapshots, "%s", snaps);
-    atomic_init(&cs->track_ids, 1);
-    cs->sh.track_ids = &cs->track_ids;
-    if (!rc && has_mqtt && open_mqtt(&cs->sh, &mc, err, errlen)) rc = -1;
-    for (volatile char *p = mc.password; p < mc.password + sizeof mc.password; p++) *p = 0;
-    if (!rc && has_db && !(cs->sh.db = osp_eventdb_open(&dbc, err, errlen))) rc = -1;
-    if (rc) {
-        free(cfg);
-        return -1; /* stop takes down what started */
-    }
-    srv_camboard_set_events(s->camboard, has_db ? dbc.path : NULL, snaps);
+    if (srv_site_read(s->opts.config_path, &cfg, &n, &cs->site, err, errlen)) return -1;
+    srv_camboard_set_events(s->camboard, srv_site_db_path(cs->site), srv_site_snapshots(cs->site));
     for (int i = 0; i < n; i++) {
-        if (!(cs->cams[i] = cam_new(s, &cfg[i], &cs->sh, err, errlen))) {
+        if (!(cs->cams[i] = cam_new(s, &cfg[i], cs->site, err, errlen))) {
             free(cfg);
             return -1; /* stop takes down what started */
         }
@@ -734,12 +606,10 @@ static void fe_stop(server_t *s) {
 static int fe_reload(server_t *s) {
     srv_cameras_t *cs = s->cameras;
     srv_camcfg_t *cfg;
-    osp_eventdb_cfg_t dbc;
-    int n, has_db, has_mqtt;
-    char err[1400], snaps[sizeof cs->sh.snapshots];
+    int n;
+    char err[1400];
     if (!cs) return 0;
-    if (read_config(s->opts.config_path, &cfg, &n, &dbc, &has_db, NULL, &has_mqtt, snaps,
-                    sizeof snaps, err, sizeof err)) {
+    if (srv_site_read(s->opts.config_path, &cfg, &n, NULL, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s; the cameras are left as they were", err);
         return 1;
     }
@@ -765,7 +635,7 @@ static int fe_reload(server_t *s) {
     }
     for (int j = 0; j < n; j++) { /* new or changed: started */
         if (next[j]) continue;
-        if ((next[j] = cam_new(s, &cfg[j], &cs->sh, err, sizeof err)))
+        if ((next[j] = cam_new(s, &cfg[j], cs->site, err, sizeof err)))
             started++;
         else {
             osp_log(OSP_LOG_ERROR, "ospreyd: cameras: %s", err);
