@@ -32,11 +32,11 @@ int srv_site_read(const char *path, srv_camcfg_t **cfg, int *n, srv_site_t **out
  * logged. NULL: nothing. */
 void srv_site_close(srv_site_t *site);
 
-osp_eventdb_t *srv_site_db(const srv_site_t *site);        /* or NULL */
-const char *srv_site_db_path(const srv_site_t *site);      /* or NULL without a database */
-osp_sink_t *srv_site_mqtt(const srv_site_t *site);         /* or NULL */
-const char *srv_site_ha(const srv_site_t *site);           /* or NULL: no discovery */
-const char *srv_site_snapshots(const srv_site_t *site);    /* the folder, or "" */
+osp_eventdb_t *srv_site_db(const srv_site_t *site);     /* or NULL */
+const char *srv_site_db_path(const srv_site_t *site);   /* or NULL without a database */
+osp_sink_t *srv_site_mqtt(const srv_site_t *site);      /* or NULL */
+const char *srv_site_ha(const srv_site_t *site);        /* or NULL: no discovery */
+const char *srv_site_snapshots(const srv_site_t *site); /* the folder, or "" */
 _Atomic uint64_t *srv_site_track_ids(srv_site_t *site);
 
 #endif
