@@ -74,8 +74,10 @@ unit: build
 
 # The end-to-end suite and the tools' tests, on the binaries of $(BUILD), the
 # ONNX Runtime it was built with and the models and media of $(OSPREY_CACHE)
+# ($(TEST_JOBS) tests at a time: most of a test's time is waiting for a peer).
+TEST_JOBS ?= $(JOBS)
 PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
-    OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider --durations=25
+    OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --durations=25
 E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py tools/test_trackeval.py
 
 e2e: build assets
@@ -123,27 +125,27 @@ FUZZ_LIBS_redis := -lhiredis
 FUZZ_DICT_redis := tests/fuzz/redis.dict
 FUZZ_SRC_eventdb := src/eventdb/eventdb.c src/log/log.c src/base/clock.c
 FUZZ_LIBS_eventdb := -D_GNU_SOURCE -lsqlite3 -lpthread # _GNU_SOURCE: as CMake builds it (its writer names its thread)
-CLOSE := )
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/*.h src/wire/*.c src/wire/*.h $$(FUZZ_SRC_$$*)
 	@mkdir -p $(dir $@)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -Isrc $< src/wire/*.c $(FUZZ_SRC_$*) -lcjson $(FUZZ_LIBS_$*) -lm -o $@
 
+# JOBS targets at a time, each for its own FUZZ_SECONDS; every target runs
+# even when one finds something, and make fails if any did.
 fuzz: deps $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
-	@status=0; for t in $(FUZZ_TARGETS); do \
-	    case $$t in $(foreach t,$(FUZZ_TARGETS),$(t)$(CLOSE) what="$(FUZZ_WHAT_$(t))"; dict="$(if $(FUZZ_DICT_$(t)),-dict=$(FUZZ_DICT_$(t)))";;) esac; \
-	    mkdir -p $(BUILD)/fuzz/corpus-$$t; \
-	    echo "fuzz_$$t: $(FUZZ_SECONDS) s of libFuzzer over $$what"; \
-	    $(BUILD)/fuzz/fuzz_$$t $$dict -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-	        -artifact_prefix=$(BUILD)/fuzz/$$t- $(BUILD)/fuzz/corpus-$$t tests/fuzz/corpus/$$t \
-	        > $(BUILD)/fuzz/$$t.log 2>&1; rc=$$?; \
-	    tail -n 14 $(BUILD)/fuzz/$$t.log; \
-	    if [ $$rc -ne 0 ]; then \
-	        echo "fuzz_$$t: FINDING (exit $$rc), see $(BUILD)/fuzz/$$t.log and the $(BUILD)/fuzz/$$t-crash-* file"; \
-	        status=$$rc; \
-	    fi; \
-	done; exit $$status
+	@$(MAKE) --no-print-directory -k -j $(JOBS) --output-sync=target $(FUZZ_TARGETS:%=fuzz-run-%)
+
+fuzz-run-%: $(BUILD)/fuzz/fuzz_%
+	@mkdir -p $(BUILD)/fuzz/corpus-$*
+	@echo "fuzz_$*: $(FUZZ_SECONDS) s of libFuzzer over $(FUZZ_WHAT_$*)"
+	@$(BUILD)/fuzz/fuzz_$* $(if $(FUZZ_DICT_$*),-dict=$(FUZZ_DICT_$*)) -max_total_time=$(FUZZ_SECONDS) \
+	    -print_final_stats=1 -artifact_prefix=$(BUILD)/fuzz/$*- $(BUILD)/fuzz/corpus-$* tests/fuzz/corpus/$* \
+	    > $(BUILD)/fuzz/$*.log 2>&1; rc=$$?; \
+	tail -n 14 $(BUILD)/fuzz/$*.log; \
+	if [ $$rc -ne 0 ]; then \
+	    echo "fuzz_$*: FINDING (exit $$rc), see $(BUILD)/fuzz/$*.log and the $(BUILD)/fuzz/$*-crash-* file"; \
+	fi; exit $$rc
 
 # Layout of the tracked C sources against .clang-format; reformats nothing
 # (`make format` does).
@@ -164,7 +166,7 @@ check-tsan: assets
 	@$(MAKE) --no-print-directory build SANITIZE=thread
 	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
 	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin OSPREY_ORT_DIR="$$(cat build-thread/.ort-root)" \
-	    $(PY) -m pytest -q -p no:cacheprovider --durations=15 tests/e2e -k "ospreyd or test_sources"
+	    $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --durations=15 tests/e2e -k "ospreyd or test_sources"
 
 demo: build assets
 	@mkdir -p out

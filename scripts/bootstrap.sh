@@ -14,7 +14,7 @@ PACKAGES=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
     libturbojpeg0-dev libyuv-dev libcjson-dev
     libavformat-dev libavcodec-dev libavutil-dev libswscale-dev libavdevice-dev
     libcmocka-dev libpng-dev
-    python3-onnx python3-numpy python3-scipy python3-pytest
+    python3-onnx python3-numpy python3-scipy python3-pytest python3-pytest-xdist
     espeak-ng python3-pil fonts-dejavu-core ffmpeg libmosquitto-dev mosquitto mosquitto-clients
     librdkafka-dev libzmq3-dev python3-zmq
     gir1.2-gst-rtsp-server-1.0 python3-gst-1.0 gstreamer1.0-plugins-base gstreamer1.0-plugins-good

@@ -161,10 +161,17 @@ def test_readyz_is_503_while_a_model_loads(spawn, tmp_path):
     release = tmp_path / "release"  # the load is held until the test lets it go
     model = tb_script(tmp_path / "slow.json", load_block_file=release)
     w = serve(spawn, tmp_path, {"runtime": "test", "models": [model]})
-    status, _, body = wait_http(w, w.hport, "/readyz")
-    assert status == 503, body
-    doc = json.loads(body)
-    assert doc["ready"] is False
+    end = time.monotonic() + TIMEOUT
+    while True:  # the door may answer before the config is read: that is a 503 too, with a reason
+        status, _, body = wait_http(w, w.hport, "/readyz")
+        assert status == 503, body
+        doc = json.loads(body)
+        assert doc["ready"] is False
+        if "reason" not in doc:
+            break
+        assert doc["reason"] == "waiting for the startup config" and doc["notReady"] == [], doc
+        assert time.monotonic() < end, w.describe()
+        time.sleep(0.05)
     assert doc["notReady"] == [{"index": 0, "name": "slow", "state": "loading", "error": None}]
     assert get(w.hport, "/healthz")[0] == 200  # alive while it loads
     m = parse_metrics(get(w.hport, "/metrics")[2])
