@@ -427,6 +427,25 @@ def test_nul_in_path_or_query_is_refused(spawn):
     assert get(port, "/healthz")[0] == 200 and w.alive()
 
 
+def test_a_raw_nul_in_the_request_line_is_refused(spawn):
+    """A raw NUL byte cuts the target before osprey reads it: /healthz\\0x
+    was answered as /healthz, /metrics\\0/../x as /metrics."""
+    port = free_port()
+    w = spawn("--http", f"127.0.0.1:{port}")
+    wait_http(w, port)
+    for target in (b"/healthz\0x", b"/metrics\0/../x", b"/healthz\0", b"/metrics?a=b\0c",
+                   b"/healthz\0HTTP/1.1"):
+        out = raw_request(port, b"GET " + target + b" HTTP/1.1\r\nHost: osprey\r\n\r\n")
+        head, _, body = out.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400") and b"NUL" in body, (target, out[:200])
+    # what the library tolerates around a target is still read as before
+    for line, status in ((b"GET /healthz HTTP/1.1", b"200"), (b"GET  /healthz HTTP/1.1", b"200"),
+                         (b"GET /healthz  HTTP/1.1", b"404"), (b"GET /metrics?x=1 HTTP/1.1", b"200")):
+        out = raw_request(port, line + b"\r\nHost: osprey\r\n\r\n")
+        assert out.startswith(b"HTTP/1.1 " + status), (line, out[:200])
+    assert w.alive()
+
+
 HEADER_S = 10  # the door's deadline for a request's header (src/server/http/http.c, docs/http.md)
 
 

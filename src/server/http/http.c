@@ -186,13 +186,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 
 /* The request line as the peer sent it, before the library unescapes it
  * (and a %00 would cut its path): a request whose target decodes to a NUL
- * is marked, and refused once its header is read. */
-static char nul_target; /* the mark, as the request's req_cls */
+ * is marked, and refused once its header is read.
+ *
+ * A raw NUL byte in the target cuts it before anything of ours sees it.
+ * When the library calls this it has ended the target where the version
+ * begins (the space before "HTTP/1.1" is its NUL), in the line it read:
+ * so the target's own end, one byte before the version the request
+ * handler is given, is where strlen stops unless a raw NUL stopped it
+ * first. That end is the request's req_cls, and on_request compares. The
+ * end-to-end test of a raw NUL holds this to the library in use. */
+static char nul_target; /* the mark of a %00, as the request's req_cls */
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
     (void)cls;
     (void)c;
-    return osp_http_target_has_nul(uri) ? &nul_target : NULL;
+    if (!uri) return NULL;
+    if (osp_http_target_has_nul(uri)) return &nul_target;
+    return (void *)(uri + strlen(uri) + 1); /* where the version begins, without a raw NUL */
 }
 
 /* ---- answers --------------------------------------------------------------------- */
@@ -428,12 +438,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls) {
     srv_http_t *h = cls;
-    (void)version;
     (void)upload_data;
     waiting_t *w = waiting_of(c);
     if (w) waiting_disarm(h, w); /* its header is here */
-    if (*req_cls == &nul_target)
-        return answer_text(c, 400, "a NUL byte (%00) in the path or the query is refused\n");
+    if (*req_cls == &nul_target || (*req_cls && *req_cls != (const void *)version))
+        return answer_text(c, 400, "a NUL byte (raw or %00) in the path or the query is refused\n");
     osp_http_route_t route = osp_http_route(method, url);
     /* the liveness probe, and the page, which is the same bytes in every
      * build and names nothing: a browser's address bar cannot send the
