@@ -2,12 +2,14 @@
 #include "eventdb/eventdb.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -107,19 +109,43 @@ static int migrate(sqlite3 *db, char **msg) {
     return rc;
 }
 
+/* The rows `which` names deleted, and the snapshot of each with them: a
+ * picture outlives no row, or the folder would grow without bound. */
+static void drop(osp_eventdb_t *db, const char *which) {
+    char sql[320];
+    sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL);
+    sqlite3_stmt *st = NULL;
+    snprintf(sql, sizeof sql, "SELECT id FROM events WHERE %s", which);
+    if (db->cfg.snapshots[0] && sqlite3_prepare_v2(db->db, sql, -1, &st, NULL) == SQLITE_OK) {
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *id = (const char *)sqlite3_column_text(st, 0);
+            char path[1200];
+            if (!id || !osp_eventdb_id_ok(id))
+                continue; /* never a path made of what is not an id */
+            snprintf(path, sizeof path, "%s/%s.jpg", db->cfg.snapshots, id);
+            if (unlink(path) && errno != ENOENT)
+                osp_log(OSP_LOG_WARN, "events: cannot delete %s: %s", path, strerror(errno));
+        }
+    }
+    sqlite3_finalize(st);
+    snprintf(sql, sizeof sql, "DELETE FROM events WHERE %s", which);
+    sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+    sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL);
+}
+
 static void retain(osp_eventdb_t *db) {
-    char sql[256];
+    char which[256];
     if (db->cfg.retain_days > 0) {
-        snprintf(sql, sizeof sql, "DELETE FROM events WHERE start_time < %.3f",
+        snprintf(which, sizeof which, "start_time < %.3f",
                  (double)time(NULL) - db->cfg.retain_days * 86400.0);
-        sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+        drop(db, which);
     }
     if (db->cfg.retain_rows > 0) {
-        snprintf(sql, sizeof sql,
-                 "DELETE FROM events WHERE rowid IN (SELECT rowid FROM events ORDER BY start_time "
-                 "DESC, rowid DESC LIMIT -1 OFFSET %lld)",
+        snprintf(which, sizeof which,
+                 "rowid IN (SELECT rowid FROM events ORDER BY start_time DESC, rowid DESC "
+                 "LIMIT -1 OFFSET %lld)",
                  (long long)db->cfg.retain_rows);
-        sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+        drop(db, which);
     }
 }
 

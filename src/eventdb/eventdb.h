@@ -27,8 +27,9 @@ typedef struct osp_eventdb osp_eventdb_t;
 
 typedef struct {
     char path[1024];
-    double retain_days;  /* rows whose object started longer ago are deleted; 0: no bound */
-    int64_t retain_rows; /* at most this many rows, the newest kept; 0: no bound */
+    double retain_days;   /* rows whose object started longer ago are deleted; 0: no bound */
+    int64_t retain_rows;  /* at most this many rows, the newest kept; 0: no bound */
+    char snapshots[1024]; /* DIR of the rows' DIR/<id>.jpg, deleted with their rows; "": none */
 } osp_eventdb_cfg_t;
 
 /* Open (creating) the database and start its writer. NULL with err. */

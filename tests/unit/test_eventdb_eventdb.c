@@ -168,11 +168,61 @@ static void test_written_rows_are_read_by_filter(void **state) {
     assert_int_equal(access(missing, F_OK), -1);
 }
 
+static void touch(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fclose(f);
+}
+
+static int there(const char *name) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    return access(p, F_OK) == 0;
+}
+
+/* Retention deletes a row's snapshot with the row, and never a file whose
+ * name a row's id would make if the id is not an event id's shape. */
+static void test_retention_takes_the_snapshots_with_the_rows(void **state) {
+    (void)state;
+    osp_eventdb_cfg_t cfg = {.retain_days = 0, .retain_rows = 2};
+    snprintf(cfg.path, sizeof cfg.path, "%s/kept.db", g_dir);
+    snprintf(cfg.snapshots, sizeof cfg.snapshots, "%s", g_dir);
+    const char *id[] = {"10.000000-1", "20.000000-2", "30.000000-3", "40.000000-4"};
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s.jpg", id[i]);
+        touch(name);
+    }
+    touch("kept.jpg");
+    char err[300];
+    osp_eventdb_t *db = osp_eventdb_open(&cfg, err, sizeof err);
+    if (!db) fail_msg("%s", err);
+    put(db, "kept", "door", "Person", 5, "[]"); /* the oldest, and not an id: its file stays */
+    for (int i = 0; i < 4; i++) put(db, id[i], "door", "Person", 10.0 * (i + 1), "[]");
+    osp_eventdb_close(db); /* retention runs at the stop */
+    assert_false(there("10.000000-1.jpg"));
+    assert_false(there("20.000000-2.jpg"));
+    assert_true(there("30.000000-3.jpg"));
+    assert_true(there("40.000000-4.jpg"));
+    assert_true(there("kept.jpg"));
+    osp_eventdb_reader_t *r = osp_eventdb_reader_open(cfg.path, err, sizeof err);
+    if (!r) fail_msg("%s", err);
+    osp_eventdb_query_t q;
+    char got[512];
+    osp_eventdb_query_init(&q);
+    assert_int_equal(ids(r, &q, got, sizeof got), 2);
+    assert_string_equal(got, "40.000000-4,30.000000-3");
+    osp_eventdb_reader_close(r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters_are_checked),
         cmocka_unit_test(test_event_ids),
         cmocka_unit_test(test_written_rows_are_read_by_filter),
+        cmocka_unit_test(test_retention_takes_the_snapshots_with_the_rows),
     };
     return cmocka_run_group_tests(tests, setup_dir, remove_dir);
 }

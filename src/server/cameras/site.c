@@ -105,6 +105,8 @@ int srv_site_read(const char *path, srv_camcfg_t **cfg, int *n, srv_site_t **out
         rc = -1;
     cJSON_Delete(root);
     dbc.retain_rows = rows;
+    if (site)
+        memcpy(dbc.snapshots, site->snapshots, sizeof dbc.snapshots); /* pruned with their rows */
     if (!rc && has_db >= 0 && out && open_shared(site, &dbc, has_db, &mc, has_mqtt, err, errlen))
         rc = -1;
     if (has_mqtt) wipe(mc.password, sizeof mc.password);
