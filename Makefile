@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-track bench-peer bench-fleet bench-frigate soak soak-doors clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-track bench-peer bench-fleet bench-frigate bench-cameras soak soak-doors clean help
 
 all: build
 
@@ -37,6 +37,7 @@ help:
 	@echo "make bench    benchmarks against the raw libraries and runtime"
 	@echo "make bench-track  detect --track: runs a frame, frames/s vs --one-look, F1 (vtest, still clips); MOTA/IDF1 vs a naive IoU linker"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
+	@echo "make bench-cameras  N RTSP copies of vtest into one ospreyd vs N osprey detect: frames kept, CPU and RSS per camera"
 	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
 	@echo "make install  PREFIX=/usr/local (default) [DESTDIR=…]: binaries, ONNX Runtime, catalog models,"
@@ -194,6 +195,11 @@ bench-frigate: build assets
 # model runs a frame, the frames/s ratio, F1 on vtest's labelled frames (bench/track.py);
 # then tracking quality (docs/tracking.md): MOTA, IDF1, ID switches and the zone and
 # line counts against a naive IoU linker, on tools/trackclip.py's clip (bench/track_quality.py).
+# Cameras per box: N RTSP copies of vtest into one ospreyd against N osprey detect processes:
+# frames kept, CPU and RSS per camera, objects against one camera's (bench/cameras.py).
+bench-cameras: build assets
+	$(PY) bench/cameras.py --bin $(abspath $(BUILD))/bin
+
 bench-track: build assets
 	$(PY) bench/track.py --bin $(abspath $(BUILD))/bin --runs 3
 	$(PY) bench/track_quality.py --bin $(abspath $(BUILD))/bin

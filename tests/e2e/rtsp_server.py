@@ -2,10 +2,13 @@
 gir1.2-gst-rtsp-server-1.0): serves a live 320x240 moving-ball picture as
 RTP/JPEG on rtsp://127.0.0.1:PORT/PATH, over TCP or UDP as the client asks.
 
-    rtsp_server.py PORT /PATH [--fps N] [--auth USER:PASSWORD]
+    rtsp_server.py PORT /PATH [--fps N] [--auth USER:PASSWORD] [--file CLIP]
 
 --fps: frames a second (default 10); --auth: the server asks for this login
-(basic authentication) and refuses any other. Prints "ready" once it listens.
+(basic authentication) and refuses any other; --file: instead of the ball,
+an AVI of JPEG frames (ffmpeg -c:v mjpeg -pix_fmt yuvj420p) played at its
+own rate, from its start to each client that connects. Prints "ready" once
+it listens.
 """
 import argparse
 import sys
@@ -23,6 +26,7 @@ def main():
     ap.add_argument("path")
     ap.add_argument("--fps", type=int, default=10)
     ap.add_argument("--auth")
+    ap.add_argument("--file")
     a = ap.parse_args()
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
@@ -34,6 +38,10 @@ def main():
                        f"video/x-raw,format=I420,width=320,height=240,framerate={a.fps}/1 ! "
                        "jpegenc ! rtpjpegpay name=pay0 pt=26 )")
     factory.set_shared(True)
+    if a.file:  # a copy of the clip a client, each from its start
+        factory.set_launch(f"( filesrc location={a.file} ! avidemux ! jpegparse ! "
+                           "rtpjpegpay name=pay0 pt=26 )")
+        factory.set_shared(False)
     if a.auth:
         user, password = a.auth.split(":", 1)
         auth = GstRtspServer.RTSPAuth()
