@@ -75,10 +75,11 @@ unit: build
 
 # The end-to-end suite and the tools' tests, on the binaries of $(BUILD), the
 # ONNX Runtime it was built with and the models and media of $(OSPREY_CACHE)
-# ($(TEST_JOBS) tests at a time: most of a test's time is waiting for a peer).
+# ($(TEST_JOBS) tests at a time: most of a test's time is waiting for a peer;
+# then the tests marked serial, whose peer keeps its own deadline, one at a time).
 TEST_JOBS ?= $(JOBS)
 PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
-    OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --durations=25
+    OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) tools/pytest2.py $(TEST_JOBS) -q -p no:cacheprovider --durations=25
 E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py tools/test_trackeval.py
 
 e2e: build assets
@@ -167,7 +168,7 @@ check-tsan: assets
 	@$(MAKE) --no-print-directory build SANITIZE=thread
 	cd build-thread && $(TSAN_ENV) ctest --output-on-failure -j $(JOBS)
 	$(TSAN_ENV) OSPREY_SANITIZE=thread OSPREY_BIN=$(abspath build-thread)/bin OSPREY_ORT_DIR="$$(cat build-thread/.ort-root)" \
-	    $(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --durations=15 tests/e2e -k "ospreyd or test_sources"
+	    $(PY) tools/pytest2.py $(TEST_JOBS) -q -p no:cacheprovider --durations=15 tests/e2e -k "ospreyd or test_sources"
 
 demo: build assets
 	@mkdir -p out

@@ -8,6 +8,12 @@ import pytest
 from assets import BIN, CACHE, MEDIA, ROOT, media, model, model_asset, need  # noqa: F401
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "serial: run alone, not beside another test (make check runs these after the "
+        "others, one at a time): a peer's own deadline is part of what it checks")
+
+
 @pytest.fixture(scope="session")
 def osprey():
     exe = BIN / "osprey"
@@ -16,7 +22,7 @@ def osprey():
     return exe
 
 
-def run(exe, *args, timeout=300):
+def run(exe, *args, timeout=900):  # a guard against a hang, not a speed test
     return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True,
                           timeout=timeout)
 

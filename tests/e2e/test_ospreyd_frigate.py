@@ -20,6 +20,10 @@ from frigate_client import FrigateZmq, decode
 from ospreyd_client import (MEDIA, MESSI_PERSON, model, SANITIZED, SSD_CATALOG, iou, need,  # noqa: F401
                             free_port, spawn, tb_config, tb_script)
 
+# Frigate's client gives up after 200 ms: beside another test on a 2-core
+# machine that is a test of the neighbour
+pytestmark = pytest.mark.serial
+
 ZEROS = np.zeros((20, 6), np.float32)
 
 
