@@ -23,8 +23,14 @@ def expired(req, model_idx=0, w=W, h=H, pixels=None, trailing=b""):
                  p_raw(model_idx, w, h, 0, pixels) + trailing)
 
 
+def ledger(c):
+    req = c.mem_stats()["requests"]
+    return {k: (m["received"], m["served"], m["shed"]["deadlineExpired"])
+            for k, m in req["models"].items()}
+
+
 def check_skips(c, counter):
-    before = counters(c)
+    before, books = counters(c), ledger(c)
     # in pieces, the first holding the header, with 777 bytes after the pixels
     req = c.new_id()
     data = expired(req, trailing=b"t" * 777)
@@ -42,6 +48,11 @@ def check_skips(c, counter):
     assert after["shedDeadlineExpired"] - before["shedDeadlineExpired"] == 2, (before, after)
     assert after["inferRaw"] - before["inferRaw"] == 3, (before, after)
     assert counted_runs(counter) == 1, "an expired frame ran"
+    # the requests' ledger has them as received and shed, by model
+    now = ledger(c)
+    was = {k: books.get(k, (0, 0, 0)) for k in ("0", "1")}
+    assert now["0"] == (was["0"][0] + 2, was["0"][1] + 1, was["0"][2] + 1), (books, now)
+    assert now["1"] == (was["1"][0] + 1, was["1"][1], was["1"][2] + 1), (books, now)
     # a frame the parser refuses is refused as before, deadline or not: its
     # header declares more pixels than it carries
     bad = [c.request(MSG_RAW, p_raw(0, 2000, 2000, 0, bytes(300_000)), deadline=dl)
