@@ -251,6 +251,10 @@ bench: build assets bench-track
 	    --limit --limit-seconds 2
 	@$(BUILD)/bin/loadgen --brief --label "overload: ssd-oidv4 raw 1920x1080 at 2x capacity" --frame raw \
 	    --size 1920x1080 --mode open --rate 2x --seconds 30 --runs 3
+	@echo "the server's CPU per shed frame: raw 1920x1080 frames whose deadline passed before they were sent,"
+	@echo "every one shed at the gate; ratio = that CPU / the raw run's CPU per frame, measured in the same run:"
+	@$(BUILD)/bin/loadgen --brief --label "shed at the gate: ssd-oidv4 raw 1920x1080" --frame raw \
+	    --size 1920x1080 --deadline-ms -1000 --runs 3 --seconds 4 --limit --limit-seconds 2
 
 # ospreyd next to the Python pool worker it replaces, run unchanged in a
 # Debian 13 chroot (docs/bench.md). Needs root; not part of make check.

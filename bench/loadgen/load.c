@@ -403,6 +403,8 @@ int lg_do_run(const opts_t *o, const char *server, const frame_t *f, const osp_m
     R->srv_cpu_frame = R->main.served
                            ? ticks_s(total) / (double)(R->main.served * (o->batch > 0 ? o->batch : 1))
                            : 0;
+    long shed = R->main.qfull + R->main.deadline;
+    R->srv_cpu_shed = !R->main.served && shed ? ticks_s(total) / (double)shed : 0;
     R->srv_cpu_util = wall > 0 ? ticks_s(total) / wall : 0;
     R->cli_cpu_util = wall > 0 ? (cli1 - cli0) / wall : 0;
 

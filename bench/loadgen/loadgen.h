@@ -48,7 +48,7 @@ typedef struct { /* the command line */
     double lat_s; /* open loop: the K=1 phase */
     double cal_s; /* open loop Fx: the capacity phase */
     double grace_s;
-    double deadline_ms; /* relative deadline put on each request; 0: none */
+    double deadline_ms; /* relative deadline put on each request; 0: none, < 0: past */
     int quality;
     int threads;     /* print per-thread CPU of the server */
     int plain_write; /* writev the payload instead of vmsplice */
@@ -160,6 +160,7 @@ typedef struct { /* one run's figures */
     long rss_drained;                /* after every reply came back */
     long lost, late_answers, unexpected, events;
     double srv_cpu_frame; /* server CPU s per served frame, main phase */
+    double srv_cpu_shed;  /* server CPU s per shed frame, main phase, when none was served */
     double srv_cpu_util;  /* server CPU s per wall s, main phase */
     double cli_cpu_util;  /* loadgen CPU s per wall s, main phase */
     int threads_n;

@@ -73,6 +73,7 @@ GETTER(g_latep99, r->ph.late_p99_ms)
 GETTER(g_latemax, r->ph.late_max_ms)
 GETTER(g_laten, r->ph.late_n)
 GETTER(g_srvcpu, r->srv_cpu_frame * 1e3)
+GETTER(g_srvshed, r->srv_cpu_shed * 1e3)
 GETTER(g_srvutil, r->srv_cpu_util)
 GETTER(g_cliutil, r->cli_cpu_util)
 
@@ -278,6 +279,7 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp,
     agg_t rate = agg(runs, ok, g_rate), good = agg(runs, ok, g_good), p99x = agg(runs, ok, g_p99x);
     agg_t latep99 = agg(runs, ok, g_latep99), latemax = agg(runs, ok, g_latemax);
     agg_t laten = agg(runs, ok, g_laten), srvcpu = agg(runs, ok, g_srvcpu);
+    agg_t srvshed = agg(runs, ok, g_srvshed);
     agg_t srvutil = agg(runs, ok, g_srvutil), cliutil = agg(runs, ok, g_cliutil);
     agg_t over1 = agg(runs, ok, g_over1), over1p = agg(runs, ok, g_over1p);
     agg_t pairraw = agg(runs, ok, g_pairraw), pairpipe = agg(runs, ok, g_pairpipe);
@@ -294,7 +296,11 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp,
         if (o.limit) snprintf(lim_s, sizeof lim_s, "%7.1f %5.2f", lim.med, ratio.med);
         if (pipe_applies)
             snprintf(pipe_s, sizeof pipe_s, " (pipeline %.1f: %.2f)", pipe.med, pratio.med);
-        if (o.limit) { /* CPU: raw (+ the steps) per frame / the server's per frame */
+        if (o.limit && srvshed.med > 0) { /* nothing served: the CPU per shed frame */
+            size_t l = strlen(pipe_s);
+            snprintf(pipe_s + l, sizeof pipe_s - l, " shed cpu %.3f ms/frame, / raw run's %.2f: %.3f",
+                     srvshed.med, cpuf.med, cpuf.med > 0 ? srvshed.med / cpuf.med : 0);
+        } else if (o.limit) { /* CPU: raw (+ the steps) per frame / the server's per frame */
             size_t l = strlen(pipe_s);
             snprintf(pipe_s + l, sizeof pipe_s - l, " cpu %.2f", cpueff.med);
         }
@@ -336,7 +342,8 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp,
                "\"sent\":%.0f,\"dropped\":{\"queueFull\":%.0f,\"deadlineExpired\":%.0f,\"other\":%.0f},"
                "\"errors\":%.0f,\"lost\":%ld,\"lateAnswers\":%ld,\"unexpectedReplies\":%ld,\"abnormalExits\":%d,"
                "\"rssAfter5sKb\":%.0f,\"rssEndKb\":%.0f,\"rssDriftPct\":%.2f,\"rssPeakKb\":%.0f,\"rssDrainedKb\":%.0f,"
-               "\"serverCpuMsPerFrame\":%.2f,\"serverCpuUtil\":%.2f,\"clientCpuUtil\":%.2f",
+               "\"serverCpuMsPerFrame\":%.2f,\"serverCpuMsPerShed\":%.3f,\"serverCpuUtil\":%.2f,"
+               "\"clientCpuUtil\":%.2f",
                o.label ? o.label : "", o.model,
                o.jpeg  ? "jpeg"
                : o.shm ? "shm"
@@ -346,7 +353,7 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp,
                o.concurrency, runs[0].workers, n, ok, la0, la1, fps.med, fps.lo, fps.hi, p50.med,
                p99.med, pmax.med, sent.med, qf.med, dl.med, dro.med, er.med, lost, late_ans,
                unexpected, abnormal, rss5.med, rsse.med, drift.med, rssmax.med, rssdr.med,
-               srvcpu.med, srvutil.med, cliutil.med);
+               srvcpu.med, srvshed.med, srvutil.med, cliutil.med);
         if (o.limit)
             printf(",\"limitFps\":%.2f,\"limit1xN\":%.2f,\"limitNx1\":%.2f,\"rawCpuMsPerFrame\":%.3f,"
                    "\"rawCores\":%.2f,\"ratioToLimit\":%.3f,\"rawPlusStepsCpuMs\":%.3f,\"cpuEfficiency\":%.3f",
@@ -411,6 +418,7 @@ int lg_measure_config(const opts_t *op, const char *server, const frame_t *fp,
          (agg_t){rssdr.med / 1024, rssdr.lo / 1024, rssdr.hi / 1024}, "%.1f", 1);
     line("RSS drift end vs 5 s (%)", drift, "%+.2f", 0);
     line("server CPU per served frame (ms)", srvcpu, "%.2f", 1);
+    if (srvshed.med > 0) line("server CPU per shed frame, none served (ms)", srvshed, "%.3f", 1);
     line("server CPU use (cores)", srvutil, "%.2f", 1);
     line("loadgen CPU use (cores)", cliutil, "%.2f", 1);
     if (o.limit) {

@@ -291,6 +291,8 @@ uint32_t lg_begin_request(srv_t *s, uint8_t *hdr, size_t *hlen) {
     osp_wire_req_t r = {.req_id = id, .version = s->version};
     if (s->version >= 2 && s->deadline_ms > 0)
         r.deadline_ms = epoch_ms() + (uint64_t)s->deadline_ms;
+    else if (s->version >= 2 && s->deadline_ms < 0) /* already past: shed at the gate */
+        r.deadline_ms = epoch_ms() - (uint64_t)-s->deadline_ms;
     const size_t cap = OSP_WIRE_HEAD_MAX;
     const uint8_t model = 0, rgb = OSP_WIRE_FMT_RGB;
     switch (s->msg_type) {

@@ -203,6 +203,7 @@ static void put_counters(const server_t *s, osp_jw_t *w) {
     K("inferShm", SRV_ST_INFER_SHM);
     K("framesParked", SRV_ST_FRAMES_PARKED);
     K("framesPreparedAsRead", SRV_ST_PREPARED_AS_READ);
+    K("framesSkipped", SRV_ST_FRAMES_SKIPPED);
     K("bytesRelayed", SRV_ST_BYTES_RELAYED);
     K("inferZmq", SRV_ST_INFER_ZMQ);
     K("runsAbandoned", SRV_ST_RUNS_ABANDONED);

@@ -27,8 +27,9 @@ typedef enum {
     SRV_ST_FRAMES_PARKED,    /* large raw frames whose pixels went through spill pipes */
     SRV_ST_BYTES_RELAYED,    /* bytes read through relay pipes */
     SRV_ST_PREPARED_AS_READ, /* large raw frames prepared row by row as they were read */
-    SRV_ST_INFER_ZMQ,        /* Frigate's frames (zmq.c), bad ones included */
-    SRV_ST_RUNS_ABANDONED,   /* runs past their bound, given up (watchdog.c) */
+    SRV_ST_FRAMES_SKIPPED, /* large raw frames past their deadline, their pixels discarded unread */
+    SRV_ST_INFER_ZMQ,      /* Frigate's frames (zmq.c), bad ones included */
+    SRV_ST_RUNS_ABANDONED, /* runs past their bound, given up (watchdog.c) */
     /* the fleet's jobs (fleet.c): claimed (new or taken over), taken over
      * from another consumer, filed by outcome, found filed before (a
      * duplicate run), answered as poison (too many deliveries) */
