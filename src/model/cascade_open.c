@@ -4,6 +4,7 @@
  * against the model before it.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -14,8 +15,10 @@ static void close_steps(osp_step_t *steps, int n) {
         close_steps(steps[i].then, steps[i].n_then);
         osp_model_free(steps[i].m);
         osp_faces_close(steps[i].faces);
+        free(steps[i].count);
         steps[i].m = NULL;
         steps[i].faces = NULL;
+        steps[i].count = NULL;
     }
 }
 
@@ -53,6 +56,10 @@ static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int t
                          "cascade step %s: %s never gives the label \"%s\" (its labels: %s)",
                          s->model, before->cfg.name, s->labels[k], known[0] ? known : "none");
             return OSP_MODEL_EINVAL;
+        }
+        if (!s->count && !(s->count = calloc(1, sizeof *s->count))) {
+            snprintf(err, errlen, "cascade step %s: out of memory", s->model);
+            return OSP_MODEL_ENOMEM;
         }
         osp_model_cfg_t cfg;
         char inner[768];

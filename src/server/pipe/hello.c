@@ -17,6 +17,7 @@
 #include "model/paths.h"
 #include "base/clock.h"
 #include "sched/sched.h"
+#include "model/cascade.h"
 #include "sched/window.h"
 #include "server/core/auth.h"
 #include "server/core/board.h"
@@ -120,7 +121,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
         char err[600];
         osp_model_cfg_t cfg;
         if (i < OSP_MAX_SLOTS && !srv_slot(s, i)) {
-            if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0)
+            if (srv_model_cfg(s, from, mc, NULL, &cfg, err, sizeof err) == 0)
                 srv_board_loading(s, i, &cfg);
             else
                 srv_board_failed(s, i, "", err);
@@ -145,7 +146,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(mc, "path");
             const cJSON *n = cJSON_GetObjectItemCaseSensitive(mc, "model");
             osp_model_cfg_t want;
-            if (srv_model_cfg(s, from, mc, &want, err, sizeof err) == 0 &&
+            if (srv_model_cfg(s, from, mc, NULL, &want, err, sizeof err) == 0 &&
                 strcmp(want.path, srv_loaded_path(srv_slot(s, i))) == 0 && (p || n)) {
                 (*loaded)++;
                 i++;
@@ -153,8 +154,9 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             }
         }
         osp_model_t *m = NULL;
+        osp_cascade_t *then = NULL;
         const char *name = "";
-        if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0) {
+        if (srv_model_cfg(s, from, mc, &then, &cfg, err, sizeof err) == 0) {
             osp_log(OSP_LOG_INFO, "ospreyd: loading model %d: %s", i, cfg.path);
             char rerr[1200];
             if (from == SRV_FROM_OPERATOR &&
@@ -163,7 +165,14 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             name = cfg.name;
             struct timespec t0;
             osp_now(&t0);
-            if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0) {
+            if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0 && then &&
+                osp_cascade_open(then, m, cfg.intra_threads, err, sizeof err)) {
+                osp_model_free(m);
+                m = NULL;
+            }
+            if (m) {
+                m->then = then; /* the model's now */
+                then = NULL;
                 loaded_t *l = srv_loaded_new(m, &cfg);
                 if (l) {
                     srv_slot_install(s, i, l);
@@ -176,6 +185,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
                 continue;
             }
         }
+        osp_cascade_free(then);
         osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", i, err);
         if (name[0]) srv_board_failed(s, i, name, err); /* a bad config is on the board already */
         i++;
@@ -217,13 +227,18 @@ struct hello_plan {
     int index[OSP_MAX_SLOTS];
     hello_load_t load[OSP_MAX_SLOTS];
     osp_model_cfg_t *cfg; /* n entries */
+    osp_cascade_t **then; /* n entries: each cfg's cascade until its load takes it, or NULL */
     osp_model_t **m;      /* n entries: NULL where the load failed */
 };
 
 static void plan_free(hello_plan_t *p) {
     if (!p) return;
-    for (int i = 0; i < p->n; i++) osp_model_free(p->m[i]);
+    for (int i = 0; i < p->n; i++) {
+        osp_model_free(p->m[i]);
+        osp_cascade_free(p->then[i]);
+    }
     free(p->cfg);
+    free(p->then);
     free(p->m);
     free(p);
 }
@@ -281,6 +296,7 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
     hello_plan_t *p = calloc(1, sizeof *p);
     int n = cJSON_GetArraySize(models);
     if (!p || !(p->cfg = calloc((size_t)(n ? n : 1), sizeof *p->cfg)) ||
+        !(p->then = calloc((size_t)(n ? n : 1), sizeof *p->then)) ||
         !(p->m = calloc((size_t)(n ? n : 1), sizeof *p->m))) {
         plan_free(p);
         return -1;
@@ -293,9 +309,10 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
     cJSON_ArrayForEach(mc, models) {
         char err[600];
         osp_model_cfg_t cfg;
+        osp_cascade_t *then = NULL;
         p->total++;
         loaded_t *have = srv_slot(s, i);
-        if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, SRV_FROM_PEER, mc, &cfg, err, sizeof err)) {
+        if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, SRV_FROM_PEER, mc, &then, &cfg, err, sizeof err)) {
             osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", i,
                     i >= OSP_MAX_SLOTS ? "too many models" : err);
         } else if (!have && s->opts.read_only) {
@@ -310,9 +327,12 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
                         srv_loaded_path(have), cfg.path);
         } else {
             p->index[p->n] = i;
+            p->then[p->n] = then;
+            then = NULL;
             p->cfg[p->n++] = cfg;
             srv_board_loading(s, i, &cfg);
         }
+        osp_cascade_free(then);
         i++;
     }
     srv_board_configured(s);
@@ -328,7 +348,9 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         char model_id[128];
         srv_model_id(p->cfg[k].path, model_id, sizeof model_id);
         p->load[k] = (hello_load_t){p, k};
-        if (srv_load(s, &p->cfg[k], p->index[k], model_id, hello_loaded, &p->load[k])) {
+        osp_cascade_t *then = p->then[k];
+        p->then[k] = NULL; /* the load's */
+        if (srv_load_then(s, &p->cfg[k], then, p->index[k], model_id, hello_loaded, &p->load[k])) {
             srv_board_failed(s, p->index[k], model_id, "out of memory");
             p->pending--;
         }
