@@ -10,7 +10,8 @@ import re
 import pytest
 
 from conftest import MEDIA, lines, model, need, run
-from ospreyd_client import Worker, assert_python_json, media_bytes, media_image
+from ospreyd_client import (Worker, assert_python_json, media_bytes, media_image,  # noqa: F401
+                            spawn)
 
 PHOTOS = ("basketball1.png", "messi5.jpg", "astronaut.png")
 EMBED = {"model": "ultraface", "then": [{"model": "face-embed"}]}
@@ -125,6 +126,19 @@ def test_a_model_without_a_cascade_answers_as_before(server, tmp_path):
         plain.kill()
 
 
+def test_step_runs_are_counted(server):
+    c = server.conn
+    before = c.mem_stats()["cascades"]
+    assert {"1", "2"} <= set(before), before
+    rec = c.infer_jpeg(1, media_bytes("basketball1.png"))
+    after = c.mem_stats()["cascades"]
+    (step,) = after["1"]
+    assert step["step"] == "face-embed" and step["depth"] == 0
+    assert step["runs"] - before["1"][0]["runs"] == len(rec["detections"]) == 2
+    assert step["skippedPastDeadline"] == 0
+    assert after["2"] == before["2"]
+
+
 def test_a_batch_is_refused_clearly(server):
     rec = server.conn.infer_batch(1, [media_image("astronaut.png")])
     assert "one at a time" in json.dumps(rec), rec
@@ -159,3 +173,19 @@ def test_load_unload_churn(server):
         assert c.command({"cmd": "unload", "index": 4})["status"] == "ok"
     r = c.infer_jpeg(4, media_bytes("astronaut.png"))
     assert "error" in json.dumps(r), r
+
+
+def test_a_peer_names_no_library_outside_the_roots(spawn, library, tmp_path):
+    """The --config file's cascade reads its library wherever it is; a
+    socket peer's must lie inside the model roots, as its model must."""
+    cfg = tmp_path / "ospreyd.json"
+    cfg.write_text(json.dumps({"runtime": "onnxruntime", "models": [recognize(library)]}))
+    sock = tmp_path / "ospreyd.sock"
+    w = spawn("--listen", f"unix:{sock}", "--config", cfg, stdio=False)
+    c = w.connect_unix(sock)
+    assert c.hello({})["status"] == "ready"
+    (face,) = c.infer_jpeg(0, media_bytes("messi5.jpg"))["detections"]
+    assert face["name"] == "footballer", face
+    r = c.command({"cmd": "load", "index": 1, "config": recognize(library)})
+    assert r["status"] == "error", r
+    assert r["error"] == f'"then": face library not found or not allowed: {library}', r
