@@ -43,13 +43,13 @@ typedef struct osp_cascade osp_cascade_t;
 int osp_cascade_parse(const struct cJSON *obj, const osp_model_cfg_t *cfg, osp_cascade_t **out,
                       char *err, size_t errlen);
 
-/* Load the steps' models (intra_threads each, as osp_model_cfg_t's) and
- * their face libraries, and check each step's labels against the model
+/* Load the steps' models (through backend, NULL: the default; intra_threads
+ * each, as osp_model_cfg_t's) and their face libraries, and check each step's labels against the model
  * before it (first for the top steps). OSP_MODEL_EINVAL (a label the model
  * never gives, a library that is not one) or OSP_MODEL_ELOAD with the
  * reason. */
-int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, int intra_threads, char *err,
-                     size_t errlen);
+int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, const osp_backend_t *backend,
+                     int intra_threads, char *err, size_t errlen);
 void osp_cascade_free(osp_cascade_t *c);
 
 /* Run c on res, the result of first on frame in ctx (after any second

@@ -33,8 +33,8 @@ static void label_list(const osp_model_t *m, char *buf, size_t n) {
     if (len >= n && n > 4) snprintf(buf + n - 4, 4, "...");
 }
 
-static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int threads, char *err,
-                      size_t errlen) {
+static int open_steps(osp_step_t *steps, int n, const osp_model_t *before,
+                      const osp_backend_t *backend, int threads, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         osp_step_t *s = &steps[i];
         for (int k = 0; k < s->n_labels; k++) {
@@ -68,7 +68,7 @@ static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int t
             return OSP_MODEL_EINVAL;
         }
         cfg.intra_threads = threads;
-        if (osp_model_open(&cfg, NULL, &s->m, inner, sizeof inner)) {
+        if (osp_model_open(&cfg, backend, &s->m, inner, sizeof inner)) {
             snprintf(err, errlen, "cascade step %s: %s", s->model, inner);
             return OSP_MODEL_ELOAD;
         }
@@ -79,14 +79,14 @@ static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int t
                 return OSP_MODEL_EINVAL;
             }
         }
-        int rc = open_steps(s->then, s->n_then, s->m, threads, err, errlen);
+        int rc = open_steps(s->then, s->n_then, s->m, backend, threads, err, errlen);
         if (rc) return rc;
     }
     return OSP_MODEL_OK;
 }
 
-int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, int intra_threads, char *err,
-                     size_t errlen) {
+int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, const osp_backend_t *backend,
+                     int intra_threads, char *err, size_t errlen) {
     c->close = close_models;
-    return open_steps(c->steps, c->n, first, intra_threads, err, errlen);
+    return open_steps(c->steps, c->n, first, backend, intra_threads, err, errlen);
 }

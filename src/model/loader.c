@@ -53,7 +53,7 @@ static void *load_main(void *arg) {
     } else {
         rc = osp_model_open(&a->cfg, a->backend, &m, err, sizeof err);
         if (rc == 0 && a->then) {
-            rc = osp_cascade_open(a->then, m, a->cfg.intra_threads, err, sizeof err);
+            rc = osp_cascade_open(a->then, m, a->backend, a->cfg.intra_threads, err, sizeof err);
             if (rc == 0) {
                 m->then = a->then; /* the model's now */
             } else {

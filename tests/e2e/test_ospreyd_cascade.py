@@ -93,6 +93,26 @@ def test_names_are_the_clis(osprey, server, library, photo, who):
     assert who in [d["name"] for d, _ in got], rec
 
 
+def test_text_is_the_clis(osprey, server):
+    """A text detector then the recognizer on each of its boxes, loaded by
+    command: each box gains the text osprey detect reads."""
+    for name in ("ocr-det", "ocr-rec"):
+        model(name)
+    cfg = {"model": "ocr-det", "then": [{"model": "ocr-rec"}]}
+    assert server.conn.command({"cmd": "load", "index": 3, "config": cfg})["status"] == "ok"
+    rec = server.conn.infer_jpeg(3, media_bytes("scenetext01.jpg"))
+    r = run(osprey, "detect", "--quiet", "--model", "ocr-det", "--then", "ocr-rec",
+            need(MEDIA / "scenetext01.jpg"))
+    assert r.returncode == 0, r.stderr
+    (written,) = lines(r.stdout)
+    got = pairs(rec, written)
+    assert len(got) == len(written["detections"]), (rec, written)
+    for d, e in got:
+        assert d["text"] == e["text"] and abs(d["textScore"] - e["textScore"]) < 2e-3, (d, e)
+    assert "PROHIBITED" in [d["text"] for d, _ in got], rec
+    assert server.conn.command({"cmd": "unload", "index": 3})["status"] == "ok"
+
+
 def test_raw_and_cached_frames_run_the_cascade(server):
     img = media_image("astronaut.png")
     by_jpeg = server.conn.infer_jpeg(2, media_bytes("astronaut.png"))

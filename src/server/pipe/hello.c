@@ -166,7 +166,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             struct timespec t0;
             osp_now(&t0);
             if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0 && then &&
-                osp_cascade_open(then, m, cfg.intra_threads, err, sizeof err)) {
+                osp_cascade_open(then, m, s->set.backend, cfg.intra_threads, err, sizeof err)) {
                 osp_model_free(m);
                 m = NULL;
             }
