@@ -38,7 +38,7 @@ def recognize(lib):
 def server(library, tmp_path_factory):
     """0: UltraFace alone; 1: with face-embed; 2: with names from the library."""
     w = Worker((), workdir=tmp_path_factory.mktemp("ospreyd"))
-    ready = w.conn.hello({"runtime": "onnxruntime",
+    ready = w.conn.hello({"runtime": "onnxruntime", "concurrency": 2,
                           "models": [{"model": "ultraface"}, EMBED, recognize(library)]})
     assert ready.get("status") == "ready" and ready["models"] == 3, (ready, w.describe())
     yield w
@@ -111,6 +111,33 @@ def test_text_is_the_clis(osprey, server):
         assert d["text"] == e["text"] and abs(d["textScore"] - e["textScore"]) < 2e-3, (d, e)
     assert "PROHIBITED" in [d["text"] for d, _ in got], rec
     assert server.conn.command({"cmd": "unload", "index": 3})["status"] == "ok"
+
+
+def test_frames_at_once(server):
+    """Frames of two cascades sent without waiting, two at a time on each
+    model: each answered as it is alone (ThreadSanitizer watches); those
+    past the queue are shed, as any model's."""
+    c = server.conn
+    photos = [media_bytes(p) for p in PHOTOS]
+    alone = {(m, i): c.infer_jpeg(m, jpeg) for m in (1, 2) for i, jpeg in enumerate(photos)}
+    sent = {}
+    for _ in range(2):
+        for (m, i) in alone:
+            sent[c.send(1, bytes([m]) + photos[i])] = (m, i)
+    served = 0
+    for rid, key in sent.items():
+        r = c.reply(rid)
+        if r.get("shedReason") == "queue-full":
+            continue
+        served += 1
+        got, want = r["detections"], alone[key]["detections"]
+        assert [d["box"] for d in got] == [d["box"] for d in want]
+        for d, e in zip(got, want):
+            if "name" in d:
+                assert d["name"] == e["name"]
+            else:
+                assert max(abs(x - y) for x, y in zip(d["embedding"], e["embedding"])) < 1e-5
+    assert served >= 4, served  # each model's two run slots took a frame at once
 
 
 def test_raw_and_cached_frames_run_the_cascade(server):
