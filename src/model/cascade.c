@@ -350,6 +350,26 @@ osp_cascade_t *osp_cascade_copy(const osp_cascade_t *c) {
     return out;
 }
 
+static int same_steps(const osp_step_t *a, const osp_step_t *b, int n) {
+    for (int i = 0; i < n; i++) {
+        const osp_step_t *x = &a[i], *y = &b[i];
+        if (strcmp(x->model, y->model) || x->n_labels != y->n_labels || x->crop != y->crop ||
+            x->margin != y->margin || x->kind != y->kind || strcmp(x->as, y->as) ||
+            x->max_objects != y->max_objects || strcmp(x->library, y->library) ||
+            x->threshold != y->threshold || x->n_then != y->n_then)
+            return 0;
+        for (int k = 0; k < x->n_labels; k++)
+            if (strcmp(x->labels[k], y->labels[k])) return 0;
+        if (!same_steps(x->then, y->then, x->n_then)) return 0;
+    }
+    return 1;
+}
+
+int osp_cascade_same(const osp_cascade_t *a, const osp_cascade_t *b) {
+    if (!a || !b) return !a && !b;
+    return a->n == b->n && same_steps(a->steps, b->steps, a->n);
+}
+
 static int each_library(osp_step_t *steps, int n, int (*fn)(void *, char *, size_t), void *arg) {
     for (int i = 0; i < n; i++) {
         int rc = steps[i].library[0] ? fn(arg, steps[i].library, sizeof steps[i].library) : 0;

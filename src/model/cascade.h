@@ -66,6 +66,10 @@ int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_
  * out of memory. */
 osp_cascade_t *osp_cascade_copy(const osp_cascade_t *c);
 
+/* Whether a and b (either NULL: none) ask for the same steps, as parsed:
+ * a server shares a loaded model only with a config of the same cascade. */
+int osp_cascade_same(const osp_cascade_t *a, const osp_cascade_t *b);
+
 /* Call fn on each step's "faceLibrary" (a path the caller may rewrite in
  * place, cap bytes) before the cascade is opened: a server confines the
  * files a peer names. The first nonzero fn returns is returned. */

@@ -241,13 +241,17 @@ def test_a_peer_names_no_library_outside_the_roots(spawn, library, tmp_path):
     """The --config file's cascade reads its library wherever it is; a
     socket peer's must lie inside the model roots, as its model must."""
     cfg = tmp_path / "ospreyd.json"
-    cfg.write_text(json.dumps({"runtime": "onnxruntime", "models": [recognize(library)]}))
+    cfg.write_text(json.dumps({"runtime": "onnxruntime", "models": [recognize(library), EMBED]}))
     sock = tmp_path / "ospreyd.sock"
     w = spawn("--listen", f"unix:{sock}", "--config", cfg, stdio=False)
     c = w.connect_unix(sock)
     assert c.hello({})["status"] == "ready"
     (face,) = c.infer_jpeg(0, media_bytes("messi5.jpg"))["detections"]
     assert face["name"] == "footballer", face
-    r = c.command({"cmd": "load", "index": 1, "config": recognize(library)})
+    # a connection shares a loaded model only when it asks for the same cascade
+    other = w.connect_unix(sock)
+    ready = other.hello({"models": [{"model": "ultraface"}, EMBED]})
+    assert ready["status"] == "ready" and ready["models"] == 1 and ready["total"] == 2, ready
+    r = c.command({"cmd": "load", "index": 2, "config": recognize(library)})
     assert r["status"] == "error", r
     assert r["error"] == f'"then": face library not found or not allowed: {library}', r

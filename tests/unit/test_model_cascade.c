@@ -219,6 +219,18 @@ static void test_copy_libraries_counts(void **state) {
     assert_int_equal(osp_cascade_each_library(c, rewrite, &n), -1); /* the first refusal stops it */
     osp_cascade_t *copy = osp_cascade_copy(c);
     assert_non_null(copy);
+    assert_true(osp_cascade_same(c, copy));
+    assert_true(osp_cascade_same(NULL, NULL));
+    assert_false(osp_cascade_same(c, NULL));
+    osp_cascade_t *other = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", "
+                              "\"then\": [{\"model\": \"face-embed\", \"align\": \"landmarks\", "
+                              "\"faceLibrary\": \"f.db\"}]}, {\"model\": \"face-embed\", "
+                              "\"faceLibrary\": \"g.db\"}]}",
+                              &other),
+                        "");
+    assert_false(osp_cascade_same(c, other)); /* its libraries were not rewritten */
+    osp_cascade_free(other);
     osp_cascade_free(c);
     char all[256] = "";
     assert_int_equal(osp_cascade_each_library(copy, seen, all), 0);

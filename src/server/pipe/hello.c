@@ -109,6 +109,12 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
     return 0;
 }
 
+/* Whether loaded model l is what a config of path and cascade then asks
+ * for: a connection shares it then, else the slot is left as it is. */
+static int same_model(const loaded_t *l, const char *path, const osp_cascade_t *then) {
+    return strcmp(srv_loaded_path(l), path) == 0 && osp_cascade_same(srv_loaded_model(l)->then, then);
+}
+
 /* Startup models load before the ready reply (nothing is served before it);
  * one that fails leaves its slot empty. */
 static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, int *loaded,
@@ -146,8 +152,11 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(mc, "path");
             const cJSON *n = cJSON_GetObjectItemCaseSensitive(mc, "model");
             osp_model_cfg_t want;
-            if (srv_model_cfg(s, from, mc, NULL, &want, err, sizeof err) == 0 &&
-                strcmp(want.path, srv_loaded_path(srv_slot(s, i))) == 0 && (p || n)) {
+            osp_cascade_t *then = NULL;
+            int same = srv_model_cfg(s, from, mc, &then, &want, err, sizeof err) == 0 &&
+                       same_model(srv_slot(s, i), want.path, then) && (p || n);
+            osp_cascade_free(then);
+            if (same) {
                 (*loaded)++;
                 i++;
                 continue;
@@ -252,7 +261,7 @@ static void hello_done(server_t *s, hello_plan_t *p) {
         loaded_t *have = srv_slot(s, idx);
         if (have) {
             /* another connection filled it meanwhile */
-            if (strcmp(srv_loaded_path(have), p->cfg[i].path) == 0) p->loaded++;
+            if (same_model(have, p->cfg[i].path, p->m[i]->then)) p->loaded++;
             srv_board_sync(s, idx, -1);
             continue;
         }
@@ -319,12 +328,13 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
             osp_log(OSP_LOG_WARN,
                     "ospreyd: model %d: not loaded for a socket connection (--read-only)", i);
         } else if (have) {
-            if (strcmp(srv_loaded_path(have), cfg.path) == 0)
+            if (same_model(have, cfg.path, then))
                 p->loaded++;
             else
                 osp_log(OSP_LOG_WARN,
-                        "ospreyd: model %d: slot holds %s, not %s; left as it is (use replace)", i,
-                        srv_loaded_path(have), cfg.path);
+                        "ospreyd: model %d: slot holds %s, not %s or not with the same "
+                        "cascade (\"then\"); left as it is (use replace)",
+                        i, srv_loaded_path(have), cfg.path);
         } else {
             p->index[p->n] = i;
             p->then[p->n] = then;
