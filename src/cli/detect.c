@@ -637,7 +637,7 @@ static int run_model(const osp_detect_opts_t *po, osp_model_cfg_t *pcfg,
         osp_model_free(m);
         return 2;
     }
-    if (cascade && (osp_cascade_open(cascade, m, cfg.intra_threads, err, sizeof err))) {
+    if (cascade && (osp_cascade_open(cascade, m, NULL, cfg.intra_threads, err, sizeof err))) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         osp_model_free(m);
         return 2;

@@ -317,6 +317,95 @@ int osp_cascade_parse(const cJSON *obj, const osp_model_cfg_t *cfg, osp_cascade_
     return OSP_MODEL_OK;
 }
 
+/* steps[0 .. n) copied into *out, unbound; -1 when out of memory. */
+static int copy_steps(const osp_step_t *steps, int n, osp_step_t **out) {
+    *out = NULL;
+    if (n == 0) return 0;
+    osp_step_t *c = calloc((size_t)n, sizeof *c);
+    if (!c) return -1;
+    for (int i = 0; i < n; i++) {
+        c[i] = steps[i];
+        c[i].m = NULL;
+        c[i].faces = NULL;
+        c[i].count = NULL;
+        c[i].then = NULL;
+        c[i].n_then = 0;
+        if (copy_steps(steps[i].then, steps[i].n_then, &c[i].then)) {
+            free_steps(c, i + 1);
+            return -1;
+        }
+        c[i].n_then = steps[i].n_then;
+    }
+    *out = c;
+    return 0;
+}
+
+osp_cascade_t *osp_cascade_copy(const osp_cascade_t *c) {
+    osp_cascade_t *out = calloc(1, sizeof *out);
+    if (!out || copy_steps(c->steps, c->n, &out->steps)) {
+        free(out);
+        return NULL;
+    }
+    out->n = c->n;
+    return out;
+}
+
+static int same_steps(const osp_step_t *a, const osp_step_t *b, int n) {
+    for (int i = 0; i < n; i++) {
+        const osp_step_t *x = &a[i], *y = &b[i];
+        if (strcmp(x->model, y->model) || x->n_labels != y->n_labels || x->crop != y->crop ||
+            x->margin != y->margin || x->kind != y->kind || strcmp(x->as, y->as) ||
+            x->max_objects != y->max_objects || strcmp(x->library, y->library) ||
+            x->threshold != y->threshold || x->n_then != y->n_then)
+            return 0;
+        for (int k = 0; k < x->n_labels; k++)
+            if (strcmp(x->labels[k], y->labels[k])) return 0;
+        if (!same_steps(x->then, y->then, x->n_then)) return 0;
+    }
+    return 1;
+}
+
+int osp_cascade_same(const osp_cascade_t *a, const osp_cascade_t *b) {
+    if (!a || !b) return !a && !b;
+    return a->n == b->n && same_steps(a->steps, b->steps, a->n);
+}
+
+static int each_library(osp_step_t *steps, int n, int (*fn)(void *, char *, size_t), void *arg) {
+    for (int i = 0; i < n; i++) {
+        int rc = steps[i].library[0] ? fn(arg, steps[i].library, sizeof steps[i].library) : 0;
+        if (!rc) rc = each_library(steps[i].then, steps[i].n_then, fn, arg);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+int osp_cascade_each_library(osp_cascade_t *c, int (*fn)(void *arg, char *path, size_t cap),
+                             void *arg) {
+    return each_library(c->steps, c->n, fn, arg);
+}
+
+static void counts(const osp_step_t *steps, int n, osp_cascade_count_t *out, int cap, int *at) {
+    for (int i = 0; i < n; i++) {
+        if (*at < cap) {
+            const osp_step_t *s = &steps[i];
+            out[*at] = (osp_cascade_count_t){
+                .model = s->model,
+                .depth = s->depth,
+                .runs = s->count ? atomic_load_explicit(&s->count->runs, memory_order_relaxed) : 0,
+                .skipped = s->count ? atomic_load_explicit(&s->count->skipped, memory_order_relaxed)
+                                    : 0};
+        }
+        (*at)++;
+        counts(steps[i].then, steps[i].n_then, out, cap, at);
+    }
+}
+
+int osp_cascade_counts(const osp_cascade_t *c, osp_cascade_count_t *out, int cap) {
+    int at = 0;
+    counts(c->steps, c->n, out, cap, &at);
+    return at;
+}
+
 int osp_cascade_simple(const osp_model_cfg_t *cfg, const char *model, const char *library,
                        osp_cascade_t **out, char *err, size_t errlen) {
     cJSON *obj = cJSON_CreateObject(), *step = cJSON_CreateObject();

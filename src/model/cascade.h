@@ -43,13 +43,13 @@ typedef struct osp_cascade osp_cascade_t;
 int osp_cascade_parse(const struct cJSON *obj, const osp_model_cfg_t *cfg, osp_cascade_t **out,
                       char *err, size_t errlen);
 
-/* Load the steps' models (intra_threads each, as osp_model_cfg_t's) and
- * their face libraries, and check each step's labels against the model
+/* Load the steps' models (through backend, NULL: the default; intra_threads
+ * each, as osp_model_cfg_t's) and their face libraries, and check each step's labels against the model
  * before it (first for the top steps). OSP_MODEL_EINVAL (a label the model
  * never gives, a library that is not one) or OSP_MODEL_ELOAD with the
  * reason. */
-int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, int intra_threads, char *err,
-                     size_t errlen);
+int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, const osp_backend_t *backend,
+                     int intra_threads, char *err, size_t errlen);
 void osp_cascade_free(osp_cascade_t *c);
 
 /* Run c on res, the result of first on frame in ctx (after any second
@@ -57,9 +57,35 @@ void osp_cascade_free(osp_cascade_t *c);
  * an RGB/BGR view, or the RGB ctx converted a 4:2:0 frame to), run each
  * step, and leave the fields each detection's record gains in ctx
  * (res->extra, res->extra_at). The steps' runs are added to res's times.
- * OSP_MODEL_ERUN / ENOMEM with the reason. */
+ * A step that would start after ctx->deadline_ms (when set) is skipped:
+ * its fields are left out. OSP_MODEL_ERUN / ENOMEM with the reason. */
 int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_ctx_t *ctx,
                     const osp_view_t *frame, osp_result_t *res, char *err, size_t errlen);
+
+/* A cascade as parsed, unbound (for a reload to open afresh): NULL when
+ * out of memory. */
+osp_cascade_t *osp_cascade_copy(const osp_cascade_t *c);
+
+/* Whether a and b (either NULL: none) ask for the same steps, as parsed:
+ * a server shares a loaded model only with a config of the same cascade. */
+int osp_cascade_same(const osp_cascade_t *a, const osp_cascade_t *b);
+
+/* Call fn on each step's "faceLibrary" (a path the caller may rewrite in
+ * place, cap bytes) before the cascade is opened: a server confines the
+ * files a peer names. The first nonzero fn returns is returned. */
+int osp_cascade_each_library(osp_cascade_t *c, int (*fn)(void *arg, char *path, size_t cap),
+                             void *arg);
+
+/* What each step of an opened cascade did so far, in the config's order
+ * (a step, then its own steps): runs of its model, and runs skipped
+ * because ctx->deadline_ms had passed. Fills up to cap; returns the
+ * steps there are. Any thread. */
+typedef struct {
+    const char *model; /* the step's model; the cascade's */
+    int depth;
+    long runs, skipped;
+} osp_cascade_count_t;
+int osp_cascade_counts(const osp_cascade_t *c, osp_cascade_count_t *out, int cap);
 
 /* Per-thread working memory of osp_cascade_run, kept in the ctx. */
 void osp_cascade_ctx_free(struct osp_cascade_ctx *cc);

@@ -5,6 +5,7 @@
 #ifndef OSP_MODEL_CASCADE_INT_H
 #define OSP_MODEL_CASCADE_INT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "faces/faces.h"
@@ -41,7 +42,12 @@ typedef struct osp_cascade_step {
     /* bound by osp_cascade_open */
     osp_model_t *m;
     osp_faces_t *faces;
+    struct osp_step_count *count; /* runs and skips so far (atomic), or NULL */
 } osp_step_t;
+
+struct osp_step_count {
+    _Atomic long runs, skipped;
+};
 
 struct osp_cascade {
     osp_step_t *steps;

@@ -4,6 +4,7 @@
  * against the model before it.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -14,8 +15,10 @@ static void close_steps(osp_step_t *steps, int n) {
         close_steps(steps[i].then, steps[i].n_then);
         osp_model_free(steps[i].m);
         osp_faces_close(steps[i].faces);
+        free(steps[i].count);
         steps[i].m = NULL;
         steps[i].faces = NULL;
+        steps[i].count = NULL;
     }
 }
 
@@ -30,8 +33,8 @@ static void label_list(const osp_model_t *m, char *buf, size_t n) {
     if (len >= n && n > 4) snprintf(buf + n - 4, 4, "...");
 }
 
-static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int threads, char *err,
-                      size_t errlen) {
+static int open_steps(osp_step_t *steps, int n, const osp_model_t *before,
+                      const osp_backend_t *backend, int threads, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         osp_step_t *s = &steps[i];
         for (int k = 0; k < s->n_labels; k++) {
@@ -54,6 +57,10 @@ static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int t
                          s->model, before->cfg.name, s->labels[k], known[0] ? known : "none");
             return OSP_MODEL_EINVAL;
         }
+        if (!s->count && !(s->count = calloc(1, sizeof *s->count))) {
+            snprintf(err, errlen, "cascade step %s: out of memory", s->model);
+            return OSP_MODEL_ENOMEM;
+        }
         osp_model_cfg_t cfg;
         char inner[768];
         if (osp_model_cfg_from_catalog(s->model, &cfg, inner, sizeof inner)) {
@@ -61,7 +68,7 @@ static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int t
             return OSP_MODEL_EINVAL;
         }
         cfg.intra_threads = threads;
-        if (osp_model_open(&cfg, NULL, &s->m, inner, sizeof inner)) {
+        if (osp_model_open(&cfg, backend, &s->m, inner, sizeof inner)) {
             snprintf(err, errlen, "cascade step %s: %s", s->model, inner);
             return OSP_MODEL_ELOAD;
         }
@@ -72,14 +79,14 @@ static int open_steps(osp_step_t *steps, int n, const osp_model_t *before, int t
                 return OSP_MODEL_EINVAL;
             }
         }
-        int rc = open_steps(s->then, s->n_then, s->m, threads, err, errlen);
+        int rc = open_steps(s->then, s->n_then, s->m, backend, threads, err, errlen);
         if (rc) return rc;
     }
     return OSP_MODEL_OK;
 }
 
-int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, int intra_threads, char *err,
-                     size_t errlen) {
+int osp_cascade_open(osp_cascade_t *c, const osp_model_t *first, const osp_backend_t *backend,
+                     int intra_threads, char *err, size_t errlen) {
     c->close = close_models;
-    return open_steps(c->steps, c->n, first, intra_threads, err, errlen);
+    return open_steps(c->steps, c->n, first, backend, intra_threads, err, errlen);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "image/text.h"
 #include "model/align.h"
 #include "model/cascade_int.h"
@@ -25,6 +26,7 @@ typedef struct {
     const osp_view_t *view; /* the pixels the first model saw */
     float sx, sy;           /* frame pixels per view pixel */
     osp_result_t *res;      /* the times are added to it */
+    uint64_t deadline_ms;   /* a step past it is skipped; 0: none */
     char *err;
     size_t errlen;
 } run_t;
@@ -254,6 +256,12 @@ static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_
                       uint16_t take, int depth, osp_jw_t *w) {
     for (int k = 0; k < n_steps; k++) {
         if (!(take & (1u << k))) continue;
+        struct osp_step_count *count = steps[k].count;
+        if (r->deadline_ms && (uint64_t)osp_epoch_ms() > r->deadline_ms) {
+            if (count) atomic_fetch_add_explicit(&count->skipped, 1, memory_order_relaxed);
+            continue;
+        }
+        if (count) atomic_fetch_add_explicit(&count->runs, 1, memory_order_relaxed);
         int rc = run_step(r, &steps[k], d, depth, w);
         if (rc) return rc;
     }
@@ -296,6 +304,7 @@ int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_
                .sx = (float)ctx->frame_w / (float)ctx->view_w,
                .sy = (float)ctx->frame_h / (float)ctx->view_h,
                .res = res,
+               .deadline_ms = ctx->deadline_ms,
                .err = err,
                .errlen = errlen};
     osp_jw_reset(&cc->out);

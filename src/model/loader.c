@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/thread.h"
+#include "model/cascade.h"
 
 struct osp_loader {
     double bound_ms;
@@ -28,6 +29,7 @@ struct osp_loader {
 typedef struct {
     osp_model_cfg_t cfg;
     const osp_backend_t *backend;
+    struct osp_cascade *then;  /* opened after the model, or NULL */
     const osp_load_how_t *how; /* or NULL: cfg through backend */
     void *how_arg;
     int seq;
@@ -50,6 +52,16 @@ static void *load_main(void *arg) {
         if (a->how->arg_free) a->how->arg_free(a->how_arg);
     } else {
         rc = osp_model_open(&a->cfg, a->backend, &m, err, sizeof err);
+        if (rc == 0 && a->then) {
+            rc = osp_cascade_open(a->then, m, a->backend, a->cfg.intra_threads, err, sizeof err);
+            if (rc == 0) {
+                m->then = a->then; /* the model's now */
+            } else {
+                osp_model_free(m);
+                m = NULL;
+            }
+        }
+        if (!m) osp_cascade_free(a->then);
     }
     if (!r) { /* nowhere to report: the loop times the load out */
         osp_model_free(m);
@@ -134,6 +146,14 @@ int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_bac
                      int index, const char *model_id) {
     load_arg_t a = {.cfg = *cfg, .backend = backend};
     return start(ld, &a, index, model_id);
+}
+
+int osp_loader_start_then(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_backend_t *backend,
+                          struct osp_cascade *then, int index, const char *model_id) {
+    load_arg_t a = {.cfg = *cfg, .backend = backend, .then = then};
+    int rc = start(ld, &a, index, model_id);
+    if (rc) osp_cascade_free(then);
+    return rc;
 }
 
 int osp_loader_start_how(osp_loader_t *ld, const osp_load_how_t *how, void *arg, int index,

@@ -61,6 +61,15 @@ int osp_loader_in_flight(const osp_loader_t *ld, osp_load_info_t *info);
 int osp_loader_start(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_backend_t *backend,
                      int index, const char *model_id);
 
+/* The same, and then the cascade `then` (model/cascade.h, parsed; the
+ * loader's from here on, whatever happens) opened on the loader's thread
+ * within the same bound: the model is given to the caller with it
+ * (model->then). A step that fails fails the load, its error naming the
+ * step. */
+struct osp_cascade;
+int osp_loader_start_then(osp_loader_t *ld, const osp_model_cfg_t *cfg, const osp_backend_t *backend,
+                          struct osp_cascade *then, int index, const char *model_id);
+
 /* A load of something other than a model config (a stream's model): on
  * the loader's thread, open(arg) makes *made (0) or fails (-1, err says
  * why); arg_free(arg) follows on that thread. The result carries made,

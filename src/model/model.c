@@ -348,6 +348,7 @@ void osp_model_free(osp_model_t *m) {
     osp_rt_model_free(m->rt_lone);
     for (int i = 0; i < m->n_labels; i++) free(m->labels[i]);
     free(m->labels);
+    osp_cascade_free(m->then);
     free(m);
     give_back_memory();
 }

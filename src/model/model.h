@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "image/image.h"
 #include "post/decoder.h"
@@ -129,6 +130,9 @@ typedef struct osp_model {
     int batch_dynamic; /* input 0 has a dynamic batch axis */
     char **labels;     /* owned; n_labels entries */
     int n_labels;
+    /* ospreyd: the cascade run on its detections (model/cascade.h), bound
+     * to this model and owned by it (osp_model_free frees it); or NULL */
+    struct osp_cascade *then;
 } osp_model_t;
 
 /* Load a model: runtime session, input description, prep, decoder set-up.
@@ -164,6 +168,9 @@ typedef struct {
     osp_det_t *look_boxes; /* and the box the look found it at */
     int look_cap;
     struct osp_cascade_ctx *cascade; /* osp_cascade_run's working memory, or NULL */
+    /* set by a server: a cascade step that would start after this epoch ms
+     * (base/clock.h, osp_epoch_ms) is skipped, its field left out; 0: none */
+    uint64_t deadline_ms;
 } osp_infer_ctx_t;
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 

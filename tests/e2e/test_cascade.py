@@ -9,7 +9,6 @@ import sqlite3
 import pytest
 
 from conftest import MEDIA, model, need, run, lines
-from ospreyd_client import spawn, worker  # noqa: F401
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -220,10 +219,3 @@ def test_then_is_not_for_track(osprey):
     r = detect(osprey, "--track", "--then", "face-embed", need(MEDIA / "vtest.avi"), ok=False)
     assert r.returncode == 2 and "not with --track" in r.stderr
 
-
-def test_ospreyd_refuses_a_cascade(worker):
-    w, ready = worker({"runtime": "onnxruntime", "models": [
-        {"model": "ultraface"},
-        {"model": "ultraface", "then": [{"model": "face-embed"}]}]})
-    assert ready["models"] == 1, ready
-    assert "ospreyd does not run one yet" in json.dumps(ready) + w.stderr_text()

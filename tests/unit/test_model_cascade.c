@@ -186,6 +186,68 @@ static void test_simple_cascade_aligns_when_it_can(void **state) {
     assert_non_null(strstr(err, "not in the catalog"));
 }
 
+/* each_library's visitor: rewrites each path to "/roots/<n>", counting. */
+static int rewrite(void *arg, char *path, size_t cap) {
+    int *n = arg;
+    if (strcmp(path, "f.db") != 0 && strcmp(path, "g.db") != 0) return -1;
+    snprintf(path, cap, "/roots/%d", (*n)++);
+    return 0;
+}
+
+static int seen(void *arg, char *path, size_t cap) {
+    (void)cap;
+    char *all = arg;
+    strcat(all, path);
+    strcat(all, ";");
+    return 0;
+}
+
+/* What a server does with a parsed cascade before it opens it: confine its
+ * libraries (rewritten in place), keep a copy for a reload, count steps. */
+static void test_copy_libraries_counts(void **state) {
+    (void)state;
+    osp_cascade_t *c = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", "
+                              "\"then\": [{\"model\": \"face-embed\", \"align\": \"landmarks\", "
+                              "\"faceLibrary\": \"f.db\"}]}, {\"model\": \"face-embed\", "
+                              "\"faceLibrary\": \"g.db\"}]}",
+                              &c),
+                        "");
+    int n = 0;
+    assert_int_equal(osp_cascade_each_library(c, rewrite, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(osp_cascade_each_library(c, rewrite, &n), -1); /* the first refusal stops it */
+    osp_cascade_t *copy = osp_cascade_copy(c);
+    assert_non_null(copy);
+    assert_true(osp_cascade_same(c, copy));
+    assert_true(osp_cascade_same(NULL, NULL));
+    assert_false(osp_cascade_same(c, NULL));
+    osp_cascade_t *other = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", "
+                              "\"then\": [{\"model\": \"face-embed\", \"align\": \"landmarks\", "
+                              "\"faceLibrary\": \"f.db\"}]}, {\"model\": \"face-embed\", "
+                              "\"faceLibrary\": \"g.db\"}]}",
+                              &other),
+                        "");
+    assert_false(osp_cascade_same(c, other)); /* its libraries were not rewritten */
+    osp_cascade_free(other);
+    osp_cascade_free(c);
+    char all[256] = "";
+    assert_int_equal(osp_cascade_each_library(copy, seen, all), 0);
+    assert_string_equal(all, "/roots/0;/roots/1;");
+    osp_cascade_count_t k[OSP_CASCADE_STEPS];
+    assert_int_equal(osp_cascade_counts(copy, k, OSP_CASCADE_STEPS), 3);
+    assert_string_equal(k[0].model, "blazeface");
+    assert_int_equal(k[0].depth, 0);
+    assert_string_equal(k[1].model, "face-embed");
+    assert_int_equal(k[1].depth, 1);
+    assert_string_equal(k[2].model, "face-embed");
+    assert_int_equal(k[2].depth, 0);
+    assert_true(k[0].runs == 0 && k[0].skipped == 0);    /* not opened: nothing ran */
+    assert_int_equal(osp_cascade_counts(copy, k, 1), 3); /* fills what fits, says how many */
+    osp_cascade_free(copy);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_cascades_parse),
@@ -197,6 +259,7 @@ int main(void) {
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_depth_and_size_are_bounded),
         cmocka_unit_test(test_simple_cascade_aligns_when_it_can),
+        cmocka_unit_test(test_copy_libraries_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -184,7 +184,7 @@ static int run_admitted(server_t *s, frame_job_t *j) {
     }
     if (!j->r.model) j->r.model = srv_loaded_ref(l); /* a frame prepared as read keeps its own */
     srv_loaded_params(j->r.model, &j->r.confidence, &j->r.nms_iou, &j->r.max_detections);
-    if (s->window) {
+    if (s->window && !srv_loaded_model(j->r.model)->then) {
         /* the window, not the run slot, holds it from here (as the protocol's
          * window mode does): the slot is free for the next arrival */
         if (osp_window_add(s->window, idx, j)) window_flush(s, idx);

@@ -56,19 +56,38 @@ static void rows_take(void *arg, const uint8_t *rows, size_t stride, int n) {
     osp_prep_stream_rows(a->e->ps, rows, stride, n);
 }
 
-int srv_encoded_prepare(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_t *ctx,
-                        const uint8_t *buf, size_t len, char *err, size_t errlen) {
+/* The worker's state, made on first use; NULL when out of memory. */
+static srv_encoded_t *state(srv_encoded_t **ep, char *err, size_t errlen) {
     srv_encoded_t *e = *ep;
     if (!e) {
         if (!(e = calloc(1, sizeof *e)) || !(e->dec = osp_decoder_new()) ||
             !(e->ps = osp_prep_stream_new())) {
             srv_encoded_free(e);
             snprintf(err, errlen, "out of memory");
-            return -2;
+            return NULL;
         }
         osp_decoder_limit_pixels(e->dec, SRV_WHOLE_PIXELS);
         *ep = e;
     }
+    return e;
+}
+
+int srv_encoded_prepare_whole(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_t *ctx,
+                              const uint8_t *buf, size_t len, osp_image_t *img, char *err,
+                              size_t errlen) {
+    srv_encoded_t *e = state(ep, err, errlen);
+    if (!e) return -2;
+    int ow = 0, oh = 0;
+    int rc = osp_image_decode(e->dec, buf, len, 0, 0, img, &ow, &oh, err, errlen);
+    if (rc != OSP_IMG_OK) return rc == OSP_IMG_ENOMEM ? -2 : -1;
+    osp_view_t v = osp_image_view(img);
+    return osp_model_prepare(m, ctx, &v, ow, oh, err, errlen) ? -2 : 0;
+}
+
+int srv_encoded_prepare(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_t *ctx,
+                        const uint8_t *buf, size_t len, char *err, size_t errlen) {
+    srv_encoded_t *e = state(ep, err, errlen);
+    if (!e) return -2;
     struct timespec t0;
     osp_now(&t0);
     rows_job_t a = {.e = e, .m = m, .ctx = ctx};

@@ -23,6 +23,12 @@ typedef struct srv_encoded srv_encoded_t;
  * memory or the model refused the frame (err says which). */
 int srv_encoded_prepare(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_t *ctx,
                         const uint8_t *buf, size_t len, char *err, size_t errlen);
+/* The same for a model with a cascade (model->then), whose steps crop from
+ * the frame: decoded whole at its own size into img (the caller's, kept
+ * until the steps ran), at most SRV_WHOLE_PIXELS. */
+int srv_encoded_prepare_whole(srv_encoded_t **ep, const osp_model_t *m, osp_infer_ctx_t *ctx,
+                              const uint8_t *buf, size_t len, osp_image_t *img, char *err,
+                              size_t errlen);
 void srv_encoded_free(srv_encoded_t *e);
 
 #endif

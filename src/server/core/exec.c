@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/cascade.h"
 #include "sched/ctxpool.h"
 #include "base/clock.h"
 #include "sched/gate.h"
@@ -229,8 +230,15 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         break;
     case OSP_WIRE_MSG_INFER_JPEG: {
         char derr[400];
-        rc = srv_encoded_prepare(&ws->enc, m, j->ctx, r->rq.u.jpeg.data, r->rq.u.jpeg.len, derr,
-                                 sizeof derr);
+        if (m->then) { /* its steps crop from the frame: decoded whole, kept with the job */
+            rc = srv_encoded_prepare_whole(&ws->enc, m, j->ctx, r->rq.u.jpeg.data,
+                                           r->rq.u.jpeg.len, &j->whole, derr, sizeof derr);
+            j->view = osp_image_view(&j->whole);
+            j->has_view = rc == 0;
+        } else {
+            rc = srv_encoded_prepare(&ws->enc, m, j->ctx, r->rq.u.jpeg.data, r->rq.u.jpeg.len,
+                                     derr, sizeof derr);
+        }
         if (rc == -1) {
             snprintf(err, sizeof err, "jpeg decode failed: %s", derr);
             reply_infer_error(r, err, 1);
@@ -248,6 +256,8 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         if (st == 0) {
             osp_view_t v = view_of(&r->rq.u.raw.img);
             rc = osp_model_prepare(m, j->ctx, &v, 0, 0, err, sizeof err);
+            j->view = v; /* the request's pixels: the job's until it is released */
+            j->has_view = rc == 0;
         }
         break;
     }
@@ -262,6 +272,8 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
         osp_view_t v = osp_image_view(&j->cached->img);
         rc = prepare_view(r, j->ctx, &v, OSP_TCACHE_FRAME, j->cached->id, (uint32_t)r->model_idx,
                           j->cached, err, sizeof err);
+        j->view = v; /* the cached frame's pixels: referenced by the job */
+        j->has_view = rc == 0;
         break;
     }
     default: snprintf(err, sizeof err, "unexpected message type %u", r->msg_type); rc = -1;
@@ -301,6 +313,21 @@ static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
     osp_wire_reply_end(&r->out, at, r->req_id);
 }
 
+/* A model's cascade (model->then) on the frame the job was prepared from:
+ * a step that would start past the request's deadline is skipped. */
+static int run_cascade(frame_job_t *j, osp_model_t *m, osp_result_t *res, char *err, size_t errlen) {
+    if (!j->has_view) {
+        snprintf(err, errlen,
+                 "a model with a cascade (\"then\") takes its frames as infer, infer_jpeg or "
+                 "infer_cached; this one came another way");
+        return -1;
+    }
+    j->ctx->deadline_ms = j->r.deadline_ms;
+    int rc = osp_cascade_run(m->then, m, j->ctx, &j->view, res, err, errlen);
+    j->ctx->deadline_ms = 0;
+    return rc;
+}
+
 /* Each predict_* returns 1 when its run was given up (the job and ws are
  * no longer its thread's), else 0. */
 static int predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *ws) {
@@ -314,9 +341,12 @@ static int predict_single(srv_exec_t *e, int worker, frame_job_t *j, wstate_t *w
         return 0;
     }
     osp_result_t res;
+    osp_model_t *m = srv_loaded_model(r->model);
     j->ctx->lone = r->lone;
     run_begin(e, ws, worker, &r->h, r, 1);
-    int rc = osp_model_predict(srv_loaded_model(r->model), j->ctx, &res, err, sizeof err);
+    int rc = osp_model_predict(m, j->ctx, &res, err, sizeof err);
+    if (rc == 0 && m->then) /* its steps, in the same run: the watchdog's bound covers them */
+        rc = run_cascade(j, m, &res, err, sizeof err);
     if (run_end(e, ws)) {
         run_returned_late(e, &r->h, ws);
         return 1;
@@ -390,6 +420,14 @@ static int predict_batch(srv_exec_t *e, int worker, batch_job_t *b, wstate_t *ws
     uint32_t key = ((uint32_t)m->prep.width << 16) ^ (uint32_t)m->prep.height;
     int count = r->rq.u.batch.count;
     osp_now(&r->t0);
+    if (m->then) {
+        reply_infer_error(r,
+                          "a model with a cascade (\"then\") runs frames one at a time: send "
+                          "infer, infer_jpeg or infer_cached, not infer_batch",
+                          0);
+        finish(r);
+        return 0;
+    }
     osp_jw_reset(&r->out);
     size_t at = osp_wire_reply_begin(&r->out);
     osp_jw_obj_open(&r->out);

@@ -97,6 +97,11 @@ typedef struct {
     int prepared;         /* ctx holds the tensor */
     int admitted;         /* holds a run slot of its model */
     spill_t *spill;       /* part of the frame still parked in pipes (infer_raw) */
+    /* a model with a cascade: the frame its steps crop from (the request's
+     * pixels, the cached frame's, or `whole`), once prepared */
+    osp_view_t view;
+    int has_view;
+    osp_image_t whole; /* infer_jpeg: the frame decoded whole */
 } frame_job_t;
 
 typedef struct {

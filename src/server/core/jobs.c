@@ -127,10 +127,12 @@ void srv_job_release(server_t *s, srv_job_t *h) {
         frame_job_t *j = (frame_job_t *)h;
         if (j->cached) osp_cache_release_frame(s->cache, j->cached);
         if (j->ctx) osp_ctxpool_put(s->ctxs, j->ctx);
+        osp_image_free(&j->whole);
         j->cached = NULL;
         j->shm = NULL;
         j->ctx = NULL;
         j->spill = NULL;
+        j->has_view = 0;
         if (p->n_frames < KEEP_FRAMES) {
             p->frames[p->n_frames++] = j;
             return;

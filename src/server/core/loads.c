@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/cascade.h"
 #include "model/loader.h"
 #include "server/core/board.h"
 #include "server/core/job.h"
@@ -20,6 +21,7 @@ typedef struct load {
     const osp_load_how_t *how; /* or NULL: cfg */
     void *how_arg;             /* the how's until its load starts */
     osp_model_cfg_t cfg;
+    struct osp_cascade *then; /* cfg's cascade until its load starts, or NULL */
     int index;
     char model_id[128];
     srv_load_done_fn done;
@@ -44,6 +46,7 @@ void srv_loads_free(srv_loads_t *l) {
     for (load_t *q = l->head, *n; q; q = n) {
         n = q->next;
         if (q->how && q->how->arg_free) q->how->arg_free(q->how_arg);
+        osp_cascade_free(q->then);
         free(q);
     }
     free(l->running);
@@ -86,6 +89,7 @@ static void answer(server_t *s, load_t *q, srv_load_end_t *end) {
     osp_model_free(end->model);
     if (end->made) q->how->drop(end->made);
     if (q->how && q->how_arg && q->how->arg_free) q->how->arg_free(q->how_arg); /* never started */
+    osp_cascade_free(q->then);                                                  /* never started */
     free(q);
 }
 
@@ -137,7 +141,8 @@ static void pump(server_t *s) {
             osp_log(OSP_LOG_INFO, "ospreyd: model %d load started: %s (bound %" PRId64 " ms)",
                     q->index, q->cfg.path, end.bound_ms);
             srv_board_loading(s, q->index, &q->cfg);
-            rc = osp_loader_start(ld, &q->cfg, s->set.backend, q->index, q->model_id);
+            rc = osp_loader_start_then(ld, &q->cfg, s->set.backend, q->then, q->index, q->model_id);
+            q->then = NULL; /* the loader's now, started or not */
         }
         if (rc) {
             if (q->index >= 0)
@@ -166,9 +171,18 @@ static int enqueue(server_t *s, load_t *q, const char *model_id, srv_load_done_f
 
 int srv_load(server_t *s, const osp_model_cfg_t *cfg, int index, const char *model_id,
              srv_load_done_fn done, void *arg) {
+    return srv_load_then(s, cfg, NULL, index, model_id, done, arg);
+}
+
+int srv_load_then(server_t *s, const osp_model_cfg_t *cfg, struct osp_cascade *then, int index,
+                  const char *model_id, srv_load_done_fn done, void *arg) {
     load_t *q = calloc(1, sizeof *q);
-    if (!q) return -1;
+    if (!q) {
+        osp_cascade_free(then);
+        return -1;
+    }
     q->cfg = *cfg;
+    q->then = then;
     q->index = index;
     return enqueue(s, q, model_id, done, arg);
 }

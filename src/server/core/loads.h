@@ -57,6 +57,12 @@ void srv_loads_free(srv_loads_t *l);
  * called). */
 int srv_load(server_t *s, const osp_model_cfg_t *cfg, int index, const char *model_id,
              srv_load_done_fn done, void *arg);
+/* The same with the model's cascade `then` (model/cascade.h, parsed, or
+ * NULL; taken, whatever happens): opened after the model within the same
+ * load, the model given with it (model->then). */
+struct osp_cascade;
+int srv_load_then(server_t *s, const osp_model_cfg_t *cfg, struct osp_cascade *then, int index,
+                  const char *model_id, srv_load_done_fn done, void *arg);
 /* The same for a load of something other than a model config (a stream's
  * model, model/loader.h's osp_load_how_t): no model slot (index -1: the
  * board is not told), the same queue, bound and poisoning. how_arg is

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "model/cascade.h"
 #include "model/loader.h"
 #include "sched/cache.h"
 #include "base/clock.h"
@@ -266,6 +267,40 @@ static void put_model_load(const server_t *s, osp_jw_t *w) {
     osp_jw_obj_close(w);
 }
 
+/* "cascades": each loaded model's cascade steps, what they ran and skipped
+ * (model/cascade.h); left out while no loaded model has one. */
+static void put_cascades(const server_t *s, osp_jw_t *w) {
+    int n = srv_slots_count(s), any = 0;
+    for (int i = 0; i < n; i++) {
+        const osp_model_t *m = srv_slot(s, i) ? srv_loaded_model(srv_slot(s, i)) : NULL;
+        if (!m || !m->then) continue;
+        if (!any++) {
+            osp_jw_key(w, "cascades");
+            osp_jw_obj_open(w);
+        }
+        osp_cascade_count_t c[OSP_CASCADE_STEPS];
+        int steps = osp_cascade_counts(m->then, c, OSP_CASCADE_STEPS);
+        char key[16];
+        snprintf(key, sizeof key, "%d", i);
+        osp_jw_key(w, key);
+        osp_jw_arr_open(w);
+        for (int k = 0; k < steps && k < OSP_CASCADE_STEPS; k++) {
+            osp_jw_obj_open(w);
+            osp_jw_key(w, "step");
+            osp_jw_str(w, c[k].model);
+            osp_jw_key(w, "depth");
+            osp_jw_int(w, c[k].depth);
+            osp_jw_key(w, "runs");
+            osp_jw_int(w, c[k].runs);
+            osp_jw_key(w, "skippedPastDeadline");
+            osp_jw_int(w, c[k].skipped);
+            osp_jw_obj_close(w);
+        }
+        osp_jw_arr_close(w);
+    }
+    if (any) osp_jw_obj_close(w);
+}
+
 void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_obj_open(w);
     osp_jw_key(w, "cmd");
@@ -328,6 +363,7 @@ void srv_write_mem_stats(server_t *s, osp_jw_t *w) {
     osp_jw_str(w, t->threads_source);
     osp_jw_obj_close(w);
     put_model_load(s, w);
+    put_cascades(s, w);
     osp_jw_key(w, "requests"); /* last: the seed's keys keep their order */
     srv_ledger_write(s->ledger, w);
     osp_jw_obj_close(w);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "model/cascade.h"
 #include "model/model.h"
 #include "model/paths.h"
 #include "server/core/board.h"
@@ -213,7 +214,10 @@ static void reload_start(server_t *s, int idx, loaded_t *l, const char *model_id
         snprintf(r->model_id, sizeof r->model_id, "%s", model_id);
         r->stuck = srv_loaded_ref(l);
     }
-    if (!r || srv_load(s, &srv_loaded_model(l)->cfg, idx, model_id, reload_done, r)) {
+    /* its cascade, if any, loads afresh with it */
+    const osp_model_t *m = srv_loaded_model(l);
+    osp_cascade_t *then = r && m->then ? osp_cascade_copy(m->then) : NULL;
+    if (!r || (m->then && !then) || srv_load_then(s, &m->cfg, then, idx, model_id, reload_done, r)) {
         if (r) srv_loaded_release(r->stuck);
         free(r);
         srv_slot_clear(s, idx);

@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "model/cascade.h"
 #include "sched/cache.h"
 #include "server/core/board.h"
 #include "server/pipe/cmds.h"
@@ -177,7 +178,8 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
         reply_poisoned(s, q, name, index, model_id, elapsed, err);
         return 0;
     }
-    if (srv_model_cfg(s, srv_from(srv_conn_find(s, q->conn_id)), config, &cfg, err, sizeof err)) {
+    osp_cascade_t *then = NULL;
+    if (srv_model_cfg(s, srv_from(srv_conn_find(s, q->conn_id)), config, &then, &cfg, err, sizeof err)) {
         srv_board_failed(s, index, model_id, err);
         srv_cmd_error(s, q->conn_id, q->req_id, name, index, err);
         srv_loads_note_failed(s);
@@ -187,7 +189,7 @@ static int run_load(server_t *s, cmdq_t *q, const char *name) {
     srv_slots_grow(s, index);
     s->cmds->loading = q;
     s->cmds->starting = 1; /* its answer may come before srv_load returns */
-    int rc = srv_load(s, &cfg, index, model_id, load_done, q);
+    int rc = srv_load_then(s, &cfg, then, index, model_id, load_done, q);
     s->cmds->starting = 0;
     if (rc) {
         s->cmds->loading = NULL;

@@ -17,6 +17,7 @@
 #include "model/paths.h"
 #include "base/clock.h"
 #include "sched/sched.h"
+#include "model/cascade.h"
 #include "sched/window.h"
 #include "server/core/auth.h"
 #include "server/core/board.h"
@@ -108,6 +109,12 @@ static int start_pools(server_t *srv, const osp_wire_hello_t *h) {
     return 0;
 }
 
+/* Whether loaded model l is what a config of path and cascade then asks
+ * for: a connection shares it then, else the slot is left as it is. */
+static int same_model(const loaded_t *l, const char *path, const osp_cascade_t *then) {
+    return strcmp(srv_loaded_path(l), path) == 0 && osp_cascade_same(srv_loaded_model(l)->then, then);
+}
+
 /* Startup models load before the ready reply (nothing is served before it);
  * one that fails leaves its slot empty. */
 static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, int *loaded,
@@ -120,7 +127,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
         char err[600];
         osp_model_cfg_t cfg;
         if (i < OSP_MAX_SLOTS && !srv_slot(s, i)) {
-            if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0)
+            if (srv_model_cfg(s, from, mc, NULL, &cfg, err, sizeof err) == 0)
                 srv_board_loading(s, i, &cfg);
             else
                 srv_board_failed(s, i, "", err);
@@ -145,16 +152,20 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(mc, "path");
             const cJSON *n = cJSON_GetObjectItemCaseSensitive(mc, "model");
             osp_model_cfg_t want;
-            if (srv_model_cfg(s, from, mc, &want, err, sizeof err) == 0 &&
-                strcmp(want.path, srv_loaded_path(srv_slot(s, i))) == 0 && (p || n)) {
+            osp_cascade_t *then = NULL;
+            int same = srv_model_cfg(s, from, mc, &then, &want, err, sizeof err) == 0 &&
+                       same_model(srv_slot(s, i), want.path, then) && (p || n);
+            osp_cascade_free(then);
+            if (same) {
                 (*loaded)++;
                 i++;
                 continue;
             }
         }
         osp_model_t *m = NULL;
+        osp_cascade_t *then = NULL;
         const char *name = "";
-        if (srv_model_cfg(s, from, mc, &cfg, err, sizeof err) == 0) {
+        if (srv_model_cfg(s, from, mc, &then, &cfg, err, sizeof err) == 0) {
             osp_log(OSP_LOG_INFO, "ospreyd: loading model %d: %s", i, cfg.path);
             char rerr[1200];
             if (from == SRV_FROM_OPERATOR &&
@@ -163,7 +174,14 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
             name = cfg.name;
             struct timespec t0;
             osp_now(&t0);
-            if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0) {
+            if (osp_model_open(&cfg, s->set.backend, &m, err, sizeof err) == 0 && then &&
+                osp_cascade_open(then, m, s->set.backend, cfg.intra_threads, err, sizeof err)) {
+                osp_model_free(m);
+                m = NULL;
+            }
+            if (m) {
+                m->then = then; /* the model's now */
+                then = NULL;
                 loaded_t *l = srv_loaded_new(m, &cfg);
                 if (l) {
                     srv_slot_install(s, i, l);
@@ -176,6 +194,7 @@ static void handshake_models(server_t *s, srv_from_t from, const cJSON *models, 
                 continue;
             }
         }
+        osp_cascade_free(then);
         osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", i, err);
         if (name[0]) srv_board_failed(s, i, name, err); /* a bad config is on the board already */
         i++;
@@ -217,13 +236,18 @@ struct hello_plan {
     int index[OSP_MAX_SLOTS];
     hello_load_t load[OSP_MAX_SLOTS];
     osp_model_cfg_t *cfg; /* n entries */
+    osp_cascade_t **then; /* n entries: each cfg's cascade until its load takes it, or NULL */
     osp_model_t **m;      /* n entries: NULL where the load failed */
 };
 
 static void plan_free(hello_plan_t *p) {
     if (!p) return;
-    for (int i = 0; i < p->n; i++) osp_model_free(p->m[i]);
+    for (int i = 0; i < p->n; i++) {
+        osp_model_free(p->m[i]);
+        osp_cascade_free(p->then[i]);
+    }
     free(p->cfg);
+    free(p->then);
     free(p->m);
     free(p);
 }
@@ -237,7 +261,7 @@ static void hello_done(server_t *s, hello_plan_t *p) {
         loaded_t *have = srv_slot(s, idx);
         if (have) {
             /* another connection filled it meanwhile */
-            if (strcmp(srv_loaded_path(have), p->cfg[i].path) == 0) p->loaded++;
+            if (same_model(have, p->cfg[i].path, p->m[i]->then)) p->loaded++;
             srv_board_sync(s, idx, -1);
             continue;
         }
@@ -281,6 +305,7 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
     hello_plan_t *p = calloc(1, sizeof *p);
     int n = cJSON_GetArraySize(models);
     if (!p || !(p->cfg = calloc((size_t)(n ? n : 1), sizeof *p->cfg)) ||
+        !(p->then = calloc((size_t)(n ? n : 1), sizeof *p->then)) ||
         !(p->m = calloc((size_t)(n ? n : 1), sizeof *p->m))) {
         plan_free(p);
         return -1;
@@ -293,26 +318,31 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
     cJSON_ArrayForEach(mc, models) {
         char err[600];
         osp_model_cfg_t cfg;
+        osp_cascade_t *then = NULL;
         p->total++;
         loaded_t *have = srv_slot(s, i);
-        if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, SRV_FROM_PEER, mc, &cfg, err, sizeof err)) {
+        if (i >= OSP_MAX_SLOTS || srv_model_cfg(s, SRV_FROM_PEER, mc, &then, &cfg, err, sizeof err)) {
             osp_log(OSP_LOG_ERROR, "ospreyd: model %d failed to load: %s", i,
                     i >= OSP_MAX_SLOTS ? "too many models" : err);
         } else if (!have && s->opts.read_only) {
             osp_log(OSP_LOG_WARN,
                     "ospreyd: model %d: not loaded for a socket connection (--read-only)", i);
         } else if (have) {
-            if (strcmp(srv_loaded_path(have), cfg.path) == 0)
+            if (same_model(have, cfg.path, then))
                 p->loaded++;
             else
                 osp_log(OSP_LOG_WARN,
-                        "ospreyd: model %d: slot holds %s, not %s; left as it is (use replace)", i,
-                        srv_loaded_path(have), cfg.path);
+                        "ospreyd: model %d: slot holds %s, not %s or not with the same "
+                        "cascade (\"then\"); left as it is (use replace)",
+                        i, srv_loaded_path(have), cfg.path);
         } else {
             p->index[p->n] = i;
+            p->then[p->n] = then;
+            then = NULL;
             p->cfg[p->n++] = cfg;
             srv_board_loading(s, i, &cfg);
         }
+        osp_cascade_free(then);
         i++;
     }
     srv_board_configured(s);
@@ -328,7 +358,9 @@ static int hello_socket(server_t *s, conn_t *c, const cJSON *models, uint32_t re
         char model_id[128];
         srv_model_id(p->cfg[k].path, model_id, sizeof model_id);
         p->load[k] = (hello_load_t){p, k};
-        if (srv_load(s, &p->cfg[k], p->index[k], model_id, hello_loaded, &p->load[k])) {
+        osp_cascade_t *then = p->then[k];
+        p->then[k] = NULL; /* the load's */
+        if (srv_load_then(s, &p->cfg[k], then, p->index[k], model_id, hello_loaded, &p->load[k])) {
             srv_board_failed(s, p->index[k], model_id, "out of memory");
             p->pending--;
         }

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "model/cascade.h"
 #include "model/paths.h"
 #include "server/pipe/conn.h"
 
@@ -43,15 +44,43 @@ static int confine_files(server_t *s, osp_model_cfg_t *cfg, char *err, size_t er
     return 0;
 }
 
-int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_model_cfg_t *cfg,
-                  char *err, size_t errlen) {
+/* A peer's face library: inside the roots, as its model. */
+typedef struct {
+    server_t *s;
+    char *err;
+    size_t errlen;
+} confine_arg_t;
+
+static int confine_library(void *arg, char *path, size_t cap) {
+    confine_arg_t *a = arg;
+    char real[PATH_MAX];
+    if (osp_paths_confine(a->s->roots, path, "face library", real, sizeof real, a->err, a->errlen))
+        return -1;
+    if (strlen(real) >= cap) {
+        snprintf(a->err, a->errlen, "face library: its path is too long");
+        return -1;
+    }
+    snprintf(path, cap, "%s", real);
+    return 0;
+}
+
+int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_cascade_t **then,
+                  osp_model_cfg_t *cfg, char *err, size_t errlen) {
+    osp_cascade_t *c = NULL;
+    if (then) *then = NULL;
     if (osp_model_cfg_from_json(config, cfg, err, errlen)) return -1;
     if (cfg->cascade) {
-        /* not ignored as an unknown key would be: a host asking for one
-         * would read replies without the fields it expects */
-        snprintf(err, errlen,
-                 "\"then\": a cascade is run by osprey detect; ospreyd does not run one yet");
-        return -1;
+        char inner[600];
+        if (osp_cascade_parse(config, cfg, &c, inner, sizeof inner)) {
+            snprintf(err, errlen, "\"then\": %s", inner);
+            return -1;
+        }
+        confine_arg_t a = {s, inner, sizeof inner};
+        if (c && from == SRV_FROM_PEER && osp_cascade_each_library(c, confine_library, &a)) {
+            snprintf(err, errlen, "\"then\": %s", inner);
+            osp_cascade_free(c);
+            return -1;
+        }
     }
     const cJSON *rt = cJSON_GetObjectItemCaseSensitive(config, "runTimeoutMs");
     if (rt && !cJSON_IsNull(rt)) {
@@ -59,11 +88,11 @@ int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_model_c
             rt->valuedouble < 1 || rt->valuedouble > SRV_RUN_TIMEOUT_MAX_MS) {
             snprintf(err, errlen, "runTimeoutMs must be a whole number of milliseconds from 1 to %d",
                      SRV_RUN_TIMEOUT_MAX_MS);
-            return -1;
+            goto fail;
         }
         cfg->run_timeout_ms = (int)rt->valuedouble;
     }
-    if (from == SRV_FROM_PEER && confine_files(s, cfg, err, errlen)) return -1;
+    if (from == SRV_FROM_PEER && confine_files(s, cfg, err, errlen)) goto fail;
     if (from == SRV_FROM_OPERATOR) {
         /* a peer naming the same file shares its slot: compare resolved names */
         char real[PATH_MAX];
@@ -73,5 +102,12 @@ int srv_model_cfg(server_t *s, srv_from_t from, const cJSON *config, osp_model_c
     if (!cfg->device[0]) snprintf(cfg->device, sizeof cfg->device, "%s", s->set.device);
     if (!cfg->intra_threads) cfg->intra_threads = s->set.intra_threads;
     if (!cfg->lone_threads) cfg->lone_threads = s->set.lone_threads;
+    if (then)
+        *then = c;
+    else
+        osp_cascade_free(c);
     return 0;
+fail:
+    osp_cascade_free(c);
+    return -1;
 }

@@ -26,9 +26,12 @@ srv_from_t srv_from(const conn_t *c);
 /* A model config from its JSON, with the server's defaults for what it
  * leaves out (device, threads). A peer's model and labels paths are
  * resolved inside the roots, or refused with one text for "not found or
- * not allowed". */
-int srv_model_cfg(server_t *s, srv_from_t from, const struct cJSON *config, osp_model_cfg_t *cfg,
-                  char *err, size_t errlen);
+ * not allowed", and so are its cascade's face libraries. A config with
+ * "then" gives its cascade (model/cascade.h, parsed, not opened) in *then
+ * (the caller's; NULL for none); then == NULL only checks it. */
+struct osp_cascade;
+int srv_model_cfg(server_t *s, srv_from_t from, const struct cJSON *config,
+                  struct osp_cascade **then, osp_model_cfg_t *cfg, char *err, size_t errlen);
 /* The largest runTimeoutMs (and --run-timeout-ms): a day. */
 #define SRV_RUN_TIMEOUT_MAX_MS 86400000
 

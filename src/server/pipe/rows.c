@@ -19,7 +19,8 @@
  * What is not taken here is read whole as before: frames likely to be shed
  * before they run (osp_sched_likely_shed; they may be parked, spill.c, and are
  * then prepared the same way if they run, srv_rows_parked), formats
- * other than RGB and BGR, text models, window batching, anything that fails
+ * other than RGB and BGR, text models, models with a cascade (its steps
+ * crop from the whole frame), window batching, anything that fails
  * a check (the whole frame then gets the usual error reply).
  *
  * Reads land at a 64-byte boundary where the connection's pipe was just
@@ -139,6 +140,7 @@ int srv_rows_begin(server_t *s, conn_t *c, srv_rows_t **rp, const uint8_t *p, si
     size_t row_bytes = (size_t)img.width * 3, got = avail - head; /* pixels already read */
     int whole = avail == frame_len; /* all here: prepared from where it lies */
     if (!l || row_bytes > RING_CAP / 4 || (!whole && got > RING_CAP)) return 0;
+    if (srv_loaded_model(l)->then) return 0; /* read whole: its cascade crops from it */
     if (osp_sched_likely_shed(s->sched, idx))
         return 0; /* not worth preparing: it is read whole, or parked */
 
@@ -284,6 +286,7 @@ int srv_rows_parked(srv_rows_t **rp, frame_job_t *j, char *err, size_t errlen) {
     uint8_t *frame = j->r.frame;
     if (!sp || !frame || !j->r.model || (im->fmt != OSP_WIRE_FMT_RGB && im->fmt != OSP_WIRE_FMT_BGR))
         return 0;
+    if (srv_loaded_model(j->r.model)->then) return 0; /* read whole: its cascade crops from it */
     size_t row_bytes = (size_t)im->width * 3;
     size_t pix = (size_t)(im->pixels - frame), pix_end = pix + im->len;
     size_t off = srv_spill_off(sp), end = off + srv_spill_len(sp);
