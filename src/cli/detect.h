@@ -103,7 +103,7 @@ void osp_detect_track_free(osp_detect_track_t *k);
  * pointing into k until the next call. 0, or -1 with the reason in err. */
 int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
                            const osp_view_t *pixels, double t, char *err, size_t errlen);
-/* A frame the model was not run on (osp_detect_gate_frame: nothing moved):
+/* A frame the model was not run on (motion/gate.h: nothing moved):
  * the objects are as they were, so res becomes the last run frame's record
  * (its boxes, ids and look scores, pointing into k until the next call)
  * and nothing is tracked, looked at or recorded as an event. */
@@ -113,17 +113,5 @@ void osp_detect_track_still(osp_detect_track_t *k, osp_result_t *res);
 void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush);
 /* What the summary line adds: objects per label, looks, line crossings. */
 void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap);
-
-/* ---- when the model runs (detect_gate.c) ------------------------------- */
-
-/* One video input's motion gate, used by its reader thread, frame by frame
- * in order: whether the model needs to run on a frame (1) or nothing moved
- * since the last run (0); -1 with the reason in err. t: the frame's time,
- * seconds. A frame that is not packed RGB/BGR is always run. */
-typedef struct osp_detect_gate osp_detect_gate_t;
-int osp_detect_gate_new(osp_detect_gate_t **out);
-void osp_detect_gate_free(osp_detect_gate_t *g);
-int osp_detect_gate_frame(osp_detect_gate_t *g, const osp_image_t *img, double t, char *err,
-                          size_t errlen);
 
 #endif

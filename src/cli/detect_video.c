@@ -11,7 +11,7 @@
  * for the same reason. With --track the calling thread also follows the
  * objects (detect_track.c) before it writes each frame's record, and keeps
  * the frame's slot until then: the looks are taken on its pixels; and the
- * reader asks the motion gate (detect_gate.c) whether anything moved: a
+ * reader asks the motion gate (motion/gate.h) whether anything moved: a
  * frame where nothing did is not run, its record holds the objects as the
  * last frame run left them, with "still": true.
  */
@@ -30,6 +30,7 @@
 #include "video/rate.h"
 #include "video/source.h"
 #include "log/log.h"
+#include "motion/gate.h"
 
 enum { SLOT_FREE, SLOT_READY, SLOT_BUSY, SLOT_DONE };
 
@@ -41,7 +42,7 @@ typedef struct {
     osp_jw_t line;
     osp_det_t *dets;
     int n_dets, det_cap, failed;
-    int still;        /* --track: nothing moved, the model is not run (detect_gate.c) */
+    int still;        /* --track: nothing moved, the model is not run (motion/gate.h) */
     osp_result_t res; /* dets point into this slot */
 } slot_t;
 
@@ -50,7 +51,7 @@ typedef struct {
     osp_model_t *m;
     osp_source_t *src;
     osp_newest_t *newest;    /* a live source's decoding thread, else NULL */
-    osp_detect_gate_t *gate; /* --track: the reader's motion gate, else NULL */
+    osp_motion_gate_t *gate; /* --track: the reader's motion gate, else NULL */
     const char *input;       /* the source's name: credentials masked */
     pthread_mutex_t mu;      /* guards every field below and the slot states */
     pthread_cond_t cv;
@@ -113,8 +114,8 @@ static void *reader_main(void *arg) {
         s->captured = meta.captured;
         s->still = 0;
         if (p->gate) {
-            int run = osp_detect_gate_frame(p->gate, &s->img, fps > 0 ? meta.pts : meta.captured,
-                                            err, sizeof err);
+            int run = osp_motion_gate_frame(p->gate, &s->img, fps > 0 ? meta.pts : meta.captured,
+                                            NULL, err, sizeof err);
             if (run < 0) /* the model runs: it costs time, not a result */
                 osp_log(OSP_LOG_WARN, "osprey detect: %s: motion: %s", p->input, err);
             s->still = run == 0;
@@ -241,12 +242,12 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_detect_track_t *trk = NULL;
     if (!p.slots || !t) snprintf(err, sizeof err, "out of memory");
     if (!p.slots || !t || (o->track && osp_detect_track_new(o, m, name, &trk, err, sizeof err)) ||
-        (o->track && osp_detect_gate_new(&p.gate)) ||
+        (o->track && osp_motion_gate_new(NULL, 0, &p.gate, err, sizeof err)) ||
         (live && osp_newest_start(src, &p.newest, err, sizeof err))) {
         free(p.slots);
         osp_tally_free(t);
         osp_detect_track_free(trk);
-        osp_detect_gate_free(p.gate);
+        osp_motion_gate_free(p.gate);
         osp_source_close(src);
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 1;
@@ -344,6 +345,6 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_source_close(src);
     osp_tally_free(t);
     osp_detect_track_free(trk);
-    osp_detect_gate_free(p.gate);
+    osp_motion_gate_free(p.gate);
     return rc;
 }

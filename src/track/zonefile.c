@@ -23,9 +23,10 @@ static const char *const LINE_KEYS[] = {"coordinates", "objects"};
 static const char *const FRIGATE_ONLY[] = {"filters", "friendly_name", "distances", "speed_threshold"};
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
+/* The reason into err after prefix; OSP_ZONES_EINVAL. */
+static int fail_as(char *err, size_t errlen, const char *prefix, const char *fmt, ...) {
     if (err && errlen) {
-        size_t off = (size_t)snprintf(err, errlen, "zones file: ");
+        size_t off = (size_t)snprintf(err, errlen, "%s", prefix);
         if (off < errlen) {
             va_list ap;
             va_start(ap, fmt);
@@ -35,6 +36,7 @@ static int fail(char *err, size_t errlen, const char *fmt, ...) {
     }
     return OSP_ZONES_EINVAL;
 }
+#define fail(err, errlen, ...) fail_as(err, errlen, "zones file: ", __VA_ARGS__)
 
 /* Every key of obj must be one of known[]; the error names the nearest. */
 static int known_keys(const cJSON *obj, const char *const *known, size_t n, const char *where,
@@ -89,17 +91,16 @@ static int take_number(const char **s, double *v) {
     return 0;
 }
 
-/* "x1,y1,x2,y2,...", [[x,y], ...] or ["x,y", ...] into pts; checks the
- * count and each value's range. */
-static int read_coords(const cJSON *c, osp_zones_pt_t *pts, int cap, int *n, const char *where,
-                       char *err, size_t errlen) {
+int osp_zones_coords_read(const cJSON *c, osp_zones_pt_t *pts, int cap, int *n, const char *where,
+                          char *err, size_t errlen) {
     double v[2 * OSP_ZONES_MAX_POINTS + 2]; /* one point past the most, to say so */
+    if (cap > OSP_ZONES_MAX_POINTS) cap = OSP_ZONES_MAX_POINTS;
     int nv = 0, max = 2 * cap;
     if (cJSON_IsString(c)) {
         const char *s = c->valuestring;
         while (*s && nv <= max)
             if (take_number(&s, &v[nv++]))
-                return fail(err, errlen, "%s: coordinate %d is not a number", where, nv);
+                return fail_as(err, errlen, "", "%s: coordinate %d is not a number", where, nv);
     } else if (cJSON_IsArray(c)) {
         for (const cJSON *e = c->child; e && nv <= max; e = e->next) {
             if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsNumber(e->child) &&
@@ -110,29 +111,40 @@ static int read_coords(const cJSON *c, osp_zones_pt_t *pts, int cap, int *n, con
                 const char *s = e->valuestring;
                 int bad = take_number(&s, &v[nv]) || !*s || take_number(&s, &v[nv + 1]) || *s;
                 if (bad)
-                    return fail(err, errlen, "%s: point %d is not \"x,y\"", where, nv / 2 + 1);
+                    return fail_as(err, errlen, "", "%s: point %d is not \"x,y\"", where, nv / 2 + 1);
                 nv += 2;
             } else {
-                return fail(err, errlen, "%s: point %d is not [x, y] or \"x,y\"", where, nv / 2 + 1);
+                return fail_as(err, errlen, "", "%s: point %d is not [x, y] or \"x,y\"", where,
+                               nv / 2 + 1);
             }
         }
     } else {
-        return fail(err, errlen,
-                    "%s: coordinates must be a string \"x1,y1,x2,y2,...\" or a list "
-                    "of [x, y] points",
-                    where);
+        return fail_as(err, errlen, "",
+                       "%s: coordinates must be a string \"x1,y1,x2,y2,...\" or a list "
+                       "of [x, y] points",
+                       where);
     }
-    if (nv > max) return fail(err, errlen, "%s: more than %d points", where, cap);
-    if (nv % 2) return fail(err, errlen, "%s: an odd number of coordinates (%d)", where, nv);
+    if (nv > max) return fail_as(err, errlen, "", "%s: more than %d points", where, cap);
+    if (nv % 2)
+        return fail_as(err, errlen, "", "%s: an odd number of coordinates (%d)", where, nv);
     for (int i = 0; i < nv; i++)
         if (!(v[i] >= 0 && v[i] <= 1))
-            return fail(err, errlen,
-                        "%s: coordinate %d (%c of point %d) is %g, outside 0-1 (coordinates are "
-                        "relative to the frame)",
-                        where, i + 1, i % 2 ? 'y' : 'x', i / 2 + 1, v[i]);
+            return fail_as(err, errlen, "",
+                           "%s: coordinate %d (%c of point %d) is %g, outside 0-1 (coordinates are "
+                           "relative to the frame)",
+                           where, i + 1, i % 2 ? 'y' : 'x', i / 2 + 1, v[i]);
     for (int i = 0; i < nv / 2; i++)
         pts[i] = (osp_zones_pt_t){(float)v[2 * i], (float)v[2 * i + 1]};
     *n = nv / 2;
+    return 0;
+}
+
+/* osp_zones_coords_read, its reason said to be the zones file's. */
+static int read_coords(const cJSON *c, osp_zones_pt_t *pts, int cap, int *n, const char *where,
+                       char *err, size_t errlen) {
+    char why[256];
+    if (osp_zones_coords_read(c, pts, cap, n, where, why, sizeof why))
+        return fail(err, errlen, "%s", why);
     return 0;
 }
 

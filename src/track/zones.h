@@ -31,6 +31,8 @@
 
 #include "track/track.h"
 
+struct cJSON;
+
 #define OSP_ZONES_EINVAL (-1) /* a bad file or argument; the reason is in err */
 #define OSP_ZONES_ENOMEM (-2)
 
@@ -74,6 +76,13 @@ typedef struct {
  * other than letters, digits, '_' and '-'. Returns 0 or OSP_ZONES_EINVAL
  * / OSP_ZONES_ENOMEM with the reason in err; cfg is then partly filled. */
 int osp_zones_cfg_parse(const char *text, size_t len, osp_zones_cfg_t *cfg, char *err, size_t errlen);
+/* One polygon's or line's coordinates, as a zones file writes them (a
+ * string "x1,y1,x2,y2,...", a list of [x, y] points or of "x,y" strings)
+ * into pts (at most cap points, cap <= OSP_ZONES_MAX_POINTS; *n of them): each value within 0..1.
+ * Counts other than the cap are the caller's to check. 0, or
+ * OSP_ZONES_EINVAL with the reason in err, which starts with where. */
+int osp_zones_coords_read(const struct cJSON *c, osp_zones_pt_t *pts, int cap, int *n,
+                          const char *where, char *err, size_t errlen);
 /* The same checks on a configuration built otherwise. */
 int osp_zones_cfg_check(const osp_zones_cfg_t *cfg, char *err, size_t errlen);
 

@@ -91,9 +91,10 @@ def events(out):
 
 def summary(log, name):
     m = re.search(rf"camera {name}: (\d+) frames in, (\d+) submitted, (\d+) detected, (\d+) shed, "
-                  rf"(\d+) failed, (\d+) events, (\d+) reconnects", log)
+                  rf"(\d+) failed, (\d+) events, (\d+) reconnects, (\d+) skipped", log)
     assert m, log[-3000:]
-    keys = ("frames_in", "submitted", "detected", "shed", "failed", "events", "reconnects")
+    keys = ("frames_in", "submitted", "detected", "shed", "failed", "events", "reconnects",
+            "skipped")
     return dict(zip(keys, map(int, m.groups())))
 
 

@@ -155,7 +155,8 @@ def test_misbehaving_cameras_are_reported_and_never_slow_the_good_one(tmp_path, 
     # the good camera took every frame its fps asks for, on time, and its
     # people became events
     g = summary(log, "good")
-    assert g["submitted"] >= 0.9 * SECONDS * 5, g
+    # frames taken: sent to the model, or held back by its motion pass (its warm-up)
+    assert g["submitted"] + g["skipped"] >= 0.9 * SECONDS * 5, g
     assert g["detected"] + g["shed"] + g["failed"] == g["submitted"], g
     assert g["detected"] >= 0.5 * g["submitted"], g
     evs = [e for e in events(d.stdout()) if e["after"]["camera"] == "good"]

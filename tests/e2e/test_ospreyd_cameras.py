@@ -115,6 +115,13 @@ def test_a_camera_down_at_start_is_retried(daemons, tmp_path):
     ({"name": "x", "url": "a.mp4", "fps": 0}, '"fps" must be a number from 0.1 to 60'),
     ({"name": "x", "url": "rtsp://u:${NOT_SET_ANYWHERE}@h/p"}, "${NOT_SET_ANYWHERE}, which is not set"),
     ({"name": "x", "url": "a.mp4", "model": "no-such-model"}, "camera x: no model no-such-model"),
+    ({"name": "x", "url": "a.mp4", "motion": "off"}, 'camera 0 (x): "motion" must be true or false'),
+    ({"name": "x", "url": "a.mp4", "motionMask": "0,0,1,0"},
+     'camera 0 (x): "motionMask" polygon 1 has 2 points; a polygon needs at least 3'),
+    ({"name": "x", "url": "a.mp4", "motionMask": ["0,0,1,0,1,1", [[0, 0], [1.5, 0], [1, 1]]]},
+     'camera 0 (x): "motionMask" polygon 2: coordinate 3 (x of point 2) is 1.5, outside 0-1'),
+    ({"name": "x", "url": "a.mp4", "motionMask": {"a": 1}},
+     'camera 0 (x): "motionMask" must be a polygon'),
 ])
 def test_a_bad_camera_is_refused_by_name(tmp_path, camera, says):
     path = tmp_path / "site.json"

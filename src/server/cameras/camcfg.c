@@ -15,9 +15,11 @@
 
 #include "base/text.h"
 #include "log/log.h"
+#include "track/zones.h"
 
 
-static const char *const KEYS[] = {"name", "url", "model", "fps", "objects", "zones"};
+static const char *const KEYS[] = {"name",    "url",   "model",  "fps",
+                                   "objects", "zones", "motion", "motionMask"};
 #define N_KEYS (int)(sizeof KEYS / sizeof KEYS[0])
 
 /* Each key of obj not in keys warned about, with the nearest known one
@@ -102,6 +104,56 @@ static int str_key(const cJSON *cam, const char *key, char *out, size_t cap, int
     return 0;
 }
 
+/* "motion": true or false, and "motionMask": a polygon (Frigate's string
+ * "x1,y1,x2,y2,...") or a list of them, each a string or a list of [x, y]
+ * points, relative to the frame as a zones file's (docs/cameras.md). */
+static int motion_keys(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errlen) {
+    const cJSON *on = cJSON_GetObjectItemCaseSensitive(cam, "motion");
+    c->motion = 1;
+    if (on && !cJSON_IsNull(on)) {
+        if (!cJSON_IsBool(on)) {
+            snprintf(err, errlen, "\"motion\" must be true or false");
+            return -1;
+        }
+        c->motion = cJSON_IsTrue(on);
+    }
+    const cJSON *mask = cJSON_GetObjectItemCaseSensitive(cam, "motionMask"), *poly;
+    if (!mask || cJSON_IsNull(mask)) return 0;
+    if (cJSON_IsString(mask)) {
+        poly = mask; /* one polygon */
+        mask = NULL;
+    } else if (!cJSON_IsArray(mask) || cJSON_GetArraySize(mask) > SRV_CAM_MASKS_MAX) {
+        snprintf(err, errlen,
+                 "\"motionMask\" must be a polygon \"x1,y1,x2,y2,...\" or a list of at most %d "
+                 "polygons",
+                 SRV_CAM_MASKS_MAX);
+        return -1;
+    } else {
+        poly = mask->child;
+    }
+    for (; poly; poly = mask ? poly->next : NULL) {
+        osp_zones_pt_t pts[SRV_CAM_MASK_POINTS];
+        char where[64], why[400];
+        int n = 0, i = c->n_masks;
+        snprintf(where, sizeof where, "\"motionMask\" polygon %d", i + 1);
+        if (osp_zones_coords_read(poly, pts, SRV_CAM_MASK_POINTS, &n, where, why, sizeof why)) {
+            snprintf(err, errlen, "%s", why);
+            return -1;
+        }
+        if (n < 3) {
+            snprintf(err, errlen, "%s has %d points; a polygon needs at least 3", where, n);
+            return -1;
+        }
+        for (int k = 0; k < n; k++) {
+            c->masks[i].xy[2 * k] = pts[k].x;
+            c->masks[i].xy[2 * k + 1] = pts[k].y;
+        }
+        c->masks[i].n = n;
+        c->n_masks++;
+    }
+    return 0;
+}
+
 static int one(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errlen) {
     char url[sizeof c->url];
     memset(c, 0, sizeof *c);
@@ -118,7 +170,8 @@ static int one(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errlen) {
     if (str_key(cam, "url", url, sizeof url, 1, err, errlen) ||
         expand(url, c->url, sizeof c->url, err, errlen) ||
         str_key(cam, "model", c->model, sizeof c->model, 0, err, errlen) ||
-        str_key(cam, "zones", c->zones, sizeof c->zones, 0, err, errlen))
+        str_key(cam, "zones", c->zones, sizeof c->zones, 0, err, errlen) ||
+        motion_keys(cam, c, err, errlen))
         return -1;
     const cJSON *fps = cJSON_GetObjectItemCaseSensitive(cam, "fps");
     if (fps && !cJSON_IsNull(fps)) {

@@ -14,6 +14,8 @@ struct cJSON;
 
 #define SRV_CAM_MAX 64         /* cameras in one config */
 #define SRV_CAM_OBJECTS_MAX 16 /* labels in one camera's "objects" */
+#define SRV_CAM_MASKS_MAX 16   /* polygons in one camera's "motionMask" */
+#define SRV_CAM_MASK_POINTS 64 /* corners of one of them */
 
 typedef struct {
     char name[64];   /* 1-63 letters, digits, '_' or '-' */
@@ -23,6 +25,12 @@ typedef struct {
     int n_objects;   /* 0: every label */
     char objects[SRV_CAM_OBJECTS_MAX][64];
     char zones[1024]; /* a zones file (docs/tracking.md), or "" */
+    int motion;       /* 1 (default): a frame where nothing moved is not sent to the model */
+    int n_masks;      /* "motionMask": where motion is not looked for */
+    struct {
+        int n;                             /* points, at least 3 */
+        float xy[2 * SRV_CAM_MASK_POINTS]; /* x0,y0,x1,y1,… relative to the frame */
+    } masks[SRV_CAM_MASKS_MAX];
 } srv_camcfg_t;
 
 /* The cameras of root's "cameras" (none: *n = 0). *out is the caller's to

@@ -13,6 +13,12 @@
  * MQTT connection, the track ids) is the site's (site.h), opened first
  * and closed last; each camera's publisher of Frigate's topics and its
  * snapshot writer are its thread's.
+ *
+ * Each frame a camera takes first goes through its motion gate
+ * (motion/gate.h), as `osprey detect --track`'s frames do: a frame where
+ * nothing moved is not sent to the model, and its objects are those the
+ * last frame sent left (the tracker is not updated, no event is written),
+ * so a still scene costs the decode, the luma and the motion pass.
  */
 #include "server/cameras/cameras.h"
 
@@ -28,6 +34,7 @@
 #include "base/clock.h"
 #include "log/log.h"
 #include "model/model.h"
+#include "motion/gate.h"
 #include "publish/track_mqtt.h"
 #include "publish/track_snap.h"
 #include "server/cameras/camcfg.h"
@@ -70,7 +77,9 @@ typedef struct cam {
     atomic_bool stop;
     atomic_bool exited; /* its thread has returned (or never ran) */
     osp_source_t *src;
-    osp_image_t frame; /* the frame in flight, or the next */
+    osp_image_t frame;       /* the frame in flight, or the next */
+    osp_motion_gate_t *gate; /* NULL with "motion": false */
+    int gate_failed;         /* it said why once */
     uint64_t deadline_ms;
     /* the answer, under mu */
     pthread_mutex_t mu;
@@ -90,6 +99,7 @@ typedef struct cam {
     osp_jw_t line;
     /* counters, any thread */
     atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects;
+    atomic_llong looked, moved, skipped; /* frames the gate looked at, found motion in, held back */
     /* what other threads see of it (core/camboard.h): published by its thread */
     srv_cam_pub_t *pub;
     double decode_ms; /* a file's read and decode, averaged; < 0: not measured (a live source) */
@@ -261,8 +271,11 @@ static void publish(cam_t *c, int served, double t) {
                           .failed = atomic_load(&c->failed),
                           .events = atomic_load(&c->event_count),
                           .reconnects = atomic_load(&c->reconnects),
+                          .skipped = atomic_load(&c->skipped),
                           .decode_ms = c->decode_ms,
                           .motion = -1};
+    int64_t looked = atomic_load(&c->looked);
+    if (c->gate && looked > 0) k.motion = (double)atomic_load(&c->moved) / (double)looked;
     for (int i = 0; i < osp_track_count(c->tracker); i++) {
         osp_track_state_t st = osp_track_at(c->tracker, i)->state;
         k.tracks_active += st == OSP_TRACK_CONFIRMED || st == OSP_TRACK_LOST;
@@ -310,6 +323,24 @@ static int open_source(cam_t *c) {
             osp_sleep_ms(left > 100 ? 100 : left);
     }
     return -1;
+}
+
+/* Whether the frame just taken (at time t) goes to the model: it does when
+ * something moved in it, and now and then regardless (motion/gate.h). */
+static int through_gate(cam_t *c, double t) {
+    char err[256];
+    int moved = 0, run = osp_motion_gate_frame(c->gate, &c->frame, t, &moved, err, sizeof err);
+    if (run < 0) { /* the model runs: it costs time, not a result */
+        if (!c->gate_failed)
+            osp_log(OSP_LOG_WARN, "ospreyd: camera %s: motion: %s; its frames go to the model",
+                    c->cfg.name, err);
+        c->gate_failed = 1;
+        return 1;
+    }
+    atomic_fetch_add(&c->looked, 1);
+    if (moved) atomic_fetch_add(&c->moved, 1);
+    if (!run) atomic_fetch_add(&c->skipped, 1);
+    return run;
 }
 
 static void *cam_main(void *arg) {
@@ -371,6 +402,10 @@ static void *cam_main(void *arg) {
                 osp_sleep_ms(ahead_ms > 100 ? 100 : ahead_ms);
                 ahead_ms = meta.pts * 1000 - osp_ms_since(&start);
             }
+        }
+        if (c->gate && !through_gate(c, t)) {
+            publish(c, 0, t);
+            continue;
         }
         c->deadline_ms = epoch_ms() + (uint64_t)llround(interval * 1000);
         pthread_mutex_lock(&c->mu);
@@ -462,6 +497,15 @@ static int cam_open(server_t *s, cam_t *c, srv_site_t *site, char *err, size_t e
         return -1;
     }
     char why[400];
+    if (c->cfg.motion) {
+        osp_motion_poly_t masks[SRV_CAM_MASKS_MAX];
+        for (int i = 0; i < c->cfg.n_masks; i++)
+            masks[i] = (osp_motion_poly_t){c->cfg.masks[i].xy, c->cfg.masks[i].n};
+        if (osp_motion_gate_new(masks, c->cfg.n_masks, &c->gate, why, sizeof why)) {
+            snprintf(err, errlen, "camera %s: \"motionMask\": %s", c->cfg.name, why);
+            return -1;
+        }
+    }
     seed_labels(c, srv_loaded_model(srv_slot(s, c->idx)));
     if (osp_track_new(NULL, &c->tracker, why, sizeof why) == 0)
         osp_track_share_ids(c->tracker, srv_site_track_ids(site));
@@ -514,16 +558,17 @@ static void cam_free(server_t *s, cam_t *c) {
         srv_drain(s);
         osp_log(OSP_LOG_INFO,
                 "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
-                "%lld failed, %lld events, %lld reconnects",
+                "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved)",
                 c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
                 (long long)c->served, (long long)c->shed, (long long)c->failed,
-                (long long)c->event_count, (long long)c->reconnects);
+                (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped);
     }
     srv_camboard_remove(s->camboard, c->pub);
     osp_source_close(c->src);
     osp_track_mqtt_free(c->mq); /* its counts back to 0, the camera offline */
     osp_track_snaps_free(c->snaps);
     osp_image_free(&c->frame);
+    osp_motion_gate_free(c->gate);
     osp_track_free(c->tracker);
     osp_zones_free(c->zones);
     osp_events_free(c->events);

@@ -51,10 +51,10 @@ void srv_page_cameras(server_t *s, osp_jw_t *w) {
         osp_jw_num(w, e[i].fps_max, 2);
         osp_jw_key(w, "fps");
         osp_jw_num(w, e[i].fps, 2);
-        static const char *const keys[] = {"framesIn", "submitted", "detected",  "shed",
-                                           "failed",   "events",    "reconnects"};
-        const int64_t vals[] = {c->frames_in, c->submitted, c->detected,  c->shed,
-                                c->failed,    c->events,    c->reconnects};
+        static const char *const keys[] = {"framesIn", "submitted", "skipped", "detected",
+                                           "shed",     "failed",    "events",  "reconnects"};
+        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped, c->detected,
+                                c->shed,      c->failed,    c->events,  c->reconnects};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             osp_jw_key(w, keys[k]);
             osp_jw_int(w, vals[k]);
@@ -78,16 +78,18 @@ static void labels(char *out, size_t cap, const char *camera, const char *key, c
     osp_prom_labels(out, cap, key ? 2 : 1, kv);
 }
 
-/* One series a camera: name{camera} = value(entry). */
+/* One series a camera: name{camera} = value(entry); none for a camera
+ * whose value is < 0 (it does not measure it). */
 static void per_camera(osp_text_t *t, const char *name, const char *type, const char *help,
                        const srv_camboard_entry_t *e, int n,
                        double (*value)(const srv_camboard_entry_t *)) {
     char lb[256];
     osp_prom_family(t, name, type, help);
-    for (int i = 0; i < n; i++) {
-        labels(lb, sizeof lb, e[i].name, NULL, NULL);
-        osp_prom_sample(t, name, lb, value(&e[i]));
-    }
+    for (int i = 0; i < n; i++)
+        if (value(&e[i]) >= 0) {
+            labels(lb, sizeof lb, e[i].name, NULL, NULL);
+            osp_prom_sample(t, name, lb, value(&e[i]));
+        }
 }
 
 static double v_in(const srv_camboard_entry_t *e) { return (double)e->c.frames_in; }
@@ -95,6 +97,11 @@ static double v_events(const srv_camboard_entry_t *e) { return (double)e->c.even
 static double v_reconnects(const srv_camboard_entry_t *e) { return (double)e->c.reconnects; }
 static double v_tracks(const srv_camboard_entry_t *e) { return e->c.tracks_active; }
 static double v_fps(const srv_camboard_entry_t *e) { return e->fps; }
+static double v_skipped(const srv_camboard_entry_t *e) { return (double)e->c.skipped; }
+static double v_motion(const srv_camboard_entry_t *e) { return e->c.motion; }
+static double v_decode(const srv_camboard_entry_t *e) {
+    return e->c.decode_ms < 0 ? -1 : e->c.decode_ms / 1000.0;
+}
 
 void srv_page_camera_metrics(server_t *s, osp_text_t *t) {
     int n;
@@ -134,14 +141,17 @@ void srv_page_camera_metrics(server_t *s, osp_text_t *t) {
             labels(lb, sizeof lb, e[i].name, "state", srv_cam_state_name((srv_cam_state_t)k));
             osp_prom_sample(t, "osprey_camera_state", lb, e[i].state == (srv_cam_state_t)k);
         }
-    osp_prom_family(t, "osprey_camera_decode_seconds", "gauge",
-                    "Mean time to read and decode one frame of a camera played from a file "
-                    "(a live source decodes on a thread of its own, not measured).");
-    for (int i = 0; i < n; i++)
-        if (e[i].c.decode_ms >= 0) {
-            labels(lb, sizeof lb, e[i].name, NULL, NULL);
-            osp_prom_sample(t, "osprey_camera_decode_seconds", lb, e[i].c.decode_ms / 1000.0);
-        }
+    per_camera(t, "osprey_camera_frames_skipped_total", "counter",
+               "Frames a camera took but did not send to its model: nothing moved in them.", e, n,
+               v_skipped);
+    per_camera(t, "osprey_camera_motion_ratio", "gauge",
+               "Share of the frames a camera took in which motion was found, 0-1 "
+               "(cameras with their motion pass on).",
+               e, n, v_motion);
+    per_camera(t, "osprey_camera_decode_seconds", "gauge",
+               "Mean time to read and decode one frame of a camera played from a file "
+               "(a live source decodes on a thread of its own, not measured).",
+               e, n, v_decode);
     free(e);
 }
 
