@@ -27,6 +27,7 @@
 #include "server/core/exec.h"
 #include "server/cameras/camcfg.h"
 #include "server/cameras/cameras.h"
+#include "server/core/camboard.h"
 #include "server/fleet/fleet.h"
 #include "server/http/http.h"
 #include "server/pipe/ingest.h"
@@ -198,6 +199,8 @@ int osp_server_run(const osp_server_opts_t *opts) {
             rc = 1;
         }
     }
+    if (!rc && srv_cameras_frontend.wanted(&s->opts))
+        srv_camboard_starting(s->camboard); /* the early pages say so, not "no cameras" */
     if (!rc && front_ends_start(s, 1)) { /* before the models load: /readyz says what still loads */
         server_free(s);
         return 1;

@@ -69,6 +69,7 @@ def site(tmp_path_factory):
                                {"name": "gone", "url": f"rtsp://127.0.0.1:{free_port()}/x",
                                 "fps": 1}]})
     s.tmp, s.snaps = tmp, snaps
+    s.until(lambda: get(s.port, "/api/events")[0] == 200, "the events database open")
     yield s
     rc = s.stop()
     assert rc == 0, s.log()[-3000:]

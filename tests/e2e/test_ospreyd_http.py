@@ -185,6 +185,27 @@ def test_readyz_is_503_while_a_model_loads(spawn, tmp_path):
     assert sample(m, "osprey_model_loaded", model="slow") == 1
 
 
+def test_events_say_starting_until_the_cameras_start(spawn, tmp_path):
+    """The cameras start once the startup models are loaded, the HTTP door
+    before: meanwhile /api/events is 503 "starting", never a 404 saying
+    the config names no database."""
+    release = tmp_path / "release"
+    model = tb_script(tmp_path / "slow.json", load_block_file=release)
+    w = serve(spawn, tmp_path, {"runtime": "test", "models": [model],
+                                "events": {"db": str(tmp_path / "events.db")},
+                                "cameras": [{"name": "door", "model": "slow", "fps": 1,
+                                             "url": f"rtsp://127.0.0.1:{free_port()}/x"}]})
+    status, _, body = wait_http(w, w.hport, "/api/events")
+    assert status == 503 and "starting" in json.loads(body)["error"], body
+    assert get(w.hport, "/api/events/1.000000-1/snapshot.jpg")[0] == 503
+    release.touch()
+    end = time.monotonic() + TIMEOUT
+    while (r := get(w.hport, "/api/events"))[0] != 200:
+        assert r[0] == 503 and time.monotonic() < end, (r, w.describe())
+        time.sleep(0.05)
+    assert json.loads(r[2]) == []
+
+
 def test_readyz_names_a_failed_model(spawn, tmp_path):
     good = tb_script(tmp_path / "good.json")
     bad = tb_script(tmp_path / "bad.json", load_error="no such weights")

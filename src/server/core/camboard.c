@@ -42,6 +42,7 @@ struct srv_camboard {
     srv_cam_pub_t *cams[SRV_CAMBOARD_MAX];
     int n;
     char db[1024], snapshots[1024];
+    int starting; /* the cameras will start and have not yet set the events */
 };
 
 const char *srv_cam_state_name(srv_cam_state_t st) {
@@ -128,8 +129,15 @@ void srv_camboard_remove(srv_camboard_t *b, srv_cam_pub_t *p) {
     if (last) pub_free(p);
 }
 
+void srv_camboard_starting(srv_camboard_t *b) {
+    pthread_mutex_lock(&b->mu);
+    b->starting = 1;
+    pthread_mutex_unlock(&b->mu);
+}
+
 void srv_camboard_set_events(srv_camboard_t *b, const char *db_path, const char *snapshots) {
     pthread_mutex_lock(&b->mu);
+    b->starting = 0;
     snprintf(b->db, sizeof b->db, "%s", db_path ? db_path : "");
     snprintf(b->snapshots, sizeof b->snapshots, "%s", snapshots ? snapshots : "");
     pthread_mutex_unlock(&b->mu);
@@ -213,11 +221,13 @@ int srv_camboard_read(srv_camboard_t *b, srv_camboard_entry_t *out, int max) {
     return n;
 }
 
-void srv_camboard_events(srv_camboard_t *b, char *db, size_t db_cap, char *snapshots, size_t snap_cap) {
+int srv_camboard_events(srv_camboard_t *b, char *db, size_t db_cap, char *snapshots, size_t snap_cap) {
     pthread_mutex_lock(&b->mu);
     snprintf(db, db_cap, "%s", b->db);
     snprintf(snapshots, snap_cap, "%s", b->snapshots);
+    int starting = b->starting;
     pthread_mutex_unlock(&b->mu);
+    return starting;
 }
 
 int srv_camboard_jpeg(srv_camboard_t *b, const char *name, int wait_ms, srv_cam_encode_fn encode,

@@ -94,6 +94,10 @@ srv_cam_pub_t *srv_camboard_add(srv_camboard_t *b, const char *name, const char 
                                 double fps_max, const osp_zones_cfg_t *zones);
 /* Take it off (NULL is ignored); the handle is not used again. */
 void srv_camboard_remove(srv_camboard_t *b, srv_cam_pub_t *p);
+/* The cameras will start (the server calls it before its first front
+ * end opens): until the events are set, the readers are told "starting",
+ * not "none". */
+void srv_camboard_starting(srv_camboard_t *b);
 /* Where the cameras' events are kept: the database file and the
  * directory of their best snapshots (either NULL or "": none). */
 void srv_camboard_set_events(srv_camboard_t *b, const char *db_path, const char *snapshots);
@@ -110,8 +114,9 @@ void srv_camboard_frame(srv_cam_pub_t *p, const osp_view_t *px, const srv_cam_bo
 
 /* The cameras, in the order they were added, into out (max entries); how many. */
 int srv_camboard_read(srv_camboard_t *b, srv_camboard_entry_t *out, int max);
-/* The events' paths into db / snapshots ("" when none). */
-void srv_camboard_events(srv_camboard_t *b, char *db, size_t db_cap, char *snapshots, size_t snap_cap);
+/* The events' paths into db / snapshots ("" when none): 0, or 1 while the
+ * cameras are starting (both ""). */
+int srv_camboard_events(srv_camboard_t *b, char *db, size_t db_cap, char *snapshots, size_t snap_cap);
 
 /* Encode img (the frame, drawn on) as JPEG into *jpg (malloc'd, the
  * caller's): 0, or -1. boxes and zones (may be NULL) are to be drawn. */

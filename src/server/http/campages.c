@@ -240,7 +240,11 @@ void srv_page_error(osp_jw_t *w, const char *msg) {
 
 unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, osp_jw_t *w) {
     char path[1024], snaps[1024], err[512];
-    srv_camboard_events(s->camboard, path, sizeof path, snaps, sizeof snaps);
+    if (srv_camboard_events(s->camboard, path, sizeof path, snaps, sizeof snaps)) {
+        srv_page_error(w, "the cameras are starting: their events database opens once the "
+                          "startup models are loaded");
+        return 503;
+    }
     if (!path[0]) {
         srv_page_error(w, "no events database: the config names none (\"events\": {\"db\": ...})");
         return 404;
@@ -295,7 +299,10 @@ unsigned srv_page_event_snapshot(server_t *s, const char *id, uint8_t **jpg, siz
         *why = "no such event\n";
         return 404;
     }
-    srv_camboard_events(s->camboard, db, sizeof db, snaps, sizeof snaps);
+    if (srv_camboard_events(s->camboard, db, sizeof db, snaps, sizeof snaps)) {
+        *why = "the cameras are starting\n";
+        return 503;
+    }
     if (!db[0] || !snaps[0]) {
         *why = "no snapshots: the config names no events database or snapshots directory\n";
         return 404;
