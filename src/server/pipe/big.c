@@ -127,6 +127,15 @@ static srv_in_t skip_done(server_t *s, conn_t *c, srv_big_t *b) {
 
 /* Discard what has arrived of the expired frame: spliced into /dev/null
  * from a pipe, else read into the scratch buffer. */
+/* What a read that brought nothing (r <= 0) means: try again, wait for
+ * the peer, or the end. */
+static srv_in_t read_failed(ssize_t r) {
+    if (r == 0) return SRV_IN_EOF;
+    if (errno == EINTR) return SRV_IN_MORE;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return SRV_IN_WAIT;
+    return SRV_IN_EOF;
+}
+
 static srv_in_t skip_step(server_t *s, conn_t *c, srv_big_t *b) {
     int fd = srv_conn_fd(c);
     size_t room = b->len - b->got;
@@ -151,12 +160,7 @@ static srv_in_t skip_step(server_t *s, conn_t *c, srv_big_t *b) {
         if (!b->scratch && !(b->scratch = malloc(SKIP_SCRATCH))) return SRV_IN_EOF;
         r = srv_conn_read(s, c, b->scratch, room < SKIP_SCRATCH ? room : SKIP_SCRATCH);
     }
-    if (r < 0) {
-        if (errno == EINTR) return SRV_IN_MORE;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return SRV_IN_WAIT;
-        return SRV_IN_EOF;
-    }
-    if (r == 0) return SRV_IN_EOF;
+    if (r <= 0) return read_failed(r);
     b->got += (size_t)r;
     if (b->got == b->len) return skip_done(s, c, b);
     return SRV_IN_MORE;
@@ -234,12 +238,7 @@ srv_in_t srv_big_step(server_t *s, conn_t *c, srv_big_t *b) {
     if (b->spill && !b->spill_stopped) return park_step(s, c, b);
     size_t room = b->len - b->got;
     ssize_t r = srv_conn_read(s, c, b->buf + b->got, room);
-    if (r < 0) {
-        if (errno == EINTR) return SRV_IN_MORE;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return SRV_IN_WAIT;
-        return SRV_IN_EOF;
-    }
-    if (r == 0) return SRV_IN_EOF;
+    if (r <= 0) return read_failed(r);
     b->got += (size_t)r;
     /* A read that emptied the pipe ended where the writer's pipe pages
      * end, and the pages that follow start there: put that point on a
