@@ -13,6 +13,12 @@ from conftest import BIN, MEDIA, model, ROOT, lines, need
 from ospreyd_client import MSG_COMMAND, frame
 
 
+# make install builds first, and a build may link the binaries again
+# (the version it embeds): beside another test, that test's exec of a
+# binary being written fails, so these run alone
+pytestmark = pytest.mark.serial
+
+
 def make_install(prefix, destdir=None):
     """make install of the build under test (OSPREY_BIN's folder)."""
     args = ["make", "-s", "-C", str(ROOT), "install", f"BUILD={BIN.parent}", f"PREFIX={prefix}"]
