@@ -22,7 +22,7 @@ int osp_admit_offer(osp_admit_t *a, void *item, void **shed) {
         *shed = item; /* no waiting room: the arrival itself is the oldest */
         return 0;
     }
-    if (a->count == a->pending_max) {
+    if (a->count >= a->pending_max) { /* (more wait only when paced: admit.h) */
         *shed = a->pending[a->head];
         a->head = (a->head + 1) % OSP_ADMIT_PENDING_CAP;
         a->count--;
@@ -30,6 +30,16 @@ int osp_admit_offer(osp_admit_t *a, void *item, void **shed) {
     a->pending[(a->head + a->count) % OSP_ADMIT_PENDING_CAP] = item;
     a->count++;
     return 0;
+}
+
+int osp_admit_offer_paced(osp_admit_t *a, void *item, void **shed) {
+    if (a->running >= a->running_max && a->count < OSP_ADMIT_PENDING_CAP) {
+        *shed = NULL;
+        a->pending[(a->head + a->count) % OSP_ADMIT_PENDING_CAP] = item;
+        a->count++;
+        return 0;
+    }
+    return osp_admit_offer(a, item, shed);
 }
 
 void osp_admit_done(osp_admit_t *a) {

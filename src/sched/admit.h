@@ -8,7 +8,7 @@
 #ifndef OSP_ADMIT_H
 #define OSP_ADMIT_H
 
-#define OSP_ADMIT_PENDING_CAP 16
+#define OSP_ADMIT_PENDING_CAP 80 /* pending_max, and the paced sources waiting past it */
 
 typedef struct {
     int running, running_max, pending_max;
@@ -22,6 +22,14 @@ void osp_admit_init(osp_admit_t *a, int running_max, int pending_max);
  * incremented), 0 when it waits. *shed receives the oldest waiting request
  * pushed out by this arrival (answer it as dropped), or NULL. */
 int osp_admit_offer(osp_admit_t *a, void *item, void **shed);
+
+/* Offer a request of a paced source: one that has at most one request in
+ * flight at a time (a camera's frame). It waits past pending_max instead
+ * of pushing out another's, while the ring has room, so that N paced
+ * sources wait in N places and none is pushed out for arriving first;
+ * their own deadlines still shed what waits too long. Returns as
+ * osp_admit_offer. */
+int osp_admit_offer_paced(osp_admit_t *a, void *item, void **shed);
 
 /* A running request finished (or was answered without running). */
 void osp_admit_done(osp_admit_t *a);

@@ -39,13 +39,22 @@ void osp_sched_free(osp_sched_t *s) {
     free(s);
 }
 
-int osp_sched_enqueue(osp_sched_t *s, int idx, void *item, void **shed) {
-    int run = osp_admit_offer(&s->admit[idx], item, shed);
-    if (*shed) {
+static int enqueued(osp_sched_t *s, int idx, int run, void *shed) {
+    if (shed) {
         s->shed_total++;
         s->shed_at_ms[idx] = osp_ms_since(&s->t0);
     }
     return run;
+}
+
+int osp_sched_enqueue(osp_sched_t *s, int idx, void *item, void **shed) {
+    int run = osp_admit_offer(&s->admit[idx], item, shed); /* before *shed is read */
+    return enqueued(s, idx, run, *shed);
+}
+
+int osp_sched_enqueue_paced(osp_sched_t *s, int idx, void *item, void **shed) {
+    int run = osp_admit_offer_paced(&s->admit[idx], item, shed);
+    return enqueued(s, idx, run, *shed);
 }
 
 void *osp_sched_complete(osp_sched_t *s, int idx) {

@@ -22,6 +22,8 @@ void osp_sched_free(osp_sched_t *s);
  * it waits. *shed receives the oldest waiting frame this arrival pushed
  * out (answer it as dropped, "queue-full"), or NULL. */
 int osp_sched_enqueue(osp_sched_t *s, int idx, void *item, void **shed);
+/* The same for a frame of a paced source (admit.h: osp_admit_offer_paced). */
+int osp_sched_enqueue_paced(osp_sched_t *s, int idx, void *item, void **shed);
 
 /* A frame of model idx that held a run slot finished, or was answered
  * without running: its slot goes to the oldest waiting frame, which is

@@ -61,7 +61,7 @@ static void lb_send(server_t *s, srv_req_t *r) {
     q->outcome = r->outcome;
 }
 
-static const srv_transport_t LOOPBACK = {lb_prepare, lb_result, lb_send, NULL};
+static const srv_transport_t LOOPBACK = {.prepare = lb_prepare, .result = lb_result, .send = lb_send};
 
 /* ---- a core with one model ----------------------------------------------------- */
 

@@ -155,7 +155,12 @@ static void tp_send(server_t *s, srv_req_t *r) {
     answer(r->tp_arg, r->outcome);
 }
 
-static const srv_transport_t CAM_TP = {tp_prepare, tp_result, tp_send, NULL};
+/* paced: a camera has one frame in flight, so its frames wait their turn
+ * (up to their deadline) instead of pushing out another camera's */
+static const srv_transport_t CAM_TP = {.prepare = tp_prepare,
+                                       .result = tp_result,
+                                       .send = tp_send,
+                                       .paced = 1};
 
 /* The frame on the I/O thread: through the door, or refused at once. */
 static void on_frame(server_t *s, srv_job_t *h) {

@@ -200,7 +200,8 @@ void srv_dispatch_submit(server_t *s, frame_job_t *j) {
     int idx = j->r.model_idx;
     void *shed = NULL;
     j->r.h.done = frame_done;
-    int run = osp_sched_enqueue(s->sched, idx, j, &shed);
+    int run = j->r.tp && j->r.tp->paced ? osp_sched_enqueue_paced(s->sched, idx, j, &shed)
+                                        : osp_sched_enqueue(s->sched, idx, j, &shed);
     if (shed) job_drop(s, shed, OSP_WIRE_SHED_QUEUE_FULL);
     if (run && !run_admitted(s, j)) next_after(s, idx);
     srv_stat_depth(s, idx);

@@ -61,6 +61,8 @@ typedef struct {
     void (*result)(struct srv_req *r, const osp_model_t *m, const osp_result_t *res);
     void (*send)(server_t *s, struct srv_req *r);
     void (*release)(server_t *s, struct srv_req *r);
+    int paced; /* at most one of its frames in flight (a camera): its frames wait
+                * rather than push out another's (sched/admit.h) */
 } srv_transport_t;
 
 /* A request for one model: a frame or a batch. */

@@ -203,7 +203,9 @@ static void tp_send(server_t *s, srv_req_t *r) {
     to_writer(q);
 }
 
-static const srv_transport_t fleet_transport = {tp_prepare, tp_result, tp_send, NULL};
+static const srv_transport_t fleet_transport = {.prepare = tp_prepare,
+                                                .result = tp_result,
+                                                .send = tp_send};
 
 /* ---- on the I/O thread ------------------------------------------------------------ */
 

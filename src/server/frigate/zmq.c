@@ -164,7 +164,9 @@ static void tp_send(server_t *s, srv_req_t *r) {
     post_back(q->z, q);
 }
 
-static const srv_transport_t zmq_transport = {tp_prepare, tp_result, tp_send, NULL};
+static const srv_transport_t zmq_transport = {.prepare = tp_prepare,
+                                              .result = tp_result,
+                                              .send = tp_send};
 
 /* ---- on the I/O thread ------------------------------------------------------------ */
 

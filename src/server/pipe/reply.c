@@ -12,7 +12,7 @@ static void pipe_release(server_t *s, srv_req_t *r) {
     j->spill = NULL;
 }
 
-const srv_transport_t srv_pipe_tp = {NULL, NULL, srv_pipe_send, pipe_release};
+const srv_transport_t srv_pipe_tp = {.send = srv_pipe_send, .release = pipe_release};
 
 void srv_pipe_send(server_t *s, srv_req_t *r) {
     conn_t *c = srv_conn_find(s, r->conn_id);

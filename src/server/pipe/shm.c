@@ -223,7 +223,7 @@ static void shm_job_release(server_t *s, srv_req_t *r) {
     j->shm = NULL;
 }
 
-static const srv_transport_t shm_tp = {NULL, NULL, srv_pipe_send, shm_job_release};
+static const srv_transport_t shm_tp = {.send = srv_pipe_send, .release = shm_job_release};
 
 void srv_on_infer_shm(server_t *s, conn_t *c, const osp_wire_frame_t *f, uint8_t *frame, size_t len) {
     char err[512];
