@@ -6,8 +6,8 @@
  * `fps` frames a second, submits each to its model through the core's door
  * with a deadline of one frame interval (a slow model sheds the stale
  * frame, not the camera), and turns the detections into tracks, zones and
- * events (track/), logged one JSON record a line. The struct is private to
- * cameras.c.
+ * events (track/), logged one JSON record a line (camera.h). The list is
+ * private to cameras.c.
  */
 #ifndef OSP_CAMERAS_H
 #define OSP_CAMERAS_H

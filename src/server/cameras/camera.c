@@ -1,0 +1,601 @@
+/*
+ * Camera (camera.h). A camera's thread owns its source, its frame buffer
+ * and its tracker; one frame at a time is in flight: the thread posts it
+ * to the I/O thread (the core's door is the I/O thread's), and waits for
+ * its answer, which the transport's send hands back under the camera's
+ * lock. A live source keeps decoding meanwhile (video/newest.h), so the
+ * next frame taken is the newest, never a backlog.
+ *
+ * Ownership: the frame buffer is the camera thread's, except while a frame
+ * is in flight, when a prepare worker reads it; the detections are written
+ * by the predict worker, and read by the camera thread once the answer has
+ * come (the lock orders them). What the cameras share (the database, the
+ * MQTT connection, the track ids) is the site's (site.h), opened before
+ * the cameras and closed after them; each camera's publisher of Frigate's
+ * topics and its snapshot writer are its thread's.
+ *
+ * Each frame a camera takes first goes through its motion gate
+ * (motion/gate.h), as `osprey detect --track`'s frames do: a frame where
+ * nothing moved is not sent to the model, and its objects are those the
+ * last frame sent left (the tracker is not updated, no event is written),
+ * so a still scene costs the decode, the luma and the motion pass.
+ */
+#include "server/cameras/camera.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "log/log.h"
+#include "model/model.h"
+#include "motion/gate.h"
+#include "publish/track_mqtt.h"
+#include "publish/track_snap.h"
+#include "eventdb/eventdb.h"
+#include "server/core/camboard.h"
+#include "server/core/dispatch.h"
+#include "server/core/job.h"
+#include "server/core/ledger.h"
+#include "server/core/loop.h"
+#include "server/core/slots.h"
+#include "track/events.h"
+#include "track/track.h"
+#include "track/zones.h"
+#include "video/backoff.h"
+#include "video/newest.h"
+#include "video/source.h"
+#include "wire/jsonw.h"
+
+#define DETS_MAX 256   /* detections of one frame kept */
+#define LABELS_MAX 256 /* distinct labels a camera tracks */
+
+typedef struct {
+    osp_track_box_t box;
+    float score;
+    char label[64];
+} cam_det_t;
+
+struct srv_camera {
+    srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
+    server_t *s;
+    osp_eventdb_t *db;        /* the cameras' events database, or NULL */
+    osp_track_mqtt_t *mq;     /* its Frigate topics, or NULL without "mqtt" */
+    osp_track_snaps_t *snaps; /* its best snapshots, or NULL */
+    char who[96];             /* names the snapshot writer in the log */
+    srv_camcfg_t cfg;
+    int idx; /* the model's slot */
+    pthread_t t;
+    int running;
+    atomic_bool stop;
+    atomic_bool exited; /* its thread has returned (or never ran) */
+    osp_source_t *src;
+    osp_image_t frame;       /* the frame in flight, or the next */
+    osp_motion_gate_t *gate; /* NULL with "motion": false */
+    int gate_failed;         /* it said why once */
+    uint64_t deadline_ms;
+    /* the answer, under mu */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int answered;
+    srv_outcome_t outcome;
+    int n_dets, frame_w, frame_h;
+    cam_det_t dets[DETS_MAX];
+    /* objects over time: the camera thread's */
+    osp_tracker_t *tracker;
+    osp_zones_t *zones;
+    osp_events_t *events;
+    char labels[LABELS_MAX][64];
+    const char *label_ptrs[LABELS_MAX];
+    int n_labels;
+    osp_track_det_t tdets[DETS_MAX];
+    osp_jw_t line;
+    /* counters, any thread */
+    atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects;
+    atomic_llong looked, moved, skipped; /* frames the gate looked at, found motion in, held back */
+    /* what other threads see of it (core/camboard.h): published by its thread */
+    srv_cam_pub_t *pub;
+    double decode_ms; /* a file's read and decode, averaged; < 0: not measured (a live source) */
+    srv_cam_box_t boxes[SRV_CAMBOARD_BOXES];
+};
+
+
+/* ---- the transport: on the core's workers and the I/O thread ------------------ */
+
+static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, char *err,
+                      size_t errlen) {
+    srv_camera_t *c = r->tp_arg;
+    osp_view_t v = {.data = c->frame.data,
+                    .width = c->frame.width,
+                    .height = c->frame.height,
+                    .stride = c->frame.stride,
+                    .fmt = c->frame.fmt};
+    return osp_model_prepare(m, ctx, &v, 0, 0, err, errlen);
+}
+
+static void tp_result(srv_req_t *r, const osp_model_t *m, const osp_result_t *res) {
+    srv_camera_t *c = r->tp_arg;
+    int n = 0;
+    if (res->kind == OSP_REC_DETECTIONS)
+        for (int i = 0; i < res->n_dets && n < DETS_MAX; i++) {
+            const osp_det_t *d = &res->dets[i];
+            const char *label = osp_model_label(m, d->cls);
+            cam_det_t *o = &c->dets[n++];
+            o->box = (osp_track_box_t){d->x1, d->y1, d->x2, d->y2};
+            o->score = d->score;
+            snprintf(o->label, sizeof o->label, "%s", label ? label : "");
+        }
+    c->n_dets = n;
+    c->frame_w = res->frame_w;
+    c->frame_h = res->frame_h;
+}
+
+static void answer(srv_camera_t *c, srv_outcome_t outcome) {
+    pthread_mutex_lock(&c->mu);
+    c->outcome = outcome;
+    c->answered = 1;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void tp_send(server_t *s, srv_req_t *r) {
+    (void)s;
+    answer(r->tp_arg, r->outcome);
+}
+
+/* paced: a camera has one frame in flight, so its frames wait their turn
+ * (up to their deadline) instead of pushing out another camera's */
+static const srv_transport_t CAM_TP = {.prepare = tp_prepare,
+                                       .result = tp_result,
+                                       .send = tp_send,
+                                       .paced = 1};
+
+/* The frame on the I/O thread: through the door, or refused at once. */
+static void on_frame(server_t *s, srv_job_t *h) {
+    srv_camera_t *c = (srv_camera_t *)h;
+    int stopping = s->stopping || atomic_load(&c->stop);
+    if (stopping || !srv_slot(s, c->idx)) {
+        answer(c, SRV_OUTCOME_FAILED(stopping ? SRV_FAIL_NO_MEMORY : SRV_FAIL_NOT_LOADED));
+        return;
+    }
+    if (srv_submit_frame(s, c->idx, c->deadline_ms, &CAM_TP, c))
+        answer(c, SRV_OUTCOME_FAILED(SRV_FAIL_NO_MEMORY));
+}
+
+/* ---- the camera's thread --------------------------------------------------------- */
+
+static uint64_t epoch_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void on_source_event(void *ctx, const osp_source_event_t *e) {
+    srv_camera_t *c = ctx;
+    char text[600];
+    osp_source_event_text(e, text, sizeof text);
+    if (e->kind == OSP_SOURCE_RECONNECT) atomic_fetch_add(&c->reconnects, 1);
+    srv_camboard_state(c->pub, e->kind == OSP_SOURCE_DROP        ? SRV_CAM_RECONNECTING
+                               : e->kind == OSP_SOURCE_RECONNECT ? SRV_CAM_UP
+                                                                 : SRV_CAM_DOWN);
+    if (c->mq) osp_track_mqtt_online(c->mq, e->kind == OSP_SOURCE_RECONNECT);
+    osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN,
+            "ospreyd: camera %s: %s", c->cfg.name, text);
+}
+
+static int wanted(const srv_camera_t *c, const char *label) {
+    if (!c->cfg.n_objects) return 1;
+    for (int i = 0; i < c->cfg.n_objects; i++)
+        if (strcasecmp(c->cfg.objects[i], label) == 0) return 1;
+    return 0;
+}
+
+/* The camera's own index of a label (its tracker's), added on first sight. */
+static int label_index(srv_camera_t *c, const char *label) {
+    for (int i = 0; i < c->n_labels; i++)
+        if (strcmp(c->labels[i], label) == 0) return i;
+    if (c->n_labels >= LABELS_MAX) return -1;
+    snprintf(c->labels[c->n_labels], 64, "%s", label);
+    c->label_ptrs[c->n_labels] = c->labels[c->n_labels];
+    return c->n_labels++;
+}
+
+/* One answered frame through the tracker, the zones and the events. */
+static void track_frame(srv_camera_t *c, double t) {
+    char err[256];
+    int n = 0;
+    for (int i = 0; i < c->n_dets; i++) {
+        if (!wanted(c, c->dets[i].label)) continue;
+        int label = label_index(c, c->dets[i].label);
+        if (label < 0) continue;
+        c->tdets[n++] = (osp_track_det_t){.box = c->dets[i].box,
+                                          .score = c->dets[i].score,
+                                          .label = label};
+    }
+    if (osp_track_update(c->tracker, c->tdets, n, t, err, sizeof err) ||
+        (c->zones && osp_zones_update(c->zones, c->tracker, c->frame_w, c->frame_h, c->label_ptrs,
+                                      c->n_labels, err, sizeof err))) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+        return;
+    }
+    int ne = osp_events_update(c->events, c->tracker, err, sizeof err);
+    /* the pictures first: whoever gets an event finds its picture */
+    if (c->snaps) {
+        osp_view_t px = osp_image_view(&c->frame);
+        osp_track_snaps_frame(c->snaps, c->tracker, c->events, &px, c->frame_w, c->frame_h);
+    }
+    for (int i = 0; i < ne; i++) {
+        osp_jw_reset(&c->line);
+        if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
+                                   c->n_labels, &c->line))
+            continue;
+        /* one record a line on stdout, whole (stdio's lock), as `osprey
+         * detect --track --events -` writes them */
+        flockfile(stdout);
+        fwrite(c->line.buf, 1, c->line.len, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+        funlockfile(stdout);
+        atomic_fetch_add(&c->event_count, 1);
+        if (c->db) {
+            const osp_event_t *ev = osp_events_at(c->events, i);
+            const osp_event_obj_t *a = &ev->after;
+            char id[96];
+            osp_events_id(a->start_time, a->id, id, sizeof id);
+            osp_eventdb_put(c->db, id, c->cfg.name,
+                            a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
+                            a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
+        }
+    }
+    if (c->mq) {
+        if (osp_track_mqtt_labels(c->mq, c->label_ptrs, c->n_labels))
+            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
+        osp_track_mqtt_frame(c->mq);
+    }
+}
+
+/* The camera's counts, and the frame just answered (served: its boxes),
+ * onto the board for other threads (core/camboard.h). */
+static void publish(srv_camera_t *c, int served, double t) {
+    srv_cam_counts_t k = {.frames_in = atomic_load(&c->frames_in),
+                          .submitted = atomic_load(&c->submitted),
+                          .detected = atomic_load(&c->served),
+                          .shed = atomic_load(&c->shed),
+                          .failed = atomic_load(&c->failed),
+                          .events = atomic_load(&c->event_count),
+                          .reconnects = atomic_load(&c->reconnects),
+                          .skipped = atomic_load(&c->skipped),
+                          .decode_ms = c->decode_ms,
+                          .motion = -1};
+    int64_t looked = atomic_load(&c->looked);
+    if (c->gate && looked > 0) k.motion = (double)atomic_load(&c->moved) / (double)looked;
+    for (int i = 0; i < osp_track_count(c->tracker); i++) {
+        osp_track_state_t st = osp_track_at(c->tracker, i)->state;
+        k.tracks_active += st == OSP_TRACK_CONFIRMED || st == OSP_TRACK_LOST;
+    }
+    srv_camboard_counts(c->pub, &k);
+    if (!served) return;
+    int n = 0;
+    for (int i = 0; i < c->n_dets && n < SRV_CAMBOARD_BOXES; i++) {
+        const cam_det_t *d = &c->dets[i];
+        if (!wanted(c, d->label)) continue;
+        c->boxes[n] = (srv_cam_box_t){d->box.x1, d->box.y1, d->box.x2, d->box.y2, d->score, ""};
+        snprintf(c->boxes[n++].label, sizeof c->boxes[0].label, "%s", d->label);
+    }
+    osp_view_t v = osp_image_view(&c->frame);
+    srv_camboard_frame(c->pub, &v, c->boxes, n, t);
+}
+
+/* Open the camera's source, again and again with backoff while it cannot
+ * be opened (a camera that is down when ospreyd starts is not an error of
+ * the config): 0, or -1 when stopping. */
+static int open_source(srv_camera_t *c) {
+    osp_source_cfg_t sc;
+    osp_source_cfg_default(&sc);
+    sc.stop = &c->stop;
+    sc.on_event = on_source_event;
+    sc.ctx = c;
+    for (int attempt = 0; !atomic_load(&c->stop); attempt++) {
+        char why[600];
+        osp_source_t *src = NULL;
+        if (osp_source_open(c->cfg.url, &sc, &src, why, sizeof why) == 0) {
+            pthread_mutex_lock(&c->mu);
+            c->src = src;
+            pthread_mutex_unlock(&c->mu);
+            srv_camboard_state(c->pub, SRV_CAM_UP);
+            osp_log(OSP_LOG_INFO, "ospreyd: camera %s: watching %s with model %d at %g frames/s",
+                    c->cfg.name, osp_source_name(src), c->idx, c->cfg.fps);
+            if (c->mq) osp_track_mqtt_online(c->mq, true);
+            return 0;
+        }
+        srv_camboard_state(c->pub, SRV_CAM_DOWN);
+        double wait = osp_backoff_delay(OSP_BACKOFF_FIRST_S, OSP_BACKOFF_MAX_S, attempt + 1);
+        osp_log(OSP_LOG_WARN, "ospreyd: camera %s: cannot open its source (%s); retrying in %.1f s",
+                c->cfg.name, why, wait);
+        for (double left = wait * 1000; left > 0 && !atomic_load(&c->stop); left -= 100)
+            osp_sleep_ms(left > 100 ? 100 : left);
+    }
+    return -1;
+}
+
+/* Whether the frame just taken (at time t) goes to the model: it does when
+ * something moved in it, and now and then regardless (motion/gate.h). */
+static int through_gate(srv_camera_t *c, double t) {
+    char err[256];
+    int moved = 0, run = osp_motion_gate_frame(c->gate, &c->frame, t, &moved, err, sizeof err);
+    if (run < 0) { /* the model runs: it costs time, not a result */
+        if (!c->gate_failed)
+            osp_log(OSP_LOG_WARN, "ospreyd: camera %s: motion: %s; its frames go to the model",
+                    c->cfg.name, err);
+        c->gate_failed = 1;
+        return 1;
+    }
+    atomic_fetch_add(&c->looked, 1);
+    if (moved) atomic_fetch_add(&c->moved, 1);
+    if (!run) atomic_fetch_add(&c->skipped, 1);
+    return run;
+}
+
+static void *cam_main(void *arg) {
+    srv_camera_t *c = arg;
+    char err[600];
+    osp_newest_t *newest = NULL;
+    if (open_source(c)) {
+        atomic_store(&c->exited, 1);
+        return NULL;
+    }
+    int live = osp_source_live(c->src);
+    if (live && osp_newest_start(c->src, &newest, err, sizeof err)) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+        srv_camboard_state(c->pub, SRV_CAM_DOWN);
+        atomic_store(&c->exited, 1); /* the stop waits for it */
+        return NULL;
+    }
+    /* a file plays on its own timeline, in real time, as a camera would
+     * show it; a live source's frames are taken as they come */
+    const osp_video_info_t *vi = osp_source_info(c->src);
+    int timeline = !live && vi && vi->fps > 0;
+    struct timespec start;
+    osp_now(&start);
+    double start_epoch = (double)epoch_ms() / 1000;
+    double interval = 1.0 / c->cfg.fps, next = -1;
+    int64_t replaced_seen = 0;
+    c->decode_ms = -1;
+    while (!atomic_load(&c->stop)) {
+        osp_frame_meta_t meta;
+        struct timespec read_at;
+        osp_now(&read_at);
+        int rc = live ? osp_newest_read(newest, &c->frame, &meta, err, sizeof err)
+                      : osp_source_read(c->src, &c->frame, &meta, err, sizeof err);
+        if (!live && rc == 1) { /* a live source decodes on its own thread: not measured here */
+            double ms = osp_ms_since(&read_at);
+            c->decode_ms = c->decode_ms < 0 ? ms : 0.9 * c->decode_ms + 0.1 * ms;
+        }
+        if (rc != 1) {
+            if (rc < 0 && !atomic_load(&c->stop))
+                osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+            else if (rc == 0 && !atomic_load(&c->stop))
+                osp_log(OSP_LOG_INFO, "ospreyd: camera %s: the source ended", c->cfg.name);
+            break;
+        }
+        /* every frame the source gave counts, those a newer one replaced
+         * before this thread took them too: a camera faster than its fps
+         * shows as many more frames in than submitted */
+        int64_t replaced = live ? osp_newest_dropped(newest) : 0;
+        atomic_fetch_add(&c->frames_in, 1 + (replaced - replaced_seen));
+        replaced_seen = replaced;
+        /* the frame's time on the wall clock (events carry epoch seconds, as
+         * Frigate's do) */
+        double t = timeline ? start_epoch + meta.pts : (double)epoch_ms() / 1000;
+        if (next >= 0 && t + 1e-6 < next) continue; /* more frames than fps asks for */
+        next = (next < 0 || t - next > interval) ? t + interval : next + interval;
+        if (timeline) {
+            double ahead_ms = meta.pts * 1000 - osp_ms_since(&start);
+            while (ahead_ms > 0 && !atomic_load(&c->stop)) {
+                osp_sleep_ms(ahead_ms > 100 ? 100 : ahead_ms);
+                ahead_ms = meta.pts * 1000 - osp_ms_since(&start);
+            }
+        }
+        if (c->gate && !through_gate(c, t)) {
+            publish(c, 0, t);
+            continue;
+        }
+        c->deadline_ms = epoch_ms() + (uint64_t)llround(interval * 1000);
+        pthread_mutex_lock(&c->mu);
+        c->answered = 0;
+        c->n_dets = 0;
+        pthread_mutex_unlock(&c->mu);
+        atomic_fetch_add(&c->submitted, 1);
+        srv_post(c->s, &c->h);
+        /* the core answers every frame it is given, stopping or not (a
+         * frame posted as the server stops is answered by whoever drains
+         * the mailbox last: cameras_free) */
+        pthread_mutex_lock(&c->mu);
+        while (!c->answered) pthread_cond_wait(&c->cv, &c->mu);
+        srv_outcome_t out = c->outcome;
+        pthread_mutex_unlock(&c->mu);
+        if (out.fate == SRV_SERVED) {
+            atomic_fetch_add(&c->served, 1);
+            if (!atomic_load(&c->stop)) track_frame(c, t);
+        } else if (out.fate == SRV_SHED) {
+            atomic_fetch_add(&c->shed, 1);
+        } else {
+            atomic_fetch_add(&c->failed, 1);
+        }
+        publish(c, out.fate == SRV_SERVED, t);
+    }
+    if (newest) osp_newest_stop(newest);
+    publish(c, 0, 0);
+    srv_camboard_state(c->pub, SRV_CAM_DOWN);
+    if (c->mq) osp_track_mqtt_online(c->mq, false);
+    atomic_store(&c->exited, 1);
+    return NULL;
+}
+
+/* ---- making and taking down ------------------------------------------------------- */
+
+/* The camera's labels known before any frame, in the model's spelling:
+ * its "objects" (then its discovered labels), the zones' and lines', and
+ * without "objects" the model's person (discovered, as osprey detect
+ * --track does). Others are added as they are seen. */
+static void seed_labels(srv_camera_t *c, const osp_model_t *m) {
+    for (int i = 0; i < c->cfg.n_objects; i++) {
+        const char *name = c->cfg.objects[i];
+        for (int k = 0; m && k < m->n_labels; k++)
+            if (m->labels[k] && strcasecmp(m->labels[k], name) == 0) {
+                name = m->labels[k];
+                break;
+            }
+        label_index(c, name);
+    }
+    const osp_zones_cfg_t *zc = c->zones ? osp_zones_cfg(c->zones) : NULL;
+    for (int i = 0; zc && i < zc->n_zones; i++)
+        for (int j = 0; j < zc->zones[i].n_objects; j++) label_index(c, zc->zones[i].objects[j]);
+    for (int i = 0; zc && i < zc->n_lines; i++)
+        for (int j = 0; j < zc->lines[i].n_objects; j++) label_index(c, zc->lines[i].objects[j]);
+    for (int k = 0; !c->cfg.n_objects && m && k < m->n_labels; k++)
+        if (m->labels[k] && strcasecmp(m->labels[k], "person") == 0) label_index(c, m->labels[k]);
+}
+
+static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, size_t errlen) {
+    c->s = s;
+    snprintf(c->who, sizeof c->who, "ospreyd: camera %s: snapshots", c->cfg.name);
+    c->h.kind = SRV_JOB_EVENT;
+    c->h.done = on_frame;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    c->idx = c->cfg.model[0] ? srv_slots_find(s, c->cfg.model, SRV_FIND_NAME_STEM) : 0;
+    if (c->idx < 0 || !srv_slot(s, c->idx)) {
+        snprintf(err, errlen, "camera %s: no model %s is served", c->cfg.name,
+                 c->cfg.model[0] ? c->cfg.model : "at index 0");
+        return -1;
+    }
+    if (c->cfg.zones[0]) {
+        char *text = NULL, why[400];
+        size_t len = 0;
+        osp_zones_cfg_t zc;
+        int rc = srv_camcfg_read_file(c->cfg.zones, &text, &len, why, sizeof why) ||
+                 osp_zones_cfg_parse(text, len, &zc, why, sizeof why) ||
+                 osp_zones_new(&zc, &c->zones, why, sizeof why);
+        free(text);
+        if (rc) {
+            snprintf(err, errlen, "camera %s: zones: %s", c->cfg.name, why);
+            return -1;
+        }
+    }
+    const osp_model_t *m = srv_loaded_model(srv_slot(s, c->idx));
+    if (!(c->pub = srv_camboard_add(s->camboard, c->cfg.name, m->cfg.name, c->cfg.fps,
+                                    c->zones ? osp_zones_cfg(c->zones) : NULL))) {
+        snprintf(err, errlen, "camera %s: out of memory", c->cfg.name);
+        return -1;
+    }
+    char why[400];
+    if (c->cfg.motion) {
+        osp_motion_poly_t masks[SRV_CAM_MASKS_MAX];
+        for (int i = 0; i < c->cfg.n_masks; i++)
+            masks[i] = (osp_motion_poly_t){c->cfg.masks[i].xy, c->cfg.masks[i].n};
+        if (osp_motion_gate_new(masks, c->cfg.n_masks, &c->gate, why, sizeof why)) {
+            snprintf(err, errlen, "camera %s: \"motionMask\": %s", c->cfg.name, why);
+            return -1;
+        }
+    }
+    seed_labels(c, srv_loaded_model(srv_slot(s, c->idx)));
+    if (osp_track_new(NULL, &c->tracker, why, sizeof why) == 0)
+        osp_track_share_ids(c->tracker, srv_site_track_ids(site));
+    if (!c->tracker ||
+        osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why) ||
+        (srv_site_mqtt(site) &&
+         osp_track_mqtt_new(srv_site_mqtt(site),
+                            &(osp_track_mqtt_opts_t){.camera = c->cfg.name,
+                                                     .ha_prefix = srv_site_ha(site),
+                                                     .device_model = "ospreyd",
+                                                     .camera_available = true,
+                                                     .discover = c->cfg.n_objects ? c->label_ptrs : NULL,
+                                                     .n_discover = c->cfg.n_objects ? c->n_labels : 0},
+                            c->events, c->zones ? osp_zones_cfg(c->zones) : NULL, c->label_ptrs,
+                            c->n_labels, &c->mq, why, sizeof why)) ||
+        (srv_site_snapshots(site)[0] &&
+         osp_track_snaps_new(srv_site_snapshots(site), c->who, &c->snaps, why, sizeof why))) {
+        snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
+        return -1;
+    }
+    if (pthread_create(&c->t, NULL, cam_main, c)) {
+        snprintf(err, errlen, "camera %s: cannot start its thread", c->cfg.name);
+        return -1;
+    }
+    c->running = 1;
+    return 0;
+}
+
+/* Tell camera c to stop: its reads end, its wait for an answer does not
+ * (the core answers every frame it is given). */
+void srv_camera_signal_stop(srv_camera_t *c) {
+    if (!c->h.done) return; /* never opened */
+    atomic_store(&c->stop, 1);
+    pthread_mutex_lock(&c->mu);
+    if (c->src) osp_source_cancel(c->src);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* On the I/O thread, after srv_camera_signal_stop: wait for its thread (a frame
+ * it posted meanwhile waits in the mailbox: it is answered here, refused
+ * as the camera stops), log its counts, free it. */
+void srv_camera_free(server_t *s, srv_camera_t *c) {
+    if (!c) return;
+    if (c->running) {
+        while (!atomic_load(&c->exited)) {
+            srv_drain(s);
+            osp_sleep_ms(2);
+        }
+        pthread_join(c->t, NULL);
+        srv_drain(s);
+        osp_log(OSP_LOG_INFO,
+                "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
+                "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved)",
+                c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
+                (long long)c->served, (long long)c->shed, (long long)c->failed,
+                (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped);
+    }
+    srv_camboard_remove(s->camboard, c->pub);
+    osp_source_close(c->src);
+    osp_track_mqtt_free(c->mq); /* its counts back to 0, the camera offline */
+    osp_track_snaps_free(c->snaps);
+    osp_image_free(&c->frame);
+    osp_motion_gate_free(c->gate);
+    osp_track_free(c->tracker);
+    osp_zones_free(c->zones);
+    osp_events_free(c->events);
+    osp_jw_free(&c->line);
+    if (c->h.done) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+    }
+    free(c);
+}
+
+/* A camera for cfg, started; NULL with err. */
+srv_camera_t *srv_camera_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *site, char *err,
+                             size_t errlen) {
+    srv_camera_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->cfg = *cfg;
+    c->db = srv_site_db(site);
+    if (cam_open(s, c, site, err, errlen)) {
+        srv_camera_free(s, c);
+        return NULL;
+    }
+    return c;
+}
+
+const srv_camcfg_t *srv_camera_cfg(const srv_camera_t *c) { return &c->cfg; }
+
+void srv_camera_forget(srv_camera_t *c) {
+    if (c->mq) osp_track_mqtt_forget(c->mq);
+}
