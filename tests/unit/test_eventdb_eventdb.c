@@ -107,6 +107,25 @@ static int ids(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, char *out,
     return n;
 }
 
+/* A reader of the database at path, or the test fails. */
+static osp_eventdb_reader_t *reader(const char *path) {
+    char err[200];
+    osp_eventdb_reader_t *r = osp_eventdb_reader_open(path, err, sizeof err);
+    if (!r) fail_msg("%s", err);
+    return r;
+}
+
+/* The ids of every row of the database at path, comma-separated, newest
+ * first. */
+static int all_ids(const char *path, char *out, size_t cap) {
+    osp_eventdb_reader_t *r = reader(path);
+    osp_eventdb_query_t q;
+    osp_eventdb_query_init(&q);
+    int n = ids(r, &q, out, cap);
+    osp_eventdb_reader_close(r);
+    return n;
+}
+
 static void test_written_rows_are_read_by_filter(void **state) {
     (void)state;
     osp_eventdb_cfg_t cfg = {.retain_days = 0, .retain_rows = 0};
@@ -127,13 +146,12 @@ static void test_written_rows_are_read_by_filter(void **state) {
     }
     assert_int_equal(c.written, 5);
     /* a reader while the writer runs (WAL: neither waits) */
-    osp_eventdb_reader_t *r = osp_eventdb_reader_open(cfg.path, err, sizeof err);
-    if (!r) fail_msg("%s", err);
-    osp_eventdb_query_t q;
     char got[512];
-    osp_eventdb_query_init(&q);
-    assert_int_equal(ids(r, &q, got, sizeof got), 4);
+    assert_int_equal(all_ids(cfg.path, got, sizeof got), 4);
     assert_string_equal(got, "400.000000-4,300.000000-3,200.000000-2,100.000000-1");
+    osp_eventdb_reader_t *r = reader(cfg.path);
+    osp_eventdb_query_t q;
+    osp_eventdb_query_init(&q);
     osp_eventdb_query_set(&q, "camera", "door", err, sizeof err);
     ids(r, &q, got, sizeof got);
     assert_string_equal(got, "200.000000-2,100.000000-1");
@@ -207,14 +225,9 @@ static void test_retention_takes_the_snapshots_with_the_rows(void **state) {
     assert_true(there("30.000000-3.jpg"));
     assert_true(there("40.000000-4.jpg"));
     assert_true(there("kept.jpg"));
-    osp_eventdb_reader_t *r = osp_eventdb_reader_open(cfg.path, err, sizeof err);
-    if (!r) fail_msg("%s", err);
-    osp_eventdb_query_t q;
     char got[512];
-    osp_eventdb_query_init(&q);
-    assert_int_equal(ids(r, &q, got, sizeof got), 2);
+    assert_int_equal(all_ids(cfg.path, got, sizeof got), 2);
     assert_string_equal(got, "40.000000-4,30.000000-3");
-    osp_eventdb_reader_close(r);
 }
 
 int main(void) {
