@@ -55,7 +55,11 @@ struct osp_video {
 static int interrupt(void *arg) {
     osp_video_t *v = arg;
     if (v->stopped && v->stopped(v->stop_ctx)) return 1;
-    if (v->fmt && v->fmt->pb && v->fmt->pb->pos - v->mark > (int64_t)v->max_packet) {
+    /* counted from where the read began: the packet's header lines and the
+     * demuxer's look-ahead come with it (the slack); the packet itself is
+     * held to max_packet once whole (demux) */
+    if (v->fmt && v->fmt->pb &&
+        v->fmt->pb->pos - v->mark > (int64_t)(v->max_packet + OSP_VIDEO_PACKET_SLACK)) {
         v->too_big = 1;
         return 1;
     }
@@ -226,6 +230,11 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
     *out = v;
     return 0;
 fail:
+    /* a read stopped by the bound can surface as another failure (no
+     * stream, no frame size): name the cause */
+    if (v->too_big)
+        snprintf(err, errlen, "cannot read video %s: a packet of more than %zu bytes (--max-frame)",
+                 name, v->max_packet);
     av_dict_free(&dict);
     osp_video_close(v);
     return -1;
@@ -300,11 +309,22 @@ static int truncated(const osp_video_t *v) {
 static int demux(osp_video_t *v) {
     arm(v);
     int rc = av_read_frame(v->fmt, v->pkt);
-    if (rc >= 0 && (size_t)v->pkt->size > v->max_packet) {
-        /* whole, but larger than allowed: what RTSP assembles is checked here */
+    if (rc >= 0 && ((size_t)v->pkt->size > v->max_packet || v->too_big)) {
+        /* larger than allowed (what RTSP assembles is checked here), or
+         * stopped by the bound: the part of it read so far is not handed on */
         av_packet_unref(v->pkt);
         v->too_big = 1;
         rc = AVERROR_INVALIDDATA;
+    } else if (rc >= 0 && (v->pkt->flags & AV_PKT_FLAG_CORRUPT) && v->pkt->pos >= 0 &&
+               v->fmt->pb && v->pkt->pos + v->pkt->size >= v->fmt->pb->pos) {
+        /* shorter than it said it was (an MJPEG part's Content-Length) and
+         * ending where the stream's bytes end: the stream ended inside it.
+         * (FFmpeg flags a part without a length too when its look-ahead for
+         * the boundary met the end; that part ends before the boundary.) */
+        av_packet_unref(v->pkt);
+        v->read_error = 1;
+        snprintf(v->why, sizeof v->why, "truncated: the stream ended inside a packet");
+        return AVERROR_INVALIDDATA;
     }
     if (rc < 0 && rc != AVERROR_EOF) {
         v->read_error = 1;
