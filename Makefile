@@ -98,7 +98,7 @@ endif
 # target, each run for FUZZ_SECONDS on its committed seeds
 # (tests/fuzz/corpus/<target>/) and what earlier runs found ($(BUILD)/fuzz/corpus-<target>).
 # Every target links src/wire/; FUZZ_SRC_<t> and FUZZ_LIBS_<t> add the rest.
-FUZZ_TARGETS := wire json cmds image http frigate zones jobs redis eventdb
+FUZZ_TARGETS := wire json cmds image http frigate zones jobs redis eventdb mjpeg
 FUZZ_WHAT_wire := the wire codec (frames, payloads, peeks, encoders, replies)
 FUZZ_WHAT_json := the startup config and command JSON, the config's models
 FUZZ_WHAT_cmds := the commands' arguments (open_stream, register_shm, unregister_shm, index, model config)
@@ -109,6 +109,7 @@ FUZZ_WHAT_zones := the zones file, then tracked objects through its zones and li
 FUZZ_WHAT_jobs := a fleet job's fields and the --jobs URL
 FUZZ_WHAT_redis := Redis replies read with a bound (what a lying server sends)
 FUZZ_WHAT_eventdb := /api/events's parameters and an event id of its snapshots
+FUZZ_WHAT_mjpeg := an MJPEG stream's parts, in pieces, through the mpjpeg demuxer with the --max-frame bound
 FUZZ_MODEL_SRC := src/base/text.c src/model/config.c src/model/cascade.c src/model/catalog.c src/model/paths.c src/image/prep.c src/image/geom.c src/image/buffer.c
 FUZZ_SRC_json := $(FUZZ_MODEL_SRC)
 FUZZ_LIBS_json := -lyuv
@@ -127,6 +128,9 @@ FUZZ_LIBS_redis := -lhiredis
 FUZZ_DICT_redis := tests/fuzz/redis.dict
 FUZZ_SRC_eventdb := src/eventdb/eventdb.c src/log/log.c src/base/clock.c
 FUZZ_LIBS_eventdb := -D_GNU_SOURCE -lsqlite3 -lpthread # _GNU_SOURCE: as CMake builds it (its writer names its thread)
+FUZZ_SRC_mjpeg := src/video/video.c src/video/url.c src/base/clock.c src/image/buffer.c
+FUZZ_LIBS_mjpeg := -lavformat -lavcodec -lavdevice -lswscale -lavutil -lyuv -lpthread
+FUZZ_DICT_mjpeg := tests/fuzz/mjpeg.dict
 .SECONDEXPANSION:
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/*.h src/wire/*.c src/wire/*.h $$(FUZZ_SRC_$$*)
 	@mkdir -p $(dir $@)

@@ -42,6 +42,10 @@ struct osp_video {
     int64_t mark;
     size_t max_packet;
     int too_big;
+    /* a stream read from the caller's function (osp_video_opts_t.read) */
+    AVIOContext *io;
+    int (*read)(void *ctx, uint8_t *buf, int n);
+    void *read_ctx;
     char why[128];  /* the demuxer's last error */
     char name[256]; /* the input, masked: used in every message */
 };
@@ -51,11 +55,39 @@ struct osp_video {
 static int interrupt(void *arg) {
     osp_video_t *v = arg;
     if (v->stopped && v->stopped(v->stop_ctx)) return 1;
-    if (v->fmt && v->fmt->pb && v->fmt->pb->pos - v->mark > (int64_t)v->max_packet) {
+    /* counted from where the read began: the packet's header lines and the
+     * demuxer's look-ahead come with it (the slack); the packet itself is
+     * held to max_packet once whole (demux) */
+    if (v->fmt && v->fmt->pb &&
+        v->fmt->pb->pos - v->mark > (int64_t)(v->max_packet + OSP_VIDEO_PACKET_SLACK)) {
         v->too_big = 1;
         return 1;
     }
     return v->deadline > 0 && osp_now_s() > v->deadline;
+}
+
+/* The read callback of a caller's stream: the interrupt check first, as
+ * FFmpeg's protocols make it before every read of a socket. */
+static int io_read(void *arg, uint8_t *buf, int n) {
+    osp_video_t *v = arg;
+    if (interrupt(v)) return AVERROR_EXIT;
+    int got = v->read(v->read_ctx, buf, n);
+    return got > 0 ? got : got == 0 ? AVERROR_EOF : AVERROR(EIO);
+}
+
+#define IO_BUFFER 32768 /* as FFmpeg's own network reads */
+
+static int open_io(osp_video_t *v) {
+    uint8_t *buf = av_malloc(IO_BUFFER);
+    if (!buf) return -1;
+    if (!(v->io = avio_alloc_context(buf, IO_BUFFER, 0, v, io_read, NULL, NULL))) {
+        av_free(buf);
+        return -1;
+    }
+    v->io->seekable = 0;
+    v->fmt->pb = v->io;
+    v->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+    return 0;
 }
 
 static void arm(osp_video_t *v) {
@@ -116,6 +148,8 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
     const AVInputFormat *ifmt = NULL;
     v->max_packet = o && o->max_packet ? o->max_packet : OSP_VIDEO_MAX_PACKET;
     if (o) {
+        v->read = o->read;
+        v->read_ctx = o->read_ctx;
         v->stopped = o->stopped;
         v->stop_ctx = o->stop_ctx;
         v->io_timeout = o->io_timeout_s;
@@ -136,6 +170,10 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
     }
     v->fmt->interrupt_callback.callback = interrupt;
     v->fmt->interrupt_callback.opaque = v;
+    if (v->read && open_io(v)) {
+        snprintf(err, errlen, "%s: out of memory", name);
+        goto fail;
+    }
     arm(v);
     /* on failure avformat_open_input frees the context */
     if ((rc = avformat_open_input(&v->fmt, path, ifmt, &dict)) < 0) {
@@ -192,6 +230,11 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
     *out = v;
     return 0;
 fail:
+    /* a read stopped by the bound can surface as another failure (no
+     * stream, no frame size): name the cause */
+    if (v->too_big)
+        snprintf(err, errlen, "cannot read video %s: a packet of more than %zu bytes (--max-frame)",
+                 name, v->max_packet);
     av_dict_free(&dict);
     osp_video_close(v);
     return -1;
@@ -204,6 +247,8 @@ void osp_video_close(osp_video_t *v) {
     av_packet_free(&v->pkt);
     avcodec_free_context(&v->dec);
     avformat_close_input(&v->fmt);
+    if (v->io) av_freep(&v->io->buffer); /* a caller's stream: ours to free */
+    avio_context_free(&v->io);
     free(v);
 }
 
@@ -259,6 +304,55 @@ static int truncated(const osp_video_t *v) {
     return v->info.frames > 0 && v->returned + 2 < v->info.frames;
 }
 
+/* The next packet of any stream into v->pkt, bounded: 0, or a negative
+ * code (AVERROR_EOF at the end; on an error v->why says why). */
+static int demux(osp_video_t *v) {
+    arm(v);
+    int rc = av_read_frame(v->fmt, v->pkt);
+    if (rc >= 0 && ((size_t)v->pkt->size > v->max_packet || v->too_big)) {
+        /* larger than allowed (what RTSP assembles is checked here), or
+         * stopped by the bound: the part of it read so far is not handed on */
+        av_packet_unref(v->pkt);
+        v->too_big = 1;
+        rc = AVERROR_INVALIDDATA;
+    } else if (rc >= 0 && (v->pkt->flags & AV_PKT_FLAG_CORRUPT) && v->pkt->pos >= 0 &&
+               v->fmt->pb && v->pkt->pos + v->pkt->size >= v->fmt->pb->pos) {
+        /* shorter than it said it was (an MJPEG part's Content-Length) and
+         * ending where the stream's bytes end: the stream ended inside it.
+         * (FFmpeg flags a part without a length too when its look-ahead for
+         * the boundary met the end; that part ends before the boundary.) */
+        av_packet_unref(v->pkt);
+        v->read_error = 1;
+        snprintf(v->why, sizeof v->why, "truncated: the stream ended inside a packet");
+        return AVERROR_INVALIDDATA;
+    }
+    if (rc < 0 && rc != AVERROR_EOF) {
+        v->read_error = 1;
+        open_reason(v, rc, v->why, sizeof v->why);
+    }
+    return rc;
+}
+
+int osp_video_packet(osp_video_t *v, const uint8_t **data, size_t *size, char *err, size_t errlen) {
+    av_packet_unref(v->pkt);
+    while (!v->finished) {
+        int rc = demux(v);
+        if (rc < 0) {
+            v->finished = 1;
+            if (rc == AVERROR_EOF) break;
+            snprintf(err, errlen, "reading failed: %s", v->why);
+            return -1;
+        }
+        if (v->pkt->stream_index == v->stream) {
+            *data = v->pkt->data;
+            *size = (size_t)v->pkt->size;
+            return 1;
+        }
+        av_packet_unref(v->pkt);
+    }
+    return 0;
+}
+
 int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
     char why[128];
     if (v->finished) return 0;
@@ -299,19 +393,7 @@ int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
             }
             return 0;
         }
-        arm(v);
-        rc = av_read_frame(v->fmt, v->pkt);
-        if (rc >= 0 && (size_t)v->pkt->size > v->max_packet) {
-            /* whole, but larger than allowed: what RTSP assembles is checked here */
-            av_packet_unref(v->pkt);
-            v->too_big = 1;
-            rc = AVERROR_INVALIDDATA;
-        }
-        if (rc < 0) {
-            if (rc != AVERROR_EOF) {
-                v->read_error = 1;
-                open_reason(v, rc, v->why, sizeof v->why);
-            }
+        if (demux(v) < 0) {
             v->draining = 1;
             avcodec_send_packet(v->dec, NULL);
             continue;

@@ -36,9 +36,21 @@ typedef struct {
      * stdin), a packet is refused once this many bytes have come without
      * it being whole; else (RTSP) once it is whole. */
     size_t max_packet;
+    /* Read the bytes from this function instead of opening path (which then
+     * only names the input in messages; format names the demuxer, e.g.
+     * "mpjpeg"). It returns how many bytes it put in buf (at most n), 0 at
+     * the end, negative on an error. The bytes go through FFmpeg's buffered
+     * reader as a network stream's do, with the same bound, checked before
+     * every call as FFmpeg checks it before every read of a socket. */
+    int (*read)(void *ctx, uint8_t *buf, int n);
+    void *read_ctx;
 } osp_video_opts_t;
 
 #define OSP_VIDEO_MAX_PACKET (64u << 20) /* as ospreyd's default --max-frame */
+/* What a read may take past max_packet before it is stopped: the part's own
+ * header lines and the demuxer's look-ahead for the next boundary (a packet
+ * handed on is never larger than max_packet). */
+#define OSP_VIDEO_PACKET_SLACK (16u << 10)
 
 /* Open a file (or URL) with FFmpeg's defaults. On failure returns a negative
  * code and a reason in err; *out is the caller's (osp_video_close). */
@@ -54,6 +66,12 @@ const osp_video_info_t *osp_video_info(const osp_video_t *v);
  * ends well short of the frame count its container declares is reported as
  * an error (a truncated file), after every decodable frame was returned. */
 int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen);
+
+/* The next packet of the video stream, undecoded, as osp_video_read would
+ * decode it (same bound, same checks): 1 with *data and *size valid until
+ * the next call or osp_video_close, 0 at the end, negative on an error with
+ * the reason in err. Use either this or osp_video_read on one opening. */
+int osp_video_packet(osp_video_t *v, const uint8_t **data, size_t *size, char *err, size_t errlen);
 
 /* Frames returned so far. */
 int64_t osp_video_position(const osp_video_t *v);

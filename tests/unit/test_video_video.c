@@ -73,6 +73,122 @@ static void test_truncated(void **s) {
     assert_true(strstr(err, "truncated") || strstr(err, "corrupt") || strstr(err, "cannot"));
 }
 
+/* An MJPEG stream from memory, read in pieces of `piece` bytes. */
+typedef struct {
+    const uint8_t *d;
+    size_t n, at, piece;
+} mem_t;
+
+static int mem_read(void *ctx, uint8_t *buf, int n) {
+    mem_t *m = ctx;
+    size_t k = m->piece < (size_t)n ? m->piece : (size_t)n;
+    if (k > m->n - m->at) k = m->n - m->at;
+    memcpy(buf, m->d + m->at, k);
+    m->at += k;
+    return (int)k;
+}
+
+static uint8_t *messi(size_t *n) {
+    char dir[512], path[600];
+    osp_cache_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/media/messi5.jpg", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static uint8_t buf[1 << 20];
+    *n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    return buf;
+}
+
+/* nparts parts of jpeg with a Content-Length, the last cut to `last` bytes */
+static size_t mjpeg(uint8_t *out, const uint8_t *jpeg, size_t n, int nparts, size_t last) {
+    size_t o = 0;
+    for (int i = 0; i < nparts; i++) {
+        o += (size_t)sprintf((char *)out + o,
+                             "--osprey\r\nContent-Type: image/jpeg\r\nContent-Length: %zu\r\n\r\n",
+                             n);
+        size_t k = i == nparts - 1 ? last : n;
+        memcpy(out + o, jpeg, k);
+        o += k;
+        if (k == n) o += (size_t)sprintf((char *)out + o, "\r\n");
+    }
+    return o;
+}
+
+/* Count the packets of a stream, each no larger than the bound; the last
+ * call's result in *rc. */
+static int packets(const uint8_t *d, size_t n, size_t piece, size_t bound, size_t want, int *rc,
+                   char *err, size_t errlen) {
+    mem_t m = {d, n, 0, piece};
+    osp_video_opts_t o = {.format = "mpjpeg", .max_packet = bound, .read = mem_read, .read_ctx = &m};
+    osp_video_t *v = NULL;
+    *rc = osp_video_open_opts("mem.mjpg", &o, &v, err, errlen);
+    if (*rc) return -1;
+    const uint8_t *p;
+    size_t len;
+    int got = 0;
+    while ((*rc = osp_video_packet(v, &p, &len, err, errlen)) == 1) {
+        assert_int_equal(len, want);
+        got++;
+    }
+    osp_video_close(v);
+    return got;
+}
+
+/* Parts of exactly --max-frame bytes, arriving a byte at a time: the bound
+ * is the part's, not its header lines' and the look-ahead's too. */
+static void test_mjpeg_parts_at_the_bound(void **s) {
+    (void)s;
+    size_t n;
+    const uint8_t *jpeg = messi(&n);
+    if (!jpeg) skip();
+    static uint8_t stream[4 << 20];
+    size_t len = mjpeg(stream, jpeg, n, 3, n);
+    char err[256] = "";
+    int rc;
+    assert_int_equal(packets(stream, len, 1, n, n, &rc, err, sizeof err), 3);
+    /* one byte less is refused, saying why */
+    assert_int_equal(packets(stream, len, 1, n - 1, n, &rc, err, sizeof err), 0);
+    assert_true(rc < 0);
+    assert_non_null(strstr(err, "(--max-frame)"));
+}
+
+/* A stream that ends inside a part with a Content-Length hands nothing of
+ * that part on, and says so. */
+static void test_mjpeg_cut_part(void **s) {
+    (void)s;
+    size_t n;
+    const uint8_t *jpeg = messi(&n);
+    if (!jpeg) skip();
+    static uint8_t stream[4 << 20];
+    size_t len = mjpeg(stream, jpeg, n, 3, n / 2);
+    char err[256] = "";
+    int rc;
+    assert_int_equal(packets(stream, len, 4096, 1 << 20, n, &rc, err, sizeof err), 2);
+    assert_true(rc < 0);
+    assert_non_null(strstr(err, "ended inside"));
+}
+
+/* A first part past the bound fails the opening, naming --max-frame. */
+static void test_mjpeg_open_past_the_bound(void **s) {
+    (void)s;
+    size_t n;
+    const uint8_t *jpeg = messi(&n);
+    if (!jpeg) skip();
+    static uint8_t stream[4 << 20];
+    size_t len = mjpeg(stream, jpeg, n, 2, n);
+    char err[256] = "";
+    int rc;
+    for (size_t piece = 1; piece <= 65536; piece *= 16) {
+        err[0] = '\0';
+        int got = packets(stream, len, piece, n / 2, n, &rc, err, sizeof err);
+        assert_true(got <= 0);
+        assert_true(rc < 0);
+        assert_non_null(strstr(err, "a packet of more than"));
+        assert_non_null(strstr(err, "(--max-frame)"));
+    }
+}
+
 static void test_not_a_video(void **s) {
     (void)s;
     char tmp[] = "/tmp/osp-junk-XXXXXX";
@@ -92,9 +208,9 @@ static void test_not_a_video(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vtest_frames),
-        cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_not_a_video),
+        cmocka_unit_test(test_vtest_frames),   cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_not_a_video),    cmocka_unit_test(test_mjpeg_parts_at_the_bound),
+        cmocka_unit_test(test_mjpeg_cut_part), cmocka_unit_test(test_mjpeg_open_past_the_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
