@@ -21,7 +21,7 @@ export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 # ONNX Runtime is not built with TSan; its own synchronisation is suppressed
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 exitcode=66"
 
-.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-track bench-peer bench-fleet bench-frigate bench-cameras soak soak-doors clean help
+.PHONY: all build deps assets install check check-tsan unit e2e fuzz format-check layout-check format demo bench bench-track bench-peer bench-fleet bench-frigate bench-cascade bench-cameras soak soak-doors clean help
 
 all: build
 
@@ -39,6 +39,7 @@ help:
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
 	@echo "make bench-cameras  N RTSP copies of vtest into one ospreyd vs N osprey detect: frames kept, CPU and RSS per camera"
 	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
+	@echo "make bench-cascade  one cascade request vs the host cropping and sending each object itself"
 	@echo "make bench-peer  ospreyd next to the Python pool worker it replaces (root; PEER_WORKER=its inference_pool.py)"
 	@echo "make install  PREFIX=/usr/local (default) [DESTDIR=…]: binaries, ONNX Runtime, catalog models,"
 	@echo "              the systemd unit and its user, an example config (docs/operations.md)"
@@ -196,6 +197,11 @@ bench-fleet: build assets
 bench-frigate: build assets
 	$(PY) bench/frigate.py --bin $(abspath $(BUILD))/bin --runs 3
 
+# A cascade in ospreyd against the host doing it itself (boxes back, crop, JPEG-encode
+# and send each crop): latency p50/p99 and CPU per frame, faces and a car (bench/cascade.py).
+bench-cascade: build assets
+	$(PY) bench/cascade.py --bin $(abspath $(BUILD))/bin --frames 20 --runs 5
+
 # osprey detect --track against --one-look on vtest and on two still clips, in turns:
 # model runs a frame, the frames/s ratio, F1 on vtest's labelled frames (bench/track.py);
 # then tracking quality (docs/tracking.md): MOTA, IDF1, ID switches and the zone and
@@ -219,6 +225,7 @@ bench: build assets bench-track
 	@$(PY) -c "import sys, pathlib; sys.path.insert(0, 'tests/e2e'); \
 	    from test_segment import frame_diff_model; frame_diff_model(pathlib.Path('$(BUILD)/framediff.onnx'))"
 	$(BUILD)/bin/bench_segment "$(OSPREY_CACHE)" 3 $(BUILD)/framediff.onnx
+	$(PY) bench/cascade.py --bin $(abspath $(BUILD))/bin --frames 10 --runs 3
 	@echo "ospreyd end to end (bench/loadgen/), each on a fresh ospreyd over pipes; f/s counts frames,"
 	@echo "latency is per request, ratio = f/s / the limit (the raw ONNX Runtime run loop, best of 1 session x"
 	@echo "N threads and N sessions x 1 thread, at the same batch size, measured in the same command);"

@@ -87,6 +87,7 @@ typedef struct {
     const char *names[OSP_CASCADE_DEPTH + 1];
     int n;
     int steps; /* read so far, in the whole cascade */
+    int b64;   /* the first model's "embeddingEncoding" is "base64" */
 } path_t;
 
 static int parse_steps(const cJSON *then, const char *before, const char *before_post,
@@ -134,6 +135,7 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
     s->margin = OSP_CASCADE_MARGIN_DEF;
     s->max_objects = OSP_CASCADE_OBJECTS_DEF;
     s->threshold = MATCH_THRESHOLD_DEF;
+    s->b64 = path->b64; /* an embedding is written as the model's own would be */
 
     if ((v = cJSON_GetObjectItemCaseSensitive(js, "labels"))) {
         int n = cJSON_GetArraySize(v);
@@ -308,7 +310,7 @@ int osp_cascade_parse(const cJSON *obj, const osp_model_cfg_t *cfg, osp_cascade_
         snprintf(err, errlen, "out of memory");
         return OSP_MODEL_ENOMEM;
     }
-    path_t path = {.names = {cfg->name}, .n = 1};
+    path_t path = {.names = {cfg->name}, .n = 1, .b64 = cfg->embedding_b64};
     if (parse_steps(then, cfg->name, cfg->postprocessor, &path, &c->steps, &c->n, err, errlen)) {
         free(c);
         return OSP_MODEL_EINVAL;
@@ -356,7 +358,7 @@ static int same_steps(const osp_step_t *a, const osp_step_t *b, int n) {
         if (strcmp(x->model, y->model) || x->n_labels != y->n_labels || x->crop != y->crop ||
             x->margin != y->margin || x->kind != y->kind || strcmp(x->as, y->as) ||
             x->max_objects != y->max_objects || strcmp(x->library, y->library) ||
-            x->threshold != y->threshold || x->n_then != y->n_then)
+            x->threshold != y->threshold || x->b64 != y->b64 || x->n_then != y->n_then)
             return 0;
         for (int k = 0; k < x->n_labels; k++)
             if (strcmp(x->labels[k], y->labels[k])) return 0;

@@ -36,6 +36,7 @@ typedef struct osp_cascade_step {
     int max_objects;
     char library[1024]; /* "faceLibrary", or "" */
     float threshold;    /* "matchThreshold" */
+    int b64;            /* the model config's "embeddingEncoding" is "base64" */
     struct osp_cascade_step *then;
     int n_then;
     int depth; /* 0 for the top steps */

@@ -203,6 +203,10 @@ static int run_step(run_t *r, const osp_step_t *s, const osp_det_t *d, int depth
         if (sr.kind != OSP_REC_EMBEDDING) break;
         if (s->kind == OSP_STEP_EMBEDDING) {
             osp_jw_key(w, s->as);
+            if (s->b64) {
+                osp_model_put_b64_floats(w, sr.vec, sr.vec_dim);
+                return 0;
+            }
             osp_jw_arr_open(w);
             for (int k = 0; k < sr.vec_dim; k++) osp_jw_num(w, sr.vec[k], 6);
             osp_jw_arr_close(w);

@@ -306,5 +306,9 @@ void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t 
 void osp_model_put_box(osp_jw_t *w, const osp_det_t *d);
 /* Its "landmarks": [[x, y], ...] to one decimal, when it has any. */
 void osp_model_put_landmarks(osp_jw_t *w, const osp_det_t *d);
+/* The n floats of v as one JSON string: the base64 of their little-endian
+ * float32 bytes (a model config's "embeddingEncoding": "base64"); null
+ * when out of memory. */
+void osp_model_put_b64_floats(osp_jw_t *w, const float *v, int n);
 
 #endif

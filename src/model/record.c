@@ -71,9 +71,9 @@ static void put_detections(osp_jw_t *w, const osp_model_t *m, const osp_det_t *d
     osp_jw_arr_close(w);
 }
 
-/* The vector as base64 of its little-endian float32 bytes: a quarter of the
- * JSON text of the numbers, exact. */
-static void put_b64_floats(osp_jw_t *w, const float *v, int n) {
+/* The vector as base64 of its little-endian float32 bytes: about half the
+ * JSON text of the numbers at six decimals, and exact. */
+void osp_model_put_b64_floats(osp_jw_t *w, const float *v, int n) {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     size_t bytes = (size_t)n * 4, len = (bytes + 2) / 3 * 4;
     char *out = malloc(len + 1);
@@ -103,7 +103,7 @@ void osp_model_put_result(osp_jw_t *w, const osp_model_t *m, const osp_result_t 
         osp_jw_str(w, "embedding");
         if (m->cfg.embedding_b64) {
             osp_jw_key(w, "embeddingB64");
-            put_b64_floats(w, r->vec, r->vec_dim);
+            osp_model_put_b64_floats(w, r->vec, r->vec_dim);
             break;
         }
         osp_jw_key(w, "embedding");

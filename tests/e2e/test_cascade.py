@@ -2,9 +2,11 @@
 osprey detect — embeddings, names from a face library made by osprey
 faces, a detector inside a box — on the real models and photos; and each
 mistake named: in the config, in the library, in the images given."""
+import base64
 import json
 import math
 import sqlite3
+import struct
 
 import pytest
 
@@ -53,6 +55,37 @@ def test_each_face_gets_its_embedding(osprey):
     # two people: their embeddings are far apart
     a, b = (d["embedding"] for d in faces)
     assert sum(x * y for x, y in zip(a, b)) < 0.5
+
+
+def unpack(text):
+    """A base64 embedding: its little-endian float32 values."""
+    raw = base64.b64decode(text, validate=True)
+    assert len(raw) % 4 == 0, text
+    return struct.unpack(f"<{len(raw) // 4}f", raw)
+
+
+def test_base64_embeddings(osprey, tmp_path):
+    """A model config's "embeddingEncoding": "base64" packs its steps'
+    embeddings too: the same numbers as the list, exact to the list's
+    six decimals."""
+    photo = need(MEDIA / "basketball1.png")
+    (listed,) = lines(detect(osprey, "--model", "ultraface", "--then", "face-embed", photo).stdout)
+    enc = config(tmp_path, {"embeddingEncoding": "base64"})
+    (packed,) = lines(detect(osprey, "--model", "ultraface", "--config", enc, "--then",
+                             "face-embed", photo).stdout)
+    assert [d["box"] for d in packed["detections"]] == [d["box"] for d in listed["detections"]]
+    assert len(packed["detections"]) == 2, packed
+    for d, e in zip(packed["detections"], listed["detections"]):
+        assert isinstance(d["embedding"], str), d
+        v = unpack(d["embedding"])
+        assert len(v) == 512
+        assert max(abs(x - y) for x, y in zip(v, e["embedding"])) < 1e-6
+    # in a config's own cascade as well
+    cfg = config(tmp_path, {"model": "ultraface", "embeddingEncoding": "base64",
+                            "then": [{"model": "face-embed", "as": "vec"}]}, "own.json")
+    (own,) = lines(detect(osprey, "--config", cfg, photo).stdout)
+    for d, e in zip(own["detections"], listed["detections"]):
+        assert max(abs(x - y) for x, y in zip(unpack(d["vec"]), e["embedding"])) < 1e-6
 
 
 def test_a_video_on_worker_threads(osprey):

@@ -4,8 +4,10 @@ osprey detect --then writes for the same picture; a model without one
 answers as it always did; a step that cannot be loaded fails its load
 with the step named, and the server serves on; loads and unloads of a
 cascade leave nothing behind (the ASan run of this file)."""
+import base64
 import json
 import re
+import struct
 
 import pytest
 
@@ -138,6 +140,30 @@ def test_frames_at_once(server):
             else:
                 assert max(abs(x - y) for x, y in zip(d["embedding"], e["embedding"])) < 1e-5
     assert served >= 4, served  # each model's two run slots took a frame at once
+
+
+def test_base64_embeddings(server):
+    """With "embeddingEncoding": "base64" a step's embedding is the base64
+    of its little-endian float32 values: the list's numbers, to its six
+    decimals, over each front end's frame."""
+    cfg = dict(EMBED, embeddingEncoding="base64")
+    assert server.conn.command({"cmd": "load", "index": 4, "config": cfg})["status"] == "ok"
+    try:
+        c = server.conn
+        img = media_image("basketball1.png")
+        c.cache_frame(8, img)
+        fronts = (lambda m: c.infer_jpeg(m, media_bytes("basketball1.png")),
+                  lambda m: c.infer_raw(m, img), lambda m: c.infer_cached(m, 8))
+        for front in fronts:
+            listed, rec = front(1), front(4)
+            assert len(rec["detections"]) == len(listed["detections"]) == 2, rec
+            for d, e in pairs(rec, listed):
+                raw = base64.b64decode(d["embedding"], validate=True)
+                assert len(raw) == 2048, d
+                v = struct.unpack("<512f", raw)
+                assert max(abs(x - y) for x, y in zip(v, e["embedding"])) < 1e-6
+    finally:
+        assert server.conn.command({"cmd": "unload", "index": 4})["status"] == "ok"
 
 
 def test_raw_and_cached_frames_run_the_cascade(server):

@@ -248,6 +248,34 @@ static void test_copy_libraries_counts(void **state) {
     osp_cascade_free(copy);
 }
 
+/* A step's embedding is written as the model config's "embeddingEncoding"
+ * says: two configs that differ only there are not the same cascade (a
+ * server may not share the model of one with a peer asking the other). */
+static void test_embedding_encoding_is_the_models(void **st) {
+    (void)st;
+    osp_cascade_t *list = NULL, *b64 = NULL, *json = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": {\"model\": \"face-embed\"}}",
+                              &list),
+                        "");
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"embeddingEncoding\": \"base64\", "
+                              "\"then\": {\"model\": \"face-embed\"}}",
+                              &b64),
+                        "");
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"embeddingEncoding\": \"json\", "
+                              "\"then\": {\"model\": \"face-embed\"}}",
+                              &json),
+                        "");
+    assert_false(osp_cascade_same(list, b64));
+    assert_true(osp_cascade_same(list, json));
+    osp_cascade_t *copy = osp_cascade_copy(b64);
+    assert_non_null(copy);
+    assert_true(osp_cascade_same(b64, copy));
+    osp_cascade_free(copy);
+    osp_cascade_free(list);
+    osp_cascade_free(b64);
+    osp_cascade_free(json);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_cascades_parse),
@@ -260,6 +288,7 @@ int main(void) {
         cmocka_unit_test(test_depth_and_size_are_bounded),
         cmocka_unit_test(test_simple_cascade_aligns_when_it_can),
         cmocka_unit_test(test_copy_libraries_counts),
+        cmocka_unit_test(test_embedding_encoding_is_the_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

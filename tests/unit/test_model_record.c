@@ -54,10 +54,26 @@ static void test_cascade_fields(void **s) {
     osp_jw_free(&w);
 }
 
+/* A vector as base64 of its little-endian float32 bytes, each padding
+ * length: 1.0f is 00 00 80 3f, -2.0f 00 00 00 c0, 0.5f 00 00 00 3f. */
+static void test_b64_floats(void **s) {
+    (void)s;
+    const float v[3] = {1.0f, -2.0f, 0.5f};
+    const char *want[4] = {"\"\"", "\"AACAPw==\"", "\"AACAPwAAAMA=\"", "\"AACAPwAAAMAAAAA/\""};
+    for (int n = 0; n <= 3; n++) {
+        osp_jw_t w = {0};
+        osp_model_put_b64_floats(&w, v, n);
+        assert_non_null(w.buf);
+        assert_string_equal(w.buf, want[n]);
+        osp_jw_free(&w);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_box),
         cmocka_unit_test(test_cascade_fields),
+        cmocka_unit_test(test_b64_floats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
