@@ -82,6 +82,7 @@ struct srv_camera {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int answered;
+    int lent; /* a cascade reads the frame: the answer waits for the job's release */
     srv_outcome_t outcome;
     int n_dets, frame_w, frame_h;
     cam_det_t dets[DETS_MAX];
@@ -144,7 +145,27 @@ static void answer(srv_camera_t *c, srv_outcome_t outcome) {
 
 static void tp_send(server_t *s, srv_req_t *r) {
     (void)s;
-    answer(r->tp_arg, r->outcome);
+    srv_camera_t *c = r->tp_arg;
+    c->outcome = r->outcome; /* read by tp_release, on this thread */
+    if (!c->lent) answer(c, r->outcome);
+}
+
+/* Right after tp_send, or once a run given up has returned: the frame a
+ * cascade read is the camera thread's again only now. */
+static void tp_release(server_t *s, srv_req_t *r) {
+    (void)s;
+    srv_camera_t *c = r->tp_arg;
+    if (!c->lent) return;
+    c->lent = 0;
+    answer(c, c->outcome);
+}
+
+/* A model with a cascade: its steps crop from the frame in flight. */
+static int tp_pixels(srv_req_t *r, osp_view_t *v) {
+    srv_camera_t *c = r->tp_arg;
+    *v = osp_image_view(&c->frame);
+    c->lent = 1;
+    return 0;
 }
 
 /* paced: a camera has one frame in flight, so its frames wait their turn
@@ -152,6 +173,8 @@ static void tp_send(server_t *s, srv_req_t *r) {
 static const srv_transport_t CAM_TP = {.prepare = tp_prepare,
                                        .result = tp_result,
                                        .send = tp_send,
+                                       .release = tp_release,
+                                       .pixels = tp_pixels,
                                        .paced = 1};
 
 /* The frame on the I/O thread: through the door, or refused at once. */
