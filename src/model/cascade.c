@@ -19,8 +19,8 @@
 /* Every key a step may carry. Unlike a model config's, an unknown one is
  * an error: no host's config predates them. */
 static const char *const STEP_KEYS[] = {
-    "model", "labels",      "align",          "as", "maxObjects", "margin",
-    "then",  "faceLibrary", "matchThreshold",
+    "model", "labels",      "align",          "as",      "maxObjects", "margin",
+    "then",  "faceLibrary", "matchThreshold", "pattern",
 };
 
 /* The fields a detection's record has already: a step's "as" may not be one. */
@@ -47,8 +47,54 @@ static int gives_landmarks(const char *postprocessor) {
 }
 
 static void free_steps(osp_step_t *steps, int n) {
-    for (int i = 0; steps && i < n; i++) free_steps(steps[i].then, steps[i].n_then);
+    for (int i = 0; steps && i < n; i++) {
+        free_steps(steps[i].then, steps[i].n_then);
+        if (steps[i].re) regfree(steps[i].re);
+        free(steps[i].re);
+    }
     free(steps);
+}
+
+/* s->pattern compiled into s->re, anchored to the whole text: 0, or -1
+ * with the reason in err. A repeat count above 32 is refused: it would
+ * make regcomp build a large automaton out of a short pattern. */
+static int compile_pattern(osp_step_t *s, char *err, size_t errlen) {
+    for (const char *p = s->pattern; *p; p++)
+        if (*p == '{')
+            for (const char *q = p + 1; *q && *q != '}'; q++)
+                if (isdigit((unsigned char)*q) && atoi(q) > 32) {
+                    snprintf(err, errlen, "a repeat count is at most 32");
+                    return -1;
+                }
+    char whole[OSP_CASCADE_PATTERN_MAX + 8];
+    snprintf(whole, sizeof whole, "^(%s)$", s->pattern);
+    if (!(s->re = malloc(sizeof *s->re))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = regcomp(s->re, whole, REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+        char why[128];
+        regerror(rc, s->re, why, sizeof why);
+        free(s->re);
+        s->re = NULL;
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    return 0;
+}
+
+int osp_cascade_text_fits(const osp_step_t *s, const char *text, size_t len) {
+    if (!s->re) return 1;
+    char packed[256];
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') continue;
+        if (text[i] == '\0' || n + 1 >= sizeof packed) return 0; /* no plate is that long */
+        packed[n++] = text[i];
+    }
+    packed[n] = '\0';
+    return regexec(s->re, packed, 0, NULL, 0) == 0;
 }
 
 void osp_cascade_free(osp_cascade_t *c) {
@@ -74,9 +120,10 @@ static int unknown_key(const cJSON *step, const char *where, char *err, size_t e
         else
             snprintf(err, errlen,
                      "%s: unknown key \"%.64s\" (a step has %s, %s, %s, %s, %s, %s, "
-                     "%s, %s, %s)",
+                     "%s, %s, %s, %s)",
                      where, k->string, STEP_KEYS[0], STEP_KEYS[1], STEP_KEYS[2], STEP_KEYS[3],
-                     STEP_KEYS[4], STEP_KEYS[5], STEP_KEYS[6], STEP_KEYS[7], STEP_KEYS[8]);
+                     STEP_KEYS[4], STEP_KEYS[5], STEP_KEYS[6], STEP_KEYS[7], STEP_KEYS[8],
+                     STEP_KEYS[9]);
         return -1;
     }
     return 0;
@@ -224,6 +271,26 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
         }
         s->threshold = (float)d;
     }
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "pattern"))) {
+        char why[160];
+        if (!cJSON_IsString(v) || !v->valuestring[0] ||
+            strlen(v->valuestring) > OSP_CASCADE_PATTERN_MAX) {
+            snprintf(err, errlen, "%s: pattern is a regular expression of 1 to %d bytes", where,
+                     OSP_CASCADE_PATTERN_MAX);
+            return -1;
+        }
+        if (s->kind != OSP_STEP_TEXT) {
+            snprintf(err, errlen, "%s: pattern needs a text recognizer (ocr-rec), not %s", where,
+                     s->model);
+            return -1;
+        }
+        snprintf(s->pattern, sizeof s->pattern, "%s", v->valuestring);
+        if (compile_pattern(s, why, sizeof why)) {
+            snprintf(err, errlen, "%s: pattern \"%s\" is not a POSIX extended regular expression: %s",
+                     where, s->pattern, why);
+            return -1;
+        }
+    }
     const char *as = s->kind == OSP_STEP_EMBEDDING ? "embedding"
                      : s->kind == OSP_STEP_NAME    ? "name"
                      : s->kind == OSP_STEP_CLASS   ? "subLabel"
@@ -332,7 +399,10 @@ static int copy_steps(const osp_step_t *steps, int n, osp_step_t **out) {
         c[i].count = NULL;
         c[i].then = NULL;
         c[i].n_then = 0;
-        if (copy_steps(steps[i].then, steps[i].n_then, &c[i].then)) {
+        c[i].re = NULL;
+        char why[160];
+        if ((c[i].pattern[0] && compile_pattern(&c[i], why, sizeof why)) ||
+            copy_steps(steps[i].then, steps[i].n_then, &c[i].then)) {
             free_steps(c, i + 1);
             return -1;
         }
@@ -358,7 +428,8 @@ static int same_steps(const osp_step_t *a, const osp_step_t *b, int n) {
         if (strcmp(x->model, y->model) || x->n_labels != y->n_labels || x->crop != y->crop ||
             x->margin != y->margin || x->kind != y->kind || strcmp(x->as, y->as) ||
             x->max_objects != y->max_objects || strcmp(x->library, y->library) ||
-            x->threshold != y->threshold || x->b64 != y->b64 || x->n_then != y->n_then)
+            x->threshold != y->threshold || x->b64 != y->b64 || x->n_then != y->n_then ||
+            strcmp(x->pattern, y->pattern))
             return 0;
         for (int k = 0; k < x->n_labels; k++)
             if (strcmp(x->labels[k], y->labels[k])) return 0;

@@ -30,6 +30,7 @@ struct osp_cascade_ctx;
 #define OSP_CASCADE_OBJECTS 64      /* "maxObjects" at most */
 #define OSP_CASCADE_OBJECTS_DEF 8   /* ... and when not given */
 #define OSP_CASCADE_MARGIN_DEF 0.2f /* a box crop is grown by this share */
+#define OSP_CASCADE_PATTERN_MAX 128 /* a text step's "pattern", bytes at most */
 
 typedef struct osp_cascade osp_cascade_t;
 

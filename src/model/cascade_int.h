@@ -5,6 +5,7 @@
 #ifndef OSP_MODEL_CASCADE_INT_H
 #define OSP_MODEL_CASCADE_INT_H
 
+#include <regex.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -34,9 +35,11 @@ typedef struct osp_cascade_step {
     char as[32];
     char score_key[40]; /* as + "Score" */
     int max_objects;
-    char library[1024]; /* "faceLibrary", or "" */
-    float threshold;    /* "matchThreshold" */
-    int b64;            /* the model config's "embeddingEncoding" is "base64" */
+    char library[1024];                        /* "faceLibrary", or "" */
+    float threshold;                           /* "matchThreshold" */
+    char pattern[OSP_CASCADE_PATTERN_MAX + 1]; /* "pattern", or "" */
+    regex_t *re;                               /* it compiled, whole-text anchored; or NULL */
+    int b64; /* the model config's "embeddingEncoding" is "base64" */
     struct osp_cascade_step *then;
     int n_then;
     int depth; /* 0 for the top steps */
@@ -45,6 +48,11 @@ typedef struct osp_cascade_step {
     osp_faces_t *faces;
     struct osp_step_count *count; /* runs and skips so far (atomic), or NULL */
 } osp_step_t;
+
+/* Whether text (len bytes, spaces ignored) fits step s's "pattern": any
+ * text does when it has none. Text that does not is left out, as if not
+ * read. */
+int osp_cascade_text_fits(const osp_step_t *s, const char *text, size_t len);
 
 struct osp_step_count {
     _Atomic long runs, skipped;

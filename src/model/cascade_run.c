@@ -238,6 +238,7 @@ static int run_step(run_t *r, const osp_step_t *s, const osp_det_t *d, int depth
         return 0;
     case OSP_STEP_TEXT:
         if (sr.kind != OSP_REC_TEXT || !rec) break;
+        if (!osp_cascade_text_fits(s, rec->text, rec->text_len)) return 0; /* as if not read */
         osp_jw_key(w, s->as);
         osp_jw_strn(w, rec->text ? rec->text : "", rec->text_len);
         osp_jw_key(w, s->score_key);

@@ -28,7 +28,15 @@ struct osp_events {
     int n_ev, ev_cap;
     osp_events_count_t *counts, *prev; /* this update's and the previous one's */
     int n_counts, n_prev, counts_cap, prev_cap;
+    void (*names)(void *arg, uint64_t id, osp_event_names_t *out); /* or NULL */
+    void *names_arg;
 };
+
+void osp_events_set_names(osp_events_t *e,
+                          void (*fn)(void *arg, uint64_t id, osp_event_names_t *out), void *arg) {
+    e->names = fn;
+    e->names_arg = arg;
+}
 
 void osp_events_params_default(osp_events_params_t *p) {
     *p = (osp_events_params_t){.snapshot_gain = 0.05f, .wait_for_verdict = 0};
@@ -105,6 +113,7 @@ static void obj_of(const osp_events_t *e, const osp_track_t *tr, double now, osp
         o->n_entered = z->n_entered;
         memcpy(o->entered, z->entered, sizeof o->entered);
     }
+    if (e->names) e->names(e->names_arg, tr->id, &o->names);
 }
 
 static unsigned changes(const osp_events_t *e, const osp_event_obj_t *a, const osp_event_obj_t *b) {
@@ -115,6 +124,9 @@ static unsigned changes(const osp_events_t *e, const osp_event_obj_t *a, const o
     if (a->stationary != b->stationary) why |= OSP_EVENT_STATIONARY;
     if (b->snap_score >= a->snap_score + e->p.snapshot_gain && b->snap_score > a->snap_score)
         why |= OSP_EVENT_SNAPSHOT;
+    if (e->names &&
+        (strcmp(a->names.name, b->names.name) != 0 || strcmp(a->names.plate, b->names.plate) != 0))
+        why |= OSP_EVENT_NAMES;
     return why;
 }
 
@@ -327,7 +339,26 @@ static void write_obj(const osp_events_t *e, const char *const *labels, int n_la
     knum(w, "frame_time", o->frame_time, 6);
     kstr(w, "label", label_name(labels, n_labels, o->label, label, sizeof label));
     osp_jw_key(w, "sub_label");
-    osp_jw_null(w);
+    if (e->names && o->names.name[0]) { /* Frigate's [name, score] */
+        osp_jw_arr_open(w);
+        osp_jw_str(w, o->names.name);
+        osp_jw_num(w, o->names.name_score, 4);
+        osp_jw_arr_close(w);
+    } else {
+        osp_jw_null(w);
+    }
+    if (e->names) {
+        osp_jw_key(w, "recognized_license_plate");
+        if (o->names.plate[0])
+            osp_jw_str(w, o->names.plate);
+        else
+            osp_jw_null(w);
+        osp_jw_key(w, "recognized_license_plate_score");
+        if (o->names.plate[0])
+            osp_jw_num(w, o->names.plate_score, 4);
+        else
+            osp_jw_null(w);
+    }
     knum(w, "score", o->score, 4);
     knum(w, "top_score", o->top_score, 4);
     osp_jw_key(w, "box");

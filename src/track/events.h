@@ -41,6 +41,17 @@ typedef enum { OSP_EVENT_NEW, OSP_EVENT_UPDATE, OSP_EVENT_END } osp_event_type_t
 #define OSP_EVENT_LOITERING 2u  /* began loitering in a zone */
 #define OSP_EVENT_STATIONARY 4u /* became stationary, or active again */
 #define OSP_EVENT_SNAPSHOT 8u   /* a better snapshot */
+#define OSP_EVENT_NAMES 16u     /* its name or plate text changed (osp_events_set_names) */
+
+/* What a model's cascade made of an object so far (osp_events_set_names):
+ * the name its face took and the plate text read, each with its score;
+ * an empty text: none. */
+typedef struct {
+    char name[64];
+    float name_score;
+    char plate[32];
+    float plate_score;
+} osp_event_names_t;
 
 /* An object as one record shows it. */
 typedef struct {
@@ -61,6 +72,7 @@ typedef struct {
     osp_track_box_t snap_box;
     float snap_score;
     int false_positive;
+    osp_event_names_t names; /* with osp_events_set_names; else zeroed */
 } osp_event_obj_t;
 
 typedef struct {
@@ -86,6 +98,16 @@ int osp_events_new(const char *camera, const char *const *labels, int n_labels,
                    const osp_zones_t *zones, const osp_events_params_t *p, osp_events_t **out,
                    char *err, size_t errlen);
 void osp_events_free(osp_events_t *e);
+
+/* Records name their objects: at each update, fn(arg, track id, out)
+ * fills what is known of that object (out zeroed first). From then on
+ * each record writes "sub_label" as Frigate does, [name, score] (null
+ * without a name), and "recognized_license_plate" and
+ * "recognized_license_plate_score" (null without a plate), and a name or
+ * plate that changes is an update (OSP_EVENT_NAMES). Without it, records
+ * are as they were: "sub_label" null, no plate keys. */
+void osp_events_set_names(osp_events_t *e,
+                          void (*fn)(void *arg, uint64_t id, osp_event_names_t *out), void *arg);
 
 /* One frame, after osp_track_update and osp_zones_update: the records of
  * this frame's changes, in track id order. Returns how many (0 or more),

@@ -37,6 +37,7 @@
 #include "publish/track_mqtt.h"
 #include "publish/track_snap.h"
 #include "eventdb/eventdb.h"
+#include "server/cameras/camnames.h"
 #include "server/core/camboard.h"
 #include "server/core/dispatch.h"
 #include "server/core/job.h"
@@ -58,6 +59,7 @@ typedef struct {
     osp_track_box_t box;
     float score;
     char label[64];
+    osp_event_names_t names; /* its cascade's name and plate, if any */
 } cam_det_t;
 
 struct srv_camera {
@@ -82,8 +84,10 @@ struct srv_camera {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int answered;
+    int lent; /* a cascade reads the frame: the answer waits for the job's release */
     srv_outcome_t outcome;
     int n_dets, frame_w, frame_h;
+    int cascade; /* its model has one: events name their objects */
     cam_det_t dets[DETS_MAX];
     /* objects over time: the camera thread's */
     osp_tracker_t *tracker;
@@ -93,6 +97,8 @@ struct srv_camera {
     const char *label_ptrs[LABELS_MAX];
     int n_labels;
     osp_track_det_t tdets[DETS_MAX];
+    osp_event_names_t tnames[DETS_MAX]; /* tdets[i]'s */
+    srv_camnames_t *names;              /* made once its model is seen to have a cascade */
     osp_jw_t line;
     /* counters, any thread */
     atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects;
@@ -128,8 +134,14 @@ static void tp_result(srv_req_t *r, const osp_model_t *m, const osp_result_t *re
             o->box = (osp_track_box_t){d->x1, d->y1, d->x2, d->y2};
             o->score = d->score;
             snprintf(o->label, sizeof o->label, "%s", label ? label : "");
+            if (res->extra)
+                srv_camnames_read(res->extra + res->extra_at[i],
+                                  res->extra_at[i + 1] - res->extra_at[i], &o->names);
+            else
+                memset(&o->names, 0, sizeof o->names);
         }
     c->n_dets = n;
+    c->cascade = m->then != NULL;
     c->frame_w = res->frame_w;
     c->frame_h = res->frame_h;
 }
@@ -144,7 +156,27 @@ static void answer(srv_camera_t *c, srv_outcome_t outcome) {
 
 static void tp_send(server_t *s, srv_req_t *r) {
     (void)s;
-    answer(r->tp_arg, r->outcome);
+    srv_camera_t *c = r->tp_arg;
+    c->outcome = r->outcome; /* read by tp_release, on this thread */
+    if (!c->lent) answer(c, r->outcome);
+}
+
+/* Right after tp_send, or once a run given up has returned: the frame a
+ * cascade read is the camera thread's again only now. */
+static void tp_release(server_t *s, srv_req_t *r) {
+    (void)s;
+    srv_camera_t *c = r->tp_arg;
+    if (!c->lent) return;
+    c->lent = 0;
+    answer(c, c->outcome);
+}
+
+/* A model with a cascade: its steps crop from the frame in flight. */
+static int tp_pixels(srv_req_t *r, osp_view_t *v) {
+    srv_camera_t *c = r->tp_arg;
+    *v = osp_image_view(&c->frame);
+    c->lent = 1;
+    return 0;
 }
 
 /* paced: a camera has one frame in flight, so its frames wait their turn
@@ -152,6 +184,8 @@ static void tp_send(server_t *s, srv_req_t *r) {
 static const srv_transport_t CAM_TP = {.prepare = tp_prepare,
                                        .result = tp_result,
                                        .send = tp_send,
+                                       .release = tp_release,
+                                       .pixels = tp_pixels,
                                        .paced = 1};
 
 /* The frame on the I/O thread: through the door, or refused at once. */
@@ -212,16 +246,21 @@ static void track_frame(srv_camera_t *c, double t) {
         if (!wanted(c, c->dets[i].label)) continue;
         int label = label_index(c, c->dets[i].label);
         if (label < 0) continue;
+        c->tnames[n] = c->dets[i].names;
         c->tdets[n++] = (osp_track_det_t){.box = c->dets[i].box,
                                           .score = c->dets[i].score,
                                           .label = label};
     }
+    if (c->cascade && !c->names && (c->names = srv_camnames_new()))
+        osp_events_set_names(c->events, srv_camnames_of, c->names);
     if (osp_track_update(c->tracker, c->tdets, n, t, err, sizeof err) ||
         (c->zones && osp_zones_update(c->zones, c->tracker, c->frame_w, c->frame_h, c->label_ptrs,
                                       c->n_labels, err, sizeof err))) {
         osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
         return;
     }
+    if (c->names && srv_camnames_update(c->names, c->tracker, c->tdets, c->tnames, n))
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory naming its objects", c->cfg.name);
     int ne = osp_events_update(c->events, c->tracker, err, sizeof err);
     /* the pictures first: whoever gets an event finds its picture */
     if (c->snaps) {
@@ -569,6 +608,7 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     osp_track_free(c->tracker);
     osp_zones_free(c->zones);
     osp_events_free(c->events);
+    srv_camnames_free(c->names);
     osp_jw_free(&c->line);
     if (c->h.done) {
         pthread_mutex_destroy(&c->mu);

@@ -227,6 +227,8 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
     switch (r->tp->prepare ? -1 : r->msg_type) {
     case -1: /* a front end's own frame */
         rc = r->tp->prepare(r, m, j->ctx, err, sizeof err);
+        if (rc == 0 && m->then && r->tp->pixels) /* its steps crop from the front end's frame */
+            j->has_view = r->tp->pixels(r, &j->view) == 0;
         break;
     case OSP_WIRE_MSG_INFER_JPEG: {
         char derr[400];

@@ -61,6 +61,13 @@ typedef struct {
     void (*result)(struct srv_req *r, const osp_model_t *m, const osp_result_t *res);
     void (*send)(server_t *s, struct srv_req *r);
     void (*release)(server_t *s, struct srv_req *r);
+    /* A model with a cascade (a prepare worker, after prepare): the frame
+     * prepare made the tensor from, for the steps to crop from: 0 and *v,
+     * kept as it is until release; nonzero or NULL: none, and the frame is
+     * answered with an error. A transport that lends it keeps what it
+     * holds until release, even when the answer went out first (a run
+     * given up). */
+    int (*pixels)(struct srv_req *r, osp_view_t *v);
     int paced; /* at most one of its frames in flight (a camera): its frames wait
                 * rather than push out another's (sched/admit.h) */
 } srv_transport_t;

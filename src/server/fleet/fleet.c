@@ -81,6 +81,11 @@ typedef struct fjob {
     /* kept between uses, touched by one prepare worker at a time */
     srv_encoded_t *enc; /* a JPEG or PNG job's decoding (encoded.c) */
     osp_image_t img;    /* an NV12 or I420 job's RGB */
+    /* a model with a cascade: the frame its steps crop from (the job's
+     * pixels, img, or whole), lent to the frame job until it is released */
+    osp_image_t whole; /* a JPEG or PNG job decoded whole */
+    osp_view_t view;
+    int has_view, lent;
 } fjob_t;
 
 struct srv_fleet {
@@ -147,8 +152,15 @@ static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, 
     const osp_job_t *j = &q->job;
     osp_view_t v;
     char why[320];
+    q->has_view = 0;
     if (j->kind != OSP_JOB_RAW) {
-        int rc = srv_encoded_prepare(&q->enc, m, ctx, j->data, j->len, why, sizeof why);
+        int rc = m->then ? srv_encoded_prepare_whole(&q->enc, m, ctx, j->data, j->len, &q->whole,
+                                                     why, sizeof why)
+                         : srv_encoded_prepare(&q->enc, m, ctx, j->data, j->len, why, sizeof why);
+        if (rc == 0 && m->then) {
+            q->view = osp_image_view(&q->whole);
+            q->has_view = 1;
+        }
         if (rc == -1)
             snprintf(err, errlen, "%s decode failed: %s", j->kind == OSP_JOB_PNG ? "png" : "jpeg",
                      why);
@@ -170,7 +182,19 @@ static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, 
         snprintf(err, errlen, "raw wrap failed: %s", why);
         return -1;
     }
-    return osp_model_prepare(m, ctx, &v, 0, 0, err, errlen);
+    int rc = osp_model_prepare(m, ctx, &v, 0, 0, err, errlen);
+    q->view = v; /* the job's bytes or img: both kept until the job is filed */
+    q->has_view = rc == 0 && m->then;
+    return rc;
+}
+
+/* The frame tp_prepare kept for a cascade: lent until tp_release. */
+static int tp_pixels(srv_req_t *r, osp_view_t *v) {
+    fjob_t *q = r->tp_arg;
+    if (!q->has_view) return -1;
+    *v = q->view;
+    q->lent = 1;
+    return 0;
 }
 
 /* The record exactly as the pipe writes it for a single frame (exec.c). */
@@ -200,12 +224,26 @@ static void tp_send(server_t *s, srv_req_t *r) {
     } else {
         answer_error(q, "%s", "no reply was made");
     }
+    if (!q->lent) to_writer(q); /* else once the cascade's run let go of its pixels */
+}
+
+/* Right after tp_send, or once a run given up has returned: a job whose
+ * pixels a cascade read is filed (and its buffers reused) only now. */
+static void tp_release(server_t *s, srv_req_t *r) {
+    (void)s;
+    fjob_t *q = r->tp_arg;
+    osp_image_free(&q->whole); /* a whole frame may be large: not kept between jobs */
+    q->has_view = 0;
+    if (!q->lent) return;
+    q->lent = 0;
     to_writer(q);
 }
 
 static const srv_transport_t fleet_transport = {.prepare = tp_prepare,
                                                 .result = tp_result,
-                                                .send = tp_send};
+                                                .send = tp_send,
+                                                .release = tp_release,
+                                                .pixels = tp_pixels};
 
 /* ---- on the I/O thread ------------------------------------------------------------ */
 
@@ -631,6 +669,7 @@ void srv_fleet_free(srv_fleet_t *f) {
         free(f->jobs[i].buf);
         srv_encoded_free(f->jobs[i].enc);
         osp_image_free(&f->jobs[i].img);
+        osp_image_free(&f->jobs[i].whole);
         osp_jw_free(&f->jobs[i].rec);
     }
     free(f->jobs);

@@ -1,0 +1,152 @@
+"""A camera whose model has a cascade (docs/cameras.md, Events;
+docs/cascades.md): ospreyd runs the steps on each frame the camera sends
+to the model, a tracked face keeps the best name it was given, and the
+camera's events carry it as Frigate's sub_label, [name, score], on the
+log, on frigate/events of a real mosquitto and in the SQLite database. A
+camera whose model has none writes its events as it always did: sub_label
+null and no plate keys. The clip is a real photo (the footballer of the
+cascade tests) played as a camera by tests/e2e/rtsp_server.py; the face
+library holds that photo (osprey faces add)."""
+import json
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from assets import model
+from camera_daemon import daemons, events, free_port  # noqa: F401 (a fixture)
+from conftest import MEDIA, need, run
+from mqtt_broker import USER, broker, certs, drain, pwfile, session  # noqa: F401 (fixtures)
+from test_ospreyd_cameras import rtsp_server
+
+PLATE_KEYS = ("recognized_license_plate", "recognized_license_plate_score")
+
+
+@pytest.fixture(scope="module")
+def library(osprey, tmp_path_factory):
+    for name in ("ultraface", "face-embed", "ssd-oidv4-int8"):
+        model(name)
+    lib = tmp_path_factory.mktemp("faces") / "faces.db"
+    for name, photo in (("astronaut", "astronaut.png"), ("footballer", "messi5.jpg")):
+        r = run(osprey, "faces", "--library", lib, "add", name, need(MEDIA / photo))
+        assert r.returncode == 0, r.stderr
+    return lib
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    """The footballer's photo as 30 s of MJPEG at 10 frames a second, as
+    RTP/JPEG carries it: 4:2:0, the standard Huffman tables, sides padded
+    to a multiple of 8."""
+    out = tmp_path_factory.mktemp("clip") / "footballer.avi"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-loop", "1", "-i",
+                    str(need(MEDIA / "messi5.jpg")), "-t", "30", "-r", "10", "-vf", "pad=552:344",
+                    "-c:v", "mjpeg", "-huffman", "default", "-pix_fmt", "yuvj420p", "-q:v", "3",
+                    str(out)], check=True)
+    return out
+
+
+def test_a_cameras_events_name_the_face(daemons, tmp_path, broker, pwfile, library, clip):
+    port = free_port()
+    server = rtsp_server(port, "/door", "--file", str(clip))
+    try:
+        session(broker, "frigate/events")
+        db = tmp_path / "events.db"
+        url = f"rtsp://127.0.0.1:{port}/door"
+        cfg = {"runtime": "onnxruntime",
+               "models": [{"model": "ultraface",
+                           "then": [{"model": "face-embed", "labels": ["face"],
+                                     "faceLibrary": str(library)}]},
+                          {"model": "ssd-oidv4-int8"}],
+               "cameras": [{"name": "door", "url": url, "model": "ultraface", "fps": 5,
+                            "motion": False},
+                           {"name": "yard", "url": str(need(MEDIA / "vtest.avi")),
+                            "model": "ssd-oidv4-int8", "fps": 5,
+                            "motion": False, "objects": ["Person"]}],
+               "events": {"db": str(db)},
+               "mqtt": {"url": f"mqtt://127.0.0.1:{broker.port}", "user": USER,
+                        "passwordFile": str(pwfile)}}
+        d = daemons(tmp_path, cfg)
+
+        def named():
+            return [e for e in events(d.stdout()) if e["after"]["camera"] == "door"
+                    and e["after"]["sub_label"]]
+
+        d.until(named, "an event of door with a sub_label", timeout=120)
+        d.until(lambda: [e for e in events(d.stdout()) if e["after"]["camera"] == "yard"],
+                "an event of yard", timeout=120)
+        time.sleep(1)
+        assert d.stop() == 0, d.log()[-3000:]
+    finally:
+        server.kill()
+        server.wait(10)
+    logged = events(d.stdout())
+    door = [e for e in logged if e["after"]["camera"] == "door"]
+    yard = [e for e in logged if e["after"]["camera"] == "yard"]
+    for e in door:
+        for o in (e["before"], e["after"]):
+            assert list(o)[4:7] == ["sub_label", *PLATE_KEYS], o
+            assert o[PLATE_KEYS[0]] is None and o[PLATE_KEYS[1]] is None, o
+            if o["sub_label"] is not None:
+                name, score = o["sub_label"]
+                assert name == "footballer" and 0.45 <= score <= 1.0, o
+    assert any(e["after"]["sub_label"] for e in door)
+    for e in yard:  # no cascade: as its events always were
+        for o in (e["before"], e["after"]):
+            assert o["sub_label"] is None and not set(PLATE_KEYS) & set(o), o
+            assert list(o)[3:5] == ["label", "sub_label"], o
+    published = [json.loads(p) for _, t, p in drain(broker, "frigate/events")]
+    assert [e for e in published if e["after"]["camera"] == "door"] == door
+    # on MQTT a label is spelt Frigate's way (person), otherwise the same
+    for e in yard:
+        for o in (e["before"], e["after"]):
+            o["label"] = o["label"].lower()
+    assert [e for e in published if e["after"]["camera"] == "yard"] == yard
+    rows = {r[0]: json.loads(r[1]) for r in sqlite3.connect(db).execute(
+        "SELECT id, record FROM events")}
+    last = {e["after"]["id"]: e["after"] for e in door}
+    for i, a in last.items():
+        if a["sub_label"]:
+            assert json.dumps(rows[i]).find("footballer") >= 0, rows[i]
+
+
+def test_text_read_on_a_camera_is_kept_when_it_fits_the_pattern(daemons, tmp_path):
+    """The set-up's only picture with legible text is a street sign
+    (scenetext01.jpg: NOTICE, DOUBLE, PARKING, PROHIBITED, AT ALL TIMES);
+    its plate photo (licenseplate_motion.jpg) is blurred past reading (the
+    recognizer gives "1" and "S"). The sign, played as a camera through
+    the text detector and recognizer with a pattern that only two of its
+    words fit: those two objects carry their text as
+    recognized_license_plate, the others null. The steps share the
+    frame's deadline of one frame interval: 10 s here, which the detector
+    and five readings meet even on a loaded machine."""
+    for name in ("ocr-det", "ocr-rec"):
+        model(name)
+    clip = tmp_path / "sign.avi"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-loop", "1", "-i",
+                    str(need(MEDIA / "scenetext01.jpg")), "-t", "90", "-r", "10", "-c:v", "mjpeg",
+                    "-pix_fmt", "yuvj420p", "-q:v", "3", str(clip)], check=True)
+    cfg = {"runtime": "onnxruntime",
+           "models": [{"model": "ocr-det",
+                       "then": [{"model": "ocr-rec", "pattern": "P[A-Z]+"}]}],
+           "cameras": [{"name": "street", "url": str(clip), "fps": 0.1, "motion": False}]}
+    d = daemons(tmp_path, cfg)
+
+    def plates():
+        return {e["after"]["recognized_license_plate"] for e in events(d.stdout())} - {None}
+
+    d.until(lambda: plates() >= {"PARKING", "PROHIBITED"}, "both words read", timeout=240)
+    assert d.stop() == 0, d.log()[-3000:]
+    logged = events(d.stdout())
+    ids = {e["after"]["id"] for e in logged}
+    assert len(ids) >= 4, logged  # the sign's lines are objects, read or not
+    for e in logged:
+        for o in (e["before"], e["after"]):
+            text, score = o["recognized_license_plate"], o["recognized_license_plate_score"]
+            assert o["sub_label"] is None, o
+            assert (text is None) == (score is None), o
+            assert text in (None, "PARKING", "PROHIBITED"), o
+            assert score is None or 0 < score <= 1, o
+    read = {e["after"]["id"] for e in logged if e["after"]["recognized_license_plate"]}
+    assert 0 < len(read) < len(ids), logged
