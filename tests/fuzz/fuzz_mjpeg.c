@@ -153,8 +153,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t n;
         err[0] = '\0';
         while ((rc = osp_video_packet(v, &p, &n, err, sizeof err)) == 1) {
-            fprintf(stderr, "packet %d: %zu bytes (part %zu)\n", got, n,
-                    got < nparts ? parts[got].len : 0);
             CHECK(n <= bound);
             if (built) {
                 CHECK(got < nparts);
