@@ -34,6 +34,9 @@ struct osp_eventdb {
     pthread_cond_t cv;
     rec_t *head, *tail;
     int queued, stop;
+    int retain_new;  /* osp_eventdb_retain_set gave new bounds: */
+    double new_days; /* taken by the writer, under mu */
+    int64_t new_rows;
     osp_eventdb_counts_t counts;
 };
 
@@ -195,13 +198,19 @@ static void *writer_main(void *arg) {
     int64_t since_retain = 0;
     for (;;) {
         pthread_mutex_lock(&db->mu);
-        while (!db->head && !db->stop) pthread_cond_wait(&db->cv, &db->mu);
+        while (!db->head && !db->stop && !db->retain_new) pthread_cond_wait(&db->cv, &db->mu);
         rec_t *batch = db->head;
-        int stop = db->stop;
+        int stop = db->stop, bounds = db->retain_new;
+        if (bounds) { /* the writer's own copy: retain() reads it unlocked */
+            db->cfg.retain_days = db->new_days;
+            db->cfg.retain_rows = db->new_rows;
+            db->retain_new = 0;
+        }
         db->head = db->tail = NULL;
         db->queued = 0;
         pthread_mutex_unlock(&db->mu);
         if (batch) write_batch(db, batch, &since_retain);
+        if (bounds) retain(db);
         while (batch) {
             rec_t *n = batch->next;
             free(batch);
@@ -281,6 +290,15 @@ void osp_eventdb_put(osp_eventdb_t *db, const char *id, const char *camera, cons
         db->head = r;
     db->tail = r;
     db->queued++;
+    pthread_cond_signal(&db->cv);
+    pthread_mutex_unlock(&db->mu);
+}
+
+void osp_eventdb_retain_set(osp_eventdb_t *db, double days, int64_t rows) {
+    pthread_mutex_lock(&db->mu);
+    db->new_days = days;
+    db->new_rows = rows;
+    db->retain_new = 1;
     pthread_cond_signal(&db->cv);
     pthread_mutex_unlock(&db->mu);
 }

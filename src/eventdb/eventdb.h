@@ -43,6 +43,10 @@ void osp_eventdb_put(osp_eventdb_t *db, const char *id, const char *camera, cons
                      double start_time, double end_time, double top_score, const char *json,
                      size_t len);
 
+/* New retention bounds (as the config's retain_days and retain_rows),
+ * applied by the writer at once and from then on. Any thread. */
+void osp_eventdb_retain_set(osp_eventdb_t *db, double days, int64_t rows);
+
 typedef struct {
     int64_t written, dropped, failed;
 } osp_eventdb_counts_t;

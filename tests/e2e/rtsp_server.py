@@ -2,13 +2,15 @@
 gir1.2-gst-rtsp-server-1.0): serves a live 320x240 moving-ball picture as
 RTP/JPEG on rtsp://127.0.0.1:PORT/PATH, over TCP or UDP as the client asks.
 
-    rtsp_server.py PORT /PATH [--fps N] [--auth USER:PASSWORD] [--file CLIP]
+    rtsp_server.py PORT /PATH [--fps N] [--auth USER:PASSWORD] [--file CLIP [--live]]
 
 --fps: frames a second (default 10); --auth: the server asks for this login
 (basic authentication) and refuses any other; --file: instead of the ball,
 an AVI of JPEG frames (ffmpeg -c:v mjpeg -pix_fmt yuvj420p) played at its
-own rate, from its start to each client that connects. Prints "ready" once
-it listens.
+own rate, from its start to each client that connects; --live: the clip
+served without its duration, as a camera is (a client that loses it
+reconnects instead of taking it for the end of a file). Prints "ready"
+once it listens.
 """
 import argparse
 import sys
@@ -27,6 +29,7 @@ def main():
     ap.add_argument("--fps", type=int, default=10)
     ap.add_argument("--auth")
     ap.add_argument("--file")
+    ap.add_argument("--live", action="store_true")
     a = ap.parse_args()
     Gst.init(None)
     server = GstRtspServer.RTSPServer()
@@ -39,8 +42,11 @@ def main():
                        "jpegenc ! rtpjpegpay name=pay0 pt=26 )")
     factory.set_shared(True)
     if a.file:  # a copy of the clip a client, each from its start
+        # --live: a live element beside it makes the media live, so its
+        # range has no end
+        live = " videotestsrc is-live=true ! fakesink" if a.live else ""
         factory.set_launch(f"( filesrc location={a.file} ! avidemux ! jpegparse ! "
-                           "rtpjpegpay name=pay0 pt=26 )")
+                           f"rtpjpegpay name=pay0 pt=26{live} )")
         factory.set_shared(False)
     if a.auth:
         user, password = a.auth.split(":", 1)

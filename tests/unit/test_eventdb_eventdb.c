@@ -230,12 +230,40 @@ static void test_retention_takes_the_snapshots_with_the_rows(void **state) {
     assert_string_equal(got, "40.000000-4,30.000000-3");
 }
 
+/* New bounds apply to the open database at once, not at its next batch
+ * of records nor at the stop. */
+static void test_new_retention_applies_to_the_open_database(void **state) {
+    (void)state;
+    osp_eventdb_cfg_t cfg = {.retain_days = 0, .retain_rows = 0};
+    snprintf(cfg.path, sizeof cfg.path, "%s/bounds.db", g_dir);
+    char err[300], got[512];
+    osp_eventdb_t *db = osp_eventdb_open(&cfg, err, sizeof err);
+    if (!db) fail_msg("%s", err);
+    for (int i = 0; i < 4; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "%d.000000-%d", 10 * (i + 1), i + 1);
+        put(db, id, "door", "Person", 10.0 * (i + 1), "[]");
+    }
+    osp_eventdb_counts_t k = {0};
+    for (int i = 0; i < 500 && k.written < 4; i++, osp_sleep_ms(10)) osp_eventdb_counts(db, &k);
+    assert_int_equal(k.written, 4);
+    assert_int_equal(all_ids(cfg.path, got, sizeof got), 4);
+    osp_eventdb_retain_set(db, 0, 1);
+    int n = 4;
+    for (int i = 0; i < 500 && n != 1; i++, osp_sleep_ms(10))
+        n = all_ids(cfg.path, got, sizeof got);
+    assert_int_equal(n, 1);
+    assert_string_equal(got, "40.000000-4");
+    osp_eventdb_close(db);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters_are_checked),
         cmocka_unit_test(test_event_ids),
         cmocka_unit_test(test_written_rows_are_read_by_filter),
         cmocka_unit_test(test_retention_takes_the_snapshots_with_the_rows),
+        cmocka_unit_test(test_new_retention_applies_to_the_open_database),
     };
     return cmocka_run_group_tests(tests, setup_dir, remove_dir);
 }

@@ -54,6 +54,8 @@
 
 #define DETS_MAX 256   /* detections of one frame kept */
 #define LABELS_MAX 256 /* distinct labels a camera tracks */
+#define OLD_SITES 4    /* sites a camera holds for its objects after quick switches */
+#define OLD_HOLD_S 20  /* and for at most this many seconds of its frames after a switch */
 
 typedef struct {
     osp_track_box_t box;
@@ -65,8 +67,18 @@ typedef struct {
 struct srv_camera {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
     server_t *s;
-    osp_eventdb_t *db;        /* the cameras' events database, or NULL */
-    osp_track_mqtt_t *mq;     /* its Frigate topics, or NULL without "mqtt" */
+    srv_site_t *site;                /* what it shares with the others (held: site.h) */
+    _Atomic(srv_site_t *) next_site; /* a SIGHUP's new site, held, taken between two frames */
+    /* sites switched from while objects first seen before `until` (the
+     * first frame on the next) are tracked, held so that they end in the
+     * database they started in; oldest first */
+    struct {
+        srv_site_t *site;
+        double until;
+    } old[OLD_SITES];
+    int n_old;
+    osp_eventdb_t *db;        /* the site's events database, or NULL */
+    osp_track_mqtt_t *mq;     /* its Frigate topics, or NULL without "mqtt" (set under mu) */
     osp_track_snaps_t *snaps; /* its best snapshots, or NULL */
     char who[96];             /* names the snapshot writer in the log */
     srv_camcfg_t cfg;
@@ -216,7 +228,9 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
     srv_camboard_state(c->pub, e->kind == OSP_SOURCE_DROP        ? SRV_CAM_RECONNECTING
                                : e->kind == OSP_SOURCE_RECONNECT ? SRV_CAM_UP
                                                                  : SRV_CAM_DOWN);
+    pthread_mutex_lock(&c->mu); /* the camera's thread may switch it */
     if (c->mq) osp_track_mqtt_online(c->mq, e->kind == OSP_SOURCE_RECONNECT);
+    pthread_mutex_unlock(&c->mu);
     osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN,
             "ospreyd: camera %s: %s", c->cfg.name, text);
 }
@@ -236,6 +250,49 @@ static int label_index(srv_camera_t *c, const char *label) {
     snprintf(c->labels[c->n_labels], 64, "%s", label);
     c->label_ptrs[c->n_labels] = c->labels[c->n_labels];
     return c->n_labels++;
+}
+
+/* Whether an object the tracker still holds was first seen in [from, to). */
+static int tracked_in(const srv_camera_t *c, double from, double to) {
+    for (int i = 0; i < osp_track_count(c->tracker); i++) {
+        double t = osp_track_at(c->tracker, i)->first_seen;
+        if (t >= from && t < to) return 1;
+    }
+    return 0;
+}
+
+/* The database of an object first seen at t: that of the site it started on. */
+static osp_eventdb_t *db_of(const srv_camera_t *c, double t) {
+    for (int k = 0; k < c->n_old; k++)
+        if (t < c->old[k].until) return srv_site_db(c->old[k].site);
+    return c->db;
+}
+
+/* The old sites none of whose objects is tracked any more let go, and
+ * those held OLD_HOLD_S (a parked object may stay for minutes): the
+ * objects left end in the newer database, their rows made whole there
+ * from their records. t: the frame's time. */
+static void let_go(srv_camera_t *c, double t) {
+    for (int k = 0; k < c->n_old;) {
+        int held = t >= c->old[k].until + OLD_HOLD_S;
+        if (!held && tracked_in(c, k ? c->old[k - 1].until : -1e300, c->old[k].until)) {
+            k++;
+            continue;
+        }
+        if (held)
+            osp_log(OSP_LOG_INFO,
+                    "ospreyd: camera %s: lets go of the database of its objects first seen "
+                    "before %.3f, held %d s; those still tracked end in the newer one",
+                    c->cfg.name, c->old[k].until, OLD_HOLD_S);
+        else
+            osp_log(OSP_LOG_INFO,
+                    "ospreyd: camera %s: lets go of the database of its objects first seen "
+                    "before %.3f: they have ended",
+                    c->cfg.name, c->old[k].until);
+        srv_site_unref(c->old[k].site);
+        memmove(&c->old[k], &c->old[k + 1], (size_t)(c->n_old - k - 1) * sizeof c->old[0]);
+        c->n_old--;
+    }
 }
 
 /* One answered frame through the tracker, the zones and the events. */
@@ -280,12 +337,14 @@ static void track_frame(srv_camera_t *c, double t) {
         fflush(stdout);
         funlockfile(stdout);
         atomic_fetch_add(&c->event_count, 1);
-        if (c->db) {
-            const osp_event_t *ev = osp_events_at(c->events, i);
-            const osp_event_obj_t *a = &ev->after;
+        const osp_event_obj_t *a = &osp_events_at(c->events, i)->after;
+        /* an object seen before a switch of site ends in the database it
+         * started in */
+        osp_eventdb_t *db = db_of(c, a->start_time);
+        if (db) {
             char id[96];
             osp_events_id(a->start_time, a->id, id, sizeof id);
-            osp_eventdb_put(c->db, id, c->cfg.name,
+            osp_eventdb_put(db, id, c->cfg.name,
                             a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
                             a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
         }
@@ -295,6 +354,7 @@ static void track_frame(srv_camera_t *c, double t) {
             osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
         osp_track_mqtt_frame(c->mq);
     }
+    if (c->n_old) let_go(c, t);
 }
 
 /* The camera's counts, and the frame just answered (served: its boxes),
@@ -379,6 +439,71 @@ static int through_gate(srv_camera_t *c, double t) {
     return run;
 }
 
+/* The camera's Frigate topics on site's connection. */
+static int make_mqtt(srv_camera_t *c, srv_site_t *site, osp_track_mqtt_t **out, char *why, size_t cap) {
+    osp_track_mqtt_opts_t o = {.camera = c->cfg.name,
+                               .ha_prefix = srv_site_ha(site),
+                               .device_model = "ospreyd",
+                               .camera_available = true,
+                               .discover = c->cfg.n_objects ? c->label_ptrs : NULL,
+                               .n_discover = c->cfg.n_objects ? c->n_labels : 0};
+    return osp_track_mqtt_new(srv_site_mqtt(site), &o, c->events,
+                              c->zones ? osp_zones_cfg(c->zones) : NULL, c->label_ptrs,
+                              c->n_labels, out, why, cap);
+}
+
+/* Between two frames (the next at time t): onto the site a SIGHUP opened
+ * (site.h). The source, the tracker and its tracks are kept; the MQTT
+ * topics go to the new connection at once (its discovery and the camera
+ * online); objects first seen before t end in the old database, held
+ * until the last of them has ended. */
+static void switch_site(srv_camera_t *c, double t) {
+    char why[400];
+    srv_site_t *site = atomic_exchange(&c->next_site, NULL);
+    osp_track_mqtt_t *mq = c->mq;
+    osp_track_snaps_t *snaps = c->snaps;
+    if (srv_site_mqtt(site) != srv_site_mqtt(c->site)) { /* not the connection it has */
+        mq = NULL;
+        if (srv_site_mqtt(site) && make_mqtt(c, site, &mq, why, sizeof why))
+            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: %s", c->cfg.name, why);
+    }
+    if (strcmp(srv_site_snapshots(site), srv_site_snapshots(c->site)) != 0) {
+        snaps = NULL;
+        if (srv_site_snapshots(site)[0] &&
+            osp_track_snaps_new(srv_site_snapshots(site), c->who, &snaps, why, sizeof why))
+            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: snapshots: %s", c->cfg.name, why);
+        osp_track_snaps_free(c->snaps);
+    }
+    if (mq != c->mq) {
+        pthread_mutex_lock(&c->mu);
+        osp_track_mqtt_t *old_mq = c->mq;
+        c->mq = mq;
+        pthread_mutex_unlock(&c->mu);
+        osp_track_mqtt_free(old_mq); /* its counts back to 0, the camera offline there */
+        if (mq) osp_track_mqtt_online(mq, true);
+    }
+    c->snaps = snaps;
+    srv_site_t *old = c->site;
+    if (srv_site_db(old) && srv_site_db(old) != srv_site_db(site) &&
+        tracked_in(c, c->n_old ? c->old[c->n_old - 1].until : -1e300, t)) {
+        if (c->n_old == OLD_SITES) { /* the oldest's objects end in the next one's */
+            srv_site_unref(c->old[0].site);
+            memmove(&c->old[0], &c->old[1], (OLD_SITES - 1) * sizeof c->old[0]);
+            c->n_old--;
+        }
+        c->old[c->n_old].site = old;
+        c->old[c->n_old++].until = t;
+    } else {
+        srv_site_unref(old);
+    }
+    c->site = site;
+    c->db = srv_site_db(site);
+    osp_log(OSP_LOG_INFO,
+            "ospreyd: camera %s: switched to the re-read MQTT and events at %.3f, its source and "
+            "%d tracks kept",
+            c->cfg.name, t, osp_track_count(c->tracker));
+}
+
 static void *cam_main(void *arg) {
     srv_camera_t *c = arg;
     char err[600];
@@ -430,6 +555,7 @@ static void *cam_main(void *arg) {
         /* the frame's time on the wall clock (events carry epoch seconds, as
          * Frigate's do) */
         double t = timeline ? start_epoch + meta.pts : (double)epoch_ms() / 1000;
+        if (atomic_load(&c->next_site)) switch_site(c, t);
         if (next >= 0 && t + 1e-6 < next) continue; /* more frames than fps asks for */
         next = (next < 0 || t - next > interval) ? t + interval : next + interval;
         if (timeline) {
@@ -547,16 +673,7 @@ static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, s
         osp_track_share_ids(c->tracker, srv_site_track_ids(site));
     if (!c->tracker ||
         osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why) ||
-        (srv_site_mqtt(site) &&
-         osp_track_mqtt_new(srv_site_mqtt(site),
-                            &(osp_track_mqtt_opts_t){.camera = c->cfg.name,
-                                                     .ha_prefix = srv_site_ha(site),
-                                                     .device_model = "ospreyd",
-                                                     .camera_available = true,
-                                                     .discover = c->cfg.n_objects ? c->label_ptrs : NULL,
-                                                     .n_discover = c->cfg.n_objects ? c->n_labels : 0},
-                            c->events, c->zones ? osp_zones_cfg(c->zones) : NULL, c->label_ptrs,
-                            c->n_labels, &c->mq, why, sizeof why)) ||
+        (srv_site_mqtt(site) && make_mqtt(c, site, &c->mq, why, sizeof why)) ||
         (srv_site_snapshots(site)[0] &&
          osp_track_snaps_new(srv_site_snapshots(site), c->who, &c->snaps, why, sizeof why))) {
         snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
@@ -610,6 +727,9 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     osp_events_free(c->events);
     srv_camnames_free(c->names);
     osp_jw_free(&c->line);
+    srv_site_unref(c->site);
+    for (int k = 0; k < c->n_old; k++) srv_site_unref(c->old[k].site);
+    srv_site_unref(atomic_load(&c->next_site));
     if (c->h.done) {
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->cv);
@@ -626,6 +746,7 @@ srv_camera_t *srv_camera_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *s
         return NULL;
     }
     c->cfg = *cfg;
+    c->site = srv_site_ref(site);
     c->db = srv_site_db(site);
     if (cam_open(s, c, site, err, errlen)) {
         srv_camera_free(s, c);
@@ -635,6 +756,10 @@ srv_camera_t *srv_camera_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *s
 }
 
 const srv_camcfg_t *srv_camera_cfg(const srv_camera_t *c) { return &c->cfg; }
+
+void srv_camera_switch(srv_camera_t *c, srv_site_t *site) {
+    srv_site_unref(atomic_exchange(&c->next_site, srv_site_ref(site))); /* a newer one wins */
+}
 
 void srv_camera_forget(srv_camera_t *c) {
     if (c->mq) osp_track_mqtt_forget(c->mq);

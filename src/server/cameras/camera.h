@@ -19,8 +19,9 @@
 
 typedef struct srv_camera srv_camera_t;
 
-/* On the I/O thread: a camera for cfg, using what site holds, its thread
- * started; NULL with err (naming the camera). */
+/* On the I/O thread: a camera for cfg, using what site holds (it holds a
+ * reference: site.h), its thread started; NULL with err (naming the
+ * camera). */
 srv_camera_t *srv_camera_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *site, char *err,
                              size_t errlen);
 /* Tell the camera to stop: its reads end, its wait for an answer does not
@@ -31,6 +32,10 @@ void srv_camera_signal_stop(srv_camera_t *c);
 void srv_camera_free(server_t *s, srv_camera_t *c);
 /* The config it was started with. */
 const srv_camcfg_t *srv_camera_cfg(const srv_camera_t *c);
+/* On the I/O thread (SIGHUP): use site from its next frame on, the
+ * source and the tracks kept (camera.c, switch_site); the camera holds
+ * site from now. */
+void srv_camera_switch(srv_camera_t *c, srv_site_t *site);
 /* Before it stops for good (no longer listed): its Home Assistant
  * entities removed. */
 void srv_camera_forget(srv_camera_t *c);
