@@ -111,6 +111,7 @@ def test_a_cameras_events_name_the_face(daemons, tmp_path, broker, pwfile, libra
             assert json.dumps(rows[i]).find("footballer") >= 0, rows[i]
 
 
+@pytest.mark.serial  # a camera's deadline is one frame interval: run alone
 def test_text_read_on_a_camera_is_kept_when_it_fits_the_pattern(daemons, tmp_path):
     """The set-up's only picture with legible text is a street sign
     (scenetext01.jpg: NOTICE, DOUBLE, PARKING, PROHIBITED, AT ALL TIMES);

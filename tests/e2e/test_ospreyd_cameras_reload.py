@@ -87,6 +87,7 @@ def published(got, topic):
     return [json.loads(p) for _, t, p in got if t == topic]
 
 
+@pytest.mark.serial  # held to 90 s: run alone
 def test_sighup_moves_a_camera_to_another_broker_and_database(daemons, tmp_path, certs, clip,
                                                               pwfile):
     deadline = time.monotonic() + CAP_S
