@@ -6,6 +6,7 @@
  */
 #include "runtime/runtime.h"
 #include "log/log.h"
+#include "base/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -75,6 +76,7 @@ static void ort_start(void) {
 
 static void *ort_start_thread(void *arg) {
     (void)arg;
+    osp_thread_name("osp-ort-start");
     ort_start();
     return NULL;
 }

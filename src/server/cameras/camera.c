@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "log/log.h"
 #include "model/model.h"
 #include "motion/gate.h"
@@ -384,6 +385,9 @@ static void *cam_main(void *arg) {
         }
         /* every frame the source gave counts, those a newer one replaced
          * before this thread took them too: a camera faster than its fps
+    /* the decoder's threads (FFmpeg's, made as the source opens, and the
+     * newest frame's) take the name this thread has as they start */
+    osp_thread_name("osp-dec-%s", c->cfg.name);
          * shows as many more frames in than submitted */
         int64_t replaced = live ? osp_newest_dropped(newest) : 0;
         atomic_fetch_add(&c->frames_in, 1 + (replaced - replaced_seen));
@@ -395,6 +399,7 @@ static void *cam_main(void *arg) {
         next = (next < 0 || t - next > interval) ? t + interval : next + interval;
         if (timeline) {
             double ahead_ms = meta.pts * 1000 - osp_ms_since(&start);
+    osp_thread_name("osp-cam-%s", c->cfg.name);
             while (ahead_ms > 0 && !atomic_load(&c->stop)) {
                 osp_sleep_ms(ahead_ms > 100 ? 100 : ahead_ms);
                 ahead_ms = meta.pts * 1000 - osp_ms_since(&start);
