@@ -270,6 +270,7 @@ static void publish(srv_camera_t *c, int served, double t) {
                           .events = atomic_load(&c->event_count),
                           .reconnects = atomic_load(&c->reconnects),
                           .skipped = atomic_load(&c->skipped),
+                          .decode_threads = c->cfg.decode_threads,
                           .decode_ms = c->decode_ms,
                           .motion = -1};
     int64_t looked = atomic_load(&c->looked);
@@ -337,6 +338,7 @@ static int through_gate(srv_camera_t *c, double t) {
     }
     atomic_fetch_add(&c->looked, 1);
     if (moved) atomic_fetch_add(&c->moved, 1);
+    sc.decode_threads = c->cfg.decode_threads;
     if (!run) atomic_fetch_add(&c->skipped, 1);
     return run;
 }

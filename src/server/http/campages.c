@@ -61,6 +61,8 @@ void srv_page_cameras(server_t *s, osp_jw_t *w) {
         }
         osp_jw_key(w, "tracksActive");
         osp_jw_int(w, c->tracks_active);
+        osp_jw_key(w, "decodeThreads");
+        osp_jw_int(w, c->decode_threads);
         num_or_null(w, "motion", c->motion, 3);
         num_or_null(w, "decodeMs", c->decode_ms, 2);
         num_or_null(w, "frameTime", e[i].frame_time > 0 ? e[i].frame_time : -1, 3);
