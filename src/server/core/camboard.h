@@ -56,6 +56,7 @@ typedef struct {
     int64_t events; /* event records written */
     int64_t reconnects;
     int64_t skipped;    /* taken, but not sent to its model: nothing moved (motion/gate.h) */
+    int64_t crossings;  /* line crossings counted, every line, both ways */
     int tracks_active;  /* tracks of objects (confirmed or lost, not removed) */
     int decode_threads; /* its decoder's, as configured */
     double decode_ms;   /* mean time to read and decode a frame; < 0: not measured */

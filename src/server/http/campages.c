@@ -51,10 +51,11 @@ void srv_page_cameras(server_t *s, osp_jw_t *w) {
         osp_jw_num(w, e[i].fps_max, 2);
         osp_jw_key(w, "fps");
         osp_jw_num(w, e[i].fps, 2);
-        static const char *const keys[] = {"framesIn", "submitted", "skipped", "detected",
-                                           "shed",     "failed",    "events",  "reconnects"};
-        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped, c->detected,
-                                c->shed,      c->failed,    c->events,  c->reconnects};
+        static const char *const keys[] = {"framesIn", "submitted",  "skipped",
+                                           "detected", "shed",       "failed",
+                                           "events",   "reconnects", "crossings"};
+        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped,    c->detected, c->shed,
+                                c->failed,    c->events,    c->reconnects, c->crossings};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             osp_jw_key(w, keys[k]);
             osp_jw_int(w, vals[k]);
