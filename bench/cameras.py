@@ -20,8 +20,8 @@ a window of --seconds:
   and the CPU split by stage from the threads' names
   (/proc/PID/task/*/comm; base/thread.h): decode (osp-dec-*: the newest
   frame's thread and FFmpeg's), camera (osp-cam-*: the motion gate,
-  tracker, zones, events), prepare (osp-prepare*), predict (osp-predict*),
-  the rest (the I/O thread, HTTP, MQTT, the database's writer).
+  tracker, zones, events), prepare (osp-prepare*), predict (osp-predict*
+  and ONNX Runtime's helper threads, osp-ort*), the rest (the I/O thread, HTTP, MQTT, the database's writer).
 - objects, zone entries, crossings per camera against the one-camera
   run's, on the same clip (the same walkers should make as many objects,
   enter the zone as often and cross the line as often): "new" events,
@@ -95,12 +95,12 @@ def cpu_s(pid):
 
 
 STAGES = (("decode", "osp-dec-"), ("camera", "osp-cam-"), ("prepare", "osp-prepare"),
-          ("predict", "osp-predict"))
+          ("predict", "osp-predict"), ("predict", "osp-ort"))
 
 
 def stage_cpu(pid):
     """CPU seconds by stage, from each thread's name (its first 15 bytes)."""
-    out = dict.fromkeys([k for k, _ in STAGES] + ["other"], 0.0)
+    out = dict.fromkeys([k for k, _ in STAGES] + ["other"], 0.0)  # in STAGES' order
     for t in Path(f"/proc/{pid}/task").iterdir():
         try:
             comm = (t / "comm").read_text().strip()
