@@ -5,18 +5,34 @@ ospreyd (docs/cameras.md), against the same N cameras as N `osprey detect
 
     make bench-cameras        # or: bench/cameras.py --bin build/bin [--counts 1,2,4,6,8]
 
-vtest.avi is made once into an AVI of JPEG frames (ffmpeg; RTP/JPEG wants
-the standard Huffman tables) and served by GStreamer's RTSP server
-(tests/e2e/rtsp_server.py --file) at its own 10 frames/s, each client from
-its start. For each N, after every camera is up, a window of --seconds:
+vtest.avi is made once into JPEG frames (ffmpeg; RTP/JPEG wants the
+standard Huffman tables) and served by GStreamer's RTSP server
+(tests/e2e/rtsp_server.py --live) at 10 frames/s, looped, each client from
+the first frame: a live camera (an open range), so that each camera's
+decode runs on a thread of its own. For each N, after every camera is up,
+a window of --seconds:
 
 - kept: the share of the frames the cameras were sent (10 a second each)
   that became an answer: run through the model, or passed over because
   nothing moved (the motion gate: docs/tracking.md). Target >= 0.95.
 - CPU per camera (cores, from ospreyd's /proc stat) and RSS per camera
-  (the server's RSS over N; the first line's figure includes the model).
-- objects: "new" events per camera against the one-camera run's, on the
-  same clip (the same walkers should make the same number of objects).
+  (the server's RSS over N; the first line's figure includes the model),
+  and the CPU split by stage from the threads' names
+  (/proc/PID/task/*/comm; base/thread.h): decode (osp-dec-*: the newest
+  frame's thread and FFmpeg's), camera (osp-cam-*: the motion gate,
+  tracker, zones, events), prepare (osp-prepare*), predict (osp-predict*
+  and ONNX Runtime's helper threads, osp-ort*), the rest (the I/O thread, HTTP, MQTT, the database's writer).
+- objects, zone entries, crossings per camera against the one-camera
+  run's, on the same clip (the same walkers should make as many objects,
+  enter the zone as often and cross the line as often): "new" events,
+  the zones each object entered (its events' entered_zones), and the
+  records {"kind": "crossing"}.
+- none lost: every event of the JSON log on MQTT (frigate/events, through
+  a local mosquitto) and in the database, by camera: the objects' ids of
+  the "new" events = the database's rows = MQTT's "new" ids, and those
+  of the "end" events = the rows with an end_time = MQTT's "end" ids (an
+  object still in view when ospreyd stops has no end yet, and is counted
+  as open). Exit status 1 on any difference.
 
 Then the same N as N `osprey detect --track` processes on the same RTSP
 URL: kept (frames answered / frames sent, from the frame numbers of its
@@ -26,6 +42,8 @@ The machine is shared: read the ratios, and run it on a quiet machine.
 import argparse
 import json
 import os
+import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -50,20 +68,21 @@ def free_port():
         return s.getsockname()[1]
 
 
-def mjpeg_clip(work: Path) -> Path:
-    out = work / "vtest-mjpeg.avi"
+def mjpeg_frames(work: Path) -> Path:
+    out = work / "frames"
     if not out.exists():
+        out.mkdir()
         subprocess.run(["ffmpeg", "-loglevel", "error", "-y", "-i", str(CACHE / "media" / "vtest.avi"),
                         "-c:v", "mjpeg", "-huffman", "default", "-q:v", "4", "-pix_fmt", "yuvj420p",
-                        "-an", str(out)], check=True)
+                        "-an", "-f", "image2", str(out / "%05d.jpg")], check=True)
     return out
 
 
-def rtsp_server(clip: Path):
+def rtsp_server(frames: Path):
     port = free_port()
     p = subprocess.Popen([PY, str(ROOT / "tests" / "e2e" / "rtsp_server.py"), str(port), "/vtest",
-                          "--file", str(clip)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+                          "--live", str(frames), "--fps", str(FPS)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
     if p.stdout.readline().strip() != "ready":
         raise SystemExit(f"the RTSP server did not start: {p.stderr.read()}")
     return p, f"rtsp://127.0.0.1:{port}/vtest"
@@ -73,6 +92,88 @@ def cpu_s(pid):
     """utime + stime of a process and its reaped children, in seconds."""
     f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+STAGES = (("decode", "osp-dec-"), ("camera", "osp-cam-"), ("prepare", "osp-prepare"),
+          ("predict", "osp-predict"), ("predict", "osp-ort"))
+
+
+def stage_cpu(pid):
+    """CPU seconds by stage, from each thread's name (its first 15 bytes)."""
+    out = dict.fromkeys([k for k, _ in STAGES] + ["other"], 0.0)  # in STAGES' order
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            comm = (t / "comm").read_text().strip()
+            f = (t / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        stage = next((k for k, prefix in STAGES if comm.startswith(prefix)), "other")
+        out[stage] += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
+class Mqtt:
+    """A local mosquitto, and a subscriber to frigate/events and
+    frigate/crossings that keeps what comes, from before ospreyd starts."""
+
+    def __init__(self, work):
+        self.port = free_port()
+        conf = work / "mosquitto.conf"
+        conf.write_text(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        self.broker = subprocess.Popen([shutil.which("mosquitto") or "/usr/sbin/mosquitto", "-c",
+                                        str(conf)], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        self.sub = None
+
+    def listen(self, path):
+        self.out = open(path, "w+")
+        self.sub = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(self.port), "-q",
+                                     "1", "-t", "frigate/events", "-t", "frigate/crossings", "-F",
+                                     "%t %p"], stdout=self.out, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+
+    def collected(self):
+        time.sleep(1)  # the last messages of a stopped ospreyd
+        self.sub.terminate()
+        self.sub.wait(10)
+        self.out.seek(0)
+        got = []
+        for line in self.out:
+            topic, _, payload = line.partition(" ")
+            try:
+                got.append((topic, json.loads(payload)))
+            except ValueError:
+                pass
+        return got
+
+    def close(self):
+        self.broker.terminate()
+        self.broker.wait(10)
+
+
+def none_lost(logged, published, db):
+    """The log's events against MQTT's and the database's, camera by
+    camera: (differences, objects still open at the stop)."""
+    rows = {}
+    con = sqlite3.connect(db)
+    for id_, cam, end in con.execute("SELECT id, camera, end_time FROM events"):
+        rows.setdefault(cam, []).append((id_, end))
+    con.close()
+    bad, open_ = [], 0
+    for cam in sorted({e["after"]["camera"] for e in logged} | set(rows)):
+        def ids(recs, kind):
+            return {e["after"]["id"] for e in recs if e["type"] == kind and e["after"]["camera"] == cam}
+        new_l, end_l = ids(logged, "new"), ids(logged, "end")
+        new_m, end_m = ids(published, "new"), ids(published, "end")
+        new_d = {i for i, _ in rows.get(cam, [])}
+        end_d = {i for i, e in rows.get(cam, []) if e is not None}
+        if not (new_l == new_m == new_d):
+            bad.append(f"{cam}: new: log {len(new_l)}, MQTT {len(new_m)}, db {len(new_d)}")
+        if not (end_l == end_m == end_d) or not end_l <= new_l:
+            bad.append(f"{cam}: end: log {len(end_l)}, MQTT {len(end_m)}, db {len(end_d)}")
+        open_ += len(new_l - end_l)
+    return bad, open_
 
 
 def rss_mb(pid):
@@ -95,17 +196,20 @@ def skipped(cam):
     return 0
 
 
-def run_daemon(bin_dir, work, url, n, seconds):
+def run_daemon(bin_dir, work, url, n, seconds, mqtt):
     zones = work / "zones.json"
     zones.write_text(json.dumps(ZONES))
     hport = free_port()
+    db = work / f"events-{n}.db"
     cfg = {"runtime": "onnxruntime", "models": [{"model": "ssd-oidv4-int8"}],
+           "events": {"db": str(db)}, "mqtt": {"url": f"mqtt://127.0.0.1:{mqtt.port}"},
            "cameras": [{"name": f"cam{i}", "url": url, "model": "ssd-oidv4-int8", "fps": FPS,
                         "objects": ["Person"], "zones": str(zones)} for i in range(n)]}
     path = work / f"site-{n}.json"
     path.write_text(json.dumps(cfg))
     out = open(work / f"events-{n}.jsonl", "w+")
     err = open(work / f"ospreyd-{n}.log", "w+")
+    mqtt.listen(work / f"mqtt-{n}.txt")
     p = subprocess.Popen([str(bin_dir / "ospreyd"), "--config", str(path), "--http",
                           f"127.0.0.1:{hport}"], stdin=subprocess.DEVNULL, stdout=out, stderr=err)
     try:
@@ -123,27 +227,47 @@ def run_daemon(bin_dir, work, url, n, seconds):
             time.sleep(0.2)
         time.sleep(2)  # past the first frames' start-up
         a, c0, t0 = get_json(hport, "/api/cameras")["cameras"], cpu_s(p.pid), time.monotonic()
+        s0 = stage_cpu(p.pid)
         time.sleep(seconds)
         b, c1, t1 = get_json(hport, "/api/cameras")["cameras"], cpu_s(p.pid), time.monotonic()
+        s1 = stage_cpu(p.pid)
         rss = rss_mb(p.pid)
     finally:
         p.terminate()
         p.wait(60)
+    published = mqtt.collected()
     dt = t1 - t0
     kept = [((y["detected"] - x["detected"]) + (skipped(y) - skipped(x))) / (dt * FPS)
             for x, y in zip(a, b)]
     out.seek(0)
-    objects = {}
+    logged, objects, crossings, entered = [], {}, {}, {}
     for line in out:
         try:
             e = json.loads(line)
         except ValueError:
             continue
+        if e.get("kind") == "crossing":
+            crossings[e["camera"]] = crossings.get(e["camera"], 0) + 1
+            continue
+        logged.append(e)
+        cam = e["after"]["camera"]
         if e.get("type") == "new":
-            cam = e["after"]["camera"]
             objects[cam] = objects.get(cam, 0) + 1
+        # an object's zones: the most its records list
+        key = (cam, e["after"]["id"])
+        entered[key] = max(entered.get(key, 0), len(e["after"].get("entered_zones") or []))
+    bad, open_ = none_lost(logged, [e for t, e in published if t == "frigate/events"], db)
+    zone_entries = {}
+    for (cam, _), k in entered.items():
+        zone_entries[cam] = zone_entries.get(cam, 0) + k
+    names = [f"cam{i}" for i in range(n)]
     return {"kept": kept, "cpu": (c1 - c0) / dt / n, "rss": rss / n,
-            "objects": [objects.get(f"cam{i}", 0) for i in range(n)],
+            "stages": {k: (s1[k] - s0[k]) / dt / n for k in s0},
+            "objects": [objects.get(c, 0) for c in names],
+            "zones": [zone_entries.get(c, 0) for c in names],
+            "crossings": [crossings.get(c, 0) for c in names],
+            "crossings_mqtt": sum(t == "frigate/crossings" for t, _ in published),
+            "lost": bad, "open": open_, "events": len(logged),
             "shed": sum(y["shed"] - x["shed"] for x, y in zip(a, b))}
 
 
@@ -195,31 +319,51 @@ def main():
     bin_dir = Path(a.bin).resolve()
     os.environ.setdefault("OSPREY_CACHE", str(CACHE))
     work = Path(tempfile.mkdtemp(prefix="osprey-cameras-"))
-    srv, url = rtsp_server(mjpeg_clip(work))
+    srv, url = rtsp_server(mjpeg_frames(work))
+    mqtt = Mqtt(work)
     load = os.getloadavg()[0]
-    print(f"cameras per box: vtest (768x576, 10 frames/s) over RTSP, ssd-oidv4-int8, fps {FPS}, "
-          f"{a.seconds:.0f} s windows; load {load:.1f} at start")
-    print(f"{'N':>3} {'door':>8} {'kept min':>9} {'kept med':>9} {'CPU/cam':>8} {'RSS/cam':>8} "
-          f"{'objects/cam vs N=1':>20}")
-    one = None
+    print(f"cameras per box: vtest (768x576, 10 frames/s, looped) over RTSP, ssd-oidv4-int8, "
+          f"fps {FPS}, {a.seconds:.0f} s windows; load {load:.1f} at start")
+    print(f"{'N':>3} {'door':>8} {'kept min':>9} {'kept med':>9} {'CPU/cam':>8} {'RSS/cam':>8}  "
+          "decode/camera/prepare/predict/other a camera; objects, zone entries, crossings a "
+          "camera vs N=1")
+    one, failed = None, 0
     try:
         for n in map(int, a.counts.split(",")):
-            r = run_daemon(bin_dir, work, url, n, a.seconds)
+            load0 = os.getloadavg()[0]
+            r = run_daemon(bin_dir, work, url, n, a.seconds, mqtt)
             if one is None:
-                one = statistics.median(r["objects"]) or 1
-            objs = ", ".join(f"{o / one:.2f}" for o in r["objects"])
+                one = {k: statistics.median(r[k]) or 1 for k in ("objects", "zones", "crossings")}
+
+            def vs(k):
+                v = [x / one[k] for x in r[k]]
+                return f"{min(v):.2f}" if n == 1 or max(v) - min(v) < 0.005 else \
+                    f"{min(v):.2f}-{max(v):.2f}"
+            st = r["stages"]
             print(f"{n:>3} {'ospreyd':>8} {min(r['kept']):>9.3f} {statistics.median(r['kept']):>9.3f} "
-                  f"{r['cpu']:>8.2f} {r['rss']:>7.0f}M {objs:>20}  (shed {r['shed']}, "
-                  f"load {os.getloadavg()[0]:.1f})", flush=True)
+                  f"{r['cpu']:>8.2f} {r['rss']:>7.0f}M  "
+                  f"{st['decode']:.3f}/{st['camera']:.3f}/{st['prepare']:.3f}/{st['predict']:.3f}/"
+                  f"{st['other']:.3f}; {vs('objects')}, {vs('zones')}, {vs('crossings')}  "
+                  f"(shed {r['shed']}, load {load0:.1f} to {os.getloadavg()[0]:.1f})", flush=True)
+            crossed = sum(r["crossings"])
+            print(f"{'':>12} none lost: {r['events']} events, {len(r['lost'])} differences "
+                  f"(log = MQTT = database), {r['open']} objects open at the stop; crossings "
+                  f"{crossed} logged, {r['crossings_mqtt']} on MQTT", flush=True)
+            for line in r["lost"]:
+                print(f"{'':>12} LOST: {line}", flush=True)
+            if r["lost"] or crossed != r["crossings_mqtt"]:
+                failed = 1
             if not a.no_detect:
                 d = run_detects(bin_dir, work, url, n, a.seconds)
                 print(f"{n:>3} {'detect':>8} {min(d['kept']):>9.3f} {statistics.median(d['kept']):>9.3f} "
-                      f"{d['cpu']:>8.2f} {d['rss']:>7.0f}M {'':>20}  (load {os.getloadavg()[0]:.1f})",
+                      f"{d['cpu']:>8.2f} {d['rss']:>7.0f}M  (load {os.getloadavg()[0]:.1f})",
                       flush=True)
     finally:
         srv.terminate()
         srv.wait(10)
+        mqtt.close()
     print(f"logs and events: {work}")
+    sys.exit(failed)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 #include "base/thread.h"
 
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 int osp_thread_detached(void *(*fn)(void *), void *arg) {
     pthread_attr_t attr;
@@ -11,4 +13,15 @@ int osp_thread_detached(void *(*fn)(void *), void *arg) {
     int rc = pthread_create(&t, &attr, fn, arg);
     pthread_attr_destroy(&attr);
     return rc ? -1 : 0;
+}
+
+void osp_thread_name(const char *fmt, ...) {
+    char name[16]; /* Linux's TASK_COMM_LEN, its NUL included */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap); /* cut, not refused */
+    va_end(ap);
+#ifdef __linux__
+    (void)pthread_setname_np(pthread_self(), name);
+#endif
 }

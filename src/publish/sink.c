@@ -14,6 +14,7 @@
 #include <mosquitto.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "video/url.h"
 
 /* A queued record: data and, when it has a topic of its own, the topic, in
@@ -133,6 +134,7 @@ static void on_publish(struct mosquitto *mq, void *ctx, int mid) {
  * records in order while connected. */
 static void *publisher(void *arg) {
     osp_sink_t *s = arg;
+    osp_thread_name("osp-mqtt");
     double next_try = 0, backoff = 0.5;
     bool ever = false;
     for (;;) {
@@ -274,6 +276,7 @@ static void kafka_quiet(const rd_kafka_t *rk, int level, const char *fac, const 
 
 static void *kafka_publisher(void *arg) {
     osp_sink_t *s = arg;
+    osp_thread_name("osp-kafka");
     for (;;) {
         pthread_mutex_lock(&s->mu);
         bool closing = s->closing;

@@ -315,6 +315,32 @@ static void republish(osp_track_mqtt_t *q) {
     if (on >= 0) osp_track_mqtt_online(q, on == 1);
 }
 
+void osp_track_mqtt_crossings(osp_track_mqtt_t *q, const osp_zones_t *z, double t) {
+    char topic[1024], label[64];
+    const osp_zones_cross_t *x;
+    int n = z ? osp_zones_crossings(z, &x) : 0;
+    const osp_zones_cfg_t *zc = z ? osp_zones_cfg(z) : NULL;
+    snprintf(topic, sizeof topic, "%s/crossings", q->prefix);
+    for (int i = 0; i < n; i++) {
+        osp_jw_reset(&q->w);
+        osp_jw_obj_open(&q->w);
+        osp_jw_key(&q->w, "camera");
+        osp_jw_str(&q->w, q->camera);
+        osp_jw_key(&q->w, "t");
+        osp_jw_num(&q->w, t, 3);
+        osp_jw_key(&q->w, "line");
+        osp_jw_str(&q->w, zc->lines[x[i].line].name);
+        osp_jw_key(&q->w, "direction");
+        osp_jw_str(&q->w, osp_zones_dir_name(x[i].dir));
+        osp_jw_key(&q->w, "trackId");
+        osp_jw_uint(&q->w, x[i].id);
+        osp_jw_key(&q->w, "label");
+        osp_jw_str(&q->w, label_of_id(q, x[i].label, label, sizeof label));
+        osp_jw_obj_close(&q->w);
+        if (!q->w.oom) osp_sink_put_topic(q->sink, topic, q->w.buf, false);
+    }
+}
+
 void osp_track_mqtt_frame(osp_track_mqtt_t *q) {
     char topic[1024];
     republish(q);

@@ -6,6 +6,8 @@
  * cameras (one of these per camera, all on one sink).
  *
  *   PREFIX/events             each event record, {"type","before","after"}
+ *   PREFIX/crossings          each line crossing (osp_track_mqtt_crossings):
+ *                             {"camera","t","line","direction","trackId","label"}
  *   PREFIX/CAMERA/LABEL       objects of LABEL on the camera now (retained)
  *   PREFIX/CAMERA/LABEL/active  of which not stationary (retained)
  *   PREFIX/ZONE/LABEL[/active]  the same in a zone (retained)
@@ -72,6 +74,10 @@ int osp_track_mqtt_new(osp_sink_t *sink, const osp_track_mqtt_opts_t *o, const o
 int osp_track_mqtt_labels(osp_track_mqtt_t *q, const char *const *labels, int n);
 /* After osp_events_update: the frame's events and the counts that changed. */
 void osp_track_mqtt_frame(osp_track_mqtt_t *q);
+/* After osp_zones_update: the frame's line crossings (zones.h), the frame
+ * at epoch seconds t, one message each on PREFIX/crossings (not retained:
+ * each is a happening, as an event is). */
+void osp_track_mqtt_crossings(osp_track_mqtt_t *q, const osp_zones_t *z, double t);
 /* With camera_available: the camera's source is up (or down). */
 void osp_track_mqtt_online(osp_track_mqtt_t *q, bool online);
 /* The camera is gone for good: its discovery configs removed from HA

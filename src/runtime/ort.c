@@ -6,6 +6,7 @@
  */
 #include "runtime/runtime.h"
 #include "log/log.h"
+#include "base/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -75,6 +76,7 @@ static void ort_start(void) {
 
 static void *ort_start_thread(void *arg) {
     (void)arg;
+    osp_thread_name("osp-ort-start");
     ort_start();
     return NULL;
 }
@@ -297,7 +299,17 @@ static int ort_load(const char *path, const osp_rt_opts_t *opts, osp_rt_model_t 
     }
     if ((st = g_api->SetSessionGraphOptimizationLevel(so, lvl))) goto ort_fail;
     choose_providers(so, o.device, m->provider, sizeof m->provider);
-    if ((st = g_api->CreateSession(g_env, path, so, &om->session))) goto ort_fail;
+    /* the session's helper threads (intra-op, spinning while a run lasts)
+     * take the name of the thread that makes them: osp-ort, so that the
+     * CPU they spend is counted with the model's (base/thread.h) */
+    char was[16] = "";
+#ifdef __linux__
+    (void)pthread_getname_np(pthread_self(), was, sizeof was);
+#endif
+    osp_thread_name("osp-ort");
+    st = g_api->CreateSession(g_env, path, so, &om->session);
+    osp_thread_name("%s", was);
+    if (st) goto ort_fail;
     if ((st = g_api->CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, &om->meminfo)))
         goto ort_fail;
 

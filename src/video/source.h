@@ -55,8 +55,9 @@ typedef struct {
     double io_timeout_s;    /* streams: an open or read blocked this long is a drop (0: 5 s) */
     double reconnect_for_s; /* < 0: forever; 0: give up at the first drop */
     double backoff_first_s, backoff_max_s; /* 0: the defaults, 0.5 s and 10 s */
-    size_t max_packet; /* one packet of the input at most (video.h); 0: 64 MiB */
-    atomic_bool *stop; /* the caller's; set (from any thread or a signal handler): reads end */
+    size_t max_packet;  /* one packet of the input at most (video.h); 0: 64 MiB */
+    int decode_threads; /* the decoder's threads (video.h); 0: one */
+    atomic_bool *stop;  /* the caller's; set (from any thread or a signal handler): reads end */
     /* Called on the reading thread; the event and its strings live for the call. */
     void (*on_event)(void *ctx, const osp_source_event_t *e);
     void *ctx;

@@ -204,7 +204,10 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
         snprintf(err, errlen, "cannot read video %s: decoder set-up failed", name);
         goto fail;
     }
-    v->dec->thread_count = 1; /* the caller's pipeline owns the cores */
+    /* one by default: the caller's pipeline owns the cores; more made as
+     * the codec opens (frame threads add a frame of delay each) */
+    v->dec->thread_count = o && o->decode_threads > 1 ? o->decode_threads : 1;
+    v->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
     if ((rc = avcodec_open2(v->dec, codec, NULL)) < 0) {
         av_err(rc, why, sizeof why);
         snprintf(err, errlen, "cannot decode video %s: %s", name, why);

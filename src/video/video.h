@@ -44,6 +44,9 @@ typedef struct {
      * every call as FFmpeg checks it before every read of a socket. */
     int (*read)(void *ctx, uint8_t *buf, int n);
     void *read_ctx;
+    /* The decoder's threads (FFmpeg's thread_count, frame and slice
+     * threading as the codec allows); 0 or 1: one, the caller's own */
+    int decode_threads;
 } osp_video_opts_t;
 
 #define OSP_VIDEO_MAX_PACKET (64u << 20) /* as ospreyd's default --max-frame */

@@ -85,8 +85,18 @@ def daemons():
         d.kill()
 
 
-def events(out):
+def records(out):
     return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def events(out):
+    """The event records of ospreyd's output (its line crossings left out)."""
+    return [r for r in records(out) if "kind" not in r]
+
+
+def crossings(out):
+    """The line crossings of ospreyd's output, {"kind": "crossing", ...}."""
+    return [r for r in records(out) if r.get("kind") == "crossing"]
 
 
 def summary(log, name):

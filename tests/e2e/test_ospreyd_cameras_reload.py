@@ -99,7 +99,7 @@ def test_sighup_moves_a_camera_to_another_broker_and_database(daemons, tmp_path,
     (tmp_path / "b").mkdir()
     a, b = Broker(tmp_path / "a", certs), Broker(tmp_path / "b", certs)
     port = free_port()
-    server = rtsp_server(port, "/door", "--file", str(clip), "--live")
+    server = rtsp_server(port, "/door", "--file", str(clip), "--endless")
     try:
         session(a, "frigate/#")
         session(b, "site2/#", "homeassistant/#")
@@ -146,7 +146,7 @@ def test_sighup_moves_a_camera_to_another_broker_and_database(daemons, tmp_path,
         reload(cfg)
         d.wait_for(lambda log: log.count("cameras re-read: 1 kept") == 2, "the re-read",
                    timeout=left())
-        server = rtsp_server(port, "/door", "--file", str(clip), "--live")
+        server = rtsp_server(port, "/door", "--file", str(clip), "--endless")
         d.wait_for(lambda log: log.count("camera door: switched") == 2, "the second switch",
                    timeout=left())
         # the objects seen before each switch end in their database; once

@@ -18,8 +18,8 @@
 #include "track/zones.h"
 
 
-static const char *const KEYS[] = {"name",    "url",   "model",  "fps",
-                                   "objects", "zones", "motion", "motionMask"};
+static const char *const KEYS[] = {"name",  "url",    "model",      "fps",          "objects",
+                                   "zones", "motion", "motionMask", "decodeThreads"};
 #define N_KEYS (int)(sizeof KEYS / sizeof KEYS[0])
 
 /* Each key of obj not in keys warned about, with the nearest known one
@@ -180,6 +180,16 @@ static int one(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errlen) {
             return -1;
         }
         c->fps = fps->valuedouble;
+    }
+    c->decode_threads = 1;
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(cam, "decodeThreads");
+    if (dt && !cJSON_IsNull(dt)) {
+        if (!cJSON_IsNumber(dt) || !(dt->valuedouble >= 1 && dt->valuedouble <= 16) ||
+            dt->valuedouble != floor(dt->valuedouble)) {
+            snprintf(err, errlen, "\"decodeThreads\" must be a whole number from 1 to 16");
+            return -1;
+        }
+        c->decode_threads = (int)dt->valuedouble;
     }
     const cJSON *objs = cJSON_GetObjectItemCaseSensitive(cam, "objects"), *o;
     if (objs && !cJSON_IsNull(objs)) {

@@ -22,7 +22,8 @@ typedef struct {
     char url[2048];  /* with ${NAME}s replaced */
     char model[128]; /* the name of a served model (its catalog name or file's stem); "": slot 0 */
     double fps;      /* frames detected per second, at most; default 5 */
-    int n_objects;   /* 0: every label */
+    int decode_threads; /* "decodeThreads": the decoder's threads, 1-16; default 1 */
+    int n_objects;      /* 0: every label */
     char objects[SRV_CAM_OBJECTS_MAX][64];
     char zones[1024]; /* a zones file (docs/tracking.md), or "" */
     int motion;       /* 1 (default): a frame where nothing moved is not sent to the model */

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "log/log.h"
 #include "model/model.h"
 #include "motion/gate.h"
@@ -113,7 +114,7 @@ struct srv_camera {
     srv_camnames_t *names;              /* made once its model is seen to have a cascade */
     osp_jw_t line;
     /* counters, any thread */
-    atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects;
+    atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects, crossings;
     atomic_llong looked, moved, skipped; /* frames the gate looked at, found motion in, held back */
     /* what other threads see of it (core/camboard.h): published by its thread */
     srv_cam_pub_t *pub;
@@ -295,6 +296,48 @@ static void let_go(srv_camera_t *c, double t) {
     }
 }
 
+/* One record a line on stdout, whole (stdio's lock), as `osprey detect
+ * --track --events -` writes them. */
+static void put_line(const osp_jw_t *w) {
+    flockfile(stdout);
+    fwrite(w->buf, 1, w->len, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    funlockfile(stdout);
+}
+
+/* The frame's line crossings (at time t), as `osprey detect --track`
+ * reports them: a record {"kind": "crossing", ...} each on stdout (the
+ * events' records have no "kind"), and on MQTT. */
+static void put_crossings(srv_camera_t *c, double t) {
+    const osp_zones_cross_t *x;
+    int n = c->zones ? osp_zones_crossings(c->zones, &x) : 0;
+    const osp_zones_cfg_t *zc = c->zones ? osp_zones_cfg(c->zones) : NULL;
+    for (int i = 0; i < n; i++) {
+        osp_jw_reset(&c->line);
+        osp_jw_obj_open(&c->line);
+        osp_jw_key(&c->line, "kind");
+        osp_jw_str(&c->line, "crossing");
+        osp_jw_key(&c->line, "camera");
+        osp_jw_str(&c->line, c->cfg.name);
+        osp_jw_key(&c->line, "t");
+        osp_jw_num(&c->line, t, 3);
+        osp_jw_key(&c->line, "line");
+        osp_jw_str(&c->line, zc->lines[x[i].line].name);
+        osp_jw_key(&c->line, "direction");
+        osp_jw_str(&c->line, osp_zones_dir_name(x[i].dir));
+        osp_jw_key(&c->line, "trackId");
+        osp_jw_uint(&c->line, x[i].id);
+        osp_jw_key(&c->line, "label");
+        osp_jw_str(&c->line, x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label] : "");
+        osp_jw_obj_close(&c->line);
+        if (c->line.oom) continue;
+        put_line(&c->line);
+        atomic_fetch_add(&c->crossings, 1);
+    }
+    if (c->mq && n) osp_track_mqtt_crossings(c->mq, c->zones, t);
+}
+
 /* One answered frame through the tracker, the zones and the events. */
 static void track_frame(srv_camera_t *c, double t) {
     char err[256];
@@ -329,13 +372,7 @@ static void track_frame(srv_camera_t *c, double t) {
         if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
                                    c->n_labels, &c->line))
             continue;
-        /* one record a line on stdout, whole (stdio's lock), as `osprey
-         * detect --track --events -` writes them */
-        flockfile(stdout);
-        fwrite(c->line.buf, 1, c->line.len, stdout);
-        fputc('\n', stdout);
-        fflush(stdout);
-        funlockfile(stdout);
+        put_line(&c->line);
         atomic_fetch_add(&c->event_count, 1);
         const osp_event_obj_t *a = &osp_events_at(c->events, i)->after;
         /* an object seen before a switch of site ends in the database it
@@ -349,6 +386,7 @@ static void track_frame(srv_camera_t *c, double t) {
                             a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
         }
     }
+    put_crossings(c, t);
     if (c->mq) {
         if (osp_track_mqtt_labels(c->mq, c->label_ptrs, c->n_labels))
             osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
@@ -368,6 +406,8 @@ static void publish(srv_camera_t *c, int served, double t) {
                           .events = atomic_load(&c->event_count),
                           .reconnects = atomic_load(&c->reconnects),
                           .skipped = atomic_load(&c->skipped),
+                          .crossings = atomic_load(&c->crossings),
+                          .decode_threads = c->cfg.decode_threads,
                           .decode_ms = c->decode_ms,
                           .motion = -1};
     int64_t looked = atomic_load(&c->looked);
@@ -396,6 +436,7 @@ static int open_source(srv_camera_t *c) {
     osp_source_cfg_t sc;
     osp_source_cfg_default(&sc);
     sc.stop = &c->stop;
+    sc.decode_threads = c->cfg.decode_threads;
     sc.on_event = on_source_event;
     sc.ctx = c;
     for (int attempt = 0; !atomic_load(&c->stop); attempt++) {
@@ -508,6 +549,9 @@ static void *cam_main(void *arg) {
     srv_camera_t *c = arg;
     char err[600];
     osp_newest_t *newest = NULL;
+    /* the decoder's threads (FFmpeg's, made as the source opens, and the
+     * newest frame's) take the name this thread has as they start */
+    osp_thread_name("osp-dec-%s", c->cfg.name);
     if (open_source(c)) {
         atomic_store(&c->exited, 1);
         return NULL;
@@ -519,6 +563,7 @@ static void *cam_main(void *arg) {
         atomic_store(&c->exited, 1); /* the stop waits for it */
         return NULL;
     }
+    osp_thread_name("osp-cam-%s", c->cfg.name);
     /* a file plays on its own timeline, in real time, as a camera would
      * show it; a live source's frames are taken as they come */
     const osp_video_info_t *vi = osp_source_info(c->src);

@@ -51,16 +51,19 @@ void srv_page_cameras(server_t *s, osp_jw_t *w) {
         osp_jw_num(w, e[i].fps_max, 2);
         osp_jw_key(w, "fps");
         osp_jw_num(w, e[i].fps, 2);
-        static const char *const keys[] = {"framesIn", "submitted", "skipped", "detected",
-                                           "shed",     "failed",    "events",  "reconnects"};
-        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped, c->detected,
-                                c->shed,      c->failed,    c->events,  c->reconnects};
+        static const char *const keys[] = {"framesIn", "submitted",  "skipped",
+                                           "detected", "shed",       "failed",
+                                           "events",   "reconnects", "crossings"};
+        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped,    c->detected, c->shed,
+                                c->failed,    c->events,    c->reconnects, c->crossings};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             osp_jw_key(w, keys[k]);
             osp_jw_int(w, vals[k]);
         }
         osp_jw_key(w, "tracksActive");
         osp_jw_int(w, c->tracks_active);
+        osp_jw_key(w, "decodeThreads");
+        osp_jw_int(w, c->decode_threads);
         num_or_null(w, "motion", c->motion, 3);
         num_or_null(w, "decodeMs", c->decode_ms, 2);
         num_or_null(w, "frameTime", e[i].frame_time > 0 ? e[i].frame_time : -1, 3);

@@ -33,6 +33,7 @@
 #include <microhttpd.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "server/core/auth.h"
 #include "server/http/campages.h"
 #include "server/http/dashboard.h"
@@ -131,6 +132,7 @@ static void waiting_disarm(srv_http_t *h, waiting_t *w) {
  * between: it tells of a close (on_connection) before it closes. */
 static void *reaper_main(void *arg) {
     srv_http_t *h = arg;
+    osp_thread_name("osp-http-reap");
     pthread_mutex_lock(&h->wmu);
     while (!h->wstop) {
         struct timespec now;

@@ -1,0 +1,126 @@
+"""Line crossings from ospreyd's cameras (docs/cameras.md, Events), against
+`osprey detect --track` on the same clip; and the names of a camera's
+threads (osp-cam-NAME, osp-dec-NAME), by which its CPU is read by stage.
+
+A line across vtest's walkway: ospreyd watching the clip over a real RTSP
+server (GStreamer's) with a real mosquitto (a password) reports each
+crossing as a record {"kind": "crossing", ...} on stdout, on
+frigate/crossings and in /api/cameras' "crossings"; and as many as
+`osprey detect --track` counts on the same frames, within a tolerance
+(TOLERANCE): the camera takes its frames on the wall clock and sheds a
+frame its model cannot answer within one frame interval (a loaded machine
+does), and a frame the tracker does not see can split a track in two or
+skip the frame where an object's point passes the line."""
+import json
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from assets import BIN, media, model  # noqa: F401 (model: the catalog the config names)
+from camera_daemon import crossings, daemons, events, free_port, site, summary  # noqa: F401
+from mqtt_broker import USER, broker, certs, drain, pwfile, session  # noqa: F401
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable if Path(sys.executable).exists() else "/usr/bin/python3"
+SECONDS = 30
+ZONES = {"lines": {"walkway": {"coordinates": "0,0.5,1,0.5", "objects": ["Person"]}}}
+# the larger of 3 crossings and a quarter of detect's, each way
+TOLERANCE = (3, 0.25)
+
+
+def rtsp_server(port, path, *extra):
+    p = subprocess.Popen([PY, str(HERE / "rtsp_server.py"), str(port), path, *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready", p.stderr.read()
+    return p
+
+
+def mjpeg(tmp_path):
+    """vtest's first SECONDS as an AVI of JPEG frames (RTP/JPEG's Huffman tables)."""
+    out = tmp_path / "walkway.avi"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", str(media("vtest.avi")), "-frames:v",
+                    str(SECONDS * 10), "-c:v", "mjpeg", "-huffman", "default", "-q:v", "4",
+                    "-pix_fmt", "yuvj420p", "-an", str(out)], check=True)
+    return out
+
+
+def api_cameras(port):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/cameras", timeout=5) as r:
+        return {c["name"]: c for c in json.load(r)["cameras"]}
+
+
+def test_a_cameras_line_crossings_match_osprey_detect_track(daemons, tmp_path, broker, pwfile):
+    clip = mjpeg(tmp_path)
+    zones = tmp_path / "zones.json"
+    zones.write_text(json.dumps(ZONES))
+    port, hport = free_port(), free_port()
+    server = rtsp_server(port, "/walkway", "--file", str(clip))
+    session(broker, "frigate/#")
+    try:
+        d = daemons(tmp_path, dict(site([{"name": "walk", "url": f"rtsp://127.0.0.1:{port}/walkway",
+                                          "fps": 10, "objects": ["Person"],
+                                          "zones": str(zones)}]),
+                                   mqtt={"url": f"mqtt://127.0.0.1:{broker.port}", "user": USER,
+                                         "passwordFile": str(pwfile)}),
+                    args=("--http", f"127.0.0.1:{hport}"))
+        # a loaded machine answers slowly: the bound only ends a run that hangs
+        d.wait_for(lambda log: "camera walk: the source ended" in log, "the clip played",
+                   timeout=SECONDS * 20)
+        page = d.until(lambda: api_cameras(hport).get("walk"), "the camera's page")
+        assert d.stop() == 0, d.log()[-3000:]
+    finally:
+        server.terminate()
+        server.wait(10)
+    out = d.stdout()
+    got = crossings(out)
+    assert got and {c["line"] for c in got} == {"walkway"}, out[-2000:]
+    assert all(c["camera"] == "walk" and c["label"] == "Person" and c["direction"] in ("in", "out")
+               for c in got), got
+    assert events(out), "the events' records are still there, apart"
+    # the same on MQTT (label in Frigate's lower case) and on the page
+    published = [json.loads(p) for _, t, p in drain(broker, "frigate/#") if t == "frigate/crossings"]
+    assert [(c["trackId"], c["direction"], c["t"]) for c in published] == \
+        [(c["trackId"], c["direction"], c["t"]) for c in got]
+    assert all(c["label"] == "person" and c["camera"] == "walk" for c in published)
+    assert page["crossings"] == len(got), page
+
+    # osprey detect --track on the same frames, one look a frame as a camera takes
+    r = subprocess.run([str(BIN / "osprey"), "detect", "-q", "--model", "ssd-oidv4-int8",
+                        "--track", "--one-look", "--zones", str(zones), "--fps", "10", str(clip)],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    ref = [json.loads(line) for line in r.stdout.splitlines() if '"crossing"' in line]
+    ref = [c for c in ref if c.get("kind") == "crossing"]
+    assert ref, r.stderr[-2000:]
+    s = summary(d.log(), "walk")
+    for way in ("in", "out"):
+        a = sum(c["direction"] == way for c in got)
+        b = sum(c["direction"] == way for c in ref)
+        slack = max(TOLERANCE[0], TOLERANCE[1] * b)
+        assert abs(a - b) <= slack, (way, a, b, s)
+
+
+def test_a_cameras_threads_are_named_by_stage(daemons, tmp_path):
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    subprocess.run(["ffmpeg", "-v", "error", "-i", str(mjpeg(tmp_path)), "-frames:v", "50",
+                    "-c:v", "copy", "-f", "image2", str(frames / "%05d.jpg")], check=True)
+    port, hport = free_port(), free_port()
+    server = rtsp_server(port, "/live", "--live", str(frames))
+    try:
+        d = daemons(tmp_path, site([{"name": "front-door", "url": f"rtsp://127.0.0.1:{port}/live",
+                                     "fps": 10, "decodeThreads": 2}]),
+                    args=("--http", f"127.0.0.1:{hport}"))
+        cam = d.until(lambda: (c := api_cameras(hport).get("front-door")) and c["framesIn"] > 0
+                      and c, "frames in")
+        names = [(t / "comm").read_text().strip()
+                 for t in Path(f"/proc/{d.proc.pid}/task").iterdir()]
+        assert d.stop() == 0, d.log()[-3000:]
+    finally:
+        server.terminate()
+        server.wait(10)
+    # cut to the 15 bytes Linux keeps
+    assert "osp-cam-front-d" in names and "osp-dec-front-d" in names, names
+    assert "osp-predict0" in names and "osp-prepare0" in names, names
+    assert cam["decodeThreads"] == 2 and cam["decodeMs"] is None, cam  # live: its own thread
