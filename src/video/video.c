@@ -90,9 +90,13 @@ static int open_io(osp_video_t *v) {
     return 0;
 }
 
+/* Before each open or read: its deadline, and its bound counted afresh
+ * (a demuxer's seek while it opened, to a file's index at its end, is no
+ * packet of the reads after it). */
 static void arm(osp_video_t *v) {
     v->deadline = v->io_timeout > 0 ? osp_now_s() + v->io_timeout : 0;
     v->mark = v->fmt && v->fmt->pb ? v->fmt->pb->pos : 0;
+    v->too_big = 0;
 }
 
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;

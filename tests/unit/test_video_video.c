@@ -46,6 +46,22 @@ static void test_vtest_frames(void **s) {
     osp_video_close(v);
 }
 
+/* A file whose demuxer seeks while it opens (vtest.avi's index is at its
+ * end, 6 MB in) under a bound far below that: the seek is no packet, so
+ * the packets after it, each under the bound, are read. */
+static void test_a_seek_at_open_is_no_packet(void **s) {
+    (void)s;
+    char path[600], err[256];
+    if (!clip_path(path, sizeof path)) skip();
+    osp_video_opts_t o = {.max_packet = 64 << 10};
+    osp_video_t *v = NULL;
+    assert_int_equal(osp_video_open_opts(path, &o, &v, err, sizeof err), 0);
+    osp_image_t img = {0};
+    for (int i = 0; i < 20; i++) assert_int_equal(osp_video_read(v, &img, err, sizeof err), 1);
+    osp_image_free(&img);
+    osp_video_close(v);
+}
+
 static void test_truncated(void **s) {
     (void)s;
     char path[600], err[256];
@@ -208,9 +224,13 @@ static void test_not_a_video(void **s) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vtest_frames),   cmocka_unit_test(test_truncated),
-        cmocka_unit_test(test_not_a_video),    cmocka_unit_test(test_mjpeg_parts_at_the_bound),
-        cmocka_unit_test(test_mjpeg_cut_part), cmocka_unit_test(test_mjpeg_open_past_the_bound),
+        cmocka_unit_test(test_vtest_frames),
+        cmocka_unit_test(test_a_seek_at_open_is_no_packet),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_not_a_video),
+        cmocka_unit_test(test_mjpeg_parts_at_the_bound),
+        cmocka_unit_test(test_mjpeg_cut_part),
+        cmocka_unit_test(test_mjpeg_open_past_the_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
