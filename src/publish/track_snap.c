@@ -18,7 +18,7 @@ typedef struct {
 } snap_t;
 
 struct osp_track_snaps {
-    const char *dir;
+    char dir[1024];  /* copied: a camera's site may go while the writer stays */
     const char *who; /* names the writer in the log */
     osp_decoder_t *dec;
     osp_image_t img; /* the frame copy drawn on, reused */
@@ -30,13 +30,17 @@ struct osp_track_snaps {
 int osp_track_snaps_new(const char *dir, const char *who, osp_track_snaps_t **out, char *err,
                         size_t errlen) {
     *out = NULL;
+    if (strlen(dir) >= sizeof((osp_track_snaps_t *)0)->dir) {
+        snprintf(err, errlen, "%.64s...: the folder's path is too long", dir);
+        return -1;
+    }
     osp_track_snaps_t *s = calloc(1, sizeof *s);
     if (!s || !(s->dec = osp_decoder_new())) {
         free(s);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    s->dir = dir;
+    snprintf(s->dir, sizeof s->dir, "%s", dir);
     s->who = who;
     *out = s;
     return 0;

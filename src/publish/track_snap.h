@@ -26,7 +26,7 @@
 
 typedef struct osp_track_snaps osp_track_snaps_t;
 
-/* dir: an existing directory (the caller's string, kept). who names the
+/* dir: an existing directory (copied). who names the
  * writer in the one line a write failure gets ("osprey detect:
  * --snapshots"; the caller's string, kept). 0, or -1 with the reason in
  * err. */
