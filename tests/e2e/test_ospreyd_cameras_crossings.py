@@ -101,6 +101,18 @@ def test_a_cameras_line_crossings_match_osprey_detect_track(daemons, tmp_path, b
         assert abs(a - b) <= slack, (way, a, b, s)
 
 
+def thread_names(pid):
+    """The names of a process's threads; one that ends while they are read
+    is left out."""
+    names = []
+    for t in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            names.append((t / "comm").read_text().strip())
+        except OSError:  # ENOENT or ESRCH: it ended
+            pass
+    return names
+
+
 def test_a_cameras_threads_are_named_by_stage(daemons, tmp_path):
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -114,8 +126,7 @@ def test_a_cameras_threads_are_named_by_stage(daemons, tmp_path):
                     args=("--http", f"127.0.0.1:{hport}"))
         cam = d.until(lambda: (c := api_cameras(hport).get("front-door")) and c["framesIn"] > 0
                       and c, "frames in")
-        names = [(t / "comm").read_text().strip()
-                 for t in Path(f"/proc/{d.proc.pid}/task").iterdir()]
+        names = thread_names(d.proc.pid)
         assert d.stop() == 0, d.log()[-3000:]
     finally:
         server.terminate()
