@@ -330,7 +330,10 @@ static int demux(osp_video_t *v) {
          * the boundary met the end; that part ends before the boundary.) */
         av_packet_unref(v->pkt);
         v->read_error = 1;
-        snprintf(v->why, sizeof v->why, "truncated: the stream ended inside a packet");
+        if ((v->deadline > 0 && osp_now_s() > v->deadline) || (v->stopped && v->stopped(v->stop_ctx)))
+            open_reason(v, AVERROR_EXIT, v->why, sizeof v->why); /* cut by us, not the peer */
+        else
+            snprintf(v->why, sizeof v->why, "truncated: the stream ended inside a packet");
         return AVERROR_INVALIDDATA;
     }
     if (rc < 0 && rc != AVERROR_EOF) {
