@@ -21,6 +21,7 @@ struct osp_motion_gate {
     double last_run;
     int ran;  /* the model was run on some frame */
     int knew; /* motion could tell at the last frame (it was active) */
+    int owed; /* the last frame let through never reached the model: run the next */
 };
 
 /* A detector for w x h frames with the gate's masks into *out. */
@@ -110,12 +111,15 @@ int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t
          * and again on the first frame motion can tell about */
         int knows = r.state == OSP_MOTION_ACTIVE;
         run = r.n_boxes > 0 || !g->ran || knows != g->knew ||
-              t - g->last_run >= OSP_MOTION_GATE_FULL_S || t < g->last_run;
+              t - g->last_run >= OSP_MOTION_GATE_FULL_S || t < g->last_run || g->owed;
         g->knew = knows;
     }
     if (run) {
         g->ran = 1;
         g->last_run = t;
+        g->owed = 0;
     }
     return run;
 }
+
+void osp_motion_gate_not_run(osp_motion_gate_t *g) { g->owed = 1; }

@@ -45,4 +45,8 @@ void osp_motion_gate_free(osp_motion_gate_t *g);
 int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t, int *moved,
                           char *err, size_t errlen);
 
+/* The last frame the gate let through never reached the model (a server
+ * shed it, or its run failed): the next frame goes, whatever moved. */
+void osp_motion_gate_not_run(osp_motion_gate_t *g);
+
 #endif

@@ -65,6 +65,11 @@ static void test_still_scene_runs_now_and_then(void **state) {
         assert_int_equal(runs[i], i == 0 || i == 5 || i == 105 || i == 205);
     /* a clock that goes back runs the model */
     assert_int_equal(pass(g, &img, 1.0, &moved), 1);
+    /* a run that never reached the model is owed: the next frame goes, once */
+    assert_int_equal(pass(g, &img, 1.1, &moved), 0);
+    osp_motion_gate_not_run(g);
+    assert_int_equal(pass(g, &img, 1.2, &moved), 1);
+    assert_int_equal(pass(g, &img, 1.3, &moved), 0);
     osp_motion_gate_free(g);
     osp_image_free(&img);
 }

@@ -636,6 +636,9 @@ static void *cam_main(void *arg) {
         } else {
             atomic_fetch_add(&c->failed, 1);
         }
+        /* a frame the gate sent that found no model: the next one goes, or a
+         * still scene would wait its next whole-frame run (10 s) for it */
+        if (out.fate != SRV_SERVED && c->gate) osp_motion_gate_not_run(c->gate);
         publish(c, out.fate == SRV_SERVED, t);
     }
     if (newest) osp_newest_stop(newest);
