@@ -453,14 +453,8 @@ void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flus
     for (int i = 0; i < nc; i++) {
         char label[64];
         line_head(k, frame, t, "crossing");
-        osp_jw_key(&k->line, "line");
-        osp_jw_str(&k->line, zc->lines[c[i].line].name);
-        osp_jw_key(&k->line, "direction");
-        osp_jw_str(&k->line, osp_zones_dir_name(c[i].dir));
-        osp_jw_key(&k->line, "trackId");
-        osp_jw_uint(&k->line, c[i].id);
-        osp_jw_key(&k->line, "label");
-        osp_jw_str(&k->line, osp_events_label(k->events, c[i].label, label, sizeof label));
+        osp_events_put_crossing(&k->line, zc, &c[i],
+                                osp_events_label(k->events, c[i].label, label, sizeof label));
         put(k, flush);
     }
 }

@@ -328,14 +328,7 @@ void osp_track_mqtt_crossings(osp_track_mqtt_t *q, const osp_zones_t *z, double 
         osp_jw_str(&q->w, q->camera);
         osp_jw_key(&q->w, "t");
         osp_jw_num(&q->w, t, 3);
-        osp_jw_key(&q->w, "line");
-        osp_jw_str(&q->w, zc->lines[x[i].line].name);
-        osp_jw_key(&q->w, "direction");
-        osp_jw_str(&q->w, osp_zones_dir_name(x[i].dir));
-        osp_jw_key(&q->w, "trackId");
-        osp_jw_uint(&q->w, x[i].id);
-        osp_jw_key(&q->w, "label");
-        osp_jw_str(&q->w, label_of_id(q, x[i].label, label, sizeof label));
+        osp_events_put_crossing(&q->w, zc, &x[i], label_of_id(q, x[i].label, label, sizeof label));
         osp_jw_obj_close(&q->w);
         if (!q->w.oom) osp_sink_put_topic(q->sink, topic, q->w.buf, false);
     }

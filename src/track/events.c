@@ -414,3 +414,15 @@ int osp_events_write_named(const osp_events_t *e, const osp_event_t *ev, const c
     osp_jw_obj_close(w);
     return w->oom ? OSP_EVENTS_ENOMEM : 0;
 }
+
+void osp_events_put_crossing(osp_jw_t *w, const osp_zones_cfg_t *zc, const osp_zones_cross_t *x,
+                             const char *label) {
+    osp_jw_key(w, "line");
+    osp_jw_str(w, zc->lines[x->line].name);
+    osp_jw_key(w, "direction");
+    osp_jw_str(w, osp_zones_dir_name(x->dir));
+    osp_jw_key(w, "trackId");
+    osp_jw_uint(w, x->id);
+    osp_jw_key(w, "label");
+    osp_jw_str(w, label);
+}

@@ -141,6 +141,12 @@ int osp_events_counts(const osp_events_t *e, const osp_events_count_t **out);
  * into buf (48 bytes hold any); returns buf. */
 const char *osp_events_id(double start_time, uint64_t track_id, char *buf, size_t cap);
 
+/* A line crossing's own keys ("line", "direction", "trackId", "label")
+ * into w's open object, as every crossing record writes them (label: the
+ * object's label name). */
+void osp_events_put_crossing(osp_jw_t *w, const osp_zones_cfg_t *zc, const osp_zones_cross_t *x,
+                             const char *label);
+
 /* The label's name as records write it (its number when it has none),
  * into buf; returns buf. */
 const char *osp_events_label(const osp_events_t *e, int label, char *buf, size_t cap);

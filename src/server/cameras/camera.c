@@ -322,14 +322,9 @@ static void put_crossings(srv_camera_t *c, double t) {
         osp_jw_str(&c->line, c->cfg.name);
         osp_jw_key(&c->line, "t");
         osp_jw_num(&c->line, t, 3);
-        osp_jw_key(&c->line, "line");
-        osp_jw_str(&c->line, zc->lines[x[i].line].name);
-        osp_jw_key(&c->line, "direction");
-        osp_jw_str(&c->line, osp_zones_dir_name(x[i].dir));
-        osp_jw_key(&c->line, "trackId");
-        osp_jw_uint(&c->line, x[i].id);
-        osp_jw_key(&c->line, "label");
-        osp_jw_str(&c->line, x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label] : "");
+        osp_events_put_crossing(&c->line, zc, &x[i],
+                                x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label]
+                                                                            : "");
         osp_jw_obj_close(&c->line);
         if (c->line.oom) continue;
         put_line(&c->line);
