@@ -53,8 +53,9 @@ def test_a_still_camera_sends_its_model_a_few_frames(watched):
     still, every = cams["still"], cams["every"]
     # fps 5 of a 10 frames/s clip: about 70 frames taken by each
     assert taken(still) >= 50 and taken(every) >= 50, cams
-    # the first frame, the end of motion's warm-up, 10 s on
-    assert 2 <= still["submitted"] <= 5, still
+    # the model ran on the first frame, the end of motion's warm-up, 10 s
+    # on; a frame shed or failed (a sanitizer build) is followed by one more
+    assert 2 <= still["detected"] <= 5, still
     assert still["motion"] is not None and still["motion"] < 0.02, still
     # with its motion pass off every frame taken goes to the model
     assert every["skipped"] == 0 and every["motion"] is None, every

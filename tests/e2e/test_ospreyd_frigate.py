@@ -82,12 +82,16 @@ def ssd(spawn, tmp_path):
 def served_rows(f, w, tensor, sent, tries=20):
     """The rows of tensor once a reply carries any. A frame past Frigate's
     budget (a sanitizer build on a slow machine) is answered with zero rows,
-    which must be a counted shed, and is sent again; sent counts the sends."""
+    which must be a counted shed, and is sent again; sent counts the sends.
+    A run that started within the budget but ended past Frigate's 200 ms
+    (a TSan build) is Frigate's timeout: the client opens a new socket and
+    shakes hands again, as Frigate does, and the frame is sent again."""
     for _ in range(tries):
         before = counters(w)
         rows = f.detect_raw(tensor)
         sent.append(1)
-        assert rows is not None, "no reply within Frigate's 200 ms"
+        if rows is None:
+            continue
         found = check_rows(rows)
         if len(found):
             return found
