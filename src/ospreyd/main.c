@@ -87,7 +87,10 @@ static void usage(FILE *out) {
           "                         DIR (at most --max-frame, a plain file name) and loaded;\n"
           "                         without it uploads are refused\n"
           "  --zmq-pixel-format rgb|bgr  the channel order Frigate sends (its model's\n"
-          "                         input_pixel_format; default rgb)\n",
+          "                         input_pixel_format; default rgb)\n"
+          "  --zmq-timeout-ms MS    Frigate's request_timeout_ms (default 200): a frame\n"
+          "                         that cannot start within MS - 50 ms of its arrival is\n"
+          "                         answered with zero rows while Frigate still waits\n",
           out);
     /* in two parts: one literal may not exceed 4095 characters */
     fputs("  --log-format plain|text|json  the shape of log lines on stderr: the message\n"
@@ -138,6 +141,7 @@ int main(int argc, char **argv) {
                                              {"zmq-accept-models", required_argument, NULL, 'A'},
                                              {"zmq-pixel-format", required_argument, NULL, 'P'},
                                              {"zmq-allow-remote", no_argument, NULL, 0x110},
+                                             {"zmq-timeout-ms", required_argument, NULL, 0x111},
                                              {"log-format", required_argument, NULL, 'F'},
                                              {"log-json", no_argument, NULL, 'J'},
                                              {"version", no_argument, NULL, 'V'},
@@ -197,6 +201,10 @@ int main(int argc, char **argv) {
             break;
         case 'z': o.zmq = optarg; break;
         case 0x110: zmq_allow_remote = 1; break;
+        case 0x111:
+            if (osp_args_int_in("ospreyd", "--zmq-timeout-ms", optarg, 100, 600000, &o.zmq_timeout_ms))
+                return 2;
+            break;
         case 'L': o.zmq_labelmap = optarg; break;
         case 'A': o.zmq_accept_models = optarg; break;
         case 'P':
@@ -282,9 +290,9 @@ int main(int argc, char **argv) {
                                  "--max-deliveries go with --jobs\n");
         return 2;
     }
-    if (!o.zmq && (o.zmq_labelmap || o.zmq_accept_models || o.zmq_bgr)) {
-        fprintf(stderr,
-                "ospreyd: --zmq-labelmap, --zmq-accept-models and --zmq-pixel-format go with --zmq\n");
+    if (!o.zmq && (o.zmq_labelmap || o.zmq_accept_models || o.zmq_bgr || o.zmq_timeout_ms)) {
+        fprintf(stderr, "ospreyd: --zmq-labelmap, --zmq-accept-models, --zmq-pixel-format and "
+                        "--zmq-timeout-ms go with --zmq\n");
         return 2;
     }
     if (!o.listen && (o.n_model_roots || o.socket_mode || o.read_only || o.handshake_ms)) {

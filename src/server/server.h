@@ -30,6 +30,7 @@ typedef struct {
     const char *zmq_labelmap; /* the Frigate labelmap to answer in; NULL = Frigate's default */
     const char *zmq_accept_models; /* a directory for models Frigate uploads; NULL = refuse them */
     int zmq_bgr;                   /* Frigate sends BGR (input_pixel_format: bgr) */
+    int zmq_timeout_ms;            /* Frigate's request_timeout_ms; 0 = 200 */
     /* a worker of a fleet fed by a job queue (docs/fleet.md), or NULL */
     const char *jobs;          /* redis://HOST:PORT[/DB]/STREAM */
     const char *jobs_group;    /* NULL: "osprey" */

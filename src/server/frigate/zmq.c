@@ -15,7 +15,8 @@
  * zreq_t, the transport's own request, which comes back as the answer.
  * The model a handshake or an upload names, found or loaded, and the
  * directory uploads are written into, are zmqmodels.c's.
- * A frame gets a deadline of ZMQ_BUDGET_MS from its arrival, so a frame
+ * A frame gets a deadline of Frigate's timeout (--zmq-timeout-ms, 200 ms
+ * unless told) less ZMQ_REPLY_MS from its arrival, so a frame
  * that cannot start in time is answered with zeros while Frigate still
  * waits (a late reply makes Frigate tear its socket down), and a frame
  * its model's admission sheds is answered at once (drop-oldest, as on the
@@ -51,9 +52,10 @@
 #include "wire/frigate.h"
 #include "log/log.h"
 
-#define ZMQ_BUDGET_MS 150 /* of Frigate's 200 ms: the rest carries the zeros back */
-#define ZREQ_MAX 64       /* requests past the socket at once; more are answered with zeros */
-#define PEERS_MAX 64      /* peers remembered with the model their handshake named */
+#define ZMQ_TIMEOUT_MS 200 /* Frigate's request_timeout_ms unless --zmq-timeout-ms */
+#define ZMQ_REPLY_MS 50    /* of it, what carries the zeros back */
+#define ZREQ_MAX 64        /* requests past the socket at once; more are answered with zeros */
+#define PEERS_MAX 64       /* peers remembered with the model their handshake named */
 #define PEER_ID_MAX 32
 #define LABELMAP_MAX (1u << 20)
 
@@ -393,7 +395,8 @@ static int receive_one(srv_zmq_t *z) {
         q->kind = ZQ_FRAME;
         q->h.done = on_frame;
         q->model_idx = peer_model(z, &q->id);
-        q->deadline_ms = (uint64_t)(osp_epoch_ms() + ZMQ_BUDGET_MS);
+        int timeout = z->s->opts.zmq_timeout_ms ? z->s->opts.zmq_timeout_ms : ZMQ_TIMEOUT_MS;
+        q->deadline_ms = (uint64_t)(osp_epoch_ms() + timeout - ZMQ_REPLY_MS);
         zmq_msg_move(&q->data, &part[1]);
     } else {
         q->kind = rq.kind == OSP_FRIGATE_MODEL_DATA ? ZQ_UPLOAD : ZQ_HANDSHAKE;
@@ -499,10 +502,11 @@ srv_zmq_t *srv_zmq_start(server_t *s, char *err, size_t errlen) {
     }
     z->running = 1;
     osp_log(OSP_LOG_INFO,
-            "ospreyd: serving Frigate's zmq detector on %s (%s labelmap, %s; every message part "
-            "at most %llu bytes, --max-frame%s)",
+            "ospreyd: serving Frigate's zmq detector on %s (%s labelmap, %s, a frame answered "
+            "within %d ms; every message part at most %llu bytes, --max-frame%s)",
             ep, s->opts.zmq_labelmap ? s->opts.zmq_labelmap : "Frigate's default",
-            s->opts.zmq_bgr ? "BGR" : "RGB", (unsigned long long)cap,
+            s->opts.zmq_bgr ? "BGR" : "RGB",
+            s->opts.zmq_timeout_ms ? s->opts.zmq_timeout_ms : ZMQ_TIMEOUT_MS, (unsigned long long)cap,
             srv_zmq_models_accept(z->models) ? ", uploaded models included" : "");
     return z;
 fail:
