@@ -11,6 +11,7 @@ import struct
 import pytest
 
 from conftest import MEDIA, model, need, run, lines
+from face_library import library  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -30,17 +31,6 @@ def config(tmp_path, cfg, name="cascade.json"):
     p = tmp_path / name
     p.write_text(json.dumps(cfg))
     return p
-
-
-@pytest.fixture(scope="module")
-def library(osprey, tmp_path_factory):
-    """A library of the astronaut and the footballer, one photo each."""
-    lib = tmp_path_factory.mktemp("faces") / "faces.db"
-    for name, photo in (("astronaut", "astronaut.png"), ("footballer", "messi5.jpg")):
-        r = run(osprey, "faces", "--library", lib, "add", name, need(MEDIA / photo))
-        assert r.returncode == 0, r.stderr
-        assert f"{name}: 1 face added" in r.stdout
-    return lib
 
 
 def test_each_face_gets_its_embedding(osprey):

@@ -6,32 +6,14 @@ without a cascade answers a fleet job with the record it always did. A
 real redis-server, real models, a real face library."""
 import json
 
-import pytest
-
-from conftest import MEDIA, model, need, run
+from conftest import MEDIA, model, need
+from face_library import library, recognize  # noqa: F401 (a fixture)
 from ospreyd_client import detections_match, jpeg_to_rgb, media_bytes, spawn, worker  # noqa: F401
 from redis_server import redis  # noqa: F401
 from test_fleet import by_id, start, submit, wait_results
 from test_ospreyd_cascade import box_iou
 
 TIMINGS = ("inferenceMs", "preprocessMs", "predictMs")
-
-
-@pytest.fixture(scope="module")
-def library(osprey, tmp_path_factory):
-    """The astronaut and the footballer, one photo each (osprey faces)."""
-    for name in ("ultraface", "face-embed"):
-        model(name)
-    lib = tmp_path_factory.mktemp("faces") / "faces.db"
-    for name, photo in (("astronaut", "astronaut.png"), ("footballer", "messi5.jpg")):
-        r = run(osprey, "faces", "--library", lib, "add", name, need(MEDIA / photo))
-        assert r.returncode == 0, r.stderr
-    return lib
-
-
-def recognize(lib):
-    return {"model": "ultraface",
-            "then": [{"model": "face-embed", "labels": ["face"], "faceLibrary": str(lib)}]}
 
 
 def same_faces(got, pipe, fields):

@@ -16,22 +16,12 @@ import pytest
 
 from assets import model
 from camera_daemon import daemons, events, free_port  # noqa: F401 (a fixture)
-from conftest import MEDIA, need, run
+from conftest import MEDIA, need
+from face_library import library  # noqa: F401 (a fixture)
 from mqtt_broker import USER, broker, certs, drain, pwfile, session  # noqa: F401 (fixtures)
 from test_ospreyd_cameras import rtsp_server
 
 PLATE_KEYS = ("recognized_license_plate", "recognized_license_plate_score")
-
-
-@pytest.fixture(scope="module")
-def library(osprey, tmp_path_factory):
-    for name in ("ultraface", "face-embed", "ssd-oidv4-int8"):
-        model(name)
-    lib = tmp_path_factory.mktemp("faces") / "faces.db"
-    for name, photo in (("astronaut", "astronaut.png"), ("footballer", "messi5.jpg")):
-        r = run(osprey, "faces", "--library", lib, "add", name, need(MEDIA / photo))
-        assert r.returncode == 0, r.stderr
-    return lib
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +38,7 @@ def clip(tmp_path_factory):
 
 
 def test_a_cameras_events_name_the_face(daemons, tmp_path, broker, pwfile, library, clip):
+    model("ssd-oidv4-int8")
     port = free_port()
     server = rtsp_server(port, "/door", "--file", str(clip))
     try:

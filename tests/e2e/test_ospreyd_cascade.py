@@ -12,28 +12,12 @@ import struct
 import pytest
 
 from conftest import MEDIA, lines, model, need, run
+from face_library import library, recognize  # noqa: F401 (a fixture)
 from ospreyd_client import (Worker, assert_python_json, media_bytes, media_image,  # noqa: F401
                             spawn)
 
 PHOTOS = ("basketball1.png", "messi5.jpg", "astronaut.png")
 EMBED = {"model": "ultraface", "then": [{"model": "face-embed"}]}
-
-
-@pytest.fixture(scope="module")
-def library(osprey, tmp_path_factory):
-    """The astronaut and the footballer, one photo each (osprey faces)."""
-    for name in ("ultraface", "face-embed"):
-        model(name)
-    lib = tmp_path_factory.mktemp("faces") / "faces.db"
-    for name, photo in (("astronaut", "astronaut.png"), ("footballer", "messi5.jpg")):
-        r = run(osprey, "faces", "--library", lib, "add", name, need(MEDIA / photo))
-        assert r.returncode == 0, r.stderr
-    return lib
-
-
-def recognize(lib):
-    return {"model": "ultraface",
-            "then": [{"model": "face-embed", "labels": ["face"], "faceLibrary": str(lib)}]}
 
 
 @pytest.fixture(scope="module")
