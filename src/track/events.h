@@ -53,6 +53,13 @@ typedef struct {
     float plate_score;
 } osp_event_names_t;
 
+/* What one detection's cascade fields say (JSON members, as a result's
+ * extra holds them, docs/cascades.md): the best-scored "name" that is not
+ * "unknown" with its "nameScore", and the best-scored "text" with its
+ * "textScore", its own or those of the "objects" found inside it. out is
+ * zeroed first; fields that do not parse leave it so (names.c). */
+void osp_event_names_read(const char *members, size_t len, osp_event_names_t *out);
+
 /* An object as one record shows it. */
 typedef struct {
     uint64_t id; /* the track's */

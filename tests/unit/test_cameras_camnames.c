@@ -20,7 +20,7 @@
 static const char *const LABELS[] = {"face", "car"};
 
 static void read_of(const char *members, osp_event_names_t *n) {
-    srv_camnames_read(members, strlen(members), n);
+    osp_event_names_read(members, strlen(members), n);
 }
 
 static void test_read(void **state) {
@@ -45,7 +45,7 @@ static void test_read(void **state) {
     assert_string_equal(n.name, "");
     read_of("\"name\": \"eve\"", &n); /* no score */
     assert_string_equal(n.name, "");
-    srv_camnames_read(NULL, 0, &n);
+    osp_event_names_read(NULL, 0, &n);
     assert_string_equal(n.name, "");
 }
 
@@ -81,7 +81,7 @@ static void frame(struct rig *r, const char *members) {
     char err[128];
     osp_track_det_t d = {.box = {100, 100, 140, 150}, .score = 0.9f, .label = 0};
     osp_event_names_t n;
-    srv_camnames_read(members, members ? strlen(members) : 0, &n);
+    osp_event_names_read(members, members ? strlen(members) : 0, &n);
     assert_int_equal(osp_track_update(r->t, &d, 1, r->time, err, sizeof err), 0);
     if (r->names) assert_int_equal(srv_camnames_update(r->names, r->t, &d, &n, 1), 0);
     int ne = osp_events_update(r->e, r->t, err, sizeof err);

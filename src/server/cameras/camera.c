@@ -148,8 +148,8 @@ static void tp_result(srv_req_t *r, const osp_model_t *m, const osp_result_t *re
             o->score = d->score;
             snprintf(o->label, sizeof o->label, "%s", label ? label : "");
             if (res->extra)
-                srv_camnames_read(res->extra + res->extra_at[i],
-                                  res->extra_at[i + 1] - res->extra_at[i], &o->names);
+                osp_event_names_read(res->extra + res->extra_at[i],
+                                     res->extra_at[i + 1] - res->extra_at[i], &o->names);
             else
                 memset(&o->names, 0, sizeof o->names);
         }

@@ -18,13 +18,6 @@ typedef struct srv_camnames srv_camnames_t;
 srv_camnames_t *srv_camnames_new(void);
 void srv_camnames_free(srv_camnames_t *t);
 
-/* What one detection's cascade fields say (JSON members, as a result's
- * extra holds them, docs/cascades.md): the best-scored "name" that is not
- * "unknown" with its "nameScore", and the best-scored "text" with its
- * "textScore", its own or those of the "objects" found inside it. out is
- * zeroed first; fields that do not parse leave it so. */
-void srv_camnames_read(const char *members, size_t len, osp_event_names_t *out);
-
 /* After osp_track_update on dets[0..n) (names[i]: detection i's): each
  * track matched this frame keeps the name, and the plate, of the
  * detection it matched when scored above the best it kept. Tracks no
