@@ -93,7 +93,14 @@ static void usage(FILE *out) {
           "                         and its record, \"still\": true, has the objects of the\n"
           "                         last frame run. The summary adds the objects per label,\n"
           "                         the frames the model ran on, the model runs a frame and\n"
-          "                         the looks taken\n"
+          "                         the looks taken. A cascade (--recognize, --then, a\n"
+          "                         config's \"then\") runs once per object, not per box:\n"
+          "                         when it becomes one (it gets its \"trackId\"), again when\n"
+          "                         its box has grown 1.5 times or its result was below the\n"
+          "                         threshold (\"unknown\", no text; 5 frames later), 4\n"
+          "                         times at most; every box of the object carries the\n"
+          "                         result, its events sub_label and\n"
+          "                         recognized_license_plate; the summary counts the runs\n"
           "      --zones FILE       with --track: zones and lines (JSON, Frigate's relative\n"
           "                         coordinates; docs/tracking.md): events get current_zones\n"
           "                         and entered_zones, each line crossing is a line\n"
@@ -117,7 +124,9 @@ static void usage(FILE *out) {
           "                         largest): an embedder adds \"embedding\", a classifier\n"
           "                         \"subLabel\", a text recognizer \"text\" (docs/cascades.md);\n"
           "                         a face is aligned from landmarks when the detector gives\n"
-          "                         them (blazeface)\n"
+          "                         them (blazeface). With --track once per object, not\n"
+          "                         on every box of every frame (--track, above); the\n"
+          "                         summary of a video counts the step runs\n"
           "      --recognize FILE   name each face (label \"face\": --model ultraface or\n"
           "                         blazeface) from the face library FILE ('osprey faces'):\n"
           "                         \"name\" (\"unknown\" below the match threshold) and\n"
@@ -285,7 +294,9 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
     /* --track: the looks are the tracks' (detect_track.c) */
     if (rc == 0 && o->second_look && !o->track)
         rc = osp_model_look_again(m, ctx, look, frame, o->once_threshold, res, err, errlen);
-    if (rc == 0 && o->cascade) rc = osp_cascade_run(o->cascade, m, ctx, frame, res, err, errlen);
+    /* --track: the steps run once per object (detect_steps.c) */
+    if (rc == 0 && o->cascade && !o->track)
+        rc = osp_cascade_run(o->cascade, m, ctx, frame, res, err, errlen);
     return rc;
 }
 
@@ -465,11 +476,6 @@ int osp_cmd_detect(int argc, char **argv) {
         return 2;
     }
     if (check_track_mqtt(&o, ha, argc - optind)) return 2;
-    if (o.track && (o.then_model || o.recognize)) {
-        fprintf(stderr, "osprey detect: %s runs on each frame's detections, not with --track yet\n",
-                o.then_model ? "--then" : "--recognize");
-        return 2;
-    }
     /* every file must exist before any work starts (streams are opened in turn) */
     int stdin_inputs = 0;
     for (int i = optind; i < argc; i++) {
@@ -542,11 +548,6 @@ static int run_inputs(const osp_detect_opts_t *po, int argc, char **argv, int fi
                 "osprey detect: --config %s has a cascade (\"then\"); give it there "
                 "or by %s, not both",
                 o.config, o.then_model ? "--then" : "--recognize");
-        osp_cascade_free(cascade);
-        return 2;
-    }
-    if (o.track && cascade) {
-        osp_log(OSP_LOG_ERROR, "osprey detect: a cascade (\"then\") is not run with --track yet");
         osp_cascade_free(cascade);
         return 2;
     }

@@ -16,6 +16,8 @@
 #include "image/image.h"
 #include "model/cascade.h"
 #include "model/model.h"
+#include "track/events.h"
+#include "track/track.h"
 #include "track/zones.h"
 #include "video/source.h"
 #include "wire/jsonw.h"
@@ -111,7 +113,33 @@ void osp_detect_track_still(osp_detect_track_t *k, osp_result_t *res);
 /* The last frame's event and line-crossing records, one line each, after
  * the frame's own record (opts->events, else stdout; and the sink). */
 void osp_detect_track_emit(osp_detect_track_t *k, long frame, double t, int flush);
-/* What the summary line adds: objects per label, looks, line crossings. */
+/* What the summary line adds: objects per label, looks, line crossings,
+ * and with a cascade the objects its steps ran on. */
 void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap);
+
+/* ---- a cascade once per object (detect_steps.c) ------------------------- */
+
+/* With --track, the cascade's steps run on each object when it becomes one
+ * and again only when its box has grown or its last result was below its
+ * threshold (detect_steps.c has the rule); the result is kept per object.
+ * One per input, the tracking thread's; c is the caller's (opened). */
+typedef struct osp_detect_steps osp_detect_steps_t;
+int osp_detect_steps_new(const osp_cascade_t *c, osp_detect_steps_t **out);
+void osp_detect_steps_free(osp_detect_steps_t *k);
+/* One tracked frame (after osp_track_update, res's boxes those of the
+ * record and res->track_ids their objects, t the tracker): run the steps
+ * of the objects that want them, cropped from pixels (the frame of res),
+ * and point res->extra at each box's object's fields (k's, until the next
+ * call); the steps' times are added to res. 0, or -1 with the reason. */
+int osp_detect_steps_frame(osp_detect_steps_t *k, const osp_tracker_t *t, osp_result_t *res,
+                           const osp_view_t *pixels, char *err, size_t errlen);
+/* A frame not run: res's boxes (res->track_ids) get their objects' fields
+ * as kept. 0, or -1 out of memory. */
+int osp_detect_steps_still(osp_detect_steps_t *k, osp_result_t *res);
+/* What is kept of object id, for its event records (osp_events_set_names's
+ * fn; arg: the osp_detect_steps_t). */
+void osp_detect_steps_names(void *arg, uint64_t id, osp_event_names_t *out);
+/* Objects run on so far, and the runs (an object's steps on one frame). */
+void osp_detect_steps_counts(const osp_detect_steps_t *k, long *runs, long *objects);
 
 #endif

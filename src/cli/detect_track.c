@@ -58,10 +58,11 @@ struct osp_detect_track {
     osp_tracker_t *tracker;
     osp_zones_t *zones; /* NULL without --zones */
     osp_events_t *events;
-    osp_track_mqtt_t *mqtt;   /* NULL without --mqtt */
-    osp_track_snaps_t *snaps; /* NULL without --snapshots */
-    osp_infer_ctx_t look;     /* this thread's own context for the looks */
-    float thresh;             /* a look keeps a box when its mean score reaches this */
+    osp_track_mqtt_t *mqtt;    /* NULL without --mqtt */
+    osp_track_snaps_t *snaps;  /* NULL without --snapshots */
+    osp_detect_steps_t *steps; /* a cascade's results per object; NULL without one */
+    osp_infer_ctx_t look;      /* this thread's own context for the looks */
+    float thresh;              /* a look keeps a box when its mean score reaches this */
     double last_t;
     int n_events; /* of the last frame */
     /* per frame, grown to the largest frame seen and reused */
@@ -143,6 +144,15 @@ int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char 
         osp_detect_track_free(k);
         return -1;
     }
+    if (o->cascade) {
+        if (osp_detect_steps_new(o->cascade, &k->steps)) {
+            snprintf(err, errlen, "out of memory");
+            osp_detect_track_free(k);
+            return -1;
+        }
+        /* the events name their objects: sub_label, recognized_license_plate */
+        osp_events_set_names(k->events, osp_detect_steps_names, k->steps);
+    }
     *out = k;
     return 0;
 }
@@ -151,6 +161,7 @@ void osp_detect_track_free(osp_detect_track_t *k) {
     if (!k) return;
     osp_track_mqtt_free(k->mqtt);
     osp_track_snaps_free(k->snaps);
+    osp_detect_steps_free(k->steps);
     osp_track_free(k->tracker);
     osp_zones_free(k->zones);
     osp_events_free(k->events);
@@ -345,6 +356,9 @@ void osp_detect_track_still(osp_detect_track_t *k, osp_result_t *res) {
     k->n_events = 0;
     k->frames++;
     k->still++;
+    /* out of memory: the boxes without their fields, as a frame whose
+     * steps were not run */
+    if (k->steps && osp_detect_steps_still(k->steps, res)) res->extra = NULL;
 }
 
 int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
@@ -383,6 +397,8 @@ int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *
     res->track_ids = k->ids;
     res->look = looking ? k->look_score : NULL;
     k->frames++;
+    if (k->steps && osp_detect_steps_frame(k->steps, k->tracker, res, pixels, err, errlen))
+        return -1;
     if (keep_last(k, res)) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -484,6 +500,13 @@ void osp_detect_track_summary(const osp_detect_track_t *k, char *buf, size_t cap
             k->looks, k->looks == 1 ? "" : "s",
             k->frames ? (double)k->looks / (double)k->frames : 0.0, k->looks_first, k->looks_retry,
             k->looks_again, k->rejected, k->rejected == 1 ? "" : "s");
+    if (k->steps) {
+        long runs, objects;
+        osp_detect_steps_counts(k->steps, &runs, &objects);
+        ADD("; the cascade ran on %ld object%s, %ld time%s (%.2f an object)", objects,
+            objects == 1 ? "" : "s", runs, runs == 1 ? "" : "s",
+            objects ? (double)runs / (double)objects : 0.0);
+    }
     const osp_zones_cfg_t *zc = k->zones ? osp_zones_cfg(k->zones) : NULL;
     for (int i = 0; zc && i < zc->n_lines; i++) {
         uint64_t in, out;

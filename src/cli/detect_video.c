@@ -219,6 +219,15 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
     osp_jw_free(&w);
 }
 
+/* The runs of every step of c so far (a step's own steps included). */
+static long step_runs(const osp_cascade_t *c) {
+    osp_cascade_count_t n[OSP_CASCADE_STEPS];
+    int steps = c ? osp_cascade_counts(c, n, OSP_CASCADE_STEPS) : 0;
+    long runs = 0;
+    for (int i = 0; i < steps && i < OSP_CASCADE_STEPS; i++) runs += n[i].runs;
+    return runs;
+}
+
 int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *dec,
                      const char *input) {
     char err[512];
@@ -259,6 +268,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     long expect = info->frames > 0 && o->fps <= 0 ? (info->frames + o->every - 1) / o->every : 0;
     int bar = !o->quiet && isatty(STDERR_FILENO);
     double t0 = osp_now_s(), last_bar = 0;
+    long runs0 = step_runs(o->cascade);
 
     pthread_create(&reader, NULL, reader_main, &p);
     for (int i = 0; i < o->workers; i++)
@@ -314,6 +324,12 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     if (bar) progress(name, osp_tally_frames(t), expect, osp_now_s() - t0, 1);
     char more[1024] = "";
     if (trk) osp_detect_track_summary(trk, more, sizeof more);
+    if (o->cascade) { /* with --track once per object, else on every box of every frame */
+        size_t at = strlen(more);
+        long runs = step_runs(o->cascade) - runs0, frames = osp_tally_frames(t);
+        snprintf(more + at, sizeof more - at, "; %ld cascade step run%s (%.2f a frame)", runs,
+                 runs == 1 ? "" : "s", frames ? (double)runs / (double)frames : 0.0);
+    }
     osp_tally_print(t, osp_detect_base_name(name), osp_now_s() - t0, more);
     if (o->events) fflush(o->events);
     if (live) {

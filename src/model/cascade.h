@@ -18,6 +18,7 @@
 #define OSP_MODEL_CASCADE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "model/model.h"
 
@@ -62,6 +63,24 @@ void osp_cascade_free(osp_cascade_t *c);
  * its fields are left out. OSP_MODEL_ERUN / ENOMEM with the reason. */
 int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_ctx_t *ctx,
                     const osp_view_t *frame, osp_result_t *res, char *err, size_t errlen);
+
+/* The same on res's detections (frame pixels, res->frame_w x frame_h)
+ * cropped from frame, an RGB or BGR view of that frame at any size: for a
+ * caller that picks the detections itself (osprey detect --track runs
+ * each object's steps once, not every box of every frame). Only ctx's
+ * cascade memory is used; the fields stay there, as osp_cascade_run's. */
+int osp_cascade_run_view(const osp_cascade_t *c, osp_infer_ctx_t *ctx, const osp_view_t *frame,
+                         osp_result_t *res, char *err, size_t errlen);
+
+/* Which of dets[0..n) the top steps of c would take in one run (their
+ * labels, the largest up to each step's maxObjects): take[i] nonzero
+ * (bit k: step k). Returns how many are taken. c must be opened. */
+int osp_cascade_takes(const osp_cascade_t *c, const osp_det_t *dets, int n, uint16_t *take);
+
+/* Whether a step of c (at any depth) names a face from a library or reads
+ * text: its result can come out below its threshold ("unknown", or text
+ * that does not fit the pattern) and another crop may do better. */
+int osp_cascade_judges(const osp_cascade_t *c);
 
 /* A cascade as parsed, unbound (for a reload to open afresh): NULL when
  * out of memory. */

@@ -273,18 +273,10 @@ static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_
     return 0;
 }
 
-int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_ctx_t *ctx,
-                    const osp_view_t *frame, osp_result_t *res, char *err, size_t errlen) {
-    (void)first;
-    res->extra = NULL;
-    res->extra_at = NULL;
-    if (res->kind != OSP_REC_DETECTIONS) return OSP_MODEL_OK;
-    osp_view_t v = *frame;
-    if (v.fmt == OSP_PIX_NV12 || v.fmt == OSP_PIX_I420) v = osp_image_view(&ctx->rgb);
-    if (osp_pixfmt_channels(v.fmt) == 0 || v.width != ctx->view_w || v.height != ctx->view_h) {
-        snprintf(err, errlen, "cascade: no frame to crop from");
-        return OSP_MODEL_EINVAL;
-    }
+/* c on res's detections, cropped from v (RGB or BGR) whose pixels are
+ * frame pixels divided by sx, sy; working memory in ctx->cascade. */
+static int run_on(const osp_cascade_t *c, osp_infer_ctx_t *ctx, const osp_view_t *v, float sx,
+                  float sy, osp_result_t *res, char *err, size_t errlen) {
     if (!ctx->cascade && !(ctx->cascade = calloc(1, sizeof *ctx->cascade))) {
         snprintf(err, errlen, "out of memory");
         return OSP_MODEL_ENOMEM;
@@ -305,9 +297,9 @@ int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_
         cc->at_cap = n + 1;
     }
     run_t r = {.cc = cc,
-               .view = &v,
-               .sx = (float)ctx->frame_w / (float)ctx->view_w,
-               .sy = (float)ctx->frame_h / (float)ctx->view_h,
+               .view = v,
+               .sx = sx,
+               .sy = sy,
                .res = res,
                .deadline_ms = ctx->deadline_ms,
                .err = err,
@@ -329,6 +321,52 @@ int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_
     res->extra_at = cc->at;
     return OSP_MODEL_OK;
 }
+
+int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_ctx_t *ctx,
+                    const osp_view_t *frame, osp_result_t *res, char *err, size_t errlen) {
+    (void)first;
+    res->extra = NULL;
+    res->extra_at = NULL;
+    if (res->kind != OSP_REC_DETECTIONS) return OSP_MODEL_OK;
+    osp_view_t v = *frame;
+    if (v.fmt == OSP_PIX_NV12 || v.fmt == OSP_PIX_I420) v = osp_image_view(&ctx->rgb);
+    if (osp_pixfmt_channels(v.fmt) == 0 || v.width != ctx->view_w || v.height != ctx->view_h) {
+        snprintf(err, errlen, "cascade: no frame to crop from");
+        return OSP_MODEL_EINVAL;
+    }
+    return run_on(c, ctx, &v, (float)ctx->frame_w / (float)ctx->view_w,
+                  (float)ctx->frame_h / (float)ctx->view_h, res, err, errlen);
+}
+
+int osp_cascade_run_view(const osp_cascade_t *c, osp_infer_ctx_t *ctx, const osp_view_t *frame,
+                         osp_result_t *res, char *err, size_t errlen) {
+    res->extra = NULL;
+    res->extra_at = NULL;
+    if (osp_pixfmt_channels(frame->fmt) == 0 || frame->width < 1 || frame->height < 1 ||
+        res->frame_w < 1 || res->frame_h < 1) {
+        snprintf(err, errlen, "cascade: no frame to crop from");
+        return OSP_MODEL_EINVAL;
+    }
+    return run_on(c, ctx, frame, (float)res->frame_w / (float)frame->width,
+                  (float)res->frame_h / (float)frame->height, res, err, errlen);
+}
+
+int osp_cascade_takes(const osp_cascade_t *c, const osp_det_t *dets, int n, uint16_t *take) {
+    choose(c->steps, c->n, dets, n, take);
+    int any = 0;
+    for (int i = 0; i < n; i++) any += take[i] != 0;
+    return any;
+}
+
+/* Whether s or a step inside it names a face or reads text. */
+static int judges(const osp_step_t *s, int n) {
+    for (int k = 0; k < n; k++)
+        if (s[k].kind == OSP_STEP_NAME || s[k].kind == OSP_STEP_TEXT || judges(s[k].then, s[k].n_then))
+            return 1;
+    return 0;
+}
+
+int osp_cascade_judges(const osp_cascade_t *c) { return judges(c->steps, c->n); }
 
 void osp_cascade_ctx_free(struct osp_cascade_ctx *cc) {
     if (!cc) return;

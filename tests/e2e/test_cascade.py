@@ -236,9 +236,3 @@ def test_recognize_needs_faces(osprey, library):
     r = detect(osprey, "--recognize", library, need(MEDIA / "astronaut.png"), ok=False)
     assert r.returncode == 2, r.stderr
     assert 'ssd-oidv4-int8 never gives the label "face"' in r.stderr, r.stderr
-
-
-def test_then_is_not_for_track(osprey):
-    r = detect(osprey, "--track", "--then", "face-embed", need(MEDIA / "vtest.avi"), ok=False)
-    assert r.returncode == 2 and "not with --track" in r.stderr
-
