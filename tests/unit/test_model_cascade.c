@@ -276,6 +276,51 @@ static void test_embedding_encoding_is_the_models(void **st) {
     osp_cascade_free(json);
 }
 
+/* What osprey detect --track asks of a cascade before it runs it on an
+ * object: whether its result can fall below a threshold (a name, a text,
+ * at any depth), and which boxes one run would take (every label here:
+ * the labels are bound when the models are loaded; the largest up to
+ * maxObjects). */
+static void test_judges_and_takes(void **state) {
+    (void)state;
+    static const struct {
+        const char *text;
+        int judges;
+    } cases[] = {
+        {"{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\"}]}", 0},
+        {"{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-embed\", "
+         "\"faceLibrary\": \"f.db\"}]}",
+         1},
+        {"{\"model\": \"ultraface\", \"then\": [{\"model\": \"blazeface\", \"then\": "
+         "[{\"model\": \"face-embed\", \"faceLibrary\": \"f.db\"}]}]}",
+         1},
+        {"{\"model\": \"ocr-det\", \"then\": [{\"model\": \"ocr-rec\"}]}", 1},
+        {"{\"model\": \"ultraface\", \"then\": [{\"model\": \"face-expression\"}]}", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        osp_cascade_t *c = NULL;
+        assert_string_equal(parse(cases[i].text, &c), "");
+        if (osp_cascade_judges(c) != cases[i].judges) fail_msg("%s: judges", cases[i].text);
+        osp_cascade_free(c);
+    }
+    osp_cascade_t *c = NULL;
+    assert_string_equal(parse("{\"model\": \"ultraface\", \"then\": [{\"model\": "
+                              "\"face-embed\", \"maxObjects\": 2}]}",
+                              &c),
+                        "");
+    osp_det_t dets[3] = {{.x1 = 0, .y1 = 0, .x2 = 10, .y2 = 10},
+                         {.x1 = 0, .y1 = 0, .x2 = 30, .y2 = 30},
+                         {.x1 = 0, .y1 = 0, .x2 = 20, .y2 = 20}};
+    uint16_t take[3];
+    assert_int_equal(osp_cascade_takes(c, dets, 3, take), 2);
+    assert_int_equal(take[0], 0);
+    assert_int_equal(take[1], 1);
+    assert_int_equal(take[2], 1);
+    assert_int_equal(osp_cascade_takes(c, dets, 1, take), 1); /* one box alone: taken */
+    assert_int_equal(take[0], 1);
+    osp_cascade_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_cascades_parse),
@@ -289,6 +334,7 @@ int main(void) {
         cmocka_unit_test(test_simple_cascade_aligns_when_it_can),
         cmocka_unit_test(test_copy_libraries_counts),
         cmocka_unit_test(test_embedding_encoding_is_the_models),
+        cmocka_unit_test(test_judges_and_takes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
