@@ -276,6 +276,57 @@ static void put_crossings(srv_camera_t *c, double t) {
     if (mq && n) osp_track_mqtt_crossings(mq, c->zones, t);
 }
 
+/* The events' records of this update (ne of them) on stdout and each
+ * into its object's row. */
+static void put_events(srv_camera_t *c, int ne) {
+    for (int i = 0; i < ne; i++) {
+        osp_jw_reset(&c->line);
+        if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
+                                   c->n_labels, &c->line))
+            continue;
+        put_line(&c->line);
+        atomic_fetch_add(&c->event_count, 1);
+        const osp_event_obj_t *a = &osp_events_at(c->events, i)->after;
+        /* an object seen before a switch of site ends in the database it
+         * started in */
+        osp_eventdb_t *db = srv_camsite_db_of(c->site, a->start_time);
+        if (db) {
+            char id[96];
+            osp_events_id(a->start_time, a->id, id, sizeof id);
+            osp_eventdb_put(db, id, c->cfg.name,
+                            a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
+                            a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
+        }
+    }
+}
+
+/* This update's records and counts on the camera's Frigate topics. */
+static void put_mqtt(srv_camera_t *c) {
+    osp_track_mqtt_t *mq = srv_camsite_mqtt(c->site);
+    if (!mq) return;
+    if (osp_track_mqtt_labels(mq, c->label_ptrs, c->n_labels))
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
+    osp_track_mqtt_frame(mq);
+}
+
+/* The camera stops (ospreyd's stop, a SIGHUP that removes or restarts it)
+ * or its source ended: every object still open ends at the last frame's
+ * time, on stdout, in its row and on MQTT (the site's close gives the
+ * broker what is queued), so that no object is left without its end. */
+static void end_objects(srv_camera_t *c) {
+    char err[256];
+    int ne = osp_events_end_all(c->events, c->tracker, err, sizeof err);
+    if (ne < 0) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: its objects not ended: %s", c->cfg.name, err);
+        return;
+    }
+    if (ne)
+        osp_log(OSP_LOG_INFO, "ospreyd: camera %s: %d objects still tracked end as it stops",
+                c->cfg.name, ne);
+    put_events(c, ne);
+    put_mqtt(c);
+}
+
 /* One answered frame through the tracker, the zones and the events. */
 static void track_frame(srv_camera_t *c, double t) {
     char err[256];
@@ -306,32 +357,9 @@ static void track_frame(srv_camera_t *c, double t) {
         osp_view_t px = osp_image_view(&c->frame);
         osp_track_snaps_frame(snaps, c->tracker, c->events, &px, c->frame_w, c->frame_h);
     }
-    for (int i = 0; i < ne; i++) {
-        osp_jw_reset(&c->line);
-        if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
-                                   c->n_labels, &c->line))
-            continue;
-        put_line(&c->line);
-        atomic_fetch_add(&c->event_count, 1);
-        const osp_event_obj_t *a = &osp_events_at(c->events, i)->after;
-        /* an object seen before a switch of site ends in the database it
-         * started in */
-        osp_eventdb_t *db = srv_camsite_db_of(c->site, a->start_time);
-        if (db) {
-            char id[96];
-            osp_events_id(a->start_time, a->id, id, sizeof id);
-            osp_eventdb_put(db, id, c->cfg.name,
-                            a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
-                            a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
-        }
-    }
+    put_events(c, ne);
     put_crossings(c, t);
-    osp_track_mqtt_t *mq = srv_camsite_mqtt(c->site);
-    if (mq) {
-        if (osp_track_mqtt_labels(mq, c->label_ptrs, c->n_labels))
-            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
-        osp_track_mqtt_frame(mq);
-    }
+    put_mqtt(c);
     srv_camsite_tracked(c->site, t);
 }
 
@@ -517,6 +545,7 @@ static void *cam_main(void *arg) {
         publish(c, out.fate == SRV_SERVED, t);
     }
     if (newest) osp_newest_stop(newest);
+    end_objects(c);
     publish(c, 0, 0);
     srv_camboard_state(c->pub, SRV_CAM_DOWN);
     srv_camsite_online(c->site, false);
