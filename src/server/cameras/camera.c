@@ -250,11 +250,13 @@ static void put_line(const osp_jw_t *w) {
 
 /* The frame's line crossings (at time t), as `osprey detect --track`
  * reports them: a record {"kind": "crossing", ...} each on stdout (the
- * events' records have no "kind"), and on MQTT. */
+ * events' records have no "kind"), a row each in the database, and on
+ * MQTT. */
 static void put_crossings(srv_camera_t *c, double t) {
     const osp_zones_cross_t *x;
     int n = c->zones ? osp_zones_crossings(c->zones, &x) : 0;
     const osp_zones_cfg_t *zc = c->zones ? osp_zones_cfg(c->zones) : NULL;
+    osp_eventdb_t *db = srv_camsite_db(c->site);
     for (int i = 0; i < n; i++) {
         osp_jw_reset(&c->line);
         osp_jw_obj_open(&c->line);
@@ -264,13 +266,16 @@ static void put_crossings(srv_camera_t *c, double t) {
         osp_jw_str(&c->line, c->cfg.name);
         osp_jw_key(&c->line, "t");
         osp_jw_num(&c->line, t, 3);
-        osp_events_put_crossing(&c->line, zc, &x[i],
-                                x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label]
-                                                                            : "");
+        const char *label = x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label] : "";
+        osp_events_put_crossing(&c->line, zc, &x[i], label);
         osp_jw_obj_close(&c->line);
         if (c->line.oom) continue;
         put_line(&c->line);
         atomic_fetch_add(&c->crossings, 1);
+        if (db)
+            osp_eventdb_put_crossing(db, c->cfg.name, zc->lines[x[i].line].name,
+                                     osp_zones_dir_name(x[i].dir), x[i].id, label, t, c->line.buf,
+                                     c->line.len);
     }
     osp_track_mqtt_t *mq = srv_camsite_mqtt(c->site);
     if (mq && n) osp_track_mqtt_crossings(mq, c->zones, t);
