@@ -30,9 +30,11 @@ a window of --seconds:
 - none lost: every event of the JSON log on MQTT (frigate/events, through
   a local mosquitto) and in the database, by camera: the objects' ids of
   the "new" events = the database's rows = MQTT's "new" ids, and those
-  of the "end" events = the rows with an end_time = MQTT's "end" ids (an
-  object still in view when ospreyd stops has no end yet, and is counted
-  as open). Exit status 1 on any difference.
+  of the "end" events = the rows with an end_time = MQTT's "end" ids; an
+  object still in view when ospreyd stops ends at the stop, so none is
+  left open. The crossings logged = frigate/crossings messages = the
+  database's crossings rows. Exit status 1 on any difference, or an
+  object left open.
 
 Then the same N as N `osprey detect --track` processes on the same RTSP
 URL: kept (frames answered / frames sent, from the frame numbers of its
@@ -154,11 +156,12 @@ class Mqtt:
 
 def none_lost(logged, published, db):
     """The log's events against MQTT's and the database's, camera by
-    camera: (differences, objects still open at the stop)."""
+    camera: (differences, objects still open at the stop, crossings rows)."""
     rows = {}
     con = sqlite3.connect(db)
     for id_, cam, end in con.execute("SELECT id, camera, end_time FROM events"):
         rows.setdefault(cam, []).append((id_, end))
+    crossing_rows = con.execute("SELECT count(*) FROM crossings").fetchone()[0]
     con.close()
     bad, open_ = [], 0
     for cam in sorted({e["after"]["camera"] for e in logged} | set(rows)):
@@ -173,7 +176,7 @@ def none_lost(logged, published, db):
         if not (end_l == end_m == end_d) or not end_l <= new_l:
             bad.append(f"{cam}: end: log {len(end_l)}, MQTT {len(end_m)}, db {len(end_d)}")
         open_ += len(new_l - end_l)
-    return bad, open_
+    return bad, open_, crossing_rows
 
 
 def rss_mb(pid):
@@ -256,7 +259,8 @@ def run_daemon(bin_dir, work, url, n, seconds, mqtt):
         # an object's zones: the most its records list
         key = (cam, e["after"]["id"])
         entered[key] = max(entered.get(key, 0), len(e["after"].get("entered_zones") or []))
-    bad, open_ = none_lost(logged, [e for t, e in published if t == "frigate/events"], db)
+    bad, open_, crossing_rows = none_lost(logged,
+                                          [e for t, e in published if t == "frigate/events"], db)
     zone_entries = {}
     for (cam, _), k in entered.items():
         zone_entries[cam] = zone_entries.get(cam, 0) + k
@@ -267,6 +271,7 @@ def run_daemon(bin_dir, work, url, n, seconds, mqtt):
             "zones": [zone_entries.get(c, 0) for c in names],
             "crossings": [crossings.get(c, 0) for c in names],
             "crossings_mqtt": sum(t == "frigate/crossings" for t, _ in published),
+            "crossings_db": crossing_rows,
             "lost": bad, "open": open_, "events": len(logged),
             "shed": sum(y["shed"] - x["shed"] for x, y in zip(a, b))}
 
@@ -348,10 +353,11 @@ def main():
             crossed = sum(r["crossings"])
             print(f"{'':>12} none lost: {r['events']} events, {len(r['lost'])} differences "
                   f"(log = MQTT = database), {r['open']} objects open at the stop; crossings "
-                  f"{crossed} logged, {r['crossings_mqtt']} on MQTT", flush=True)
+                  f"{crossed} logged, {r['crossings_mqtt']} on MQTT, {r['crossings_db']} in the "
+                  f"database", flush=True)
             for line in r["lost"]:
                 print(f"{'':>12} LOST: {line}", flush=True)
-            if r["lost"] or crossed != r["crossings_mqtt"]:
+            if r["lost"] or r["open"] or not crossed == r["crossings_mqtt"] == r["crossings_db"]:
                 failed = 1
             if not a.no_detect:
                 d = run_detects(bin_dir, work, url, n, a.seconds)

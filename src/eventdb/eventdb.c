@@ -1,9 +1,8 @@
-/* The cameras' events in SQLite; see eventdb.h. */
+/* The cameras' events and line crossings in SQLite: the writer and the
+ * readers; see eventdb.h (a peer's parameters are checked in query.c). */
 #include "eventdb/eventdb.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +16,15 @@
 
 #define RETAIN_EVERY 256 /* records between two retention passes */
 
+/* One record queued for the writer: an event's (its row made or updated)
+ * or a crossing's (a row added). */
 typedef struct rec {
     struct rec *next;
+    int crossing;
     char id[96], camera[64], label[64];
-    double start_time, end_time, top_score;
+    char line[64], direction[8];            /* a crossing's */
+    uint64_t track_id;                      /* a crossing's */
+    double start_time, end_time, top_score; /* a crossing's time: start_time */
     size_t len;
     char json[]; /* len bytes and a NUL */
 } rec_t;
@@ -29,6 +33,7 @@ struct osp_eventdb {
     osp_eventdb_cfg_t cfg;
     sqlite3 *db;
     sqlite3_stmt *upsert;
+    sqlite3_stmt *crossing; /* a crossing's insert */
     pthread_t t;
     pthread_mutex_t mu; /* guards the queue, stop and the counts */
     pthread_cond_t cv;
@@ -48,7 +53,18 @@ static const char SCHEMA[] = "PRAGMA journal_mode=WAL;"
                              " record TEXT NOT NULL, zones TEXT);"
                              "CREATE INDEX IF NOT EXISTS events_camera ON events(camera, start_time);"
                              "CREATE INDEX IF NOT EXISTS events_label ON events(label, start_time);"
-                             "CREATE INDEX IF NOT EXISTS events_start ON events(start_time);";
+                             "CREATE INDEX IF NOT EXISTS events_start ON events(start_time);"
+                             /* the line crossings: a row each, as they came */
+                             "CREATE TABLE IF NOT EXISTS crossings ("
+                             " camera TEXT NOT NULL, line TEXT NOT NULL, direction TEXT NOT NULL,"
+                             " track_id INTEGER NOT NULL, label TEXT NOT NULL, time REAL NOT NULL,"
+                             " record TEXT NOT NULL);"
+                             "CREATE INDEX IF NOT EXISTS crossings_time ON crossings(time);"
+                             "CREATE INDEX IF NOT EXISTS crossings_camera ON crossings(camera, time);"
+                             "CREATE INDEX IF NOT EXISTS crossings_line ON crossings(line, time);";
+
+static const char INSERT_CROSSING[] = "INSERT INTO crossings(camera, line, direction, track_id, label, time, record)"
+                                      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
 /* zones: the zones the object entered (its record's after.entered_zones,
  * a JSON array of names), kept beside the record; and each of them a row
@@ -136,12 +152,16 @@ static void drop(osp_eventdb_t *db, const char *which) {
     sqlite3_exec(db->db, "COMMIT", NULL, NULL, NULL);
 }
 
+/* The bounds hold for the events and, on their own, for the crossings:
+ * at most retain_rows of each. */
 static void retain(osp_eventdb_t *db) {
-    char which[256];
+    char which[256], sql[400];
     if (db->cfg.retain_days > 0) {
-        snprintf(which, sizeof which, "start_time < %.3f",
-                 (double)time(NULL) - db->cfg.retain_days * 86400.0);
+        double oldest = (double)time(NULL) - db->cfg.retain_days * 86400.0;
+        snprintf(which, sizeof which, "start_time < %.3f", oldest);
         drop(db, which);
+        snprintf(sql, sizeof sql, "DELETE FROM crossings WHERE time < %.3f", oldest);
+        sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     }
     if (db->cfg.retain_rows > 0) {
         snprintf(which, sizeof which,
@@ -149,7 +169,26 @@ static void retain(osp_eventdb_t *db) {
                  "LIMIT -1 OFFSET %lld)",
                  (long long)db->cfg.retain_rows);
         drop(db, which);
+        snprintf(sql, sizeof sql,
+                 "DELETE FROM crossings WHERE rowid IN (SELECT rowid FROM crossings ORDER BY "
+                 "time DESC, rowid DESC LIMIT -1 OFFSET %lld)",
+                 (long long)db->cfg.retain_rows);
+        sqlite3_exec(db->db, sql, NULL, NULL, NULL);
     }
+}
+
+/* A crossing's row, in the batch's transaction. */
+static int write_crossing(osp_eventdb_t *db, const rec_t *r) {
+    sqlite3_stmt *st = db->crossing;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, r->camera, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->line, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->direction, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, (sqlite3_int64)r->track_id);
+    sqlite3_bind_text(st, 5, r->label, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 6, r->start_time);
+    sqlite3_bind_text(st, 7, r->json, (int)r->len, SQLITE_STATIC);
+    return sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
 }
 
 /* Write a batch in one transaction: a row per record, made or updated. */
@@ -157,6 +196,13 @@ static void write_batch(osp_eventdb_t *db, rec_t *r, int64_t *since_retain) {
     int64_t ok = 0, failed = 0;
     sqlite3_exec(db->db, "BEGIN", NULL, NULL, NULL);
     for (; r; r = r->next) {
+        if (r->crossing) {
+            if (write_crossing(db, r) == 0)
+                ok++;
+            else
+                failed++;
+            continue;
+        }
         sqlite3_stmt *st = db->upsert;
         sqlite3_reset(st);
         sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
@@ -234,13 +280,15 @@ osp_eventdb_t *osp_eventdb_open(const osp_eventdb_cfg_t *cfg, char *err, size_t 
             SQLITE_OK ||
         sqlite3_exec(db->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK ||
         migrate(db->db, &msg) != SQLITE_OK ||
-        sqlite3_prepare_v2(db->db, UPSERT, -1, &db->upsert, NULL) != SQLITE_OK) {
+        sqlite3_prepare_v2(db->db, UPSERT, -1, &db->upsert, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db->db, INSERT_CROSSING, -1, &db->crossing, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "events database %s: %s", cfg->path,
                  msg      ? msg
                  : db->db ? sqlite3_errmsg(db->db)
                           : "out of memory");
         sqlite3_free(msg);
         sqlite3_finalize(db->upsert);
+        sqlite3_finalize(db->crossing);
         sqlite3_close(db->db);
         free(db);
         return NULL;
@@ -254,6 +302,7 @@ osp_eventdb_t *osp_eventdb_open(const osp_eventdb_cfg_t *cfg, char *err, size_t 
         pthread_mutex_destroy(&db->mu);
         pthread_cond_destroy(&db->cv);
         sqlite3_finalize(db->upsert);
+        sqlite3_finalize(db->crossing);
         sqlite3_close(db->db);
         free(db);
         return NULL;
@@ -261,22 +310,20 @@ osp_eventdb_t *osp_eventdb_open(const osp_eventdb_cfg_t *cfg, char *err, size_t 
     return db;
 }
 
-void osp_eventdb_put(osp_eventdb_t *db, const char *id, const char *camera, const char *label,
-                     double start_time, double end_time, double top_score, const char *json,
-                     size_t len) {
-    rec_t *r = malloc(sizeof *r + len + 1);
-    if (r) {
-        r->next = NULL;
-        snprintf(r->id, sizeof r->id, "%s", id);
-        snprintf(r->camera, sizeof r->camera, "%s", camera);
-        snprintf(r->label, sizeof r->label, "%s", label);
-        r->start_time = start_time;
-        r->end_time = end_time;
-        r->top_score = top_score;
-        r->len = len;
-        memcpy(r->json, json, len);
-        r->json[len] = '\0';
-    }
+/* A record of len bytes of JSON, its other fields zeroed; NULL out of memory. */
+static rec_t *rec_new(const char *camera, const char *label, const char *json, size_t len) {
+    rec_t *r = calloc(1, sizeof *r + len + 1);
+    if (!r) return NULL;
+    snprintf(r->camera, sizeof r->camera, "%s", camera);
+    snprintf(r->label, sizeof r->label, "%s", label);
+    r->len = len;
+    memcpy(r->json, json, len);
+    r->json[len] = '\0';
+    return r;
+}
+
+/* r (NULL: out of memory) onto the writer's queue, or dropped and counted. */
+static void enqueue(osp_eventdb_t *db, rec_t *r) {
     pthread_mutex_lock(&db->mu);
     if (!r || db->queued >= OSP_EVENTDB_QUEUE || db->stop) {
         db->counts.dropped++;
@@ -292,6 +339,33 @@ void osp_eventdb_put(osp_eventdb_t *db, const char *id, const char *camera, cons
     db->queued++;
     pthread_cond_signal(&db->cv);
     pthread_mutex_unlock(&db->mu);
+}
+
+void osp_eventdb_put(osp_eventdb_t *db, const char *id, const char *camera, const char *label,
+                     double start_time, double end_time, double top_score, const char *json,
+                     size_t len) {
+    rec_t *r = rec_new(camera, label, json, len);
+    if (r) {
+        snprintf(r->id, sizeof r->id, "%s", id);
+        r->start_time = start_time;
+        r->end_time = end_time;
+        r->top_score = top_score;
+    }
+    enqueue(db, r);
+}
+
+void osp_eventdb_put_crossing(osp_eventdb_t *db, const char *camera, const char *line,
+                              const char *direction, uint64_t track_id, const char *label,
+                              double t, const char *json, size_t len) {
+    rec_t *r = rec_new(camera, label, json, len);
+    if (r) {
+        r->crossing = 1;
+        snprintf(r->line, sizeof r->line, "%s", line);
+        snprintf(r->direction, sizeof r->direction, "%s", direction);
+        r->track_id = track_id;
+        r->start_time = t;
+    }
+    enqueue(db, r);
 }
 
 void osp_eventdb_retain_set(osp_eventdb_t *db, double days, int64_t rows) {
@@ -321,6 +395,7 @@ void osp_eventdb_close(osp_eventdb_t *db) {
             db->cfg.path, (long long)db->counts.written, (long long)db->counts.dropped,
             (long long)db->counts.failed);
     sqlite3_finalize(db->upsert);
+    sqlite3_finalize(db->crossing);
     sqlite3_close(db->db);
     pthread_mutex_destroy(&db->mu);
     pthread_cond_destroy(&db->cv);
@@ -332,105 +407,6 @@ void osp_eventdb_close(osp_eventdb_t *db) {
 struct osp_eventdb_reader {
     sqlite3 *db;
 };
-
-void osp_eventdb_query_init(osp_eventdb_query_t *q) {
-    memset(q, 0, sizeof *q);
-    q->limit = OSP_EVENTDB_LIMIT;
-}
-
-/* 1-63 letters, digits, '_' or '-': a camera's or a zone's name. */
-static int name_ok(const char *v) {
-    size_t n = strlen(v);
-    if (n == 0 || n > 63) return 0;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)v[i]) && v[i] != '_' && v[i] != '-') return 0;
-    return 1;
-}
-
-static int time_of(const char *v, double *out) {
-    char *end = NULL;
-    if (!*v || strlen(v) > 32 || isspace((unsigned char)*v)) return -1;
-    double d = strtod(v, &end);
-    if (*end || !isfinite(d) || d < 0 || d > 1e11) return -1;
-    *out = d;
-    return 0;
-}
-
-int osp_eventdb_query_set(osp_eventdb_query_t *q, const char *key, const char *value, char *err,
-                          size_t errlen) {
-    const char *v = value ? value : "";
-    if (strcmp(key, "camera") == 0 || strcmp(key, "zone") == 0) {
-        if (!name_ok(v)) {
-            snprintf(err, errlen, "%s must be a name of 1 to 63 letters, digits, '_' or '-'", key);
-            return -1;
-        }
-        snprintf(key[0] == 'c' ? q->camera : q->zone, sizeof q->camera, "%s", v);
-        return 0;
-    }
-    if (strcmp(key, "label") == 0) {
-        size_t n = strlen(v);
-        int ok = n > 0 && n < sizeof q->label;
-        for (size_t i = 0; ok && i < n; i++) ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
-        if (!ok) {
-            snprintf(err, errlen, "label must be 1 to 63 bytes of text");
-            return -1;
-        }
-        snprintf(q->label, sizeof q->label, "%s", v);
-        return 0;
-    }
-    if (strcmp(key, "after") == 0 || strcmp(key, "before") == 0) {
-        double d;
-        if (time_of(v, &d)) {
-            snprintf(err, errlen,
-                     "%s must be a time in seconds since 1970 (a number from 0 to 1e11)", key);
-            return -1;
-        }
-        if (key[0] == 'a') {
-            q->after = d;
-            q->has_after = 1;
-        } else {
-            q->before = d;
-            q->has_before = 1;
-        }
-        return 0;
-    }
-    if (strcmp(key, "limit") == 0) {
-        size_t n = strlen(v);
-        long lim = 0;
-        int ok = n > 0 && n <= 4;
-        for (size_t i = 0; ok && i < n; i++) ok = isdigit((unsigned char)v[i]);
-        if (ok) lim = strtol(v, NULL, 10);
-        if (!ok || lim < 1 || lim > OSP_EVENTDB_LIMIT_MAX) {
-            snprintf(err, errlen, "limit must be a whole number from 1 to %d", OSP_EVENTDB_LIMIT_MAX);
-            return -1;
-        }
-        q->limit = (int)lim;
-        return 0;
-    }
-    snprintf(err, errlen,
-             "unknown parameter \"%.32s\": the parameters are camera, label, zone, after, before "
-             "and limit",
-             key);
-    return -1;
-}
-
-int osp_eventdb_id_ok(const char *id) {
-    /* osp_events_id: "%.6f-%llu" */
-    size_t n = id ? strlen(id) : 0;
-    int dots = 0, dashes = 0;
-    if (n == 0 || n >= OSP_EVENTDB_ID_MAX || !isdigit((unsigned char)id[0]) ||
-        !isdigit((unsigned char)id[n - 1]))
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if (id[i] == '.' && !dashes)
-            dots++;
-        else if (id[i] == '-')
-            dashes++;
-        else if (!isdigit((unsigned char)id[i]))
-            return 0;
-    }
-    return dots <= 1 && dashes == 1;
-}
 
 osp_eventdb_reader_t *osp_eventdb_reader_open(const char *path, char *err, size_t errlen) {
     osp_eventdb_reader_t *r = calloc(1, sizeof *r);
@@ -527,6 +503,61 @@ int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp
         const char *rec = (const char *)sqlite3_column_text(st, 7);
         if (rec)
             osp_jw_raw(w, rec, (size_t)sqlite3_column_bytes(st, 7));
+        else
+            osp_jw_null(w);
+        osp_jw_obj_close(w);
+        n++;
+    }
+    osp_jw_arr_close(w);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        n = -1;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+int osp_eventdb_crossings(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
+                          char *err, size_t errlen) {
+    /* fixed pieces only, as osp_eventdb_query's; every value bound */
+    char sql[400] = "SELECT camera, line, direction, track_id, label, time, record FROM crossings"
+                    " WHERE 1";
+    if (q->camera[0]) strcat(sql, " AND camera = ?1");
+    if (q->line[0]) strcat(sql, " AND line = ?2");
+    if (q->has_after) strcat(sql, " AND time > ?3");
+    if (q->has_before) strcat(sql, " AND time < ?4");
+    strcat(sql, " ORDER BY time DESC, rowid DESC LIMIT ?5");
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        return -1;
+    }
+    if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
+    if (q->line[0]) sqlite3_bind_text(st, 2, q->line, -1, SQLITE_STATIC);
+    if (q->has_after) sqlite3_bind_double(st, 3, q->after);
+    if (q->has_before) sqlite3_bind_double(st, 4, q->before);
+    int limit = q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;
+    sqlite3_bind_int(st, 5, limit);
+    int n = 0, rc;
+    osp_jw_arr_open(w);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        osp_jw_obj_open(w);
+        osp_jw_key(w, "camera");
+        text_or_null(w, st, 0);
+        osp_jw_key(w, "line");
+        text_or_null(w, st, 1);
+        osp_jw_key(w, "direction");
+        text_or_null(w, st, 2);
+        osp_jw_key(w, "trackId");
+        osp_jw_uint(w, (uint64_t)sqlite3_column_int64(st, 3));
+        osp_jw_key(w, "label");
+        text_or_null(w, st, 4);
+        osp_jw_key(w, "time");
+        real_or_null(w, st, 5, 6);
+        osp_jw_key(w, "record"); /* the record the camera logged */
+        const char *rec = (const char *)sqlite3_column_text(st, 6);
+        if (rec)
+            osp_jw_raw(w, rec, (size_t)sqlite3_column_bytes(st, 6));
         else
             osp_jw_null(w);
         osp_jw_obj_close(w);

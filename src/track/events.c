@@ -171,8 +171,8 @@ static void recount(osp_events_t *e, const osp_tracker_t *t) {
     e->counts = tmp, e->counts_cap = tcap, e->n_counts = 0;
     for (int i = 0; i < e->n; i++) {
         const struct et *s = &e->et[i];
-        const osp_track_t *tr = osp_track_at(t, i);
         if (!s->reported || s->done) continue;
+        const osp_track_t *tr = osp_track_at(t, i);
         int active = !tr->stationary;
         count(e, -1, tr->label, active);
         for (int z = 0; z < OSP_ZONES_MAX; z++)
@@ -253,6 +253,35 @@ int osp_events_update(osp_events_t *e, const osp_tracker_t *t, char *err, size_t
     int tcap = e->cap;
     e->et = e->spare, e->cap = e->spare_cap, e->n = nt;
     e->spare = tmp, e->spare_cap = tcap;
+    recount(e, t);
+    return e->n_ev;
+}
+
+int osp_events_end_all(osp_events_t *e, const osp_tracker_t *t, char *err, size_t errlen) {
+    if (grow((void **)&e->ev, &e->ev_cap, e->n, sizeof *e->ev) ||
+        grow((void **)&e->prev, &e->prev_cap, e->n_counts, sizeof *e->prev))
+        return fail(err, errlen, OSP_EVENTS_ENOMEM, "out of memory");
+    double now = osp_track_now(t);
+    e->n_ev = 0;
+    for (int i = 0; i < e->n; i++) {
+        struct et *s = &e->et[i];
+        if (!s->reported || s->done) continue;
+        /* the tracker as the last update saw it: each object is there,
+         * unless an update failed since (then its last record stands) */
+        const osp_track_t *tr = osp_track_find(t, s->id);
+        osp_event_obj_t o;
+        if (tr) {
+            obj_of(e, tr, now, &o);
+        } else {
+            o = s->last;
+            o.frame_time = now;
+        }
+        o.false_positive = tr && tr->verdict == OSP_TRACK_REJECTED;
+        o.end_time = now;
+        emit(e, OSP_EVENT_END, 0, &s->last, &o);
+        s->last = o;
+        s->done = 1;
+    }
     recount(e, t);
     return e->n_ev;
 }

@@ -121,6 +121,14 @@ void osp_events_set_names(osp_events_t *e,
  * or OSP_EVENTS_ENOMEM (nothing changed). */
 int osp_events_update(osp_events_t *e, const osp_tracker_t *t, char *err, size_t errlen);
 const osp_event_t *osp_events_at(const osp_events_t *e, int i);
+/* The camera (or its source) stops, after the last osp_events_update on
+ * t: an "end" for every object reported and not ended, its end_time the
+ * last frame's time (osp_track_now) and false_positive as an end sets it
+ * (its verdict rejected), and every count back to 0 (the emptied pairs
+ * listed as changed). The records, as osp_events_update gives them; no
+ * later update reports these objects again. Returns how many (0 or more),
+ * or OSP_EVENTS_ENOMEM (nothing changed). */
+int osp_events_end_all(osp_events_t *e, const osp_tracker_t *t, char *err, size_t errlen);
 
 /* Writes a record as one JSON object, Frigate's shape. Returns 0 or
  * OSP_EVENTS_ENOMEM (the writer ran out of memory). */

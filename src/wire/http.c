@@ -55,7 +55,8 @@ osp_http_route_t osp_http_route(const char *method, const char *path) {
                  {"/metrics", OSP_HTTP_METRICS},
                  {"/events", OSP_HTTP_EVENTS},
                  {"/api/cameras", OSP_HTTP_CAMERAS},
-                 {"/api/events", OSP_HTTP_CAMERA_EVENTS}};
+                 {"/api/events", OSP_HTTP_CAMERA_EVENTS},
+                 {"/api/crossings", OSP_HTTP_CROSSINGS}};
     if (!method || !path) return OSP_HTTP_NOT_FOUND;
     osp_http_route_t route = OSP_HTTP_NOT_FOUND;
     char name[OSP_HTTP_NAME_MAX];

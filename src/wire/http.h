@@ -26,6 +26,7 @@ typedef enum {
     OSP_HTTP_CAMERA_LATEST,  /* /api/cameras/NAME/latest.jpg */
     OSP_HTTP_CAMERA_EVENTS,  /* /api/events */
     OSP_HTTP_EVENT_SNAPSHOT, /* /api/events/ID/snapshot.jpg */
+    OSP_HTTP_CROSSINGS,      /* /api/crossings */
 } osp_http_route_t;
 
 /* The page for method and path (the path without its query, as the HTTP

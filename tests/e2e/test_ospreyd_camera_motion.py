@@ -4,7 +4,8 @@ test_detect_track makes it) through a camera with its motion pass on and
 through one with it off ("motion": false), and vtest, where people walk,
 through a camera with a motion mask. The still camera sends its model a
 few frames, finds no motion and keeps the same objects as the camera that
-sends every frame; the moving one finds motion and writes its events."""
+sends every frame (each of them ended once, when the clip ends); the
+moving one finds motion and writes its events."""
 from collections import Counter
 
 import pytest
@@ -70,10 +71,15 @@ def test_a_still_camera_keeps_the_objects_of_every_frame(watched):
     assert new["every"], evs["every"]  # people and cars stand in vtest's first frame
     assert new["still"] == new["every"], new
     assert cams["still"]["tracksActive"] == cams["every"]["tracksActive"], cams
-    # nobody comes or goes: each object is new once
+    # nobody comes or goes: each object is new once, and ends once, when
+    # the clip ends, at its last frame's time
     for n in ("still", "every"):
         ids = [e["after"]["id"] for e in evs[n] if e["type"] == "new"]
-        assert len(ids) == len(set(ids)) and {e["type"] for e in evs[n]} <= {"new", "update"}, evs[n]
+        ends = [e["after"] for e in evs[n] if e["type"] == "end"]
+        assert len(ids) == len(set(ids)) and sorted(ids) == sorted(a["id"] for a in ends), evs[n]
+        assert {e["type"] for e in evs[n][:-len(ends)]} <= {"new", "update"}, evs[n]
+        assert len({a["end_time"] for a in ends}) == 1, ends
+        assert not any(a["false_positive"] for a in ends), ends
 
 
 def test_a_moving_camera_finds_motion_and_writes_its_events(watched):

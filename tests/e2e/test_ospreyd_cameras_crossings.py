@@ -10,10 +10,17 @@ frigate/crossings and in /api/cameras' "crossings"; and as many as
 (TOLERANCE): the camera takes its frames on the wall clock and sheds a
 frame its model cannot answer within one frame interval (a loaded machine
 does), and a frame the tracker does not see can split a track in two or
-skip the frame where an object's point passes the line."""
+skip the frame where an object's point passes the line.
+
+Each crossing is also a row of the events database (SQLite on disk),
+served at /api/crossings by camera, line and time: as many rows as records
+on stdout and messages on frigate/crossings, none lost, and a bad
+parameter refused with the reason."""
 import json
+import sqlite3
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -99,6 +106,79 @@ def test_a_cameras_line_crossings_match_osprey_detect_track(daemons, tmp_path, b
         b = sum(c["direction"] == way for c in ref)
         slack = max(TOLERANCE[0], TOLERANCE[1] * b)
         assert abs(a - b) <= slack, (way, a, b, s)
+
+
+def get(port, path):
+    """(status, JSON body) of a GET."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+def test_crossings_are_rows_of_the_events_database_served_by_filter(daemons, tmp_path, broker,
+                                                                      pwfile):
+    clip = mjpeg(tmp_path)
+    zones = tmp_path / "zones.json"
+    zones.write_text(json.dumps(ZONES))
+    port, hport = free_port(), free_port()
+    db = tmp_path / "events.db"
+    server = rtsp_server(port, "/walkway", "--file", str(clip))
+    session(broker, "frigate/crossings")
+    try:
+        d = daemons(tmp_path, dict(site([{"name": "walk", "url": f"rtsp://127.0.0.1:{port}/walkway",
+                                          "fps": 10, "objects": ["Person"],
+                                          "zones": str(zones)}]),
+                                   events={"db": str(db)},
+                                   mqtt={"url": f"mqtt://127.0.0.1:{broker.port}", "user": USER,
+                                         "passwordFile": str(pwfile)}),
+                    args=("--http", f"127.0.0.1:{hport}"))
+        d.wait_for(lambda log: "camera walk: the source ended" in log, "the clip played",
+                   timeout=SECONDS * 20)
+        got = crossings(d.stdout())
+        assert got, d.stdout()[-2000:]
+        # the writer is a thread of its own: the rows come soon after
+        rows = d.until(lambda: (lambda s, r: s == 200 and len(r) == len(got) and r)(
+            *get(hport, "/api/crossings?limit=500")), "every crossing in the database")
+        # newest first; each row's record the one logged, its fields the record's
+        assert [r["record"] for r in reversed(rows)] == got
+        for r in rows:
+            rec = r["record"]
+            assert (r["camera"], r["line"], r["direction"], r["trackId"], r["label"]) == \
+                (rec["camera"], rec["line"], rec["direction"], rec["trackId"], rec["label"])
+            assert abs(r["time"] - rec["t"]) < 1e-3
+        # by line, camera, time and number
+        assert get(hport, "/api/crossings?line=walkway&limit=500")[1] == rows
+        assert get(hport, "/api/crossings?line=nowhere") == (200, [])
+        assert get(hport, "/api/crossings?camera=other") == (200, [])
+        assert get(hport, "/api/crossings?camera=walk&limit=2")[1] == rows[:2]
+        # a time between two crossings' (a row's own time is kept to more
+        # digits than the page writes)
+        times = sorted({r["time"] for r in rows})
+        assert len(times) >= 2, rows
+        mid = round((times[len(times) // 2 - 1] + times[len(times) // 2]) / 2, 6)
+        later = get(hport, f"/api/crossings?after={mid}&limit=500")[1]
+        assert later == [r for r in rows if r["time"] > mid]
+        earlier = get(hport, f"/api/crossings?before={mid}&limit=500")[1]
+        assert earlier == [r for r in rows if r["time"] < mid]
+        # a parameter that is not one, or not well made, is refused with the reason
+        for query, says in (("label=Person", "unknown parameter \"label\""),
+                            ("line=a%20b", "line must be a name"),
+                            ("limit=501", "limit must be a whole number from 1 to 500"),
+                            ("after=yesterday", "after must be a time")):
+            status, body = get(hport, f"/api/crossings?{query}")
+            assert status == 400 and says in body["error"], (query, status, body)
+        assert d.stop() == 0, d.log()[-3000:]
+    finally:
+        server.terminate()
+        server.wait(10)
+    # none lost: rows = MQTT messages = records logged
+    con = sqlite3.connect(db)
+    n_rows = con.execute("SELECT count(*) FROM crossings").fetchone()[0]
+    con.close()
+    published = [t for _, t, _ in drain(broker, "frigate/crossings")]
+    assert n_rows == len(published) == len(got), (n_rows, len(published), len(got))
 
 
 def thread_names(pid):

@@ -28,7 +28,7 @@ from mqtt_broker import PASSWORD, USER, Broker, certs, drain, pwfile, session  #
 HERE = Path(__file__).resolve().parent
 PY = sys.executable if Path(sys.executable).exists() else "/usr/bin/python3"
 CAP_S = 90  # the whole test, ospreyd's start included
-HOLD_S = 20  # a camera holds an old database this long at most (camera.c, OLD_HOLD_S)
+HOLD_S = 20  # a camera holds an old database this long at most (camsite.c, OLD_HOLD_S)
 
 
 def rtsp_server(port, path, *extra):

@@ -1,9 +1,11 @@
 /*
- * libFuzzer target for what a peer sends /api/events (src/eventdb/eventdb.c):
- * a query parameter's key and value through osp_eventdb_query_set, and an
- * event id of /api/events/ID/snapshot.jpg through osp_eventdb_id_ok.
+ * libFuzzer target for what a peer sends /api/events and /api/crossings
+ * (src/eventdb/query.c): a query parameter's key and value through
+ * osp_eventdb_query_set and osp_eventdb_crossings_set, and an event id of
+ * /api/events/ID/snapshot.jpg through osp_eventdb_id_ok.
  * Checks: a parameter taken leaves every name and label whole and within
- * its field, a camera's and a zone's name of letters, digits, '_' and '-',
+ * its field, a camera's, a zone's and a line's name of letters, digits,
+ * '_' and '-', a crossings query never taking a label or a zone,
  * times finite and in range, the limit from 1 to OSP_EVENTDB_LIMIT_MAX; a
  * refusal says why; an id taken has only digits, '.' and '-' (never a
  * path). Deterministic.
@@ -36,6 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (osp_eventdb_query_set(&q, key, value, err, sizeof err) == 0) {
         name_ok(q.camera);
         name_ok(q.zone);
+        CHECK(!q.line[0]);
         CHECK(strlen(q.label) < sizeof q.label);
         CHECK(!q.has_after || (isfinite(q.after) && q.after >= 0 && q.after <= 1e11));
         CHECK(!q.has_before || (isfinite(q.before) && q.before >= 0 && q.before <= 1e11));
@@ -43,6 +46,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* the value is taken whole, or not at all */
         if (q.camera[0]) CHECK(strcmp(q.camera, value) == 0);
         if (q.label[0]) CHECK(strcmp(q.label, value) == 0);
+    } else {
+        CHECK(err[0]);
+    }
+    /* /api/crossings: the same rules, its own keys */
+    osp_eventdb_query_init(&q);
+    err[0] = '\0';
+    if (osp_eventdb_crossings_set(&q, key, value, err, sizeof err) == 0) {
+        name_ok(q.camera);
+        name_ok(q.line);
+        CHECK(!q.label[0] && !q.zone[0]);
+        CHECK(!q.has_after || (isfinite(q.after) && q.after >= 0 && q.after <= 1e11));
+        CHECK(!q.has_before || (isfinite(q.before) && q.before >= 0 && q.before <= 1e11));
+        CHECK(q.limit >= 1 && q.limit <= OSP_EVENTDB_LIMIT_MAX);
+        if (q.camera[0]) CHECK(strcmp(q.camera, value) == 0);
+        if (q.line[0]) CHECK(strcmp(q.line, value) == 0);
     } else {
         CHECK(err[0]);
     }

@@ -1,6 +1,8 @@
-/* eventdb: the cameras' events in a real SQLite file — written by the one
- * writer, read back by a read-only reader with a filter a peer chose,
- * whose every parameter is checked before it is bound. */
+/* eventdb: the cameras' events and line crossings in a real SQLite file —
+ * written by the one writer, read back by a read-only reader with a filter
+ * a peer chose, whose every parameter is checked before it is bound; the
+ * crossings bounded apart from the events. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,6 +58,41 @@ static void test_parameters_are_checked(void **state) {
         if (!strstr(err, bad[i].says)) fail_msg("%s=%s: %s", bad[i].key, bad[i].value, err);
     }
     assert_int_equal(osp_eventdb_query_set(&q, "camera", NULL, err, sizeof err), -1);
+    assert_int_equal(osp_eventdb_query_set(&q, "line", "gate", err, sizeof err), -1);
+    assert_non_null(strstr(err, "the parameters are camera, label, zone, after, before and limit"));
+}
+
+/* /api/crossings takes camera, line, after, before and limit, by the same
+ * rules, and no label or zone. */
+static void test_crossings_parameters_are_checked(void **state) {
+    (void)state;
+    osp_eventdb_query_t q;
+    char err[200];
+    osp_eventdb_query_init(&q);
+    assert_int_equal(osp_eventdb_crossings_set(&q, "camera", "door", err, sizeof err), 0);
+    assert_int_equal(osp_eventdb_crossings_set(&q, "line", "front-gate_1", err, sizeof err), 0);
+    assert_string_equal(q.line, "front-gate_1");
+    assert_int_equal(osp_eventdb_crossings_set(&q, "after", "10", err, sizeof err), 0);
+    assert_int_equal(osp_eventdb_crossings_set(&q, "before", "20.5", err, sizeof err), 0);
+    assert_true(q.has_after && q.has_before && q.before == 20.5);
+    assert_int_equal(osp_eventdb_crossings_set(&q, "limit", "7", err, sizeof err), 0);
+    assert_int_equal(q.limit, 7);
+    static const struct {
+        const char *key, *value, *says;
+    } bad[] = {
+        {"line", "a b", "line must be a name"},
+        {"line", "", "line must be a name"},
+        {"camera", "../x", "camera must be a name"},
+        {"after", "soon", "after must be a time"},
+        {"limit", "501", "limit must be"},
+        {"label", "Person", "the parameters are camera, line, after, before and limit"},
+        {"zone", "porch", "unknown parameter \"zone\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        assert_int_equal(osp_eventdb_crossings_set(&q, bad[i].key, bad[i].value, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says)) fail_msg("%s=%s: %s", bad[i].key, bad[i].value, err);
+    }
 }
 
 static void test_event_ids(void **state) {
@@ -257,9 +294,107 @@ static void test_new_retention_applies_to_the_open_database(void **state) {
     osp_eventdb_close(db);
 }
 
+static void put_crossing(osp_eventdb_t *db, const char *camera, const char *line, const char *dir,
+                         uint64_t id, double t) {
+    char rec[256];
+    snprintf(rec, sizeof rec,
+             "{\"kind\":\"crossing\",\"camera\":\"%s\",\"t\":%.3f,\"line\":\"%s\","
+             "\"direction\":\"%s\",\"trackId\":%llu,\"label\":\"Person\"}",
+             camera, t, line, dir, (unsigned long long)id);
+    osp_eventdb_put_crossing(db, camera, line, dir, id, "Person", t, rec, strlen(rec));
+}
+
+/* The crossings of a query, "camera/line/direction/trackId@time" each,
+ * comma-separated; each row's record is the one written. */
+static int crossings(const char *path, const osp_eventdb_query_t *q, char *out, size_t cap) {
+    osp_eventdb_reader_t *r = reader(path);
+    osp_jw_t w = {0};
+    char err[200];
+    int n = osp_eventdb_crossings(r, q, &w, err, sizeof err);
+    if (n < 0) fail_msg("%s", err);
+    cJSON *a = cJSON_ParseWithLength(w.buf, w.len);
+    assert_non_null(a);
+    assert_int_equal(cJSON_GetArraySize(a), n);
+    out[0] = '\0';
+    const cJSON *row;
+    cJSON_ArrayForEach(row, a) {
+        const cJSON *rec = cJSON_GetObjectItem(row, "record");
+        assert_true(cJSON_IsObject(rec));
+        assert_string_equal(cJSON_GetObjectItem(rec, "kind")->valuestring, "crossing");
+        assert_string_equal(cJSON_GetObjectItem(row, "label")->valuestring, "Person");
+        double t = cJSON_GetObjectItem(row, "time")->valuedouble;
+        assert_true(fabs(cJSON_GetObjectItem(rec, "t")->valuedouble - t) < 1e-3);
+        assert_int_equal(cJSON_GetObjectItem(rec, "trackId")->valuedouble,
+                         cJSON_GetObjectItem(row, "trackId")->valuedouble);
+        char one[160];
+        snprintf(one, sizeof one, "%s%s/%s/%s/%d@%g", out[0] ? "," : "",
+                 cJSON_GetObjectItem(row, "camera")->valuestring,
+                 cJSON_GetObjectItem(row, "line")->valuestring,
+                 cJSON_GetObjectItem(row, "direction")->valuestring,
+                 (int)cJSON_GetObjectItem(row, "trackId")->valuedouble, t);
+        strncat(out, one, cap - strlen(out) - 1);
+    }
+    cJSON_Delete(a);
+    osp_jw_free(&w);
+    osp_eventdb_reader_close(r);
+    return n;
+}
+
+/* Crossings are rows of their own beside the events, by the same writer,
+ * read by filter newest first, and bounded apart from the events. */
+static void test_crossings_are_rows_of_their_own(void **state) {
+    (void)state;
+    osp_eventdb_cfg_t cfg = {.retain_days = 0, .retain_rows = 3};
+    snprintf(cfg.path, sizeof cfg.path, "%s/crossings.db", g_dir);
+    char err[300], got[1024];
+    osp_eventdb_t *db = osp_eventdb_open(&cfg, err, sizeof err);
+    if (!db) fail_msg("%s", err);
+    put(db, "100.000000-1", "door", "Person", 100, "[]");
+    put_crossing(db, "door", "gate", "in", 1, 101);
+    put_crossing(db, "door", "gate", "out", 1, 105);
+    put_crossing(db, "door", "fence", "in", 2, 106);
+    put_crossing(db, "yard", "gate", "in", 3, 107);
+    osp_eventdb_counts_t k = {0};
+    for (int i = 0; i < 500 && k.written < 5; i++, osp_sleep_ms(10)) osp_eventdb_counts(db, &k);
+    assert_int_equal(k.written, 5);
+    osp_eventdb_query_t q;
+    osp_eventdb_query_init(&q);
+    assert_int_equal(crossings(cfg.path, &q, got, sizeof got), 4);
+    assert_string_equal(got, "yard/gate/in/3@107,door/fence/in/2@106,door/gate/out/1@105,"
+                             "door/gate/in/1@101");
+    osp_eventdb_crossings_set(&q, "camera", "door", err, sizeof err);
+    osp_eventdb_crossings_set(&q, "line", "gate", err, sizeof err);
+    assert_int_equal(crossings(cfg.path, &q, got, sizeof got), 2);
+    assert_string_equal(got, "door/gate/out/1@105,door/gate/in/1@101");
+    osp_eventdb_crossings_set(&q, "after", "101", err, sizeof err);
+    assert_int_equal(crossings(cfg.path, &q, got, sizeof got), 1);
+    osp_eventdb_query_init(&q);
+    osp_eventdb_crossings_set(&q, "before", "106", err, sizeof err);
+    osp_eventdb_crossings_set(&q, "limit", "1", err, sizeof err);
+    assert_int_equal(crossings(cfg.path, &q, got, sizeof got), 1);
+    assert_string_equal(got, "door/gate/out/1@105");
+    /* the events are not crossings, nor the crossings events */
+    assert_int_equal(all_ids(cfg.path, got, sizeof got), 1);
+    assert_string_equal(got, "100.000000-1");
+    osp_eventdb_close(db); /* retention at the stop: 3 crossings kept, the one event too */
+    osp_eventdb_query_init(&q);
+    assert_int_equal(crossings(cfg.path, &q, got, sizeof got), 3);
+    assert_string_equal(got, "yard/gate/in/3@107,door/fence/in/2@106,door/gate/out/1@105");
+    assert_int_equal(all_ids(cfg.path, got, sizeof got), 1);
+    /* by age: every crossing is from 1970, older than a day */
+    cfg.retain_days = 1;
+    cfg.retain_rows = 0;
+    db = osp_eventdb_open(&cfg, err, sizeof err);
+    if (!db) fail_msg("%s", err);
+    osp_eventdb_close(db);
+    assert_int_equal(crossings(cfg.path, &q, got, sizeof got), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parameters_are_checked),
+        cmocka_unit_test(test_crossings_parameters_are_checked),
+        cmocka_unit_test(test_crossings_are_rows_of_their_own),
         cmocka_unit_test(test_event_ids),
         cmocka_unit_test(test_written_rows_are_read_by_filter),
         cmocka_unit_test(test_retention_takes_the_snapshots_with_the_rows),

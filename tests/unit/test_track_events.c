@@ -3,7 +3,8 @@
  * their JSON; nothing for a rejected track, an end marked false positive
  * for one rejected after its "new"; a parked car's new and stationary
  * update and no end while parked; waiting for the verdict; snapshot
- * updates; the per-label and per-zone counts; the camera's name. */
+ * updates; the per-label and per-zone counts; an end for every object
+ * still tracked when the camera stops; the camera's name. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -338,6 +339,48 @@ static void test_counts(void **state) {
     teardown(&r);
 }
 
+/* The camera stops with three objects tracked, one only just seen: each
+ * gets its end at the last frame's time, the counts fall to 0, and none
+ * is reported again. */
+static void test_end_all_at_the_stop(void **state) {
+    (void)state;
+    struct rig r;
+    setup(&r, NULL);
+    osp_track_det_t d[3] = {person(100, 0.9f),
+                            person(300, 0.8f),
+                            {.box = {500, 300, 620, 400}, .score = 0.7f, .label = CAR}};
+    for (int f = 0; f < 5; f++) frame(&r, d, 3);
+    frame(&r, d, 1); /* the last frame sees only the first person */
+    double last = r.time - 0.2;
+    int before = r.n_log;
+    assert_int_equal(before, 3);
+    char err[128];
+    int n = osp_events_end_all(r.e, r.t, err, sizeof err);
+    assert_int_equal(n, 3);
+    for (int i = 0; i < n; i++) {
+        const osp_event_t *ev = osp_events_at(r.e, i);
+        assert_int_equal(ev->type, OSP_EVENT_END);
+        assert_time(ev->after.end_time, last);
+        assert_false(ev->after.false_positive);
+        cJSON *j = json_of(&r, ev);
+        assert_string_equal(cJSON_GetObjectItem(j, "type")->valuestring, "end");
+        assert_time(at(j, "after", "end_time")->valuedouble, last);
+        assert_true(cJSON_IsFalse(at(j, "after", "false_positive")));
+        cJSON_Delete(j);
+    }
+    int k;
+    const osp_events_count_t *c = find(&r, -1, PERSON, &k);
+    assert_non_null(c);
+    assert_int_equal(c->count, 0);
+    assert_true(c->changed);
+    assert_int_equal(find(&r, 0, PERSON, &k)->count, 0);
+    assert_int_equal(find(&r, -1, CAR, &k)->count, 0);
+    assert_int_equal(osp_events_end_all(r.e, r.t, err, sizeof err), 0);
+    frame(&r, d, 3); /* the same objects again: already ended */
+    assert_int_equal(r.n, 0);
+    teardown(&r);
+}
+
 static void test_camera_name_and_labels(void **state) {
     (void)state;
     osp_events_t *e;
@@ -374,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_wait_for_verdict),
         cmocka_unit_test(test_snapshot_updates),
         cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_end_all_at_the_stop),
         cmocka_unit_test(test_camera_name_and_labels),
         cmocka_unit_test(test_event_id),
     };

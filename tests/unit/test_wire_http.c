@@ -35,6 +35,8 @@ static void test_named_routes(void **state) {
     char name[OSP_HTTP_NAME_MAX];
     assert_int_equal(osp_http_route("GET", "/api/cameras"), OSP_HTTP_CAMERAS);
     assert_int_equal(osp_http_route("GET", "/api/events"), OSP_HTTP_CAMERA_EVENTS);
+    assert_int_equal(osp_http_route("GET", "/api/crossings"), OSP_HTTP_CROSSINGS);
+    assert_int_equal(osp_http_route("GET", "/api/crossings/x"), OSP_HTTP_NOT_FOUND);
     assert_int_equal(osp_http_route("GET", "/api/cameras/door/latest.jpg"), OSP_HTTP_CAMERA_LATEST);
     assert_int_equal(osp_http_route_name("/api/cameras/door/latest.jpg", name), 0);
     assert_string_equal(name, "door");

@@ -11,8 +11,9 @@
  * by the predict worker, and read by the camera thread once the answer has
  * come (the lock orders them). What the cameras share (the database, the
  * MQTT connection, the track ids) is the site's (site.h), opened before
- * the cameras and closed after them; each camera's publisher of Frigate's
- * topics and its snapshot writer are its thread's.
+ * the cameras and closed after them; each camera's hold on it, with its
+ * publisher of Frigate's topics and its snapshot writer, is its camsite
+ * (camsite.h), which also follows a SIGHUP's switch of site.
  *
  * Each frame a camera takes first goes through its motion gate
  * (motion/gate.h), as `osprey detect --track`'s frames do: a frame where
@@ -39,6 +40,7 @@
 #include "publish/track_snap.h"
 #include "eventdb/eventdb.h"
 #include "server/cameras/camnames.h"
+#include "server/cameras/camsite.h"
 #include "server/core/camboard.h"
 #include "server/core/dispatch.h"
 #include "server/core/job.h"
@@ -55,8 +57,6 @@
 
 #define DETS_MAX 256   /* detections of one frame kept */
 #define LABELS_MAX 256 /* distinct labels a camera tracks */
-#define OLD_SITES 4    /* sites a camera holds for its objects after quick switches */
-#define OLD_HOLD_S 20  /* and for at most this many seconds of its frames after a switch */
 
 typedef struct {
     osp_track_box_t box;
@@ -68,20 +68,7 @@ typedef struct {
 struct srv_camera {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
     server_t *s;
-    srv_site_t *site;                /* what it shares with the others (held: site.h) */
-    _Atomic(srv_site_t *) next_site; /* a SIGHUP's new site, held, taken between two frames */
-    /* sites switched from while objects first seen before `until` (the
-     * first frame on the next) are tracked, held so that they end in the
-     * database they started in; oldest first */
-    struct {
-        srv_site_t *site;
-        double until;
-    } old[OLD_SITES];
-    int n_old;
-    osp_eventdb_t *db;        /* the site's events database, or NULL */
-    osp_track_mqtt_t *mq;     /* its Frigate topics, or NULL without "mqtt" (set under mu) */
-    osp_track_snaps_t *snaps; /* its best snapshots, or NULL */
-    char who[96];             /* names the snapshot writer in the log */
+    srv_camsite_t *site; /* what it shares with the others, its topics and snapshots (camsite.h) */
     srv_camcfg_t cfg;
     int idx; /* the model's slot */
     pthread_t t;
@@ -229,9 +216,7 @@ static void on_source_event(void *ctx, const osp_source_event_t *e) {
     srv_camboard_state(c->pub, e->kind == OSP_SOURCE_DROP        ? SRV_CAM_RECONNECTING
                                : e->kind == OSP_SOURCE_RECONNECT ? SRV_CAM_UP
                                                                  : SRV_CAM_DOWN);
-    pthread_mutex_lock(&c->mu); /* the camera's thread may switch it */
-    if (c->mq) osp_track_mqtt_online(c->mq, e->kind == OSP_SOURCE_RECONNECT);
-    pthread_mutex_unlock(&c->mu);
+    srv_camsite_online(c->site, e->kind == OSP_SOURCE_RECONNECT);
     osp_log(e->kind == OSP_SOURCE_RECONNECT ? OSP_LOG_INFO : OSP_LOG_WARN,
             "ospreyd: camera %s: %s", c->cfg.name, text);
 }
@@ -253,49 +238,6 @@ static int label_index(srv_camera_t *c, const char *label) {
     return c->n_labels++;
 }
 
-/* Whether an object the tracker still holds was first seen in [from, to). */
-static int tracked_in(const srv_camera_t *c, double from, double to) {
-    for (int i = 0; i < osp_track_count(c->tracker); i++) {
-        double t = osp_track_at(c->tracker, i)->first_seen;
-        if (t >= from && t < to) return 1;
-    }
-    return 0;
-}
-
-/* The database of an object first seen at t: that of the site it started on. */
-static osp_eventdb_t *db_of(const srv_camera_t *c, double t) {
-    for (int k = 0; k < c->n_old; k++)
-        if (t < c->old[k].until) return srv_site_db(c->old[k].site);
-    return c->db;
-}
-
-/* The old sites none of whose objects is tracked any more let go, and
- * those held OLD_HOLD_S (a parked object may stay for minutes): the
- * objects left end in the newer database, their rows made whole there
- * from their records. t: the frame's time. */
-static void let_go(srv_camera_t *c, double t) {
-    for (int k = 0; k < c->n_old;) {
-        int held = t >= c->old[k].until + OLD_HOLD_S;
-        if (!held && tracked_in(c, k ? c->old[k - 1].until : -1e300, c->old[k].until)) {
-            k++;
-            continue;
-        }
-        if (held)
-            osp_log(OSP_LOG_INFO,
-                    "ospreyd: camera %s: lets go of the database of its objects first seen "
-                    "before %.3f, held %d s; those still tracked end in the newer one",
-                    c->cfg.name, c->old[k].until, OLD_HOLD_S);
-        else
-            osp_log(OSP_LOG_INFO,
-                    "ospreyd: camera %s: lets go of the database of its objects first seen "
-                    "before %.3f: they have ended",
-                    c->cfg.name, c->old[k].until);
-        srv_site_unref(c->old[k].site);
-        memmove(&c->old[k], &c->old[k + 1], (size_t)(c->n_old - k - 1) * sizeof c->old[0]);
-        c->n_old--;
-    }
-}
-
 /* One record a line on stdout, whole (stdio's lock), as `osprey detect
  * --track --events -` writes them. */
 static void put_line(const osp_jw_t *w) {
@@ -308,11 +250,13 @@ static void put_line(const osp_jw_t *w) {
 
 /* The frame's line crossings (at time t), as `osprey detect --track`
  * reports them: a record {"kind": "crossing", ...} each on stdout (the
- * events' records have no "kind"), and on MQTT. */
+ * events' records have no "kind"), a row each in the database, and on
+ * MQTT. */
 static void put_crossings(srv_camera_t *c, double t) {
     const osp_zones_cross_t *x;
     int n = c->zones ? osp_zones_crossings(c->zones, &x) : 0;
     const osp_zones_cfg_t *zc = c->zones ? osp_zones_cfg(c->zones) : NULL;
+    osp_eventdb_t *db = srv_camsite_db(c->site);
     for (int i = 0; i < n; i++) {
         osp_jw_reset(&c->line);
         osp_jw_obj_open(&c->line);
@@ -322,15 +266,70 @@ static void put_crossings(srv_camera_t *c, double t) {
         osp_jw_str(&c->line, c->cfg.name);
         osp_jw_key(&c->line, "t");
         osp_jw_num(&c->line, t, 3);
-        osp_events_put_crossing(&c->line, zc, &x[i],
-                                x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label]
-                                                                            : "");
+        const char *label = x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label] : "";
+        osp_events_put_crossing(&c->line, zc, &x[i], label);
         osp_jw_obj_close(&c->line);
         if (c->line.oom) continue;
         put_line(&c->line);
         atomic_fetch_add(&c->crossings, 1);
+        if (db)
+            osp_eventdb_put_crossing(db, c->cfg.name, zc->lines[x[i].line].name,
+                                     osp_zones_dir_name(x[i].dir), x[i].id, label, t, c->line.buf,
+                                     c->line.len);
     }
-    if (c->mq && n) osp_track_mqtt_crossings(c->mq, c->zones, t);
+    osp_track_mqtt_t *mq = srv_camsite_mqtt(c->site);
+    if (mq && n) osp_track_mqtt_crossings(mq, c->zones, t);
+}
+
+/* The events' records of this update (ne of them) on stdout and each
+ * into its object's row. */
+static void put_events(srv_camera_t *c, int ne) {
+    for (int i = 0; i < ne; i++) {
+        osp_jw_reset(&c->line);
+        if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
+                                   c->n_labels, &c->line))
+            continue;
+        put_line(&c->line);
+        atomic_fetch_add(&c->event_count, 1);
+        const osp_event_obj_t *a = &osp_events_at(c->events, i)->after;
+        /* an object seen before a switch of site ends in the database it
+         * started in */
+        osp_eventdb_t *db = srv_camsite_db_of(c->site, a->start_time);
+        if (db) {
+            char id[96];
+            osp_events_id(a->start_time, a->id, id, sizeof id);
+            osp_eventdb_put(db, id, c->cfg.name,
+                            a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
+                            a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
+        }
+    }
+}
+
+/* This update's records and counts on the camera's Frigate topics. */
+static void put_mqtt(srv_camera_t *c) {
+    osp_track_mqtt_t *mq = srv_camsite_mqtt(c->site);
+    if (!mq) return;
+    if (osp_track_mqtt_labels(mq, c->label_ptrs, c->n_labels))
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
+    osp_track_mqtt_frame(mq);
+}
+
+/* The camera stops (ospreyd's stop, a SIGHUP that removes or restarts it)
+ * or its source ended: every object still open ends at the last frame's
+ * time, on stdout, in its row and on MQTT (the site's close gives the
+ * broker what is queued), so that no object is left without its end. */
+static void end_objects(srv_camera_t *c) {
+    char err[256];
+    int ne = osp_events_end_all(c->events, c->tracker, err, sizeof err);
+    if (ne < 0) {
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: its objects not ended: %s", c->cfg.name, err);
+        return;
+    }
+    if (ne)
+        osp_log(OSP_LOG_INFO, "ospreyd: camera %s: %d objects still tracked end as it stops",
+                c->cfg.name, ne);
+    put_events(c, ne);
+    put_mqtt(c);
 }
 
 /* One answered frame through the tracker, the zones and the events. */
@@ -358,36 +357,15 @@ static void track_frame(srv_camera_t *c, double t) {
         osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory naming its objects", c->cfg.name);
     int ne = osp_events_update(c->events, c->tracker, err, sizeof err);
     /* the pictures first: whoever gets an event finds its picture */
-    if (c->snaps) {
+    osp_track_snaps_t *snaps = srv_camsite_snaps(c->site);
+    if (snaps) {
         osp_view_t px = osp_image_view(&c->frame);
-        osp_track_snaps_frame(c->snaps, c->tracker, c->events, &px, c->frame_w, c->frame_h);
+        osp_track_snaps_frame(snaps, c->tracker, c->events, &px, c->frame_w, c->frame_h);
     }
-    for (int i = 0; i < ne; i++) {
-        osp_jw_reset(&c->line);
-        if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
-                                   c->n_labels, &c->line))
-            continue;
-        put_line(&c->line);
-        atomic_fetch_add(&c->event_count, 1);
-        const osp_event_obj_t *a = &osp_events_at(c->events, i)->after;
-        /* an object seen before a switch of site ends in the database it
-         * started in */
-        osp_eventdb_t *db = db_of(c, a->start_time);
-        if (db) {
-            char id[96];
-            osp_events_id(a->start_time, a->id, id, sizeof id);
-            osp_eventdb_put(db, id, c->cfg.name,
-                            a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
-                            a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
-        }
-    }
+    put_events(c, ne);
     put_crossings(c, t);
-    if (c->mq) {
-        if (osp_track_mqtt_labels(c->mq, c->label_ptrs, c->n_labels))
-            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
-        osp_track_mqtt_frame(c->mq);
-    }
-    if (c->n_old) let_go(c, t);
+    put_mqtt(c);
+    srv_camsite_tracked(c->site, t);
 }
 
 /* The camera's counts, and the frame just answered (served: its boxes),
@@ -444,7 +422,7 @@ static int open_source(srv_camera_t *c) {
             srv_camboard_state(c->pub, SRV_CAM_UP);
             osp_log(OSP_LOG_INFO, "ospreyd: camera %s: watching %s with model %d at %g frames/s",
                     c->cfg.name, osp_source_name(src), c->idx, c->cfg.fps);
-            if (c->mq) osp_track_mqtt_online(c->mq, true);
+            srv_camsite_online(c->site, true);
             return 0;
         }
         srv_camboard_state(c->pub, SRV_CAM_DOWN);
@@ -473,71 +451,6 @@ static int through_gate(srv_camera_t *c, double t) {
     if (moved) atomic_fetch_add(&c->moved, 1);
     if (!run) atomic_fetch_add(&c->skipped, 1);
     return run;
-}
-
-/* The camera's Frigate topics on site's connection. */
-static int make_mqtt(srv_camera_t *c, srv_site_t *site, osp_track_mqtt_t **out, char *why, size_t cap) {
-    osp_track_mqtt_opts_t o = {.camera = c->cfg.name,
-                               .ha_prefix = srv_site_ha(site),
-                               .device_model = "ospreyd",
-                               .camera_available = true,
-                               .discover = c->cfg.n_objects ? c->label_ptrs : NULL,
-                               .n_discover = c->cfg.n_objects ? c->n_labels : 0};
-    return osp_track_mqtt_new(srv_site_mqtt(site), &o, c->events,
-                              c->zones ? osp_zones_cfg(c->zones) : NULL, c->label_ptrs,
-                              c->n_labels, out, why, cap);
-}
-
-/* Between two frames (the next at time t): onto the site a SIGHUP opened
- * (site.h). The source, the tracker and its tracks are kept; the MQTT
- * topics go to the new connection at once (its discovery and the camera
- * online); objects first seen before t end in the old database, held
- * until the last of them has ended. */
-static void switch_site(srv_camera_t *c, double t) {
-    char why[400];
-    srv_site_t *site = atomic_exchange(&c->next_site, NULL);
-    osp_track_mqtt_t *mq = c->mq;
-    osp_track_snaps_t *snaps = c->snaps;
-    if (srv_site_mqtt(site) != srv_site_mqtt(c->site)) { /* not the connection it has */
-        mq = NULL;
-        if (srv_site_mqtt(site) && make_mqtt(c, site, &mq, why, sizeof why))
-            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: %s", c->cfg.name, why);
-    }
-    if (strcmp(srv_site_snapshots(site), srv_site_snapshots(c->site)) != 0) {
-        snaps = NULL;
-        if (srv_site_snapshots(site)[0] &&
-            osp_track_snaps_new(srv_site_snapshots(site), c->who, &snaps, why, sizeof why))
-            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: snapshots: %s", c->cfg.name, why);
-        osp_track_snaps_free(c->snaps);
-    }
-    if (mq != c->mq) {
-        pthread_mutex_lock(&c->mu);
-        osp_track_mqtt_t *old_mq = c->mq;
-        c->mq = mq;
-        pthread_mutex_unlock(&c->mu);
-        osp_track_mqtt_free(old_mq); /* its counts back to 0, the camera offline there */
-        if (mq) osp_track_mqtt_online(mq, true);
-    }
-    c->snaps = snaps;
-    srv_site_t *old = c->site;
-    if (srv_site_db(old) && srv_site_db(old) != srv_site_db(site) &&
-        tracked_in(c, c->n_old ? c->old[c->n_old - 1].until : -1e300, t)) {
-        if (c->n_old == OLD_SITES) { /* the oldest's objects end in the next one's */
-            srv_site_unref(c->old[0].site);
-            memmove(&c->old[0], &c->old[1], (OLD_SITES - 1) * sizeof c->old[0]);
-            c->n_old--;
-        }
-        c->old[c->n_old].site = old;
-        c->old[c->n_old++].until = t;
-    } else {
-        srv_site_unref(old);
-    }
-    c->site = site;
-    c->db = srv_site_db(site);
-    osp_log(OSP_LOG_INFO,
-            "ospreyd: camera %s: switched to the re-read MQTT and events at %.3f, its source and "
-            "%d tracks kept",
-            c->cfg.name, t, osp_track_count(c->tracker));
 }
 
 static void *cam_main(void *arg) {
@@ -595,7 +508,7 @@ static void *cam_main(void *arg) {
         /* the frame's time on the wall clock (events carry epoch seconds, as
          * Frigate's do) */
         double t = timeline ? start_epoch + meta.pts : (double)epoch_ms() / 1000;
-        if (atomic_load(&c->next_site)) switch_site(c, t);
+        srv_camsite_between(c->site, t);
         if (next >= 0 && t + 1e-6 < next) continue; /* more frames than fps asks for */
         next = (next < 0 || t - next > interval) ? t + interval : next + interval;
         if (timeline) {
@@ -637,9 +550,10 @@ static void *cam_main(void *arg) {
         publish(c, out.fate == SRV_SERVED, t);
     }
     if (newest) osp_newest_stop(newest);
+    end_objects(c);
     publish(c, 0, 0);
     srv_camboard_state(c->pub, SRV_CAM_DOWN);
-    if (c->mq) osp_track_mqtt_online(c->mq, false);
+    srv_camsite_online(c->site, false);
     atomic_store(&c->exited, 1);
     return NULL;
 }
@@ -671,7 +585,6 @@ static void seed_labels(srv_camera_t *c, const osp_model_t *m) {
 
 static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, size_t errlen) {
     c->s = s;
-    snprintf(c->who, sizeof c->who, "ospreyd: camera %s: snapshots", c->cfg.name);
     c->h.kind = SRV_JOB_EVENT;
     c->h.done = on_frame;
     pthread_mutex_init(&c->mu, NULL);
@@ -715,10 +628,18 @@ static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, s
     if (osp_track_new(NULL, &c->tracker, why, sizeof why) == 0)
         osp_track_share_ids(c->tracker, srv_site_track_ids(site));
     if (!c->tracker ||
-        osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why) ||
-        (srv_site_mqtt(site) && make_mqtt(c, site, &c->mq, why, sizeof why)) ||
-        (srv_site_snapshots(site)[0] &&
-         osp_track_snaps_new(srv_site_snapshots(site), c->who, &c->snaps, why, sizeof why))) {
+        osp_events_new(c->cfg.name, NULL, 0, c->zones, NULL, &c->events, why, sizeof why)) {
+        snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
+        return -1;
+    }
+    srv_camsite_cam_t view = {.camera = c->cfg.name,
+                              .tracker = c->tracker,
+                              .events = c->events,
+                              .zones = c->zones,
+                              .labels = c->label_ptrs,
+                              .n_labels = &c->n_labels,
+                              .discover = c->cfg.n_objects > 0};
+    if (srv_camsite_new(&view, site, &c->site, why, sizeof why)) {
         snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
         return -1;
     }
@@ -761,8 +682,7 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     }
     srv_camboard_remove(s->camboard, c->pub);
     osp_source_close(c->src);
-    osp_track_mqtt_free(c->mq); /* its counts back to 0, the camera offline */
-    osp_track_snaps_free(c->snaps);
+    srv_camsite_free(c->site); /* its topics first: they read its events */
     osp_image_free(&c->frame);
     osp_motion_gate_free(c->gate);
     osp_track_free(c->tracker);
@@ -770,9 +690,6 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     osp_events_free(c->events);
     srv_camnames_free(c->names);
     osp_jw_free(&c->line);
-    srv_site_unref(c->site);
-    for (int k = 0; k < c->n_old; k++) srv_site_unref(c->old[k].site);
-    srv_site_unref(atomic_load(&c->next_site));
     if (c->h.done) {
         pthread_mutex_destroy(&c->mu);
         pthread_cond_destroy(&c->cv);
@@ -789,8 +706,6 @@ srv_camera_t *srv_camera_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *s
         return NULL;
     }
     c->cfg = *cfg;
-    c->site = srv_site_ref(site);
-    c->db = srv_site_db(site);
     if (cam_open(s, c, site, err, errlen)) {
         srv_camera_free(s, c);
         return NULL;
@@ -801,9 +716,9 @@ srv_camera_t *srv_camera_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *s
 const srv_camcfg_t *srv_camera_cfg(const srv_camera_t *c) { return &c->cfg; }
 
 void srv_camera_switch(srv_camera_t *c, srv_site_t *site) {
-    srv_site_unref(atomic_exchange(&c->next_site, srv_site_ref(site))); /* a newer one wins */
+    if (c->site) srv_camsite_switch(c->site, site);
 }
 
 void srv_camera_forget(srv_camera_t *c) {
-    if (c->mq) osp_track_mqtt_forget(c->mq);
+    if (c->site) srv_camsite_forget(c->site);
 }

@@ -33,8 +33,8 @@ void srv_camera_free(server_t *s, srv_camera_t *c);
 /* The config it was started with. */
 const srv_camcfg_t *srv_camera_cfg(const srv_camera_t *c);
 /* On the I/O thread (SIGHUP): use site from its next frame on, the
- * source and the tracks kept (camera.c, switch_site); the camera holds
- * site from now. */
+ * source and the tracks kept (camsite.h); the camera holds site from
+ * now. */
 void srv_camera_switch(srv_camera_t *c, srv_site_t *site);
 /* Before it stops for good (no longer listed): its Home Assistant
  * entities removed. */

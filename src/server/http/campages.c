@@ -231,7 +231,7 @@ unsigned srv_page_camera_latest(server_t *s, const char *name, uint8_t **jpg, si
     }
 }
 
-/* ---- /api/events and the snapshots -------------------------------------------------- */
+/* ---- /api/events, /api/crossings and the snapshots --------------------------------- */
 
 void srv_page_error(osp_jw_t *w, const char *msg) {
     osp_jw_reset(w);
@@ -241,7 +241,7 @@ void srv_page_error(osp_jw_t *w, const char *msg) {
     osp_jw_obj_close(w);
 }
 
-unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, osp_jw_t *w) {
+unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, int crossings, osp_jw_t *w) {
     char path[1024], snaps[1024], err[512];
     if (srv_camboard_events(s->camboard, path, sizeof path, snaps, sizeof snaps)) {
         srv_page_error(w, "the cameras are starting: their events database opens once the "
@@ -253,7 +253,9 @@ unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, osp_j
         return 404;
     }
     osp_eventdb_reader_t *r = osp_eventdb_reader_open(path, err, sizeof err);
-    int n = r ? osp_eventdb_query(r, q, w, err, sizeof err) : -1;
+    int n = !r          ? -1
+            : crossings ? osp_eventdb_crossings(r, q, w, err, sizeof err)
+                        : osp_eventdb_query(r, q, w, err, sizeof err);
     osp_eventdb_reader_close(r);
     if (n < 0) {
         srv_page_error(w, err);

@@ -27,10 +27,10 @@ void srv_page_camera_metrics(server_t *s, osp_text_t *t);
 unsigned srv_page_camera_latest(server_t *s, const char *name, uint8_t **jpg, size_t *len,
                                 const char **why);
 
-/* /api/events for q: 200 with the rows (a JSON array, newest first), or
- * 404 (no events database), 503 (the cameras are starting) or 500 with
- * {"error": ...}, into w. */
-unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, osp_jw_t *w);
+/* /api/events for q (crossings: /api/crossings): 200 with the rows (a
+ * JSON array, newest first), or 404 (no events database), 503 (the
+ * cameras are starting) or 500 with {"error": ...}, into w. */
+unsigned srv_page_camera_events(server_t *s, const osp_eventdb_query_t *q, int crossings, osp_jw_t *w);
 /* {"error": msg} into w. */
 void srv_page_error(osp_jw_t *w, const char *msg);
 

@@ -391,10 +391,11 @@ static enum MHD_Result page_picture(srv_http_t *h, struct MHD_Connection *c, con
     return rc;
 }
 
-/* Each query parameter of /api/events into the query; the first bad one
- * stops the walk and says why. */
+/* Each query parameter of /api/events (or /api/crossings: set) into the
+ * query; the first bad one stops the walk and says why. */
 typedef struct {
     osp_eventdb_query_t q;
+    int (*set)(osp_eventdb_query_t *q, const char *key, const char *value, char *err, size_t errlen);
     char err[300];
     int bad;
 } events_args_t;
@@ -403,22 +404,23 @@ static enum MHD_Result on_events_arg(void *cls, enum MHD_ValueKind kind, const c
                                      const char *value) {
     events_args_t *a = cls;
     (void)kind;
-    if (osp_eventdb_query_set(&a->q, key, value, a->err, sizeof a->err)) {
+    if (a->set(&a->q, key, value, a->err, sizeof a->err)) {
         a->bad = 1;
         return MHD_NO;
     }
     return MHD_YES;
 }
 
-static enum MHD_Result page_camera_events(srv_http_t *h, struct MHD_Connection *c, osp_jw_t *w) {
-    events_args_t a = {.bad = 0};
+static enum MHD_Result page_camera_events(srv_http_t *h, struct MHD_Connection *c, osp_jw_t *w,
+                                          int crossings) {
+    events_args_t a = {.set = crossings ? osp_eventdb_crossings_set : osp_eventdb_query_set};
     osp_eventdb_query_init(&a.q);
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, on_events_arg, &a);
     if (a.bad) {
         srv_page_error(w, a.err);
         return answer_json(c, 400, w);
     }
-    return answer_json(c, srv_page_camera_events(h->s, &a.q, w), w);
+    return answer_json(c, srv_page_camera_events(h->s, &a.q, crossings, w), w);
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
@@ -495,13 +497,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         rc = answer_json(c, 200, &jw);
         break;
     case OSP_HTTP_CAMERA_LATEST: rc = page_picture(h, c, url, srv_page_camera_latest); break;
-    case OSP_HTTP_CAMERA_EVENTS: rc = page_camera_events(h, c, &jw); break;
+    case OSP_HTTP_CAMERA_EVENTS: rc = page_camera_events(h, c, &jw, 0); break;
+    case OSP_HTTP_CROSSINGS: rc = page_camera_events(h, c, &jw, 1); break;
     case OSP_HTTP_EVENT_SNAPSHOT: rc = page_picture(h, c, url, srv_page_event_snapshot); break;
     case OSP_HTTP_BAD_METHOD: rc = answer_text(c, 405, "only GET and HEAD\n"); break;
     default:
         rc = answer_text(c, 404,
                          "not found: try /, /healthz, /readyz, /v1/models, /v1/stats, /metrics, /api/cameras, "
-                         "/api/events\n");
+                         "/api/events, /api/crossings\n");
     }
     osp_jw_free(&jw);
     return rc;
