@@ -22,6 +22,10 @@ struct osp_motion_gate {
     int ran;  /* the model was run on some frame */
     int knew; /* motion could tell at the last frame (it was active) */
     int owed; /* the last frame let through never reached the model: run the next */
+    /* the last frame's motion boxes (the detector's, valid until its next
+     * update) */
+    const osp_motion_box_t *boxes;
+    int n_boxes;
 };
 
 /* A detector for w x h frames with the gate's masks into *out. */
@@ -96,6 +100,8 @@ int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t
                           char *err, size_t errlen) {
     int run = 1;
     if (moved) *moved = 0;
+    g->boxes = NULL;
+    g->n_boxes = 0;
     if (img->fmt == OSP_PIX_RGB || img->fmt == OSP_PIX_BGR) {
         if ((img->width != g->w || img->height != g->h) &&
             resize(g, img->width, img->height, err, errlen))
@@ -106,6 +112,8 @@ int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t
         osp_motion_result_t r;
         if (osp_motion_update(g->motion, g->luma, g->w, g->h, g->w, &r, err, errlen)) return -1;
         if (moved) *moved = r.n_boxes > 0;
+        g->boxes = r.boxes;
+        g->n_boxes = r.n_boxes;
         /* while motion learns a background (its first frames, after a
          * change of light) it cannot tell: the model runs as that starts,
          * and again on the first frame motion can tell about */
@@ -123,3 +131,8 @@ int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t
 }
 
 void osp_motion_gate_not_run(osp_motion_gate_t *g) { g->owed = 1; }
+
+int osp_motion_gate_boxes(const osp_motion_gate_t *g, const osp_motion_box_t **boxes) {
+    *boxes = g->boxes;
+    return g->n_boxes;
+}

@@ -7,9 +7,11 @@
  * stops learning a background (its first frames, a change of light: it
  * cannot tell meanwhile), and every OSP_MOTION_GATE_FULL_S seconds of the
  * frames' clock whatever it says, so that what stands still and was never
- * seen is found. Regions (regions.h) are not used: on vtest.avi they cost
- * 1.43 model runs a frame, where a whole frame costs one
- * (docs/tracking.md, Motion and regions).
+ * seen is found. The gate does not say where to look: its user may plan
+ * regions (regions.h) from the boxes of the frame it let through
+ * (osp_motion_gate_boxes), as ospreyd's cameras do on frames much larger
+ * than their model; on vtest.avi they cost 1.43 model runs a frame, where a
+ * whole frame costs one (docs/tracking.md, Motion and regions).
  *
  * Users: `osprey detect --track` (its reader thread) and each of
  * ospreyd's cameras (its thread). A gate is one thread's; it owns its
@@ -48,5 +50,10 @@ int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t
 /* The last frame the gate let through never reached the model (a server
  * shed it, or its run failed): the next frame goes, whatever moved. */
 void osp_motion_gate_not_run(osp_motion_gate_t *g);
+
+/* The motion boxes of the last frame given (frame pixels, largest first)
+ * into *boxes: how many (0 when nothing moved, or the frame was not
+ * looked at). Valid until the next osp_motion_gate_frame. */
+int osp_motion_gate_boxes(const osp_motion_gate_t *g, const osp_motion_box_t **boxes);
 
 #endif

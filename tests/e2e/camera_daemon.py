@@ -105,7 +105,11 @@ def summary(log, name):
     assert m, log[-3000:]
     keys = ("frames_in", "submitted", "detected", "shed", "failed", "events", "reconnects",
             "skipped")
-    return dict(zip(keys, map(int, m.groups())))
+    out = dict(zip(keys, map(int, m.groups())))
+    runs = re.search(rf"camera {name}: .*, (\d+) model runs, (\d+) region runs", log)
+    if runs:
+        out["runs"], out["region_runs"] = map(int, runs.groups())
+    return out
 
 
 def site(cameras, models=None):

@@ -18,8 +18,8 @@
 #include "track/zones.h"
 
 
-static const char *const KEYS[] = {"name",  "url",    "model",      "fps",          "objects",
-                                   "zones", "motion", "motionMask", "decodeThreads"};
+static const char *const KEYS[] = {"name",  "url",    "model",      "fps",           "objects",
+                                   "zones", "motion", "motionMask", "decodeThreads", "regions"};
 #define N_KEYS (int)(sizeof KEYS / sizeof KEYS[0])
 
 /* Each key of obj not in keys warned about, with the nearest known one
@@ -104,7 +104,8 @@ static int str_key(const cJSON *cam, const char *key, char *out, size_t cap, int
     return 0;
 }
 
-/* "motion": true or false, and "motionMask": a polygon (Frigate's string
+/* "motion": true or false, "regions": "auto", true or false, and
+ * "motionMask": a polygon (Frigate's string
  * "x1,y1,x2,y2,...") or a list of them, each a string or a list of [x, y]
  * points, relative to the frame as a zones file's (docs/cameras.md). */
 static int motion_keys(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errlen) {
@@ -116,6 +117,22 @@ static int motion_keys(const cJSON *cam, srv_camcfg_t *c, char *err, size_t errl
             return -1;
         }
         c->motion = cJSON_IsTrue(on);
+    }
+    const cJSON *reg = cJSON_GetObjectItemCaseSensitive(cam, "regions");
+    c->regions = -1;
+    if (reg && !cJSON_IsNull(reg)) {
+        if (cJSON_IsBool(reg)) {
+            c->regions = cJSON_IsTrue(reg);
+        } else if (!cJSON_IsString(reg) || strcmp(reg->valuestring, "auto") != 0) {
+            snprintf(err, errlen, "\"regions\" must be \"auto\", true or false");
+            return -1;
+        }
+    }
+    if (c->regions == 1 && !c->motion) {
+        snprintf(err, errlen,
+                 "\"regions\": true needs the motion pass (\"motion\": false): regions are "
+                 "planned around what moved");
+        return -1;
     }
     const cJSON *mask = cJSON_GetObjectItemCaseSensitive(cam, "motionMask"), *poly;
     if (!mask || cJSON_IsNull(mask)) return 0;

@@ -27,7 +27,12 @@ typedef struct {
     char objects[SRV_CAM_OBJECTS_MAX][64];
     char zones[1024]; /* a zones file (docs/tracking.md), or "" */
     int motion;       /* 1 (default): a frame where nothing moved is not sent to the model */
-    int n_masks;      /* "motionMask": where motion is not looked for */
+    /* "regions": -1 "auto" (default), 1 true, 0 false: a frame motion sends
+     * is run as crops around what moved and what is tracked
+     * (camregions.h); "auto": when the frame is much larger than the
+     * model, and never with "motion": false */
+    int regions;
+    int n_masks; /* "motionMask": where motion is not looked for */
     struct {
         int n;                             /* points, at least 3 */
         float xy[2 * SRV_CAM_MASK_POINTS]; /* x0,y0,x1,y1,… relative to the frame */

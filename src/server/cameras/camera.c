@@ -19,7 +19,10 @@
  * (motion/gate.h), as `osprey detect --track`'s frames do: a frame where
  * nothing moved is not sent to the model, and its objects are those the
  * last frame sent left (the tracker is not updated, no event is written),
- * so a still scene costs the decode, the luma and the motion pass.
+ * so a still scene costs the decode, the luma and the motion pass. A
+ * frame the gate sends may go as regions (camregions.h): one run per
+ * crop, one after the other, the crops' detections merged into the
+ * frame's before the tracker sees them.
  */
 #include "server/cameras/camera.h"
 
@@ -40,6 +43,7 @@
 #include "publish/track_snap.h"
 #include "eventdb/eventdb.h"
 #include "server/cameras/camnames.h"
+#include "server/cameras/camregions.h"
 #include "server/cameras/camsite.h"
 #include "server/core/camboard.h"
 #include "server/core/dispatch.h"
@@ -58,12 +62,7 @@
 #define DETS_MAX 256   /* detections of one frame kept */
 #define LABELS_MAX 256 /* distinct labels a camera tracks */
 
-typedef struct {
-    osp_track_box_t box;
-    float score;
-    char label[64];
-    osp_event_names_t names; /* its cascade's name and plate, if any */
-} cam_det_t;
+typedef srv_cam_det_t cam_det_t;
 
 struct srv_camera {
     srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
@@ -76,9 +75,14 @@ struct srv_camera {
     atomic_bool stop;
     atomic_bool exited; /* its thread has returned (or never ran) */
     osp_source_t *src;
-    osp_image_t frame;       /* the frame in flight, or the next */
-    osp_motion_gate_t *gate; /* NULL with "motion": false */
-    int gate_failed;         /* it said why once */
+    osp_image_t frame;         /* the frame in flight, or the next */
+    osp_motion_gate_t *gate;   /* NULL with "motion": false */
+    int gate_failed;           /* it said why once */
+    srv_camregions_t *regions; /* NULL with "regions": false or "motion": false */
+    /* the run in flight: its pixels (the frame, or a crop of it) and which
+     * run of the frame's plan it is (-1: the frame whole) */
+    osp_view_t view;
+    int run;
     uint64_t deadline_ms;
     /* the answer, under mu */
     pthread_mutex_t mu;
@@ -103,6 +107,7 @@ struct srv_camera {
     /* counters, any thread */
     atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects, crossings;
     atomic_llong looked, moved, skipped; /* frames the gate looked at, found motion in, held back */
+    atomic_llong runs, region_runs;      /* model runs for its frames; of them, crops' */
     /* what other threads see of it (core/camboard.h): published by its thread */
     srv_cam_pub_t *pub;
     double decode_ms; /* a file's read and decode, averaged; < 0: not measured (a live source) */
@@ -115,24 +120,26 @@ struct srv_camera {
 static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, char *err,
                       size_t errlen) {
     srv_camera_t *c = r->tp_arg;
-    osp_view_t v = {.data = c->frame.data,
-                    .width = c->frame.width,
-                    .height = c->frame.height,
-                    .stride = c->frame.stride,
-                    .fmt = c->frame.fmt};
-    return osp_model_prepare(m, ctx, &v, 0, 0, err, errlen);
+    return osp_model_prepare(m, ctx, &c->view, 0, 0, err, errlen);
 }
 
 static void tp_result(srv_req_t *r, const osp_model_t *m, const osp_result_t *res) {
     srv_camera_t *c = r->tp_arg;
-    int n = 0;
+    int n = c->n_dets; /* a frame's regions add to what its runs before found */
     if (res->kind == OSP_REC_DETECTIONS)
         for (int i = 0; i < res->n_dets && n < DETS_MAX; i++) {
             const osp_det_t *d = &res->dets[i];
             const char *label = osp_model_label(m, d->cls);
             cam_det_t *o = &c->dets[n++];
-            o->box = (osp_track_box_t){d->x1, d->y1, d->x2, d->y2};
-            o->score = d->score;
+            if (c->run >= 0) {
+                srv_camregions_to_frame(c->regions, c->run, c->frame.width, c->frame.height, d, o);
+            } else {
+                o->box = (osp_track_box_t){d->x1, d->y1, d->x2, d->y2};
+                o->score = d->score;
+                o->run = 0;
+                o->cut = 0;
+                o->has_region = 0;
+            }
             snprintf(o->label, sizeof o->label, "%s", label ? label : "");
             if (res->extra)
                 osp_event_names_read(res->extra + res->extra_at[i],
@@ -142,8 +149,8 @@ static void tp_result(srv_req_t *r, const osp_model_t *m, const osp_result_t *re
         }
     c->n_dets = n;
     c->cascade = m->then != NULL;
-    c->frame_w = res->frame_w;
-    c->frame_h = res->frame_h;
+    c->frame_w = c->run >= 0 ? c->frame.width : res->frame_w;
+    c->frame_h = c->run >= 0 ? c->frame.height : res->frame_h;
 }
 
 static void answer(srv_camera_t *c, srv_outcome_t outcome) {
@@ -174,7 +181,7 @@ static void tp_release(server_t *s, srv_req_t *r) {
 /* A model with a cascade: its steps crop from the frame in flight. */
 static int tp_pixels(srv_req_t *r, osp_view_t *v) {
     srv_camera_t *c = r->tp_arg;
-    *v = osp_image_view(&c->frame);
+    *v = c->view; /* a crop's detections are in the crop's pixels until tp_result */
     c->lent = 1;
     return 0;
 }
@@ -343,7 +350,9 @@ static void track_frame(srv_camera_t *c, double t) {
         c->tnames[n] = c->dets[i].names;
         c->tdets[n++] = (osp_track_det_t){.box = c->dets[i].box,
                                           .score = c->dets[i].score,
-                                          .label = label};
+                                          .label = label,
+                                          .region = c->dets[i].region,
+                                          .has_region = c->dets[i].has_region};
     }
     if (c->cascade && !c->names && (c->names = srv_camnames_new()))
         osp_events_set_names(c->events, srv_camnames_of, c->names);
@@ -380,6 +389,8 @@ static void publish(srv_camera_t *c, int served, double t) {
                           .reconnects = atomic_load(&c->reconnects),
                           .skipped = atomic_load(&c->skipped),
                           .crossings = atomic_load(&c->crossings),
+                          .runs = atomic_load(&c->runs),
+                          .region_runs = atomic_load(&c->region_runs),
                           .decode_threads = c->cfg.decode_threads,
                           .decode_ms = c->decode_ms,
                           .motion = -1};
@@ -453,6 +464,58 @@ static int through_gate(srv_camera_t *c, double t) {
     return run;
 }
 
+/* One run of c->view through the door, with a deadline of one frame
+ * interval from now: its answer. The core answers
+ * every run it is given, stopping or not (one posted as the server stops
+ * is answered by whoever drains the mailbox last: cameras_free). */
+static srv_outcome_t one_run(srv_camera_t *c) {
+    pthread_mutex_lock(&c->mu);
+    c->answered = 0;
+    pthread_mutex_unlock(&c->mu);
+    c->deadline_ms = epoch_ms() + (uint64_t)llround(1000 / c->cfg.fps);
+    atomic_fetch_add(&c->runs, 1);
+    srv_post(c->s, &c->h);
+    pthread_mutex_lock(&c->mu);
+    while (!c->answered) pthread_cond_wait(&c->cv, &c->mu);
+    srv_outcome_t out = c->outcome;
+    pthread_mutex_unlock(&c->mu);
+    return out;
+}
+
+/* The frame taken at t through its model: whole, or as the regions
+ * planned from what moved and what is tracked (camregions.h), one run
+ * each, one after the other, each with its own deadline (a crop that
+ * waited a frame interval for the model is stale, as a frame would be).
+ * A run not served ends the frame with its outcome: the frame is shed
+ * (or failed) whole, what its runs before found is dropped, and the gate
+ * sends the next frame. */
+static srv_outcome_t run_frame(srv_camera_t *c, double t) {
+    pthread_mutex_lock(&c->mu);
+    c->n_dets = 0;
+    pthread_mutex_unlock(&c->mu);
+    int whole = 1, n = 1;
+    int regions = c->gate && srv_camregions_wanted(c->regions, c->cfg.regions, &c->frame);
+    if (regions) {
+        const osp_motion_box_t *mb;
+        int nm = osp_motion_gate_boxes(c->gate, &mb);
+        n = srv_camregions_plan(c->regions, &c->frame, mb, nm, c->tracker, t, &whole);
+    }
+    srv_outcome_t out = {0};
+    for (int i = 0; i < n; i++) {
+        c->run = whole ? -1 : i;
+        c->view = whole ? osp_image_view(&c->frame)
+                        : srv_camregions_view(&c->frame, srv_camregions_at(c->regions, i));
+        if (!whole) atomic_fetch_add(&c->region_runs, 1);
+        out = one_run(c);
+        if (out.fate != SRV_SERVED) return out;
+    }
+    if (regions && whole) srv_camregions_full_done(c->regions, t);
+    if (!whole)
+        c->n_dets = srv_camregions_merge(c->dets, c->n_dets, SRV_REGIONS_MERGE_IOU,
+                                         SRV_REGIONS_MERGE_CONTAIN);
+    return out;
+}
+
 static void *cam_main(void *arg) {
     srv_camera_t *c = arg;
     char err[600];
@@ -522,20 +585,8 @@ static void *cam_main(void *arg) {
             publish(c, 0, t);
             continue;
         }
-        c->deadline_ms = epoch_ms() + (uint64_t)llround(interval * 1000);
-        pthread_mutex_lock(&c->mu);
-        c->answered = 0;
-        c->n_dets = 0;
-        pthread_mutex_unlock(&c->mu);
         atomic_fetch_add(&c->submitted, 1);
-        srv_post(c->s, &c->h);
-        /* the core answers every frame it is given, stopping or not (a
-         * frame posted as the server stops is answered by whoever drains
-         * the mailbox last: cameras_free) */
-        pthread_mutex_lock(&c->mu);
-        while (!c->answered) pthread_cond_wait(&c->cv, &c->mu);
-        srv_outcome_t out = c->outcome;
-        pthread_mutex_unlock(&c->mu);
+        srv_outcome_t out = run_frame(c, t);
         if (out.fate == SRV_SERVED) {
             atomic_fetch_add(&c->served, 1);
             if (!atomic_load(&c->stop)) track_frame(c, t);
@@ -624,6 +675,13 @@ static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, s
             return -1;
         }
     }
+    /* regions are planned around what motion found: none without it */
+    if (c->gate && c->cfg.regions != SRV_REGIONS_OFF &&
+        srv_camregions_new(m->prep.width > m->prep.height ? m->prep.width : m->prep.height,
+                           &c->regions, why, sizeof why)) {
+        snprintf(err, errlen, "camera %s: \"regions\": %s", c->cfg.name, why);
+        return -1;
+    }
     seed_labels(c, srv_loaded_model(srv_slot(s, c->idx)));
     if (osp_track_new(NULL, &c->tracker, why, sizeof why) == 0)
         osp_track_share_ids(c->tracker, srv_site_track_ids(site));
@@ -675,16 +733,19 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
         srv_drain(s);
         osp_log(OSP_LOG_INFO,
                 "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
-                "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved)",
+                "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved), "
+                "%lld model runs, %lld region runs",
                 c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
                 (long long)c->served, (long long)c->shed, (long long)c->failed,
-                (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped);
+                (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped,
+                (long long)c->runs, (long long)c->region_runs);
     }
     srv_camboard_remove(s->camboard, c->pub);
     osp_source_close(c->src);
     srv_camsite_free(c->site); /* its topics first: they read its events */
     osp_image_free(&c->frame);
     osp_motion_gate_free(c->gate);
+    srv_camregions_free(c->regions);
     osp_track_free(c->tracker);
     osp_zones_free(c->zones);
     osp_events_free(c->events);

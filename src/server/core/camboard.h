@@ -55,12 +55,14 @@ typedef struct {
     int64_t failed;
     int64_t events; /* event records written */
     int64_t reconnects;
-    int64_t skipped;    /* taken, but not sent to its model: nothing moved (motion/gate.h) */
-    int64_t crossings;  /* line crossings counted, every line, both ways */
-    int tracks_active;  /* tracks of objects (confirmed or lost, not removed) */
-    int decode_threads; /* its decoder's, as configured */
-    double decode_ms;   /* mean time to read and decode a frame; < 0: not measured */
-    double motion;      /* share of frames with motion (0..1); < 0: not measured */
+    int64_t skipped;     /* taken, but not sent to its model: nothing moved (motion/gate.h) */
+    int64_t crossings;   /* line crossings counted, every line, both ways */
+    int64_t runs;        /* model runs for its frames: one a frame run whole, one a crop */
+    int64_t region_runs; /* of them, runs of crops (camregions.h) */
+    int tracks_active;   /* tracks of objects (confirmed or lost, not removed) */
+    int decode_threads;  /* its decoder's, as configured */
+    double decode_ms;    /* mean time to read and decode a frame; < 0: not measured */
+    double motion;       /* share of frames with motion (0..1); < 0: not measured */
 } srv_cam_counts_t;
 
 typedef struct {

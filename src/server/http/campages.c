@@ -51,11 +51,12 @@ void srv_page_cameras(server_t *s, osp_jw_t *w) {
         osp_jw_num(w, e[i].fps_max, 2);
         osp_jw_key(w, "fps");
         osp_jw_num(w, e[i].fps, 2);
-        static const char *const keys[] = {"framesIn", "submitted",  "skipped",
-                                           "detected", "shed",       "failed",
-                                           "events",   "reconnects", "crossings"};
-        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped,    c->detected, c->shed,
-                                c->failed,    c->events,    c->reconnects, c->crossings};
+        static const char *const keys[] = {"framesIn",  "submitted", "skipped",   "detected",
+                                           "shed",      "failed",    "events",    "reconnects",
+                                           "crossings", "runs",      "regionRuns"};
+        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped,    c->detected,
+                                c->shed,      c->failed,    c->events,     c->reconnects,
+                                c->crossings, c->runs,      c->region_runs};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             osp_jw_key(w, keys[k]);
             osp_jw_int(w, vals[k]);
@@ -126,6 +127,17 @@ void srv_page_camera_metrics(server_t *s, osp_text_t *t) {
         for (int k = 0; k < 3; k++) {
             labels(lb, sizeof lb, e[i].name, "outcome", outcome[k]);
             osp_prom_sample(t, "osprey_camera_frames_total", lb, (double)v[k]);
+        }
+    }
+    osp_prom_family(t, "osprey_camera_runs_total", "counter",
+                    "Model runs for a camera's frames, by kind: whole (a frame run whole) or "
+                    "region (a crop of a frame around what moved or is tracked).");
+    for (int i = 0; i < n; i++) {
+        const char *kind[] = {"whole", "region"};
+        const int64_t v[] = {e[i].c.runs - e[i].c.region_runs, e[i].c.region_runs};
+        for (int k = 0; k < 2; k++) {
+            labels(lb, sizeof lb, e[i].name, "kind", kind[k]);
+            osp_prom_sample(t, "osprey_camera_runs_total", lb, (double)v[k]);
         }
     }
     per_camera(t, "osprey_camera_events_total", "counter",
