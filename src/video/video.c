@@ -141,7 +141,9 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
     char why[128];
     int rc;
     AVDictionary *dict = NULL;
-    av_log_set_level(AV_LOG_FATAL);
+    /* FFmpeg's own lines only when fatal; a caller that quieted them
+     * (AV_LOG_QUIET: the fuzz target) keeps them quiet */
+    if (av_log_get_level() > AV_LOG_FATAL) av_log_set_level(AV_LOG_FATAL);
     osp_video_t *v = calloc(1, sizeof *v);
     if (!v) {
         snprintf(err, errlen, "out of memory");

@@ -510,3 +510,52 @@ def test_an_mjpeg_part_past_max_frame_drops_the_source():
     # what was freed: the figure would be its, not the reader's)
     if not os.environ.get("OSPREY_SANITIZE"):
         assert hwm < 300 << 10, f"peak RSS {hwm} KiB"
+
+
+class CutPart(http.server.BaseHTTPRequestHandler):
+    """An MJPEG stream of whole parts without a Content-Length, as many
+    cameras send them, then a part cut in the middle of its JPEG: the camera
+    drops the connection mid-frame, before the part's closing boundary."""
+    jpeg = b""
+    whole = 3
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "multipart/x-mixed-replace;boundary=osprey")
+        self.end_headers()
+        head = b"--osprey\r\nContent-Type: image/jpeg\r\n\r\n"
+        try:
+            for _ in range(self.whole):
+                self.wfile.write(head + self.jpeg + b"\r\n")
+                self.wfile.flush()
+                time.sleep(0.05)
+            self.wfile.write(head + self.jpeg[: len(self.jpeg) // 2])
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    def log_message(self, *a):
+        pass
+
+
+def test_an_mjpeg_part_cut_by_the_close_is_not_decoded():
+    """The last part, with no Content-Length, ends where the camera hung up,
+    before its boundary: it is half a JPEG and is never decoded; the close
+    is a drop. (FFmpeg's HTTP reader reports a stream without a length that
+    closes as an I/O error; read through FFmpeg's I/O otherwise, the part
+    is refused as "truncated", test_video_video.c.)"""
+    CutPart.jpeg = need(MEDIA / "messi5.jpg").read_bytes()
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CutPart)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = detect("--reconnect-for", "0", f"http://127.0.0.1:{srv.server_address[1]}/v.mjpg")
+        assert r.finish(timeout=120) == 1, r.text()
+    finally:
+        srv.shutdown()
+    dropped = re.search(r"live: (\d+) frames? dropped for newer ones", r.text())
+    n = len(r.frames()) + (int(dropped.group(1)) if dropped else 0)
+    # the whole parts only: half a picture is never a frame
+    assert n == CutPart.whole, r.text()
+    drop, = r.events("drop")
+    assert "reading failed after 3 frames" in drop["reason"], drop

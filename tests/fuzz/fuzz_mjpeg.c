@@ -18,15 +18,22 @@
  *
  * Checks, always: no packet larger than the bound is handed on; an error
  * carries a message. On a built stream, also: the packets are the parts'
- * data, whole, in order; a part cut by the end of the stream with a
- * Content-Length gives no packet (one without a length ends where the
- * stream does: at most its bytes so far); the stream is refused as past
+ * data, whole, in order; a part cut by the end of the stream gives no
+ * packet, with a Content-Length or without one (then it ends where the
+ * stream does, before its boundary); the stream is refused as past
  * --max-frame only when a part is larger than the bound; and, opened, it
  * hands on every whole part before the first one past the bound.
+ *
+ * Speed: FFmpeg's log is quieted and its formats looked up once, and the
+ * built stream's buffer lives for the whole run; what is left per input is
+ * FFmpeg's own set-up of each opening, the path a network source takes.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <libavformat/avformat.h>
+#include <libavutil/log.h>
 
 #include "check.h"
 #include "video/video.h"
@@ -103,8 +110,20 @@ static size_t build(const uint8_t *d, size_t n, uint8_t *out, part_t *parts, int
 
 static int names_bound(const char *err) { return strstr(err, "(--max-frame)") != NULL; }
 
+#define MAX_SIZE 200000
+/* the built stream: the input and 80 bytes of header lines a part */
+static uint8_t stream_buf[MAX_SIZE + 80 * MAX_PARTS];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    av_log_set_level(AV_LOG_QUIET);
+    CHECK(av_find_input_format("mpjpeg"));
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size < 5 || size > 200000) return 0;
+    if (size < 5 || size > MAX_SIZE) return 0;
     size_t bound = (size_t)256 << (data[0] & 7);
     int decode = data[0] & 8, built = data[0] & 16;
     reader_t r = {0};
@@ -114,8 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int nparts = 0;
     uint8_t *stream = NULL;
     if (built) {
-        stream = malloc(size + 80 * MAX_PARTS);
-        CHECK(stream);
+        stream = stream_buf;
         r.n = build(data + 5, size - 5, stream, parts, &nparts);
         r.d = stream;
     } else {
@@ -137,7 +155,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (osp_video_open_opts("fuzz.mjpg", &o, &v, err, sizeof err) != 0) {
         CHECK(err[0] != '\0');
         if (built && names_bound(err)) CHECK(big >= 0);
-        free(stream);
         return 0;
     }
     int rc, got = 0;
@@ -157,12 +174,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (built) {
                 CHECK(got < nparts);
                 const part_t *want = &parts[got];
-                if (want->cut) {
-                    CHECK(!want->with_length);
-                    CHECK(n <= want->kept && memcmp(p, stream + want->off, n) == 0);
-                } else {
-                    CHECK(n == want->len && memcmp(p, stream + want->off, n) == 0);
-                }
+                CHECK(!want->cut); /* cut, with a length or without: never handed on */
+                CHECK(n == want->len && memcmp(p, stream + want->off, n) == 0);
             }
             got++;
         }
@@ -173,6 +186,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (built && names_bound(err)) CHECK(big >= 0);
     }
     osp_video_close(v);
-    free(stream);
     return 0;
 }

@@ -185,6 +185,43 @@ static void test_mjpeg_cut_part(void **s) {
     assert_non_null(strstr(err, "ended inside"));
 }
 
+/* Parts without a Content-Length (a part then ends at the next boundary),
+ * the last one cut where the camera hung up, before its boundary: nothing
+ * of it is handed on, whatever the pieces the bytes come in and wherever
+ * the cut falls (inside the JPEG, or after it with part of the CR LF "--"
+ * that would have ended it). */
+static void test_mjpeg_cut_part_without_length(void **s) {
+    (void)s;
+    size_t n;
+    const uint8_t *jpeg = messi(&n);
+    if (!jpeg) skip();
+    static uint8_t stream[4 << 20];
+    const char *head = "--osprey\r\nContent-Type: image/jpeg\r\n\r\n";
+    size_t o = 0;
+    for (int i = 0; i < 2; i++) {
+        o += (size_t)sprintf((char *)stream + o, "%s", head);
+        memcpy(stream + o, jpeg, n);
+        o += n;
+        o += (size_t)sprintf((char *)stream + o, "\r\n");
+    }
+    o += (size_t)sprintf((char *)stream + o, "%s", head);
+    const size_t part = o;
+    memcpy(stream + o, jpeg, n);
+    memcpy(stream + o + n, "\r\n-", 3);
+    const size_t cuts[] = {1, n / 2, n - 1, n, n + 1, n + 2, n + 3};
+    const size_t pieces[] = {1, 7, 4096, 65536};
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++)
+        for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++) {
+            char err[256] = "";
+            int rc;
+            assert_int_equal(packets(stream, part + cuts[c], pieces[p], 1 << 20, n, &rc, err,
+                                     sizeof err),
+                             2);
+            assert_true(rc < 0);
+            assert_non_null(strstr(err, "ended inside"));
+        }
+}
+
 /* A first part past the bound fails the opening, naming --max-frame. */
 static void test_mjpeg_open_past_the_bound(void **s) {
     (void)s;
@@ -230,6 +267,7 @@ int main(void) {
         cmocka_unit_test(test_not_a_video),
         cmocka_unit_test(test_mjpeg_parts_at_the_bound),
         cmocka_unit_test(test_mjpeg_cut_part),
+        cmocka_unit_test(test_mjpeg_cut_part_without_length),
         cmocka_unit_test(test_mjpeg_open_past_the_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
