@@ -18,6 +18,10 @@
  * pair: the false box jitters in place, a person walking by overlaps it
  * less for most of the way. */
 #define REJECTED_IOU 0.5f
+/* Least IoU of a lost track's box, when it is met again, with the box of a
+ * newer track seen in the same frame, for the lost one to be a second
+ * track on the newer one's object (drop_duplicates). */
+#define DUPLICATE_IOU 0.3f
 
 struct trk {
     osp_track_t pub;
@@ -27,6 +31,9 @@ struct trk {
     osp_track_box_t seen;   /* the box of its last matched detection */
     osp_track_box_t anchor; /* a rejected track's box when it was rejected */
     int hit;                /* matched in the frame being processed */
+    int cand;               /* if hit: the candidate it was matched with */
+    int back;               /* if hit: it was lost before this frame */
+    int twin;               /* started on a box overlapping a verified object's (start) */
     int tried;              /* looked at without a verdict (OSP_TRACK_UNVERIFIED) */
     int looked;             /* a verdict was recorded; the score and area it was given at: */
     float look_at_score, look_at_area;
@@ -257,6 +264,7 @@ static void to_arr(const osp_track_box_t *b, float v[4]) {
 
 static void match(osp_tracker_t *t, struct trk *k, const osp_track_det_t *d) {
     osp_track_t *o = &k->pub;
+    k->back = o->state == OSP_TRACK_LOST;
     float v[4];
     to_arr(&d->box, v);
     osp_kalman_update(&k->kf, v);
@@ -342,6 +350,7 @@ static void associate(osp_tracker_t *t, const osp_track_det_t *dets, int np, int
         if (c < 0 || t->cost[(size_t)r * nc + c] >= 1.0) continue;
         struct cand *cd = &t->cand[t->cols[c]];
         cd->used = 1;
+        t->trk[t->pool[r]].cand = t->cols[c];
         match(t, &t->trk[t->pool[r]], &dets[cd->det]);
     }
 }
@@ -367,6 +376,46 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
     box_centre(&d->box, &k->ax, &k->ay, &w, &h);
     k->still_since = t->now;
     k->hit = 1;
+    /* A box that overlaps a verified object's box seen this frame is most
+     * often the detector's second box on that object: a look at it then
+     * passes (it is half on the person), and the track goes on with what
+     * that box drifts to. Such a track waits for its look until it has
+     * been seen look_hits frames, by when the two boxes have parted or
+     * the second one has gone. */
+    for (int i = 0; i < t->n - 1 && !k->twin; i++) {
+        const osp_track_t *obj = &t->trk[i].pub;
+        k->twin = t->trk[i].hit && obj->state == OSP_TRACK_CONFIRMED &&
+                  obj->verdict == OSP_TRACK_VERIFIED && obj->label == o->label &&
+                  osp_track_iou(&obj->box, &d->box) >= DUPLICATE_IOU;
+    }
+}
+
+/* A lost track met again on a box that overlaps the box of a newer track
+ * seen this frame is a second track on the newer one's object: while it
+ * was lost the newer track went on with the object (or had started on it
+ * beside the old one: the detector often gives two boxes on a person, side
+ * by side), and what the old one meets now is a second box on that object,
+ * or what is left of one once the person moves on. On vtest.avi two such
+ * tracks, each verified when its object was its own, went on to give
+ * false boxes beside the person. The old track ends here, and its
+ * detection is free to start a track, which has to earn its look as any
+ * new one does. */
+static void drop_duplicates(osp_tracker_t *t) {
+    for (int i = 0; i < t->n; i++) {
+        struct trk *k = &t->trk[i];
+        if (!k->hit || !k->back || k->pub.verdict == OSP_TRACK_REJECTED) continue;
+        for (int j = 0; j < t->n; j++) {
+            const struct trk *w = &t->trk[j];
+            if (j == i || !w->hit || w->back || w->pub.label != k->pub.label ||
+                w->pub.verdict == OSP_TRACK_REJECTED || w->pub.id < k->pub.id ||
+                osp_track_iou(&w->pub.box, &k->pub.box) < DUPLICATE_IOU)
+                continue;
+            k->pub.state = OSP_TRACK_REMOVED;
+            k->hit = 0;
+            t->cand[k->cand].used = 0;
+            break;
+        }
+    }
 }
 
 /* Whether a track unseen this frame has been unseen too long. */
@@ -423,6 +472,7 @@ int osp_track_update(osp_tracker_t *t, const osp_track_det_t *dets, int n, doubl
         set_box(&k->pub.smooth, v);
         k->pub.age++;
         k->hit = 0;
+        k->back = 0;
     }
     /* confident detections: objects, seen last frame or lost */
     int np = 0;
@@ -440,6 +490,7 @@ int osp_track_update(osp_tracker_t *t, const osp_track_det_t *dets, int n, doubl
     for (int i = 0; i < t->n; i++)
         if (t->trk[i].pub.state == OSP_TRACK_TENTATIVE) t->pool[np++] = i;
     associate(t, dets, np, 0, nh, t->p.tentative_iou);
+    drop_duplicates(t);
 
     for (int i = 0; i < t->n; i++) {
         struct trk *k = &t->trk[i];
@@ -496,7 +547,8 @@ static int wants_look(const osp_tracker_t *t, const struct trk *k) {
      * 271 of 449 first looks, when every new track had one at once) */
     /* and never past its confirmation: the verdict comes first */
     int hits = t->p.look_hits < t->p.confirm_hits ? t->p.look_hits : t->p.confirm_hits;
-    if (!k->looked) return k->tried || o->hits >= hits || o->score >= t->p.look_now_score;
+    if (!k->looked)
+        return k->tried || o->hits >= hits || (o->score >= t->p.look_now_score && !k->twin);
     if (o->state != OSP_TRACK_CONFIRMED || o->verdict != OSP_TRACK_VERIFIED) return 0;
     if (fabsf(o->score - k->look_at_score) >= t->p.relook_score) return 1;
     float a = area(&o->box), b = k->look_at_area;

@@ -5,8 +5,9 @@
  * a single false detection is never confirmed; a label never continues
  * another's track; the same frames give the same tracks whatever the
  * detections' order; the second look's bookkeeping; a lost track is met
- * where it was last seen; a rejected track is kept as long as a parked
- * one; bad arguments. */
+ * where it was last seen, but not on a newer track's object; a second box
+ * on an object waits for its look; a rejected
+ * track is kept as long as a parked one; bad arguments. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -427,6 +428,93 @@ static void test_lost_track_met_where_it_was_last_seen(void **state) {
     osp_track_free(t);
 }
 
+/* Returns the track (not removed) whose box is exactly b, or NULL. */
+static const osp_track_t *with_box(const osp_tracker_t *t, const osp_track_box_t *b) {
+    for (int i = 0; i < osp_track_count(t); i++) {
+        const osp_track_t *o = osp_track_at(t, i);
+        if (o->state != OSP_TRACK_REMOVED && o->box.x1 == b->x1 && o->box.y1 == b->y1 &&
+            o->box.x2 == b->x2 && o->box.y2 == b->y2)
+            return o;
+    }
+    return NULL;
+}
+
+/* Person A is seen, then lost while track B (a box beside A's place)
+ * goes on; then A's old place gives a box again, one that overlaps B's:
+ * with B the newer track, A's return is a second track on B's object, and
+ * A ends (the box starts a new, tentative track). The same frames with B
+ * seen a frame before A: A is the newer track, and comes back as itself. */
+static void test_lost_track_back_on_a_newer_ones_object(void **state) {
+    (void)state;
+    for (int before = 0; before <= 1; before++) {
+        osp_tracker_t *t = tracker(NULL);
+        osp_track_det_t a = det(200, 100, 250, 250, 0.8f, PERSON);
+        osp_track_det_t b = det(245, 100, 295, 250, 0.8f, PERSON);
+        int f = 0;
+        for (; f < 6; f++) {
+            osp_track_det_t d[2] = {b, a};
+            if (before)
+                step(t, f ? d : &b, f ? 2 : 1, f / 10.0);
+            else
+                step(t, &a, 1, f / 10.0);
+        }
+        uint64_t ida = with_box(t, &a.box)->id;
+        for (; f < 10; f++) step(t, &b, 1, f / 10.0);
+        const osp_track_t *ob = with_box(t, &b.box);
+        assert_non_null(ob);
+        assert_int_equal(ob->state, OSP_TRACK_CONFIRMED);
+        uint64_t idb = ob->id;
+        assert_int_equal(osp_track_find(t, ida)->state, OSP_TRACK_LOST);
+        osp_track_det_t d[2] = {a, det(225, 100, 275, 250, 0.8f, PERSON)};
+        assert_true(osp_track_iou(&d[0].box, &d[1].box) >= 0.3f);
+        step(t, d, 2, f / 10.0);
+        const osp_track_t *back = with_box(t, &a.box);
+        assert_non_null(back);
+        assert_int_equal(with_box(t, &d[1].box)->id, idb);
+        if (before) {
+            assert_int_equal(back->id, ida);
+            assert_int_equal(back->state, OSP_TRACK_CONFIRMED);
+        } else {
+            assert_int_equal(osp_track_find(t, ida)->state, OSP_TRACK_REMOVED);
+            assert_true(back->id > idb);
+            assert_int_equal(back->state, OSP_TRACK_TENTATIVE);
+        }
+        osp_track_free(t);
+    }
+}
+
+/* A sure new box that overlaps a verified object's box is taken for the
+ * detector's second box on that object: its look waits until its track
+ * has been seen look_hits frames, while a sure new box apart from any
+ * object is looked at on its first frame. */
+static void test_second_box_on_an_object_waits_for_its_look(void **state) {
+    (void)state;
+    osp_track_params_t p;
+    osp_track_params_default(&p);
+    osp_tracker_t *t = tracker(&p);
+    osp_track_det_t a = det(200, 100, 250, 250, 0.8f, PERSON);
+    int f = 0;
+    for (; f < 3; f++) step(t, &a, 1, f / 10.0);
+    uint64_t ida = with_box(t, &a.box)->id, ids[4];
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(osp_track_set_verdict(t, ida, OSP_TRACK_VERIFIED, 0.7f), 0);
+    osp_track_det_t d[3] = {a, det(225, 100, 275, 250, 0.8f, PERSON),
+                            det(500, 100, 550, 250, 0.8f, PERSON)};
+    assert_true(osp_track_iou(&d[0].box, &d[1].box) >= 0.3f);
+    step(t, d, 3, f++ / 10.0);
+    uint64_t twin = with_box(t, &d[1].box)->id, apart = with_box(t, &d[2].box)->id;
+    assert_int_equal(osp_track_needs_look(t, ids, 4), 1);
+    assert_int_equal(ids[0], apart);
+    assert_int_equal(osp_track_set_verdict(t, apart, OSP_TRACK_VERIFIED, 0.7f), 0);
+    for (int hits = 2; hits <= p.look_hits; hits++) {
+        step(t, d, 3, f++ / 10.0);
+        int n = osp_track_needs_look(t, ids, 4);
+        assert_int_equal(n, hits == p.look_hits);
+        if (n) assert_int_equal(ids[0], twin);
+    }
+    osp_track_free(t);
+}
+
 /* A rejected track (the second look's "no person here": a tripod) is kept
  * unseen as long as a parked car, and stays where it was: the false box
  * that comes back after longer than lost_frames meets it again, still
@@ -590,6 +678,8 @@ int main(void) {
         cmocka_unit_test(test_second_look_once_per_object),
         cmocka_unit_test(test_doubtful_new_box_waits_for_its_look),
         cmocka_unit_test(test_lost_track_met_where_it_was_last_seen),
+        cmocka_unit_test(test_lost_track_back_on_a_newer_ones_object),
+        cmocka_unit_test(test_second_box_on_an_object_waits_for_its_look),
         cmocka_unit_test(test_rejected_track_outlives_the_loss_limit),
         cmocka_unit_test(test_rejected_track_keeps_to_its_place),
         cmocka_unit_test(test_bad_arguments),
