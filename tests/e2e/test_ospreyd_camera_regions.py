@@ -110,6 +110,12 @@ def test_region_events_carry_boxes_in_frame_pixels(watched):
     for e in evs["regions"]:
         a = e["after"]
         x1, y1, x2, y2 = a["box"]
+        if e["type"] == "end":
+            # an object still open when the clip ends is ended with the box
+            # its track has then, which the tracker may have predicted past
+            # the crop it was last found in (its "region")
+            assert 0 <= x1 < x2 <= CANVAS_W and 0 <= y1 < y2 <= CANVAS_H, a
+            continue
         # vtest's people are where vtest is in the canvas
         assert AT_X - slack <= x1 < x2 <= AT_X + VTEST_W + slack, a
         assert AT_Y - slack <= y1 < y2 <= AT_Y + VTEST_H + slack, a
@@ -117,7 +123,7 @@ def test_region_events_carry_boxes_in_frame_pixels(watched):
             rx1, ry1, rx2, ry2 = a["region"]
             assert 0 <= rx1 and 0 <= ry1 and rx2 <= CANVAS_W and ry2 <= CANVAS_H, a
             assert rx2 - rx1 >= 300 and ry2 - ry1 >= 300, a  # at least the model's side
-            assert rx1 <= x1 and ry1 <= y1 and x2 <= rx2 and y2 <= ry2, a
+            assert rx1 <= x1 and ry1 <= y1 and x2 <= rx2 and y2 <= ry2, (e["type"], a)
     assert any(e["after"]["region"] for e in evs["regions"]), evs["regions"]
 
 
