@@ -447,6 +447,89 @@ static void real_or_null(osp_jw_t *w, sqlite3_stmt *st, int col, int digits) {
         osp_jw_num(w, sqlite3_column_double(st, col), digits);
 }
 
+/* A column of JSON the writer stored, written as it is; absent is dflt. */
+static void json_or(osp_jw_t *w, sqlite3_stmt *st, int col, const char *dflt) {
+    const char *j = (const char *)sqlite3_column_text(st, col);
+    if (j)
+        osp_jw_raw(w, j, (size_t)sqlite3_column_bytes(st, col));
+    else if (dflt)
+        osp_jw_raw(w, dflt, strlen(dflt));
+    else
+        osp_jw_null(w);
+}
+
+static sqlite3_stmt *prepare(osp_eventdb_reader_t *r, const char *sql, char *err, size_t errlen) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        return NULL;
+    }
+    return st;
+}
+
+static int limit_of(const osp_eventdb_query_t *q) {
+    return q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;
+}
+
+/* Every row of st as an object of a JSON array, written by row; st is
+ * finalized. The rows written, or -1 with err. */
+static int rows_out(osp_eventdb_reader_t *r, sqlite3_stmt *st, osp_jw_t *w,
+                    void (*row)(osp_jw_t *, sqlite3_stmt *), char *err, size_t errlen) {
+    int n = 0, rc;
+    osp_jw_arr_open(w);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        osp_jw_obj_open(w);
+        row(w, st);
+        osp_jw_obj_close(w);
+        n++;
+    }
+    osp_jw_arr_close(w);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
+        n = -1;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
+
+static void event_row(osp_jw_t *w, sqlite3_stmt *st) {
+    osp_jw_key(w, "id");
+    text_or_null(w, st, 0);
+    osp_jw_key(w, "camera");
+    text_or_null(w, st, 1);
+    osp_jw_key(w, "label");
+    text_or_null(w, st, 2);
+    osp_jw_key(w, "start_time");
+    real_or_null(w, st, 3, 6);
+    osp_jw_key(w, "end_time");
+    real_or_null(w, st, 4, 6);
+    osp_jw_key(w, "top_score");
+    real_or_null(w, st, 5, 4);
+    /* zones and record are JSON the writer stored (json_extract's, and
+     * the records it was handed) */
+    osp_jw_key(w, "zones");
+    json_or(w, st, 6, "[]");
+    osp_jw_key(w, "record");
+    json_or(w, st, 7, NULL);
+}
+
+static void crossing_row(osp_jw_t *w, sqlite3_stmt *st) {
+    osp_jw_key(w, "camera");
+    text_or_null(w, st, 0);
+    osp_jw_key(w, "line");
+    text_or_null(w, st, 1);
+    osp_jw_key(w, "direction");
+    text_or_null(w, st, 2);
+    osp_jw_key(w, "trackId");
+    osp_jw_uint(w, (uint64_t)sqlite3_column_int64(st, 3));
+    osp_jw_key(w, "label");
+    text_or_null(w, st, 4);
+    osp_jw_key(w, "time");
+    real_or_null(w, st, 5, 6);
+    osp_jw_key(w, "record"); /* the record the camera logged */
+    json_or(w, st, 6, NULL);
+}
+
 int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
                       char *err, size_t errlen) {
     /* the SQL is made of these fixed pieces only; every value is bound */
@@ -463,58 +546,15 @@ int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp
     if (q->has_before) strcat(sql, " AND e.start_time < ?5");
     strcat(sql, q->zone[0] ? " ORDER BY z.start_time DESC, z.id DESC LIMIT ?6"
                            : " ORDER BY e.start_time DESC, e.id DESC LIMIT ?6");
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
-        return -1;
-    }
+    sqlite3_stmt *st = prepare(r, sql, err, errlen);
+    if (!st) return -1;
     if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
     if (q->label[0]) sqlite3_bind_text(st, 2, q->label, -1, SQLITE_STATIC);
     if (q->zone[0]) sqlite3_bind_text(st, 3, q->zone, -1, SQLITE_STATIC);
     if (q->has_after) sqlite3_bind_double(st, 4, q->after);
     if (q->has_before) sqlite3_bind_double(st, 5, q->before);
-    int limit = q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;
-    sqlite3_bind_int(st, 6, limit);
-    int n = 0, rc;
-    osp_jw_arr_open(w);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        osp_jw_obj_open(w);
-        osp_jw_key(w, "id");
-        text_or_null(w, st, 0);
-        osp_jw_key(w, "camera");
-        text_or_null(w, st, 1);
-        osp_jw_key(w, "label");
-        text_or_null(w, st, 2);
-        osp_jw_key(w, "start_time");
-        real_or_null(w, st, 3, 6);
-        osp_jw_key(w, "end_time");
-        real_or_null(w, st, 4, 6);
-        osp_jw_key(w, "top_score");
-        real_or_null(w, st, 5, 4);
-        /* zones and record are JSON the writer stored (json_extract's, and
-         * the records it was handed) */
-        osp_jw_key(w, "zones");
-        const char *z = (const char *)sqlite3_column_text(st, 6);
-        if (z)
-            osp_jw_raw(w, z, (size_t)sqlite3_column_bytes(st, 6));
-        else
-            osp_jw_raw(w, "[]", 2);
-        osp_jw_key(w, "record");
-        const char *rec = (const char *)sqlite3_column_text(st, 7);
-        if (rec)
-            osp_jw_raw(w, rec, (size_t)sqlite3_column_bytes(st, 7));
-        else
-            osp_jw_null(w);
-        osp_jw_obj_close(w);
-        n++;
-    }
-    osp_jw_arr_close(w);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
-        n = -1;
-    }
-    sqlite3_finalize(st);
-    return n;
+    sqlite3_bind_int(st, 6, limit_of(q));
+    return rows_out(r, st, w, event_row, err, errlen);
 }
 
 int osp_eventdb_crossings(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
@@ -527,49 +567,14 @@ int osp_eventdb_crossings(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q,
     if (q->has_after) strcat(sql, " AND time > ?3");
     if (q->has_before) strcat(sql, " AND time < ?4");
     strcat(sql, " ORDER BY time DESC, rowid DESC LIMIT ?5");
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
-        return -1;
-    }
+    sqlite3_stmt *st = prepare(r, sql, err, errlen);
+    if (!st) return -1;
     if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
     if (q->line[0]) sqlite3_bind_text(st, 2, q->line, -1, SQLITE_STATIC);
     if (q->has_after) sqlite3_bind_double(st, 3, q->after);
     if (q->has_before) sqlite3_bind_double(st, 4, q->before);
-    int limit = q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;
-    sqlite3_bind_int(st, 5, limit);
-    int n = 0, rc;
-    osp_jw_arr_open(w);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        osp_jw_obj_open(w);
-        osp_jw_key(w, "camera");
-        text_or_null(w, st, 0);
-        osp_jw_key(w, "line");
-        text_or_null(w, st, 1);
-        osp_jw_key(w, "direction");
-        text_or_null(w, st, 2);
-        osp_jw_key(w, "trackId");
-        osp_jw_uint(w, (uint64_t)sqlite3_column_int64(st, 3));
-        osp_jw_key(w, "label");
-        text_or_null(w, st, 4);
-        osp_jw_key(w, "time");
-        real_or_null(w, st, 5, 6);
-        osp_jw_key(w, "record"); /* the record the camera logged */
-        const char *rec = (const char *)sqlite3_column_text(st, 6);
-        if (rec)
-            osp_jw_raw(w, rec, (size_t)sqlite3_column_bytes(st, 6));
-        else
-            osp_jw_null(w);
-        osp_jw_obj_close(w);
-        n++;
-    }
-    osp_jw_arr_close(w);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "the events database cannot be read: %s", sqlite3_errmsg(r->db));
-        n = -1;
-    }
-    sqlite3_finalize(st);
-    return n;
+    sqlite3_bind_int(st, 5, limit_of(q));
+    return rows_out(r, st, w, crossing_row, err, errlen);
 }
 
 int osp_eventdb_has(osp_eventdb_reader_t *r, const char *id, char *err, size_t errlen) {
