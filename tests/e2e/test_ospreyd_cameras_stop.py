@@ -65,6 +65,11 @@ def config(cams, broker, pwfile, db):
                       "passwordFile": str(pwfile)})
 
 
+def retained_configs(broker):
+    """The Home Assistant discovery entries the broker keeps."""
+    return {t for _, t, p in drain(broker, "homeassistant/#", client_id=None, wait=1) if p}
+
+
 def open_ids(recs, cam):
     """The camera's objects reported and not ended, by id."""
     new = {e["after"]["id"] for e in recs if e["type"] == "new" and e["after"]["camera"] == cam}
@@ -137,9 +142,17 @@ def test_a_camera_removed_by_sighup_ends_its_objects_only(daemons, tmp_path, rts
     d = daemons(tmp_path, cfg)
     d.until(lambda: all(len(open_ids(events(d.stdout()), c)) >= 1 for c in ("door", "yard")),
             "objects tracked on both cameras", timeout=120)
+    configs = retained_configs(mosquitto)
+    assert any("yard" in t for t in configs) and any("door" in t for t in configs), configs
     (tmp_path / "site.json").write_text(json.dumps(dict(cfg, cameras=[camera("door", rtsp)])))
     d.proc.send_signal(signal.SIGHUP)
     d.wait_for(lambda log: "cameras re-read: 1 kept, 1 stopped, 0 started" in log, "the re-read")
+    # the removed camera's Home Assistant entities are gone (removed once
+    # its thread has published its last events), the kept one's stay
+    d.until(lambda: not any("yard" in t for t in retained_configs(mosquitto)),
+            "the yard's entities removed", timeout=20)
+    assert {t for t in retained_configs(mosquitto) if "door" in t} == \
+        {t for t in configs if "door" in t}
     # the yard's thread wrote its ends before the re-read was logged
     d.until(lambda: not open_ids(events(d.stdout()), "yard"), "the yard's objects ended",
             timeout=10)

@@ -74,6 +74,7 @@ struct srv_camera {
     int running;
     atomic_bool stop;
     atomic_bool exited; /* its thread has returned (or never ran) */
+    bool forget;        /* no longer listed: its Home Assistant entities go at its free */
     osp_source_t *src;
     osp_image_t frame;         /* the frame in flight, or the next */
     osp_motion_gate_t *gate;   /* NULL with "motion": false */
@@ -740,6 +741,8 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
                 (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped,
                 (long long)c->runs, (long long)c->region_runs);
     }
+    /* after its thread's last publish (its objects' ends) */
+    if (c->forget && c->site) srv_camsite_forget(c->site);
     srv_camboard_remove(s->camboard, c->pub);
     osp_source_close(c->src);
     srv_camsite_free(c->site); /* its topics first: they read its events */
@@ -780,6 +783,4 @@ void srv_camera_switch(srv_camera_t *c, srv_site_t *site) {
     if (c->site) srv_camsite_switch(c->site, site);
 }
 
-void srv_camera_forget(srv_camera_t *c) {
-    if (c->site) srv_camsite_forget(c->site);
-}
+void srv_camera_forget(srv_camera_t *c) { c->forget = true; }

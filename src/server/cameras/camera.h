@@ -38,8 +38,9 @@ const srv_camcfg_t *srv_camera_cfg(const srv_camera_t *c);
  * source and the tracks kept (camsite.h); the camera holds site from
  * now. */
 void srv_camera_switch(srv_camera_t *c, srv_site_t *site);
-/* Before it stops for good (no longer listed): its Home Assistant
- * entities removed. */
+/* On the I/O thread, before srv_camera_free, for a camera that stops for
+ * good (no longer listed): its free removes its Home Assistant entities,
+ * once its thread has published its last events. */
 void srv_camera_forget(srv_camera_t *c);
 
 #endif
