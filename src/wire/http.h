@@ -27,6 +27,7 @@ typedef enum {
     OSP_HTTP_CAMERA_EVENTS,  /* /api/events */
     OSP_HTTP_EVENT_SNAPSHOT, /* /api/events/ID/snapshot.jpg */
     OSP_HTTP_CROSSINGS,      /* /api/crossings */
+    /* the last: tests/fuzz/fuzz_http.c checks routes up to it */
 } osp_http_route_t;
 
 /* The page for method and path (the path without its query, as the HTTP

@@ -4,7 +4,7 @@
  * and any bytes as a label value (a model's name comes from a config file,
  * but ends up in every scrape) and as histogram counts for the quantile.
  * libmicrohttpd parses the request line and headers; this is what is left.
- * Checks: a route is one of the enum's values and only the seven pages
+ * Checks: a route is one of the enum's values and only the known pages
  * route; an escaped label value has no raw newline or unescaped quote and
  * unescapes to the input; the bind spec parser either fails with a reason
  * or gives a host that fits and a port 1-65535; a quantile lies within
@@ -28,10 +28,10 @@ static void check_route(const uint8_t *data, size_t size) {
     size_t split = data[0] < size - 1 ? data[0] : size - 1;
     char *method = cstr(data + 1, split), *path = cstr(data + 1 + split, size - 1 - split);
     osp_http_route_t r = osp_http_route(method, path);
-    CHECK(r >= OSP_HTTP_NOT_FOUND && r <= OSP_HTTP_EVENT_SNAPSHOT);
-    static const char *const pages[] = {"/",          "/healthz",     "/readyz",
-                                        "/v1/models", "/v1/stats",    "/metrics",
-                                        "/events",    "/api/cameras", "/api/events"};
+    CHECK(r >= OSP_HTTP_NOT_FOUND && r <= OSP_HTTP_CROSSINGS);
+    static const char *const pages[] = {"/",           "/healthz",      "/readyz", "/v1/models",
+                                        "/v1/stats",   "/metrics",      "/events", "/api/cameras",
+                                        "/api/events", "/api/crossings"};
     int known = 0;
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
         known |= strcmp(path, pages[i]) == 0;
