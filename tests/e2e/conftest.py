@@ -1,6 +1,7 @@
 """Shared fixtures for the end-to-end suite: the built binaries and the
 real models and media of the asset cache (scripts/fetch-assets.sh)."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -12,6 +13,21 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "serial: run alone, not beside another test (make check runs these after the "
         "others, one at a time): a peer's own deadline is part of what it checks")
+    config.addinivalue_line(
+        "markers", "clip: measures what a real model finds over a whole clip (accuracy, model "
+        "runs a frame); a sanitizer build skips it")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A sanitizer build (OSPREY_SANITIZE) skips the tests marked clip: they
+    measure the model's findings, which a sanitizer does not change, and the
+    code they run is run by the shorter tests at a fraction of the cost."""
+    if not os.environ.get("OSPREY_SANITIZE"):
+        return
+    skip = pytest.mark.skip(reason="a whole clip's measure: run by the plain build only")
+    for item in items:
+        if item.get_closest_marker("clip"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import MEDIA, need, run, lines, iou
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +47,7 @@ def on_truth(osprey, *extra):
     return tp, fp, fn, nothing
 
 
+@pytest.mark.clip
 def test_second_look_on_labelled_frames(osprey):
     """More people found and a tenth of the false boxes, each at its default."""
     looked = on_truth(osprey)

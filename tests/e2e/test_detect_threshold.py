@@ -31,6 +31,7 @@ def by_frame(stdout):
 @pytest.mark.parametrize("model,truth", [("ssd-oidv4", "vtest-people.json"),
                                          ("ultraface", "faces.json"),
                                          ("blazeface", "faces.json")])
+@pytest.mark.clip
 def test_default_is_the_measured_one(osprey, model, truth):
     res = th.scores(TRUTH / truth, str(osprey), model, str(MEDIA))
     pick = res["default"]
@@ -48,6 +49,7 @@ def test_default_is_the_measured_one(osprey, model, truth):
         assert pick != 0.3 and row["precision"] >= 0.9 and row["recall"] >= 0.85, row
 
 
+@pytest.mark.clip
 def test_no_persistent_false_person(osprey, tmp_path):
     vtest = need(MEDIA / "vtest.avi")
     r = detect(osprey, "--out", tmp_path, vtest)

@@ -166,6 +166,7 @@ def test_track_refuses_an_image(osprey):
     assert "single image" in r.stderr and r.stdout == ""
 
 
+@pytest.mark.clip
 def test_looks_once_per_object(osprey, tmp_path):
     """The per-box second look against the once-per-object one, on 60 frames."""
     short = cut(tmp_path, 60)
@@ -211,6 +212,7 @@ def still_clip(tmp, seconds, light_at=None):
     return out
 
 
+@pytest.mark.clip
 @pytest.mark.parametrize("light_at", [None, 30])
 def test_still_scene_runs_the_model_now_and_then(osprey, tmp_path, light_at):
     """Nothing moves: the model runs on the first frame, when motion has

@@ -24,6 +24,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from assets import BIN, media, model  # noqa: F401 (model: the catalog the config names)
 from camera_daemon import crossings, daemons, events, free_port, site, summary  # noqa: F401
 from mqtt_broker import USER, broker, certs, drain, pwfile, session  # noqa: F401
@@ -57,6 +59,7 @@ def api_cameras(port):
         return {c["name"]: c for c in json.load(r)["cameras"]}
 
 
+@pytest.mark.clip
 def test_a_cameras_line_crossings_match_osprey_detect_track(daemons, tmp_path, broker, pwfile):
     clip = mjpeg(tmp_path)
     zones = tmp_path / "zones.json"

@@ -13,6 +13,7 @@ import pytest
 from conftest import ROOT, media, run
 
 TOOLS = ROOT / "tools"
+pytestmark = pytest.mark.clip
 
 
 @pytest.fixture(scope="module")
