@@ -299,7 +299,7 @@ def test_stdin_stream():
     src = subprocess.Popen([ffmpeg, "-v", "error", "-i", str(need(MEDIA / "vtest.avi")), "-t", "3",
                             "-c:v", "mpeg4", "-q:v", "4", "-f", "mpegts", "-"],
                            stdout=subprocess.PIPE)
-    r = detect("-", stdin=src.stdout)
+    r = detect("--one-look", "-", stdin=src.stdout)
     src.stdout.close()
     assert r.finish(timeout=120) == 0, r.text()
     assert src.wait(30) == 0
@@ -378,7 +378,7 @@ def test_hls_playlist_with_an_end_is_no_drop(tmp_path):
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        r = run(BIN / "osprey", "detect", "--workers", "1",
+        r = run(BIN / "osprey", "detect", "--workers", "1", "--one-look",
                 f"http://127.0.0.1:{srv.server_address[1]}/index.m3u8")
     finally:
         srv.shutdown()
