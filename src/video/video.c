@@ -193,7 +193,18 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
         goto fail;
     }
     arm(v);
-    if ((rc = avformat_find_stream_info(v->fmt, NULL)) < 0) {
+    /* the frames decoded to learn the streams are held to the same size */
+    AVDictionary **probe = av_calloc(v->fmt->nb_streams ? v->fmt->nb_streams : 1, sizeof *probe);
+    if (!probe) {
+        snprintf(err, errlen, "%s: out of memory", name);
+        goto fail;
+    }
+    for (unsigned i = 0; i < v->fmt->nb_streams; i++)
+        av_dict_set_int(&probe[i], "max_pixels", OSP_VIDEO_MAX_PIXELS, 0);
+    rc = avformat_find_stream_info(v->fmt, probe);
+    for (unsigned i = 0; i < v->fmt->nb_streams; i++) av_dict_free(&probe[i]);
+    av_free(probe);
+    if (rc < 0) {
         open_reason(v, rc, why, sizeof why);
         snprintf(err, errlen, "cannot read video %s: %s", name, why);
         goto fail;
@@ -214,6 +225,7 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
      * the codec opens (frame threads add a frame of delay each) */
     v->dec->thread_count = o && o->decode_threads > 1 ? o->decode_threads : 1;
     v->dec->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    v->dec->max_pixels = OSP_VIDEO_MAX_PIXELS; /* refused before it is allocated */
     if ((rc = avcodec_open2(v->dec, codec, NULL)) < 0) {
         av_err(rc, why, sizeof why);
         snprintf(err, errlen, "cannot decode video %s: %s", name, why);
@@ -266,7 +278,8 @@ int64_t osp_video_position(const osp_video_t *v) { return v->returned; }
 
 static int to_rgb(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
     AVFrame *f = v->frame;
-    if (f->width <= 0 || f->height <= 0 || f->width > 16384 || f->height > 16384) {
+    if (f->width <= 0 || f->height <= 0 || f->width > 16384 || f->height > 16384 ||
+        (int64_t)f->width * f->height > OSP_VIDEO_MAX_PIXELS) {
         snprintf(err, errlen, "video frame has a bad size %dx%d", f->width, f->height);
         return -1;
     }
@@ -311,6 +324,15 @@ static int to_rgb(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
 static int truncated(const osp_video_t *v) {
     if (v->read_error) return 1;
     return v->info.frames > 0 && v->returned + 2 < v->info.frames;
+}
+
+static void corrupt(const osp_video_t *v, char *err, size_t errlen) {
+    if (v->info.frames > 0)
+        snprintf(err, errlen, "video is truncated or corrupt: it ends after %lld of %lld frames",
+                 (long long)v->returned, (long long)v->info.frames);
+    else /* a stream that does not say how long it is */
+        snprintf(err, errlen, "video is corrupt: a frame could not be decoded (%lld were)",
+                 (long long)v->returned);
 }
 
 /* The next packet of any stream into v->pkt, bounded: 0, or a negative
@@ -384,9 +406,7 @@ int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
                     snprintf(err, errlen, "reading failed after %lld frames: %s",
                              (long long)v->returned, v->why);
                 else
-                    snprintf(err, errlen,
-                             "video is truncated or corrupt: it ends after %lld of %lld frames",
-                             (long long)v->returned, (long long)v->info.frames);
+                    corrupt(v, err, errlen);
                 return -1;
             }
             return 0;

@@ -50,6 +50,11 @@ typedef struct {
 } osp_video_opts_t;
 
 #define OSP_VIDEO_MAX_PACKET (64u << 20) /* as ospreyd's default --max-frame */
+/* The most pixels a decoded frame may have (an 8K frame has 33 million),
+ * as many as the server holds of a picture whole. A stream's frames are
+ * checked as their headers are read, before the decoder allocates them: a
+ * JPEG of a few hundred bytes may say it is 8000 x 27000. */
+#define OSP_VIDEO_MAX_PIXELS 50000000
 /* What a read may take past max_packet before it is stopped: the part's own
  * header lines and the demuxer's look-ahead for the next boundary (a packet
  * handed on is never larger than max_packet). */

@@ -361,6 +361,58 @@ def test_detect_mjpeg_over_http():
     assert r.events("drop") and "pw-9" not in r.text()
 
 
+def multipart(frames):
+    """An MJPEG stream as an HTTP camera sends it (FFmpeg's mpjpeg reads a file of it too)."""
+    return b"".join(b"--osprey\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n"
+                    % len(f) + f + b"\r\n" for f in frames)
+
+
+def says_it_is(jpeg, w, h):
+    """The JPEG with its frame header saying w x h, progressive: a decoder
+    that believed it would hold coefficients for every pixel."""
+    b, i = bytearray(jpeg), 2
+    while b[i + 1] not in (0xC0, 0xC1, 0xC2):
+        i += 2 + int.from_bytes(b[i + 2:i + 4], "big")
+    b[i + 1] = 0xC2
+    b[i + 5:i + 9] = h.to_bytes(2, "big") + w.to_bytes(2, "big")
+    return bytes(b)
+
+
+def peak_rss_kb(args, out, err):
+    with open(out, "wb") as o, open(err, "wb") as e:
+        p = subprocess.Popen([str(a) for a in args], stdout=o, stderr=e, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(p.pid, 0)
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss
+
+
+def test_a_frame_that_says_it_is_huge_is_never_held(tmp_path):
+    """A part of 73 KB whose header says 9000 x 9000 (81 million pixels,
+    past the 50 million a frame may have) is refused as its header is read:
+    before, a stream with one made osprey detect hold ~600 MB more and hand
+    the model a 9000 x 9000 picture of nothing. The frames around it are
+    read, and the run ends saying the stream was corrupt."""
+    jpeg = need(MEDIA / "messi5.jpg").read_bytes()
+    huge = says_it_is(jpeg, 9000, 9000)
+    rss = {}
+    for name, frames in (("plain", [jpeg] * 6), ("late", [jpeg] * 3 + [huge] + [jpeg] * 3),
+                         ("first", [huge] + [jpeg] * 5)):
+        clip = tmp_path / f"{name}.mjpg"
+        clip.write_bytes(multipart(frames))
+        out, err = tmp_path / f"{name}.out", tmp_path / f"{name}.err"
+        code, rss[name] = peak_rss_kb([BIN / "osprey", "detect", "--one-look", "--workers", "1",
+                                       "-q", clip], out, err)
+        records = [json.loads(l) for l in out.read_text().splitlines()]
+        text = err.read_text()
+        assert len(records) == 6 - (name == "first"), (name, text)
+        assert all(r["frameSize"] == "548x342" for r in records), records
+        if name == "plain":
+            assert code == 0, text
+        else:
+            assert code == 2 and "a frame could not be decoded" in text, text
+    for name in ("late", "first"):
+        assert rss[name] < rss["plain"] + 64 * 1024, rss
+
+
 def test_hls_playlist_with_an_end_is_no_drop(tmp_path):
     ffmpeg = shutil.which("ffmpeg") or pytest.fail("ffmpeg is missing: run scripts/bootstrap.sh")
     subprocess.run([ffmpeg, "-v", "error", "-i", str(need(MEDIA / "vtest.avi")), "-t", "3",
