@@ -87,6 +87,26 @@ static int jpeg_fail(osp_decoder_t *dec, char *err, size_t errlen) {
     return OSP_IMG_EDECODE;
 }
 
+/* Whether a JPEG (already read as one by TurboJPEG's header) is
+ * progressive: its frame header is SOF2, SOF6, SOF10 or SOF14. Read from
+ * the markers, as TurboJPEG 2.1 does not say. */
+static int jpeg_progressive(const uint8_t *buf, size_t len) {
+    size_t i = 2;
+    while (i + 4 <= len) {
+        if (buf[i] != 0xFF) return 0;
+        uint8_t m = buf[i + 1];
+        if (m == 0xFF) { /* fill */
+            i++;
+            continue;
+        }
+        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC)
+            return m == 0xC2 || m == 0xC6 || m == 0xCA || m == 0xCE;
+        if (m == 0xDA || m == 0xD9) return 0;
+        i += 2 + ((size_t)buf[i + 2] << 8 | buf[i + 3]);
+    }
+    return 0;
+}
+
 static int decode_jpeg(osp_decoder_t *dec, const uint8_t *buf, size_t len, int want_w, int want_h,
                        osp_image_t *out, int *orig_w, int *orig_h, char *err, size_t errlen) {
     if (!dec->dj && !(dec->dj = tjInitDecompress())) {
@@ -101,6 +121,11 @@ static int decode_jpeg(osp_decoder_t *dec, const uint8_t *buf, size_t len, int w
                          OSP_IMG_MAX_SIDE);
         return OSP_IMG_EDECODE;
     }
+    /* a progressive JPEG is held whole however small it is decoded: its
+     * coefficients, 2 bytes a sample, until its last scan (an 845 KB one
+     * of 12000 x 12000 pixels takes 430 MB) */
+    if (jpeg_progressive(buf, len) && !whole_ok(dec, "progressive jpeg", w, h, err, errlen))
+        return OSP_IMG_EDECODE;
     tjscalingfactor sf = jpeg_factor(osp_jpeg_scale_denom(w, h, want_w, want_h));
     int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
     if (!whole_ok(dec, "jpeg", sw, sh, err, errlen)) return OSP_IMG_EDECODE;

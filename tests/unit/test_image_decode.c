@@ -39,15 +39,20 @@ static uint8_t *make_rgb(int w, int h) {
     return p;
 }
 
-static unsigned char *jpeg_encode(const uint8_t *rgb, int w, int h, int samp, int q,
-                                  unsigned long *len) {
+static unsigned char *jpeg_encode_flags(const uint8_t *rgb, int w, int h, int samp, int q,
+                                        int flags, unsigned long *len) {
     tjhandle tj = tjInitCompress();
     assert_non_null(tj);
     unsigned char *jpg = NULL;
     *len = 0;
-    assert_int_equal(tjCompress2(tj, rgb, w, w * 3, h, TJPF_RGB, &jpg, len, samp, q, 0), 0);
+    assert_int_equal(tjCompress2(tj, rgb, w, w * 3, h, TJPF_RGB, &jpg, len, samp, q, flags), 0);
     tjDestroy(tj);
     return jpg;
+}
+
+static unsigned char *jpeg_encode(const uint8_t *rgb, int w, int h, int samp, int q,
+                                  unsigned long *len) {
+    return jpeg_encode_flags(rgb, w, h, samp, q, 0, len);
 }
 
 static double mean_abs_diff(const uint8_t *a, const uint8_t *b, size_t n) {
@@ -249,6 +254,40 @@ static void test_jpeg_too_big(void **state) {
     assert_null(img.data);
     osp_decoder_free(dec);
     tjFree(jpg);
+    free(rgb);
+}
+
+/* A progressive JPEG is held whole (its coefficients) however small it is
+ * decoded: with a limit, one past it is refused before its decode, and a
+ * baseline one of the same size, decoded at 1/8, is not. */
+static void test_progressive_jpeg_is_held_whole(void **state) {
+    (void)state;
+    uint8_t *rgb = make_rgb(200, 160);
+    unsigned long plen, blen;
+    unsigned char *prog = jpeg_encode_flags(rgb, 200, 160, TJSAMP_420, 80, TJFLAG_PROGRESSIVE, &plen);
+    unsigned char *base = jpeg_encode(rgb, 200, 160, TJSAMP_420, 80, &blen);
+    osp_decoder_t *dec = osp_decoder_new();
+    osp_image_t img = {0};
+    char err[256] = "";
+    /* no limit: decoded, at 1/8 */
+    assert_int_equal(osp_image_decode(dec, prog, plen, 25, 20, &img, NULL, NULL, err, sizeof err),
+                     OSP_IMG_OK);
+    assert_int_equal(img.width, 25);
+    osp_decoder_limit_pixels(dec, 10000); /* 200 x 160 is 32000 */
+    assert_int_equal(osp_image_decode(dec, base, blen, 25, 20, &img, NULL, NULL, err, sizeof err),
+                     OSP_IMG_OK);
+    assert_int_equal(img.width, 25);
+    assert_int_equal(osp_image_decode(dec, prog, plen, 25, 20, &img, NULL, NULL, err, sizeof err),
+                     OSP_IMG_EDECODE);
+    assert_non_null(strstr(err, "progressive jpeg decode failed: 200x160 is more than the 10000"));
+    /* under the limit it is decoded as before */
+    osp_decoder_limit_pixels(dec, 32000);
+    assert_int_equal(osp_image_decode(dec, prog, plen, 25, 20, &img, NULL, NULL, err, sizeof err),
+                     OSP_IMG_OK);
+    osp_image_free(&img);
+    osp_decoder_free(dec);
+    tjFree(prog);
+    tjFree(base);
     free(rgb);
 }
 
@@ -592,12 +631,18 @@ static void test_real_media(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scale_denom),         cmocka_unit_test(test_jpeg_round_trip),
-        cmocka_unit_test(test_jpeg_scaled_decode),  cmocka_unit_test(test_jpeg_corrupt),
-        cmocka_unit_test(test_jpeg_too_big),        cmocka_unit_test(test_decode_reuses_buffer),
-        cmocka_unit_test(test_png_layouts),         cmocka_unit_test(test_png_corrupt),
-        cmocka_unit_test(test_png_save_round_trip), cmocka_unit_test(test_jpeg_save_and_errors),
+        cmocka_unit_test(test_scale_denom),
+        cmocka_unit_test(test_jpeg_round_trip),
+        cmocka_unit_test(test_jpeg_scaled_decode),
+        cmocka_unit_test(test_jpeg_corrupt),
+        cmocka_unit_test(test_jpeg_too_big),
+        cmocka_unit_test(test_decode_reuses_buffer),
+        cmocka_unit_test(test_png_layouts),
+        cmocka_unit_test(test_png_corrupt),
+        cmocka_unit_test(test_png_save_round_trip),
+        cmocka_unit_test(test_jpeg_save_and_errors),
         cmocka_unit_test(test_real_media),
+        cmocka_unit_test(test_progressive_jpeg_is_held_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
