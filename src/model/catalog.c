@@ -50,7 +50,7 @@ static const osp_catalog_entry_t CATALOG[] = {
      ULTRAFACE_IO,
      .description = "ultraface quantized to int8 (QDQ, calibrated; docs/models.md)"},
     {.name = "face-embed",
-     .file = "face-embed.onnx",
+     .file = "face-embed-batch.onnx",
      .postprocessor = "embedding",
      .width = 112,
      .height = 112,

@@ -8,7 +8,7 @@ is served, shed or answered with an error (mem_stats).
 The models are the test backend's (a TEST DOUBLE, docs/test-backend.md):
 the first is a test script that finds one face; the step's model is a
 catalog name, so the catalog is pointed (OSPREY_CACHE) at a folder where
-face-embed.onnx is a test-backend script too: an "embedder" of 8 values
+face-embed-batch.onnx is a test-backend script too: an "embedder" of 8 values
 that can be made to sleep or hang."""
 import json
 
@@ -20,7 +20,7 @@ NORM = sum(v * v for v in VEC) ** 0.5
 
 
 def fake_catalog(tmp_path, **run):
-    """A cache folder whose face-embed.onnx is a test-backend script: input
+    """A cache folder whose face-embed-batch.onnx is a test-backend script: input
     as the catalog's face-embed (1x3x112x112 float32), output 8 values."""
     models = tmp_path / "cache" / "models"
     models.mkdir(parents=True)
@@ -29,7 +29,7 @@ def fake_catalog(tmp_path, **run):
                            "values": VEC}]}
     script.update({k: str(v) for k, v in run.items() if k.endswith("_file")})
     script.update({k: v for k, v in run.items() if not k.endswith("_file")})
-    (models / "face-embed.onnx").write_text(json.dumps(script))
+    (models / "face-embed-batch.onnx").write_text(json.dumps(script))
     return {"OSPREY_CACHE": str(tmp_path / "cache")}
 
 
