@@ -20,7 +20,7 @@
  * an error: no host's config predates them. */
 static const char *const STEP_KEYS[] = {
     "model", "labels",      "align",          "as",      "maxObjects", "margin",
-    "then",  "faceLibrary", "matchThreshold", "pattern",
+    "then",  "faceLibrary", "matchThreshold", "pattern", "batch",
 };
 
 /* The fields a detection's record has already: a step's "as" may not be one. */
@@ -241,6 +241,15 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
         }
         s->max_objects = (int)d;
     }
+    if ((v = cJSON_GetObjectItemCaseSensitive(js, "batch"))) {
+        d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!(d >= 1 && d <= OSP_CASCADE_OBJECTS) || d != floor(d)) {
+            snprintf(err, errlen, "%s: batch is a whole number from 1 to %d", where,
+                     OSP_CASCADE_OBJECTS);
+            return -1;
+        }
+        s->batch = (int)d;
+    }
     if ((v = cJSON_GetObjectItemCaseSensitive(js, "margin"))) {
         d = cJSON_IsNumber(v) ? v->valuedouble : -1;
         if (!(d >= 0 && d <= 2)) {
@@ -427,9 +436,9 @@ static int same_steps(const osp_step_t *a, const osp_step_t *b, int n) {
         const osp_step_t *x = &a[i], *y = &b[i];
         if (strcmp(x->model, y->model) || x->n_labels != y->n_labels || x->crop != y->crop ||
             x->margin != y->margin || x->kind != y->kind || strcmp(x->as, y->as) ||
-            x->max_objects != y->max_objects || strcmp(x->library, y->library) ||
-            x->threshold != y->threshold || x->b64 != y->b64 || x->n_then != y->n_then ||
-            strcmp(x->pattern, y->pattern))
+            x->max_objects != y->max_objects || x->batch != y->batch ||
+            strcmp(x->library, y->library) || x->threshold != y->threshold || x->b64 != y->b64 ||
+            x->n_then != y->n_then || strcmp(x->pattern, y->pattern))
             return 0;
         for (int k = 0; k < x->n_labels; k++)
             if (strcmp(x->labels[k], y->labels[k])) return 0;

@@ -35,8 +35,9 @@ typedef struct osp_cascade_step {
     char as[32];
     char score_key[40]; /* as + "Score" */
     int max_objects;
-    char library[1024];                        /* "faceLibrary", or "" */
-    float threshold;                           /* "matchThreshold" */
+    int batch;          /* "batch": crops a run at most; 0: up to max_objects */
+    char library[1024]; /* "faceLibrary", or "" */
+    float threshold;    /* "matchThreshold" */
     char pattern[OSP_CASCADE_PATTERN_MAX + 1]; /* "pattern", or "" */
     regex_t *re;                               /* it compiled, whole-text anchored; or NULL */
     int b64; /* the model config's "embeddingEncoding" is "base64" */
@@ -74,8 +75,18 @@ struct osp_cascade_ctx {
     int det_cap[OSP_CASCADE_DEPTH + 1];
     uint16_t *take[OSP_CASCADE_DEPTH + 1]; /* [level][i]: bit k, step k takes det i */
     int take_cap[OSP_CASCADE_DEPTH + 1];
-    osp_jw_t out; /* the fields of every detection, one after another */
-    size_t *at;   /* detection i's are out.buf[at[i] .. at[i+1]) */
+    /* a step whose model takes any batch runs its crops together, ahead of
+     * the records: per level, a context per crop of a run, and each (step,
+     * detection)'s fields, written ahead into pre[level] */
+    osp_infer_ctx_t *bctx[OSP_CASCADE_DEPTH];
+    int bctx_n[OSP_CASCADE_DEPTH];
+    osp_batch_buf_t bbuf;
+    osp_jw_t pre[OSP_CASCADE_DEPTH];
+    size_t *pre_at[OSP_CASCADE_DEPTH]; /* [2 * (k * n + i)]: start, end in pre, or PRE_NONE */
+    int pre_cap[OSP_CASCADE_DEPTH];
+    int pre_n[OSP_CASCADE_DEPTH]; /* n: the detections of the level */
+    osp_jw_t out;                 /* the fields of every detection, one after another */
+    size_t *at;                   /* detection i's are out.buf[at[i] .. at[i+1]) */
     int at_cap;
 };
 

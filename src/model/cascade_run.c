@@ -128,8 +128,10 @@ static int crop_for(run_t *r, const osp_step_t *s, const osp_det_t *d, int depth
     return 0;
 }
 
-static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets,
+static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets, int i,
                       uint16_t take, int depth, osp_jw_t *w);
+static int prebatch(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets, int n,
+                    const uint16_t *take, int depth);
 
 /* The detections of an "objects" step, inside the crop at quad (an
  * axis-aligned rectangle of view pixels sampled at cw x ch), as frame
@@ -156,6 +158,8 @@ static int put_objects(run_t *r, const osp_step_t *s, const osp_result_t *sr, fl
         dets[i] = d;
     }
     choose(s->then, s->n_then, dets, n, take);
+    int rc = prebatch(r, s->then, s->n_then, dets, n, take, depth + 1);
+    if (rc) return rc;
     osp_jw_key(w, s->as);
     osp_jw_arr_open(w);
     for (int i = 0; i < n; i++) {
@@ -173,12 +177,76 @@ static int put_objects(run_t *r, const osp_step_t *s, const osp_result_t *sr, fl
         osp_jw_num(w, d->score, 4);
         osp_model_put_box(w, d);
         osp_model_put_landmarks(w, d);
-        int rc = put_fields(r, s->then, s->n_then, d, take[i], depth + 1, w);
+        rc = put_fields(r, s->then, s->n_then, dets, i, take[i], depth + 1, w);
         if (rc) return rc;
         osp_jw_obj_close(w);
     }
     osp_jw_arr_close(w);
     return 0;
+}
+
+/* Write step s's result sr as its field(s) into w; an "objects" step's
+ * boxes are inside the crop at quad, sampled at cw x ch. */
+static int put_result(run_t *r, const osp_step_t *s, const osp_result_t *sr, float quad[4][2],
+                      int cw, int ch, int depth, osp_jw_t *w) {
+    const osp_dres_t *rec = sr->rec;
+    switch (s->kind) {
+    case OSP_STEP_EMBEDDING:
+    case OSP_STEP_NAME:
+        if (sr->kind != OSP_REC_EMBEDDING) break;
+        if (s->kind == OSP_STEP_EMBEDDING) {
+            osp_jw_key(w, s->as);
+            if (s->b64) {
+                osp_model_put_b64_floats(w, sr->vec, sr->vec_dim);
+                return 0;
+            }
+            osp_jw_arr_open(w);
+            for (int k = 0; k < sr->vec_dim; k++) osp_jw_num(w, sr->vec[k], 6);
+            osp_jw_arr_close(w);
+        } else {
+            const char *name;
+            float score;
+            osp_faces_match(s->faces, sr->vec, sr->vec_dim, &name, &score);
+            osp_jw_key(w, s->as);
+            osp_jw_str(w, name && score >= s->threshold ? name : "unknown");
+            osp_jw_key(w, s->score_key);
+            if (name)
+                osp_jw_num(w, score, 4);
+            else
+                osp_jw_null(w); /* an empty library: nothing to be near */
+        }
+        return 0;
+    case OSP_STEP_CLASS:
+        if (sr->kind != OSP_REC_CLASSES || !rec || rec->n_classes < 1) break;
+        {
+            const char *label = osp_model_label(s->m, rec->classes[0].cls);
+            osp_jw_key(w, s->as);
+            if (label)
+                osp_jw_str(w, label);
+            else
+                osp_jw_int(w, rec->classes[0].cls);
+            osp_jw_key(w, s->score_key);
+            osp_jw_num(w, rec->classes[0].score, 4);
+        }
+        return 0;
+    case OSP_STEP_TEXT:
+        if (sr->kind != OSP_REC_TEXT || !rec) break;
+        if (!osp_cascade_text_fits(s, rec->text, rec->text_len)) return 0; /* as if not read */
+        osp_jw_key(w, s->as);
+        osp_jw_strn(w, rec->text ? rec->text : "", rec->text_len);
+        osp_jw_key(w, s->score_key);
+        osp_jw_num(w, rec->text_score, 4);
+        return 0;
+    case OSP_STEP_OBJECTS:
+        if (sr->kind != OSP_REC_DETECTIONS) break;
+        return put_objects(r, s, sr, quad, cw, ch, depth, w);
+    }
+    snprintf(r->err, r->errlen, "cascade step %s: its model gave no %s", s->model,
+             s->kind == OSP_STEP_TEXT      ? "text"
+             : s->kind == OSP_STEP_CLASS   ? "class"
+             : s->kind == OSP_STEP_OBJECTS ? "detections"
+                                           : "embedding");
+    return OSP_MODEL_ERUN;
 }
 
 /* Run step s on det d and write its field(s) into w. */
@@ -196,78 +264,163 @@ static int run_step(run_t *r, const osp_step_t *s, const osp_det_t *d, int depth
     }
     r->res->preprocess_ms += sr.preprocess_ms;
     r->res->predict_ms += sr.predict_ms;
-    const osp_dres_t *rec = sr.rec;
-    switch (s->kind) {
-    case OSP_STEP_EMBEDDING:
-    case OSP_STEP_NAME:
-        if (sr.kind != OSP_REC_EMBEDDING) break;
-        if (s->kind == OSP_STEP_EMBEDDING) {
-            osp_jw_key(w, s->as);
-            if (s->b64) {
-                osp_model_put_b64_floats(w, sr.vec, sr.vec_dim);
-                return 0;
-            }
-            osp_jw_arr_open(w);
-            for (int k = 0; k < sr.vec_dim; k++) osp_jw_num(w, sr.vec[k], 6);
-            osp_jw_arr_close(w);
-        } else {
-            const char *name;
-            float score;
-            osp_faces_match(s->faces, sr.vec, sr.vec_dim, &name, &score);
-            osp_jw_key(w, s->as);
-            osp_jw_str(w, name && score >= s->threshold ? name : "unknown");
-            osp_jw_key(w, s->score_key);
-            if (name)
-                osp_jw_num(w, score, 4);
-            else
-                osp_jw_null(w); /* an empty library: nothing to be near */
-        }
-        return 0;
-    case OSP_STEP_CLASS:
-        if (sr.kind != OSP_REC_CLASSES || !rec || rec->n_classes < 1) break;
-        {
-            const char *label = osp_model_label(s->m, rec->classes[0].cls);
-            osp_jw_key(w, s->as);
-            if (label)
-                osp_jw_str(w, label);
-            else
-                osp_jw_int(w, rec->classes[0].cls);
-            osp_jw_key(w, s->score_key);
-            osp_jw_num(w, rec->classes[0].score, 4);
-        }
-        return 0;
-    case OSP_STEP_TEXT:
-        if (sr.kind != OSP_REC_TEXT || !rec) break;
-        if (!osp_cascade_text_fits(s, rec->text, rec->text_len)) return 0; /* as if not read */
-        osp_jw_key(w, s->as);
-        osp_jw_strn(w, rec->text ? rec->text : "", rec->text_len);
-        osp_jw_key(w, s->score_key);
-        osp_jw_num(w, rec->text_score, 4);
-        return 0;
-    case OSP_STEP_OBJECTS:
-        if (sr.kind != OSP_REC_DETECTIONS) break;
-        return put_objects(r, s, &sr, quad, cv.width, cv.height, depth, w);
-    }
-    snprintf(r->err, r->errlen, "cascade step %s: its model gave no %s", s->model,
-             s->kind == OSP_STEP_TEXT      ? "text"
-             : s->kind == OSP_STEP_CLASS   ? "class"
-             : s->kind == OSP_STEP_OBJECTS ? "detections"
-                                           : "embedding");
-    return OSP_MODEL_ERUN;
+    return put_result(r, s, &sr, quad, cv.width, cv.height, depth, w);
 }
 
-/* The fields of det d from each step that takes it (bit k of take). */
-static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *d,
+/* pre_at's mark of a (step, detection) not run ahead: it runs alone */
+#define PRE_NONE SIZE_MAX
+/* ... and of one skipped, past the deadline */
+#define PRE_SKIP (SIZE_MAX - 1)
+
+/* Whether step s's crops run together, ahead of the records: its model
+ * takes any batch, and its result is fields (a detector's boxes are
+ * followed inside its crop, one crop at a time). */
+static int batches(const osp_step_t *s) {
+    return s->m->batch_dynamic && s->kind != OSP_STEP_OBJECTS && s->batch != 1 && s->max_objects > 1;
+}
+
+static int reserve_bctx(struct osp_cascade_ctx *cc, int depth, int n) {
+    if (cc->bctx_n[depth] >= n) return 0;
+    osp_infer_ctx_t *b = realloc(cc->bctx[depth], (size_t)n * sizeof *b);
+    if (!b) return -1;
+    memset(b + cc->bctx_n[depth], 0, (size_t)(n - cc->bctx_n[depth]) * sizeof *b);
+    cc->bctx[depth] = b;
+    cc->bctx_n[depth] = n;
+    return 0;
+}
+
+/* One run of step s (the k-th of its level) on the nb detections idx of
+ * dets: each cropped and prepared in a context of its own, the tensors
+ * stacked into one run, each result's fields written into pre[depth]. */
+static int run_batch(run_t *r, const osp_step_t *s, int k, const osp_det_t *dets, const int *idx,
+                     int nb, int depth) {
+    struct osp_cascade_ctx *cc = r->cc;
+    size_t *at = cc->pre_at[depth];
+    int n = cc->pre_n[depth];
+    if (r->deadline_ms && (uint64_t)osp_epoch_ms() > r->deadline_ms) {
+        if (s->count) atomic_fetch_add_explicit(&s->count->skipped, nb, memory_order_relaxed);
+        for (int j = 0; j < nb; j++) at[2 * ((size_t)k * n + idx[j])] = PRE_SKIP;
+        return 0;
+    }
+    if (s->count) atomic_fetch_add_explicit(&s->count->runs, nb, memory_order_relaxed);
+    osp_infer_ctx_t *ctxs[OSP_CASCADE_OBJECTS];
+    osp_result_t res[OSP_CASCADE_OBJECTS];
+    int rcs[OSP_CASCADE_OBJECTS], item[OSP_CASCADE_OBJECTS], m = 0;
+    char inner[256];
+    osp_jw_t *w = &cc->pre[depth];
+    for (int j = 0; j < nb; j++) {
+        size_t *a = &at[2 * ((size_t)k * n + idx[j])];
+        float quad[4][2];
+        int rc = crop_for(r, s, &dets[idx[j]], depth, quad);
+        if (rc < 0) return OSP_MODEL_ERUN;
+        if (rc > 0) { /* nothing to crop: no fields */
+            a[0] = a[1] = w->len;
+            continue;
+        }
+        osp_view_t cv = osp_image_view(&cc->crop[depth]);
+        osp_infer_ctx_t *ctx = &cc->bctx[depth][m];
+        if (osp_model_prepare(s->m, ctx, &cv, 0, 0, inner, sizeof inner)) {
+            snprintf(r->err, r->errlen, "cascade step %s: %s", s->model, inner);
+            return OSP_MODEL_ERUN;
+        }
+        r->res->preprocess_ms += ctx->prep_ms;
+        ctxs[m] = ctx;
+        item[m++] = idx[j];
+    }
+    if (m == 0) return 0;
+    double t0 = osp_now_ms();
+    if (osp_model_predict_batch(s->m, ctxs, m, res, rcs, &cc->bbuf, inner, sizeof inner)) {
+        snprintf(r->err, r->errlen, "cascade step %s: %s", s->model, inner);
+        return OSP_MODEL_ERUN;
+    }
+    r->res->predict_ms += osp_now_ms() - t0; /* the one run, once */
+    for (int j = 0; j < m; j++) {
+        if (rcs[j]) {
+            snprintf(r->err, r->errlen, "cascade step %s: %s", s->model, inner);
+            return OSP_MODEL_ERUN;
+        }
+        size_t *a = &at[2 * ((size_t)k * n + item[j])];
+        w->need_comma = 0; /* each detection's fields stand alone */
+        a[0] = w->len;
+        int rc = put_result(r, s, &res[j], NULL, 0, 0, depth, w);
+        if (rc) return rc;
+        a[1] = w->len;
+    }
+    return 0;
+}
+
+/* Run ahead, in batches, the steps of a level whose models take any batch,
+ * on the n dets each takes (take); put_fields then copies their fields. */
+static int prebatch(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets, int n,
+                    const uint16_t *take, int depth) {
+    struct osp_cascade_ctx *cc = r->cc;
+    int any = 0;
+    for (int k = 0; k < n_steps && !any; k++) any = batches(&steps[k]);
+    cc->pre_n[depth] = 0;
+    if (!any || n < 1) return 0;
+    int need = 2 * n_steps * n;
+    if (cc->pre_cap[depth] < need) {
+        size_t *p = realloc(cc->pre_at[depth], (size_t)need * sizeof *p);
+        if (!p) {
+            snprintf(r->err, r->errlen, "out of memory");
+            return OSP_MODEL_ENOMEM;
+        }
+        cc->pre_at[depth] = p;
+        cc->pre_cap[depth] = need;
+    }
+    for (int j = 0; j < need; j++) cc->pre_at[depth][j] = PRE_NONE;
+    cc->pre_n[depth] = n;
+    osp_jw_reset(&cc->pre[depth]);
+    for (int k = 0; k < n_steps; k++) {
+        const osp_step_t *s = &steps[k];
+        if (!batches(s)) continue;
+        int cap = s->batch > 0 && s->batch < s->max_objects ? s->batch : s->max_objects;
+        if (reserve_bctx(cc, depth, cap)) {
+            snprintf(r->err, r->errlen, "out of memory");
+            return OSP_MODEL_ENOMEM;
+        }
+        int idx[OSP_CASCADE_OBJECTS], nb = 0;
+        for (int i = 0; i < n; i++) {
+            if (!(take[i] & (1u << k))) continue;
+            idx[nb++] = i;
+            if (nb == cap) {
+                int rc = run_batch(r, s, k, dets, idx, nb, depth);
+                if (rc) return rc;
+                nb = 0;
+            }
+        }
+        int rc = nb ? run_batch(r, s, k, dets, idx, nb, depth) : 0;
+        if (rc) return rc;
+    }
+    if (cc->pre[depth].oom) {
+        snprintf(r->err, r->errlen, "out of memory");
+        return OSP_MODEL_ENOMEM;
+    }
+    return 0;
+}
+
+/* The fields of dets[i] from each step that takes it (bit k of take): run
+ * ahead (prebatch) or run now. */
+static int put_fields(run_t *r, const osp_step_t *steps, int n_steps, const osp_det_t *dets, int i,
                       uint16_t take, int depth, osp_jw_t *w) {
+    const struct osp_cascade_ctx *cc = r->cc;
     for (int k = 0; k < n_steps; k++) {
         if (!(take & (1u << k))) continue;
+        if (cc->pre_n[depth] > 0) {
+            const size_t *a = &cc->pre_at[depth][2 * ((size_t)k * cc->pre_n[depth] + i)];
+            if (a[0] == PRE_SKIP) continue;
+            if (a[0] != PRE_NONE) {
+                if (a[1] > a[0]) osp_jw_members(w, cc->pre[depth].buf + a[0], a[1] - a[0]);
+                continue;
+            }
+        }
         struct osp_step_count *count = steps[k].count;
         if (r->deadline_ms && (uint64_t)osp_epoch_ms() > r->deadline_ms) {
             if (count) atomic_fetch_add_explicit(&count->skipped, 1, memory_order_relaxed);
             continue;
         }
         if (count) atomic_fetch_add_explicit(&count->runs, 1, memory_order_relaxed);
-        int rc = run_step(r, &steps[k], d, depth, w);
+        int rc = run_step(r, &steps[k], &dets[i], depth, w);
         if (rc) return rc;
     }
     return 0;
@@ -306,10 +459,12 @@ static int run_on(const osp_cascade_t *c, osp_infer_ctx_t *ctx, const osp_view_t
                .errlen = errlen};
     osp_jw_reset(&cc->out);
     choose(c->steps, c->n, res->dets, n, cc->take[0]);
+    int brc = prebatch(&r, c->steps, c->n, res->dets, n, cc->take[0], 0);
+    if (brc) return brc;
     for (int i = 0; i < n; i++) {
         cc->at[i] = cc->out.len;
         cc->out.need_comma = 0; /* each detection's fields stand alone */
-        int rc = put_fields(&r, c->steps, c->n, &res->dets[i], cc->take[0][i], 0, &cc->out);
+        int rc = put_fields(&r, c->steps, c->n, res->dets, i, cc->take[0][i], 0, &cc->out);
         if (rc) return rc;
     }
     cc->at[n] = cc->out.len;
@@ -373,7 +528,12 @@ void osp_cascade_ctx_free(struct osp_cascade_ctx *cc) {
     for (int i = 0; i < OSP_CASCADE_DEPTH; i++) {
         osp_infer_ctx_free(&cc->ctx[i]);
         osp_image_free(&cc->crop[i]);
+        for (int b = 0; b < cc->bctx_n[i]; b++) osp_infer_ctx_free(&cc->bctx[i][b]);
+        free(cc->bctx[i]);
+        osp_jw_free(&cc->pre[i]);
+        free(cc->pre_at[i]);
     }
+    osp_batch_buf_free(&cc->bbuf);
     for (int i = 0; i <= OSP_CASCADE_DEPTH; i++) {
         free(cc->dets[i]);
         free(cc->take[i]);

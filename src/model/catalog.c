@@ -61,6 +61,7 @@ static const osp_catalog_entry_t CATALOG[] = {
      .std = {128.f, 128.f, 128.f},
      .confidence = 0.f,
      .nms_iou = 0.f,
+     .batches = 1, /* face-embed-batch.onnx: tools/onnx_batch.py */
      .description = "512-d face embedding of a 112x112 face crop"},
     {.name = "blazeface",
      .cli_confidence = 0.45f, /* the same measure as ultraface */

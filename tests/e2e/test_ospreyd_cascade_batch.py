@@ -1,12 +1,22 @@
-"""face-embed is set-up's copy of the package's model taking any batch
-(tools/onnx_batch.py): it embeds a face as the original does, on real
-faces."""
+"""A cascade step runs a frame's crops together (docs/cascades.md, "In
+ospreyd"): when the step's model takes any batch, its crops are stacked
+into one run per `batch` (at most maxObjects) crops, and every detection
+gets what one run a crop gives it; a model with a fixed batch of 1 runs
+them one at a time. face-embed is set-up's copy of the package's model
+taking any batch (tools/onnx_batch.py): it embeds a face as the original
+does. The real models on real faces; the test backend to count the runs
+and their batch sizes."""
 import base64
+import json
 import math
 import struct
 
 from assets import model, model_asset
-from ospreyd_client import Image, media_image, spawn  # noqa: F401
+from ospreyd_client import Image, media_image, solid, spawn, tb_config, tb_script  # noqa: F401
+
+FACES = [(0.9, [0.05, 0.05, 0.3, 0.3]), (0.9, [0.55, 0.05, 0.95, 0.45]),
+         (0.9, [0.05, 0.55, 0.35, 0.95]), (0.9, [0.6, 0.6, 0.9, 0.9])]
+VEC = [1, 2, 3, 4, 5, 6, 7, 8]
 
 
 def vector(field):
@@ -50,3 +60,89 @@ def test_the_batched_copy_embeds_as_the_original(spawn):
         b = vector(w.conn.infer_raw(2, crop)["embeddingB64"])
         assert len(a) == len(b) == 512
         assert cosine(a, b) >= 0.9999, (face, cosine(a, b))
+
+
+def test_batched_steps_give_what_one_at_a_time_gives(spawn):
+    """UltraFace's faces embedded in one run, and one at a time ("batch":
+    1): the same vectors, value for value within 1e-5."""
+    def cfg(**step):
+        return {"model": "ultraface", "embeddingEncoding": "base64",
+                "then": [{"model": "face-embed", **step}]}
+
+    w = spawn()
+    ready = w.conn.hello({"runtime": "onnxruntime", "models": [cfg(), cfg(batch=1)]})
+    assert ready.get("status") == "ready" and ready["models"] == 2, (ready, w.describe())
+    for photo in ("basketball1.png", "messi5.jpg"):
+        img = media_image(photo)
+        together, alone = w.conn.infer_raw(0, img), w.conn.infer_raw(1, img)
+        assert len(together["detections"]) == len(alone["detections"]) >= 1, together
+        for d, e in zip(together["detections"], alone["detections"]):
+            assert d["box"] == e["box"], (d, e)
+            a, b = vector(d["embedding"]), vector(e["embedding"])
+            assert len(a) == 512 and max(abs(x - y) for x, y in zip(a, b)) <= 1e-5, photo
+    runs = [s["runs"] for s in (w.conn.mem_stats()["cascades"][i][0] for i in ("0", "1"))]
+    assert runs[0] == runs[1] >= 3, runs  # runs count crops, batched or not
+
+
+def fake_embedder(tmp_path, batch_axis, counter):
+    """A cache folder whose face-embed-batch.onnx is a test-backend
+    embedder of 8 values, its batch axis dynamic (-1) or 1, logging each
+    run's batch size to counter."""
+    models = tmp_path / "cache" / "models"
+    models.mkdir(parents=True)
+    script = {"inputs": [{"name": "input", "dtype": "float32", "shape": [batch_axis, 3, 112, 112]}],
+              "outputs": [{"name": "embedding", "dtype": "float32", "shape": [batch_axis, 8],
+                           "values": VEC}],
+              "counter_file": str(counter)}
+    (models / "face-embed-batch.onnx").write_text(json.dumps(script))
+    return {"OSPREY_CACHE": str(tmp_path / "cache")}
+
+
+def batch_sizes(spawn, tmp_path, batch_axis, steps):
+    """Four faces a frame, through each cascade of steps (a list of step
+    lists): the batch size of every run of the embedder, per cascade."""
+    counter = tmp_path / "runs"
+    env = fake_embedder(tmp_path, batch_axis, counter)
+    models = []
+    for i, step in enumerate(steps):
+        first = tb_script(tmp_path / f"first{i}.json", faces=FACES)
+        first["then"] = [{"model": "face-embed", **step}]
+        models.append(first)
+    w = spawn(env=env)
+    ready = w.conn.hello(tb_config(models, protocol=2))
+    assert ready.get("status") == "ready" and ready["models"] == len(steps), (ready, w.describe())
+    out = []
+    for i in range(len(steps)):
+        counter.unlink(missing_ok=True)
+        rec = w.conn.infer_raw(i, solid(32, 32))
+        assert len(rec["detections"]) == len(FACES), rec
+        took = [d for d in rec["detections"] if "embedding" in d]  # the largest maxObjects
+        assert len(took) == min(len(FACES), steps[i].get("maxObjects", 8)), rec
+        for d in took:  # each face has its own result
+            assert len(d["embedding"]) == len(VEC), d
+        out.append([int(x) for x in counter.read_text().split()])
+    return out
+
+
+def test_a_step_runs_its_crops_in_batches(spawn, tmp_path):
+    got = batch_sizes(spawn, tmp_path, -1, [{}, {"batch": 3}, {"batch": 1}, {"maxObjects": 2}])
+    assert got == [[4], [3, 1], [1, 1, 1, 1], [2]], got
+
+
+def test_a_fixed_batch_runs_one_crop_at_a_time(spawn, tmp_path):
+    got = batch_sizes(spawn, tmp_path, 1, [{}])
+    assert got == [[1, 1, 1, 1]], got
+
+
+def test_batch_out_of_range_fails_the_load(spawn, tmp_path):
+    env = fake_embedder(tmp_path, -1, tmp_path / "runs")
+    w = spawn(env=env)
+    ready = w.conn.hello(tb_config([tb_script(tmp_path / "first.json", faces=FACES)], protocol=2))
+    assert ready.get("status") == "ready" and ready["models"] == 1, (ready, w.describe())
+    for bad in (0, 65, 2.5, "4"):
+        first = tb_script(tmp_path / "first.json", faces=FACES)
+        first["then"] = [{"model": "face-embed", "batch": bad}]
+        r = w.conn.command({"cmd": "load", "index": 1, "config": first})
+        assert r["status"] == "error" and "batch is a whole number from 1 to 64" in r["error"], r
+    first["then"] = [{"model": "face-embed", "batch": 64}]
+    assert w.conn.command({"cmd": "load", "index": 1, "config": first})["status"] == "ok"
