@@ -28,6 +28,9 @@ ratio = host / cascade (above 1: the cascade costs less). The machine is
 shared: read the ratios and the load average printed with them, never an
 absolute figure; nothing here is asserted on time.
 
+A step whose model takes any batch (face-embed) runs a frame's crops in
+one run; --step-batch 1 runs them one at a time, as before.
+
 A frame that runs alone in ospreyd runs on every core (loneFrameThreads,
 docs/protocol.md), and so does each of the host's crops; a cascade's
 steps run on the frame's own worker thread. --lone-frame-threads 0 puts
@@ -98,7 +101,7 @@ class Chain:
     """One chain's three models on the worker: the cascade, the first
     model alone and the step's model alone."""
 
-    def __init__(self, name, base):
+    def __init__(self, name, base, step_batch=None):
         self.name = name
         photo, self.first, self.step, labels, self.how = CHAINS[name]
         path = CACHE / "media" / photo
@@ -106,6 +109,8 @@ class Chain:
             np.asarray(Image.open(path).convert("RGB")))
         self.rgb = np.asarray(Image.open(io.BytesIO(self.jpeg)).convert("RGB"))
         step = {"model": self.step}
+        if step_batch is not None:
+            step["batch"] = step_batch
         if labels:
             step["labels"] = labels
         self.labels = labels
@@ -177,8 +182,11 @@ def main():
     ap.add_argument("--lone-frame-threads", type=int, default=None,
                     help="the server's loneFrameThreads (default: its own, the cores); 0: every "
                          "run on its worker's threads, as a cascade's steps run")
+    ap.add_argument("--step-batch", type=int, default=None,
+                    help="the step's \"batch\" (default: its own, every crop of a frame in one run "
+                         "when its model allows); 1: one crop a run")
     a = ap.parse_args()
-    chains = [Chain(n, 3 * i) for i, n in enumerate(a.chains.split(","))]
+    chains = [Chain(n, 3 * i, a.step_batch) for i, n in enumerate(a.chains.split(","))]
     w = Worker(())
     try:
         models = [cfg for ch in chains for cfg in ch.configs]
@@ -192,7 +200,7 @@ def main():
         if lone is None:
             lone = f"{os.cpu_count()} (the cores)"
         print(f"bench/cascade: {a.frames} frames a run, median of {a.runs} runs; "
-              f"loneFrameThreads {lone}; load average {os.getloadavg()[0]:.2f} at the start")
+              f"loneFrameThreads {lone}; step batch {a.step_batch or 'default'}; load average {os.getloadavg()[0]:.2f} at the start")
         for ch in chains:
             got = ch.by_cascade(w.conn)
             host = ch.by_host(w.conn)
