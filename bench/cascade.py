@@ -29,7 +29,8 @@ shared: read the ratios and the load average printed with them, never an
 absolute figure; nothing here is asserted on time.
 
 A step whose model takes any batch (face-embed) runs a frame's crops in
-one run; --step-batch 1 runs them one at a time, as before.
+one run; --step-batch 1 runs them one at a time, as before. --tile N
+sends each photo tiled N x N, for more objects a frame.
 
 A frame that runs alone in ospreyd runs on every core (loneFrameThreads,
 docs/protocol.md), and so does each of the host's crops; a cascade's
@@ -101,12 +102,16 @@ class Chain:
     """One chain's three models on the worker: the cascade, the first
     model alone and the step's model alone."""
 
-    def __init__(self, name, base, step_batch=None):
+    def __init__(self, name, base, step_batch=None, tile=1):
         self.name = name
         photo, self.first, self.step, labels, self.how = CHAINS[name]
         path = CACHE / "media" / photo
-        self.jpeg = path.read_bytes() if photo.endswith(".jpg") else jpeg_of(
-            np.asarray(Image.open(path).convert("RGB")))
+        if tile > 1:  # the photo tiled tile x tile: more objects a frame
+            rgb = np.asarray(Image.open(path).convert("RGB"))
+            self.jpeg = jpeg_of(np.concatenate([np.concatenate([rgb] * tile, axis=1)] * tile))
+        else:
+            self.jpeg = path.read_bytes() if photo.endswith(".jpg") else jpeg_of(
+                np.asarray(Image.open(path).convert("RGB")))
         self.rgb = np.asarray(Image.open(io.BytesIO(self.jpeg)).convert("RGB"))
         step = {"model": self.step}
         if step_batch is not None:
@@ -185,8 +190,10 @@ def main():
     ap.add_argument("--step-batch", type=int, default=None,
                     help="the step's \"batch\" (default: its own, every crop of a frame in one run "
                          "when its model allows); 1: one crop a run")
+    ap.add_argument("--tile", type=int, default=1,
+                    help="send each chain's photo tiled N x N (more objects a frame)")
     a = ap.parse_args()
-    chains = [Chain(n, 3 * i, a.step_batch) for i, n in enumerate(a.chains.split(","))]
+    chains = [Chain(n, 3 * i, a.step_batch, a.tile) for i, n in enumerate(a.chains.split(","))]
     w = Worker(())
     try:
         models = [cfg for ch in chains for cfg in ch.configs]
@@ -200,7 +207,8 @@ def main():
         if lone is None:
             lone = f"{os.cpu_count()} (the cores)"
         print(f"bench/cascade: {a.frames} frames a run, median of {a.runs} runs; "
-              f"loneFrameThreads {lone}; step batch {a.step_batch or 'default'}; load average {os.getloadavg()[0]:.2f} at the start")
+              f"loneFrameThreads {lone}; step batch {a.step_batch or 'default'}; tile {a.tile}; "
+              f"load average {os.getloadavg()[0]:.2f} at the start")
         for ch in chains:
             got = ch.by_cascade(w.conn)
             host = ch.by_host(w.conn)
