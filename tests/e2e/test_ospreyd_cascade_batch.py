@@ -12,7 +12,8 @@ import math
 import struct
 
 from assets import model, model_asset
-from ospreyd_client import Image, media_image, solid, spawn, tb_config, tb_script  # noqa: F401
+from ospreyd_client import (Image, media_image, now_ms, solid, spawn, tb_config,  # noqa: F401
+                            tb_script)
 
 FACES = [(0.9, [0.05, 0.05, 0.3, 0.3]), (0.9, [0.55, 0.05, 0.95, 0.45]),
          (0.9, [0.05, 0.55, 0.35, 0.95]), (0.9, [0.6, 0.6, 0.9, 0.9])]
@@ -146,3 +147,26 @@ def test_batch_out_of_range_fails_the_load(spawn, tmp_path):
         assert r["status"] == "error" and "batch is a whole number from 1 to 64" in r["error"], r
     first["then"] = [{"model": "face-embed", "batch": 64}]
     assert w.conn.command({"cmd": "load", "index": 1, "config": first})["status"] == "ok"
+
+
+def test_a_batch_past_the_deadline_is_skipped_whole(spawn, tmp_path):
+    """The first model takes 3 s and the frame's deadline is 1.5 s away:
+    the step's one run would start past it, so none of the four faces gets
+    its embedding, all four are counted skipped, and the embedder never
+    ran. (A frame held 1.5 s before its run is shed instead: tried again.)"""
+    counter = tmp_path / "runs"
+    env = fake_embedder(tmp_path, -1, counter)
+    first = tb_script(tmp_path / "slow.json", faces=FACES, run_delay_ms=3000)
+    first["then"] = [{"model": "face-embed"}]
+    w = spawn(env=env)
+    ready = w.conn.hello(tb_config([first], protocol=2))
+    assert ready.get("status") == "ready" and ready["models"] == 1, (ready, w.describe())
+    for _ in range(4):
+        rec = w.conn.infer_raw(0, solid(32, 32), deadline=now_ms() + 1500)
+        if rec.get("shedReason") != "deadline-expired":
+            break
+    assert len(rec["detections"]) == len(FACES), rec
+    assert not any("embedding" in d for d in rec["detections"]), rec
+    assert not counter.exists(), counter.read_text()
+    (step,) = w.conn.mem_stats()["cascades"]["0"]
+    assert (step["runs"], step["skippedPastDeadline"]) == (0, len(FACES)), step
