@@ -100,10 +100,11 @@ void osp_detect_track_free(osp_detect_track_t *k);
 /* One frame, in frame order, at time t (seconds): track its detections,
  * take the looks its tracks ask for on pixels (the frame the detections
  * are of: it must stay valid during the call), and rewrite res for the
- * record: dets (the caller's array, res's boxes) compacted in place
- * without the boxes of rejected objects, res->track_ids and res->look
- * pointing into k until the next call. 0, or -1 with the reason in err. */
-int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
+ * record: res->dets, res->track_ids and res->look pointing into k until
+ * the next call, the boxes of dets (the caller's array, read only) without
+ * those of rejected objects, then the predicted boxes of objects missed
+ * this frame (osp_track_coasts). 0, or -1 with the reason in err. */
+int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, const osp_det_t *dets,
                            const osp_view_t *pixels, double t, char *err, size_t errlen);
 /* A frame the model was not run on (motion/gate.h: nothing moved):
  * the objects are as they were, so res becomes the last run frame's record

@@ -66,6 +66,8 @@ struct osp_detect_track {
     double last_t;
     int n_events; /* of the last frame */
     /* per frame, grown to the largest frame seen and reused */
+    osp_det_t *out; /* the record's boxes: the detections kept, then the coasting objects' */
+    int out_cap;
     osp_track_det_t *tdets;
     uint64_t *ids;     /* per det: its track's id, 0 for none (written as none) */
     uint64_t *track;   /* per det: its track's id, confirmed or not */
@@ -166,6 +168,7 @@ void osp_detect_track_free(osp_detect_track_t *k) {
     osp_zones_free(k->zones);
     osp_events_free(k->events);
     osp_infer_ctx_free(&k->look);
+    free(k->out);
     free(k->tdets);
     free(k->ids);
     free(k->track);
@@ -319,6 +322,40 @@ static int look_at_tracks(osp_detect_track_t *k, const osp_det_t *dets, int n,
     return 0;
 }
 
+static int grow_out(osp_detect_track_t *k, int n) {
+    if (n <= k->out_cap) return 0;
+    int cap = n < 64 ? 64 : n;
+    osp_det_t *d = realloc(k->out, (size_t)cap * sizeof *d);
+    if (!d) return -1;
+    k->out = d;
+    k->out_cap = cap;
+    return 0;
+}
+
+/* After the kept boxes: the objects the detector missed this frame that
+ * the tracker still stands for (osp_track_coasts), at their predicted
+ * boxes, with their last detection's score. On vtest.avi the detector
+ * loses a walking person for a frame now and then; without this, each
+ * such frame was a miss. Returns the record's box count. */
+static int coasting(osp_detect_track_t *k, int kept, int fw, int fh) {
+    int nt = osp_track_count(k->tracker);
+    for (int j = 0; j < nt; j++) {
+        const osp_track_t *o = osp_track_at(k->tracker, j);
+        if (!osp_track_coasts(k->tracker, o, k->o->second_look, (float)fw, (float)fh)) continue;
+        osp_det_t *d = &k->out[kept];
+        memset(d, 0, sizeof *d);
+        d->x1 = o->box.x1;
+        d->y1 = o->box.y1;
+        d->x2 = o->box.x2;
+        d->y2 = o->box.y2;
+        d->score = o->score;
+        d->cls = o->label;
+        k->ids[kept] = o->id;
+        k->look_score[kept++] = o->look_score;
+    }
+    return kept;
+}
+
 /* A copy of the record's boxes for the frames not run that follow. */
 static int keep_last(osp_detect_track_t *k, const osp_result_t *res) {
     int n = res->n_dets;
@@ -361,7 +398,7 @@ void osp_detect_track_still(osp_detect_track_t *k, osp_result_t *res) {
     if (k->steps && osp_detect_steps_still(k->steps, res)) res->extra = NULL;
 }
 
-int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *dets,
+int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, const osp_det_t *dets,
                            const osp_view_t *pixels, double t, char *err, size_t errlen) {
     int n = res->n_dets;
     k->n_events = 0;
@@ -383,16 +420,22 @@ int osp_detect_track_frame(osp_detect_track_t *k, osp_result_t *res, osp_det_t *
     int looking = k->o->second_look;
     if (looking && look_at_tracks(k, dets, n, pixels, res, err, errlen)) return -1;
 
+    int nt = osp_track_count(k->tracker);
+    if (grow(k, n + nt) || grow_out(k, n + nt)) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     int kept = 0;
     for (int i = 0; i < n; i++) {
         const osp_track_t *o = k->track[i] ? osp_track_find(k->tracker, k->track[i]) : NULL;
         if (o && (o->verdict == OSP_TRACK_REJECTED || (looking && o->verdict == OSP_TRACK_UNVERIFIED)))
             continue;
-        dets[kept] = dets[i];
+        k->out[kept] = dets[i];
         k->ids[kept] = o && o->state == OSP_TRACK_CONFIRMED ? o->id : 0;
         k->look_score[kept++] = o ? o->look_score : -1;
     }
-    res->dets = dets;
+    kept = coasting(k, kept, res->frame_w, res->frame_h);
+    res->dets = k->out;
     res->n_dets = kept;
     res->track_ids = k->ids;
     res->look = looking ? k->look_score : NULL;

@@ -98,6 +98,8 @@ typedef struct {
     float look_now_score;       /* 0.6: a new track's box this sure is looked at at once, */
     int look_hits;              /* 3: a more doubtful one once seen this many frames
                                  * (at most confirm_hits: the verdict comes first) */
+    int coast_frames;           /* 1: a lost object's prediction stands for it this many
+                                 * frames (osp_track_coasts); 0: never */
     int max_tracks;             /* 256: tracks kept at once; more detections start none */
     int max_dets;               /* 256: the most confident detections of a frame taken */
 } osp_track_params_t;
@@ -152,6 +154,17 @@ int osp_track_needs_look(const osp_tracker_t *t, uint64_t *ids, int cap);
  * never verified wants a look in its next frames whatever its score and
  * hits. Returns 0, OSP_TRACK_ENOENT or OSP_TRACK_EINVAL (no such verdict). */
 int osp_track_set_verdict(osp_tracker_t *t, uint64_t id, osp_track_verdict_t verdict, float score);
+
+/* Whether lost track o's box (its prediction) stands for its object in
+ * this frame's output, as if it had been seen: the object was seen at most
+ * coast_frames frames ago (a detector misses a person for a frame now and
+ * then), it is not rejected, its box lies wholly inside the frame (w x h
+ * pixels; one that reaches an edge is most likely leaving), and it
+ * overlaps (IoU >= 0.1) no box of a track of its label seen this frame,
+ * which is then most likely what became of it. verified 1: o must be
+ * verified, and only verified tracks' boxes count as seen (a caller that
+ * reports only verified objects). */
+int osp_track_coasts(const osp_tracker_t *t, const osp_track_t *o, int verified, float w, float h);
 
 /* IoU of two boxes; 0 when either is empty. */
 float osp_track_iou(const osp_track_box_t *a, const osp_track_box_t *b);

@@ -22,6 +22,10 @@
  * newer track seen in the same frame, for the lost one to be a second
  * track on the newer one's object (drop_duplicates). */
 #define DUPLICATE_IOU 0.3f
+/* Least IoU of a lost track's prediction with the box of a track seen this
+ * frame for the prediction not to stand for its object (osp_track_coasts):
+ * when a person's boxes part or merge, the box seen is the person. */
+#define COAST_IOU 0.1f
 
 struct trk {
     osp_track_t pub;
@@ -97,6 +101,7 @@ void osp_track_params_default(osp_track_params_t *p) {
         .relook_area = 2.0f,
         .look_now_score = 0.6f,
         .look_hits = 3,
+        .coast_frames = 1,
         .max_tracks = 256,
         .max_dets = 256,
     };
@@ -146,6 +151,8 @@ int osp_track_params_check(const osp_track_params_t *p, char *err, size_t errlen
         bad = "look_now_score must be within 0..1";
     else if (p->look_hits < 1 || p->look_hits > 1000)
         bad = "look_hits must be 1..1000";
+    else if (p->coast_frames < 0 || p->coast_frames > 1000)
+        bad = "coast_frames must be 0..1000";
     else if (p->max_tracks < 1 || p->max_tracks > 4096)
         bad = "max_tracks must be 1..4096";
     else if (p->max_dets < 1 || p->max_dets > 4096)
@@ -563,6 +570,27 @@ int osp_track_needs_look(const osp_tracker_t *t, uint64_t *ids, int cap) {
         count++;
     }
     return count;
+}
+
+/* A track that counts as seen this frame, for osp_track_coasts. */
+static int shown(const osp_track_t *o, int verified) {
+    return o->unseen == 0 && o->state != OSP_TRACK_REMOVED && o->verdict != OSP_TRACK_REJECTED &&
+           (!verified || o->verdict == OSP_TRACK_VERIFIED);
+}
+
+int osp_track_coasts(const osp_tracker_t *t, const osp_track_t *o, int verified, float w, float h) {
+    if (o->state != OSP_TRACK_LOST || o->unseen > t->p.coast_frames ||
+        o->verdict == OSP_TRACK_REJECTED || (verified && o->verdict != OSP_TRACK_VERIFIED))
+        return 0;
+    const osp_track_box_t *b = &o->box;
+    if (!(b->x1 >= 0 && b->y1 >= 0 && b->x2 <= w && b->y2 <= h)) return 0;
+    for (int i = 0; i < t->n; i++) {
+        const osp_track_t *s = &t->trk[i].pub;
+        if (s != o && s->label == o->label && shown(s, verified) &&
+            osp_track_iou(&s->box, &o->box) >= COAST_IOU)
+            return 0;
+    }
+    return 1;
 }
 
 int osp_track_set_verdict(osp_tracker_t *t, uint64_t id, osp_track_verdict_t verdict, float score) {

@@ -7,7 +7,8 @@
  * detections' order; the second look's bookkeeping; a lost track is met
  * where it was last seen, but not on a newer track's object; a second box
  * on an object waits for its look; a rejected
- * track is kept as long as a parked one; bad arguments. */
+ * track is kept as long as a parked one; a person missed for a frame is
+ * stood for by their prediction; bad arguments. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,8 @@
 #include "track/track.h"
 
 enum { PERSON = 0, CAR = 2 };
+#define W 768.0f /* the frame, for osp_track_coasts */
+#define H 576.0f
 
 static osp_track_det_t det(float x1, float y1, float x2, float y2, float score, int label) {
     return (osp_track_det_t){.box = {x1, y1, x2, y2}, .score = score, .label = label};
@@ -607,6 +610,10 @@ static void test_bad_arguments(void **state) {
     p.look_hits = 0;
     assert_int_equal(osp_track_params_check(&p, err, sizeof err), OSP_TRACK_EINVAL);
     assert_non_null(strstr(err, "look_hits"));
+    osp_track_params_default(&p);
+    p.coast_frames = -1;
+    assert_int_equal(osp_track_params_check(&p, err, sizeof err), OSP_TRACK_EINVAL);
+    assert_non_null(strstr(err, "coast_frames"));
 }
 
 /* A sure new box (look_now_score) wants its look on its first frame; a
@@ -648,6 +655,98 @@ static void test_doubtful_new_box_waits_for_its_look(void **state) {
     osp_track_free(t);
 }
 
+/* A person the detector misses for a frame: their lost track's prediction
+ * stands for them that frame (osp_track_coasts), not the next, and only
+ * inside the frame; not when a box seen this frame overlaps it (what
+ * became of the person), unless that box is one the caller does not
+ * report (verified 1: an unverified track's); never for a rejected track,
+ * an unverified one when verdicts count, or with coast_frames 0. */
+static void test_missed_person_coasts_one_frame(void **state) {
+    (void)state;
+    for (int frames = 0; frames <= 1; frames++) {
+        osp_track_params_t p;
+        osp_track_params_default(&p);
+        p.coast_frames = frames;
+        osp_tracker_t *t = tracker(&p);
+        /* A walks right 10 px a frame; B stands 200 px away and is never verified */
+        osp_track_det_t d[3];
+        int f = 0;
+        for (; f < 5; f++) {
+            d[0] = det(100 + 10.0f * f, 100, 140 + 10.0f * f, 200, 0.8f, PERSON);
+            d[1] = det(400, 100, 440, 200, 0.8f, PERSON);
+            step(t, d, 2, f / 10.0);
+        }
+        const osp_track_t *a = at_point(t, 160, 150), *b = at_point(t, 420, 150);
+        uint64_t ida = a->id, idb = b->id;
+        assert_int_equal(osp_track_set_verdict(t, ida, OSP_TRACK_VERIFIED, 0.8f), 0);
+        /* both missed this frame */
+        step(t, NULL, 0, f++ / 10.0);
+        a = osp_track_find(t, ida), b = osp_track_find(t, idb);
+        assert_int_equal(a->state, OSP_TRACK_LOST);
+        assert_int_equal(osp_track_coasts(t, a, 1, W, H), frames);
+        assert_int_equal(osp_track_coasts(t, a, 0, W, H), frames);
+        assert_int_equal(osp_track_coasts(t, b, 1, W, H), 0); /* not verified */
+        assert_int_equal(osp_track_coasts(t, b, 0, W, H), frames);
+        /* its prediction went on walking */
+        assert_true(a->box.x1 > 140 && a->box.x1 < 160);
+        /* one that reaches past the frame's edge is most likely leaving */
+        assert_int_equal(osp_track_coasts(t, a, 1, a->box.x2, a->box.y2), frames);
+        assert_int_equal(osp_track_coasts(t, a, 1, a->box.x2 - 1, H), 0);
+        assert_int_equal(osp_track_coasts(t, a, 1, W, a->box.y2 - 1), 0);
+        /* two frames missed: no longer */
+        step(t, NULL, 0, f++ / 10.0);
+        assert_int_equal(osp_track_coasts(t, osp_track_find(t, ida), 1, W, H), 0);
+        assert_int_equal(osp_track_coasts(t, osp_track_find(t, ida), 0, W, H), 0);
+        osp_track_free(t);
+        if (!frames) continue;
+
+        /* a box seen this frame overlapping the prediction by IoU 0.1 or
+         * more: a new unverified track on it hides the prediction only
+         * when every track counts */
+        t = tracker(&p);
+        for (f = 0; f < 5; f++) {
+            d[0] = det(100 + 10.0f * f, 100, 140 + 10.0f * f, 200, 0.8f, PERSON);
+            step(t, d, 1, f / 10.0);
+        }
+        ida = at_point(t, 160, 150)->id;
+        assert_int_equal(osp_track_set_verdict(t, ida, OSP_TRACK_VERIFIED, 0.8f), 0);
+        d[0] = det(176, 100, 216, 200, 0.8f, PERSON); /* IoU 0.15 with the prediction, too
+                                                        * little to continue the track */
+        step(t, d, 1, f++ / 10.0);
+        a = osp_track_find(t, ida);
+        assert_int_equal(a->state, OSP_TRACK_LOST);
+        float v = osp_track_iou(&a->box, &d[0].box);
+        assert_true(v >= 0.1f && v < 0.2f);
+        const osp_track_t *n = at_point(t, 215, 150);
+        assert_non_null(n);
+        assert_int_not_equal(n->id, ida);
+        assert_int_equal(osp_track_coasts(t, a, 1, W, H), 1);
+        assert_int_equal(osp_track_coasts(t, a, 0, W, H), 0);
+        /* once that track is verified, it hides the prediction either way */
+        assert_int_equal(osp_track_set_verdict(t, n->id, OSP_TRACK_VERIFIED, 0.8f), 0);
+        assert_int_equal(osp_track_coasts(t, a, 1, W, H), 0);
+        /* a seen track of another label hides nothing */
+        osp_track_free(t);
+        t = tracker(&p);
+        for (f = 0; f < 5; f++) {
+            d[0] = det(100 + 10.0f * f, 100, 140 + 10.0f * f, 200, 0.8f, PERSON);
+            step(t, d, 1, f / 10.0);
+        }
+        ida = at_point(t, 160, 150)->id;
+        d[0] = det(150, 100, 190, 200, 0.8f, CAR);
+        step(t, d, 1, f / 10.0);
+        assert_int_equal(osp_track_coasts(t, osp_track_find(t, ida), 0, W, H), 1);
+        /* a rejected track never stands for anything */
+        assert_int_equal(osp_track_set_verdict(t, ida, OSP_TRACK_REJECTED, 0.1f), 0);
+        assert_int_equal(osp_track_coasts(t, osp_track_find(t, ida), 0, W, H), 0);
+        /* nor does one seen this frame */
+        for (int i = 0; i < osp_track_count(t); i++)
+            if (osp_track_at(t, i)->label == CAR)
+                assert_int_equal(osp_track_coasts(t, osp_track_at(t, i), 0, W, H), 0);
+        osp_track_free(t);
+    }
+}
+
 static void test_max_tracks(void **state) {
     (void)state;
     osp_track_params_t p;
@@ -683,6 +782,7 @@ int main(void) {
         cmocka_unit_test(test_rejected_track_outlives_the_loss_limit),
         cmocka_unit_test(test_rejected_track_keeps_to_its_place),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_missed_person_coasts_one_frame),
         cmocka_unit_test(test_max_tracks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
