@@ -1,32 +1,27 @@
 /*
  * Camera (camera.h). A camera's thread owns its source, its frame buffer
- * and its tracker; one frame at a time is in flight: the thread posts it
- * to the I/O thread (the core's door is the I/O thread's), and waits for
- * its answer, which the transport's send hands back under the camera's
- * lock. A live source keeps decoding meanwhile (video/newest.h), so the
- * next frame taken is the newest, never a backlog.
- *
- * Ownership: the frame buffer is the camera thread's, except while a frame
- * is in flight, when a prepare worker reads it; the detections are written
- * by the predict worker, and read by the camera thread once the answer has
- * come (the lock orders them). What the cameras share (the database, the
- * MQTT connection, the track ids) is the site's (site.h), opened before
- * the cameras and closed after them; each camera's hold on it, with its
- * publisher of Frigate's topics and its snapshot writer, is its camsite
- * (camsite.h), which also follows a SIGHUP's switch of site.
+ * and its tracker. A live source keeps decoding meanwhile (video/newest.h),
+ * so the next frame taken is the newest, never a backlog.
  *
  * Each frame a camera takes first goes through its motion gate
  * (motion/gate.h), as `osprey detect --track`'s frames do: a frame where
  * nothing moved is not sent to the model, and its objects are those the
  * last frame sent left (the tracker is not updated, no event is written),
  * so a still scene costs the decode, the luma and the motion pass. A
- * frame the gate sends may go as regions (camregions.h): one run per
- * crop, one after the other, the crops' detections merged into the
- * frame's before the tracker sees them.
+ * frame the gate sends goes to the model through the camera's camrun
+ * (camrun.h: whole or as regions, one run in flight at a time, the thread
+ * waiting for each answer, the core's workers reading the frame
+ * meanwhile), and what it found through the tracker, the zones and the
+ * events.
+ *
+ * What the cameras share (the database, the MQTT connection, the track
+ * ids) is the site's (site.h), opened before the cameras and closed after
+ * them; each camera's hold on it, with its publisher of Frigate's topics
+ * and its snapshot writer, is its camsite (camsite.h), which also follows
+ * a SIGHUP's switch of site.
  */
 #include "server/cameras/camera.h"
 
-#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,10 +39,9 @@
 #include "eventdb/eventdb.h"
 #include "server/cameras/camnames.h"
 #include "server/cameras/camregions.h"
+#include "server/cameras/camrun.h"
 #include "server/cameras/camsite.h"
 #include "server/core/camboard.h"
-#include "server/core/dispatch.h"
-#include "server/core/job.h"
 #include "server/core/ledger.h"
 #include "server/core/loop.h"
 #include "server/core/slots.h"
@@ -59,14 +53,9 @@
 #include "video/source.h"
 #include "wire/jsonw.h"
 
-#define DETS_MAX 256   /* detections of one frame kept */
 #define LABELS_MAX 256 /* distinct labels a camera tracks */
 
-typedef srv_cam_det_t cam_det_t;
-
 struct srv_camera {
-    srv_job_t h; /* the frame's trip to the I/O thread: must stay first */
-    server_t *s;
     srv_camsite_t *site; /* what it shares with the others, its topics and snapshots (camsite.h) */
     srv_camcfg_t cfg;
     int idx; /* the model's slot */
@@ -75,25 +64,13 @@ struct srv_camera {
     atomic_bool stop;
     atomic_bool exited; /* its thread has returned (or never ran) */
     bool forget;        /* no longer listed: its Home Assistant entities go at its free */
+    pthread_mutex_t mu; /* guards src, which srv_camera_signal_stop cancels from any thread */
     osp_source_t *src;
-    osp_image_t frame;         /* the frame in flight, or the next */
-    osp_motion_gate_t *gate;   /* NULL with "motion": false */
-    int gate_failed;           /* it said why once */
-    srv_camregions_t *regions; /* NULL with "regions": false or "motion": false */
-    /* the run in flight: its pixels (the frame, or a crop of it) and which
-     * run of the frame's plan it is (-1: the frame whole) */
-    osp_view_t view;
-    int run;
-    uint64_t deadline_ms;
-    /* the answer, under mu */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int answered;
-    int lent; /* a cascade reads the frame: the answer waits for the job's release */
-    srv_outcome_t outcome;
-    int n_dets, frame_w, frame_h;
-    int cascade; /* its model has one: events name their objects */
-    cam_det_t dets[DETS_MAX];
+    osp_image_t frame;        /* the frame in flight, or the next */
+    osp_motion_gate_t *gate;  /* NULL with "motion": false */
+    int gate_failed;          /* it said why once */
+    srv_camrun_t *run;        /* its frames through the model (camrun.h) */
+    srv_camrun_found_t found; /* what the last frame served found */
     /* objects over time: the camera thread's */
     osp_tracker_t *tracker;
     osp_zones_t *zones;
@@ -101,120 +78,20 @@ struct srv_camera {
     char labels[LABELS_MAX][64];
     const char *label_ptrs[LABELS_MAX];
     int n_labels;
-    osp_track_det_t tdets[DETS_MAX];
-    osp_event_names_t tnames[DETS_MAX]; /* tdets[i]'s */
-    srv_camnames_t *names;              /* made once its model is seen to have a cascade */
+    osp_track_det_t tdets[SRV_CAM_DETS_MAX];
+    osp_event_names_t tnames[SRV_CAM_DETS_MAX]; /* tdets[i]'s */
+    srv_camnames_t *names;                      /* made once its model is seen to have a cascade */
     osp_jw_t line;
     /* counters, any thread */
     atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects, crossings;
     atomic_llong looked, moved, skipped; /* frames the gate looked at, found motion in, held back */
-    atomic_llong runs, region_runs;      /* model runs for its frames; of them, crops' */
     /* what other threads see of it (core/camboard.h): published by its thread */
     srv_cam_pub_t *pub;
     double decode_ms; /* a file's read and decode, averaged; < 0: not measured (a live source) */
     srv_cam_box_t boxes[SRV_CAMBOARD_BOXES];
 };
 
-
-/* ---- the transport: on the core's workers and the I/O thread ------------------ */
-
-static int tp_prepare(srv_req_t *r, const osp_model_t *m, osp_infer_ctx_t *ctx, char *err,
-                      size_t errlen) {
-    srv_camera_t *c = r->tp_arg;
-    return osp_model_prepare(m, ctx, &c->view, 0, 0, err, errlen);
-}
-
-static void tp_result(srv_req_t *r, const osp_model_t *m, const osp_result_t *res) {
-    srv_camera_t *c = r->tp_arg;
-    int n = c->n_dets; /* a frame's regions add to what its runs before found */
-    if (res->kind == OSP_REC_DETECTIONS)
-        for (int i = 0; i < res->n_dets && n < DETS_MAX; i++) {
-            const osp_det_t *d = &res->dets[i];
-            const char *label = osp_model_label(m, d->cls);
-            cam_det_t *o = &c->dets[n++];
-            if (c->run >= 0) {
-                srv_camregions_to_frame(c->regions, c->run, c->frame.width, c->frame.height, d, o);
-            } else {
-                o->box = (osp_track_box_t){d->x1, d->y1, d->x2, d->y2};
-                o->score = d->score;
-                o->run = 0;
-                o->cut = 0;
-                o->has_region = 0;
-            }
-            snprintf(o->label, sizeof o->label, "%s", label ? label : "");
-            if (res->extra)
-                osp_event_names_read(res->extra + res->extra_at[i],
-                                     res->extra_at[i + 1] - res->extra_at[i], &o->names);
-            else
-                memset(&o->names, 0, sizeof o->names);
-        }
-    c->n_dets = n;
-    c->cascade = m->then != NULL;
-    c->frame_w = c->run >= 0 ? c->frame.width : res->frame_w;
-    c->frame_h = c->run >= 0 ? c->frame.height : res->frame_h;
-}
-
-static void answer(srv_camera_t *c, srv_outcome_t outcome) {
-    pthread_mutex_lock(&c->mu);
-    c->outcome = outcome;
-    c->answered = 1;
-    pthread_cond_signal(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-}
-
-static void tp_send(server_t *s, srv_req_t *r) {
-    (void)s;
-    srv_camera_t *c = r->tp_arg;
-    c->outcome = r->outcome; /* read by tp_release, on this thread */
-    if (!c->lent) answer(c, r->outcome);
-}
-
-/* Right after tp_send, or once a run given up has returned: the frame a
- * cascade read is the camera thread's again only now. */
-static void tp_release(server_t *s, srv_req_t *r) {
-    (void)s;
-    srv_camera_t *c = r->tp_arg;
-    if (!c->lent) return;
-    c->lent = 0;
-    answer(c, c->outcome);
-}
-
-/* A model with a cascade: its steps crop from the frame in flight. */
-static int tp_pixels(srv_req_t *r, osp_view_t *v) {
-    srv_camera_t *c = r->tp_arg;
-    *v = c->view; /* a crop's detections are in the crop's pixels until tp_result */
-    c->lent = 1;
-    return 0;
-}
-
-/* paced: a camera has one frame in flight, so its frames wait their turn
- * (up to their deadline) instead of pushing out another camera's */
-static const srv_transport_t CAM_TP = {.prepare = tp_prepare,
-                                       .result = tp_result,
-                                       .send = tp_send,
-                                       .release = tp_release,
-                                       .pixels = tp_pixels,
-                                       .paced = 1};
-
-/* The frame on the I/O thread: through the door, or refused at once. */
-static void on_frame(server_t *s, srv_job_t *h) {
-    srv_camera_t *c = (srv_camera_t *)h;
-    int stopping = s->stopping || atomic_load(&c->stop);
-    if (stopping || !srv_slot(s, c->idx)) {
-        answer(c, SRV_OUTCOME_FAILED(stopping ? SRV_FAIL_NO_MEMORY : SRV_FAIL_NOT_LOADED));
-        return;
-    }
-    if (srv_submit_frame(s, c->idx, c->deadline_ms, &CAM_TP, c))
-        answer(c, SRV_OUTCOME_FAILED(SRV_FAIL_NO_MEMORY));
-}
-
 /* ---- the camera's thread --------------------------------------------------------- */
-
-static uint64_t epoch_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void on_source_event(void *ctx, const osp_source_event_t *e) {
     srv_camera_t *c = ctx;
@@ -344,22 +221,23 @@ static void end_objects(srv_camera_t *c) {
 static void track_frame(srv_camera_t *c, double t) {
     char err[256];
     int n = 0;
-    for (int i = 0; i < c->n_dets; i++) {
-        if (!wanted(c, c->dets[i].label)) continue;
-        int label = label_index(c, c->dets[i].label);
+    const srv_cam_det_t *d = c->found.dets;
+    for (int i = 0; i < c->found.n; i++) {
+        if (!wanted(c, d[i].label)) continue;
+        int label = label_index(c, d[i].label);
         if (label < 0) continue;
-        c->tnames[n] = c->dets[i].names;
-        c->tdets[n++] = (osp_track_det_t){.box = c->dets[i].box,
-                                          .score = c->dets[i].score,
+        c->tnames[n] = d[i].names;
+        c->tdets[n++] = (osp_track_det_t){.box = d[i].box,
+                                          .score = d[i].score,
                                           .label = label,
-                                          .region = c->dets[i].region,
-                                          .has_region = c->dets[i].has_region};
+                                          .region = d[i].region,
+                                          .has_region = d[i].has_region};
     }
-    if (c->cascade && !c->names && (c->names = srv_camnames_new()))
+    if (c->found.cascade && !c->names && (c->names = srv_camnames_new()))
         osp_events_set_names(c->events, srv_camnames_of, c->names);
     if (osp_track_update(c->tracker, c->tdets, n, t, err, sizeof err) ||
-        (c->zones && osp_zones_update(c->zones, c->tracker, c->frame_w, c->frame_h, c->label_ptrs,
-                                      c->n_labels, err, sizeof err))) {
+        (c->zones && osp_zones_update(c->zones, c->tracker, c->found.frame_w, c->found.frame_h,
+                                      c->label_ptrs, c->n_labels, err, sizeof err))) {
         osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
         return;
     }
@@ -370,7 +248,7 @@ static void track_frame(srv_camera_t *c, double t) {
     osp_track_snaps_t *snaps = srv_camsite_snaps(c->site);
     if (snaps) {
         osp_view_t px = osp_image_view(&c->frame);
-        osp_track_snaps_frame(snaps, c->tracker, c->events, &px, c->frame_w, c->frame_h);
+        osp_track_snaps_frame(snaps, c->tracker, c->events, &px, c->found.frame_w, c->found.frame_h);
     }
     put_events(c, ne);
     put_crossings(c, t);
@@ -390,11 +268,10 @@ static void publish(srv_camera_t *c, int served, double t) {
                           .reconnects = atomic_load(&c->reconnects),
                           .skipped = atomic_load(&c->skipped),
                           .crossings = atomic_load(&c->crossings),
-                          .runs = atomic_load(&c->runs),
-                          .region_runs = atomic_load(&c->region_runs),
                           .decode_threads = c->cfg.decode_threads,
                           .decode_ms = c->decode_ms,
                           .motion = -1};
+    srv_camrun_counts(c->run, &k.runs, &k.region_runs);
     int64_t looked = atomic_load(&c->looked);
     if (c->gate && looked > 0) k.motion = (double)atomic_load(&c->moved) / (double)looked;
     for (int i = 0; i < osp_track_count(c->tracker); i++) {
@@ -404,11 +281,13 @@ static void publish(srv_camera_t *c, int served, double t) {
     srv_camboard_counts(c->pub, &k);
     if (!served) return;
     int n = 0;
-    for (int i = 0; i < c->n_dets && n < SRV_CAMBOARD_BOXES; i++) {
-        const cam_det_t *d = &c->dets[i];
+    for (int i = 0; i < c->found.n && n < SRV_CAMBOARD_BOXES; i++) {
+        const srv_cam_det_t *d = &c->found.dets[i];
         if (!wanted(c, d->label)) continue;
         c->boxes[n] = (srv_cam_box_t){d->box.x1, d->box.y1, d->box.x2, d->box.y2, d->score, ""};
-        snprintf(c->boxes[n++].label, sizeof c->boxes[0].label, "%s", d->label);
+        /* the board keeps a label's first 47 bytes */
+        snprintf(c->boxes[n++].label, sizeof c->boxes[0].label, "%.*s",
+                 (int)sizeof c->boxes[0].label - 1, d->label);
     }
     osp_view_t v = osp_image_view(&c->frame);
     srv_camboard_frame(c->pub, &v, c->boxes, n, t);
@@ -465,58 +344,6 @@ static int through_gate(srv_camera_t *c, double t) {
     return run;
 }
 
-/* One run of c->view through the door, with a deadline of one frame
- * interval from now: its answer. The core answers
- * every run it is given, stopping or not (one posted as the server stops
- * is answered by whoever drains the mailbox last: cameras_free). */
-static srv_outcome_t one_run(srv_camera_t *c) {
-    pthread_mutex_lock(&c->mu);
-    c->answered = 0;
-    pthread_mutex_unlock(&c->mu);
-    c->deadline_ms = epoch_ms() + (uint64_t)llround(1000 / c->cfg.fps);
-    atomic_fetch_add(&c->runs, 1);
-    srv_post(c->s, &c->h);
-    pthread_mutex_lock(&c->mu);
-    while (!c->answered) pthread_cond_wait(&c->cv, &c->mu);
-    srv_outcome_t out = c->outcome;
-    pthread_mutex_unlock(&c->mu);
-    return out;
-}
-
-/* The frame taken at t through its model: whole, or as the regions
- * planned from what moved and what is tracked (camregions.h), one run
- * each, one after the other, each with its own deadline (a crop that
- * waited a frame interval for the model is stale, as a frame would be).
- * A run not served ends the frame with its outcome: the frame is shed
- * (or failed) whole, what its runs before found is dropped, and the gate
- * sends the next frame. */
-static srv_outcome_t run_frame(srv_camera_t *c, double t) {
-    pthread_mutex_lock(&c->mu);
-    c->n_dets = 0;
-    pthread_mutex_unlock(&c->mu);
-    int whole = 1, n = 1;
-    int regions = c->gate && srv_camregions_wanted(c->regions, c->cfg.regions, &c->frame);
-    if (regions) {
-        const osp_motion_box_t *mb;
-        int nm = osp_motion_gate_boxes(c->gate, &mb);
-        n = srv_camregions_plan(c->regions, &c->frame, mb, nm, c->tracker, t, &whole);
-    }
-    srv_outcome_t out = {0};
-    for (int i = 0; i < n; i++) {
-        c->run = whole ? -1 : i;
-        c->view = whole ? osp_image_view(&c->frame)
-                        : srv_camregions_view(&c->frame, srv_camregions_at(c->regions, i));
-        if (!whole) atomic_fetch_add(&c->region_runs, 1);
-        out = one_run(c);
-        if (out.fate != SRV_SERVED) return out;
-    }
-    if (regions && whole) srv_camregions_full_done(c->regions, t);
-    if (!whole)
-        c->n_dets = srv_camregions_merge(c->dets, c->n_dets, SRV_REGIONS_MERGE_IOU,
-                                         SRV_REGIONS_MERGE_CONTAIN);
-    return out;
-}
-
 static void *cam_main(void *arg) {
     srv_camera_t *c = arg;
     char err[600];
@@ -542,7 +369,7 @@ static void *cam_main(void *arg) {
     int timeline = !live && vi && vi->fps > 0;
     struct timespec start;
     osp_now(&start);
-    double start_epoch = (double)epoch_ms() / 1000;
+    double start_epoch = (double)osp_epoch_ms() / 1000;
     double interval = 1.0 / c->cfg.fps, next = -1;
     int64_t replaced_seen = 0;
     c->decode_ms = -1;
@@ -571,7 +398,7 @@ static void *cam_main(void *arg) {
         replaced_seen = replaced;
         /* the frame's time on the wall clock (events carry epoch seconds, as
          * Frigate's do) */
-        double t = timeline ? start_epoch + meta.pts : (double)epoch_ms() / 1000;
+        double t = timeline ? start_epoch + meta.pts : (double)osp_epoch_ms() / 1000;
         srv_camsite_between(c->site, t);
         if (next >= 0 && t + 1e-6 < next) continue; /* more frames than fps asks for */
         next = (next < 0 || t - next > interval) ? t + interval : next + interval;
@@ -587,7 +414,7 @@ static void *cam_main(void *arg) {
             continue;
         }
         atomic_fetch_add(&c->submitted, 1);
-        srv_outcome_t out = run_frame(c, t);
+        srv_outcome_t out = srv_camrun_frame(c->run, &c->frame, c->gate, c->tracker, t, &c->found);
         if (out.fate == SRV_SERVED) {
             atomic_fetch_add(&c->served, 1);
             if (!atomic_load(&c->stop)) track_frame(c, t);
@@ -636,11 +463,6 @@ static void seed_labels(srv_camera_t *c, const osp_model_t *m) {
 }
 
 static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, size_t errlen) {
-    c->s = s;
-    c->h.kind = SRV_JOB_EVENT;
-    c->h.done = on_frame;
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
     c->idx = c->cfg.model[0] ? srv_slots_find(s, c->cfg.model, SRV_FIND_NAME_STEM) : 0;
     if (c->idx < 0 || !srv_slot(s, c->idx)) {
         snprintf(err, errlen, "camera %s: no model %s is served", c->cfg.name,
@@ -677,10 +499,10 @@ static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, s
         }
     }
     /* regions are planned around what motion found: none without it */
-    if (c->gate && c->cfg.regions != SRV_REGIONS_OFF &&
-        srv_camregions_new(m->prep.width > m->prep.height ? m->prep.width : m->prep.height,
-                           &c->regions, why, sizeof why)) {
-        snprintf(err, errlen, "camera %s: \"regions\": %s", c->cfg.name, why);
+    if (srv_camrun_new(s, c->idx, c->cfg.fps, &c->stop, c->gate ? c->cfg.regions : SRV_REGIONS_OFF,
+                       m->prep.width > m->prep.height ? m->prep.width : m->prep.height, &c->run,
+                       why, sizeof why)) {
+        snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
         return -1;
     }
     seed_labels(c, srv_loaded_model(srv_slot(s, c->idx)));
@@ -713,7 +535,6 @@ static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, s
 /* Tell camera c to stop: its reads end, its wait for an answer does not
  * (the core answers every frame it is given). */
 void srv_camera_signal_stop(srv_camera_t *c) {
-    if (!c->h.done) return; /* never opened */
     atomic_store(&c->stop, 1);
     pthread_mutex_lock(&c->mu);
     if (c->src) osp_source_cancel(c->src);
@@ -726,12 +547,14 @@ void srv_camera_signal_stop(srv_camera_t *c) {
 void srv_camera_free(server_t *s, srv_camera_t *c) {
     if (!c) return;
     if (c->running) {
+        int64_t runs, region_runs;
         while (!atomic_load(&c->exited)) {
             srv_drain(s);
             osp_sleep_ms(2);
         }
         pthread_join(c->t, NULL);
         srv_drain(s);
+        srv_camrun_counts(c->run, &runs, &region_runs);
         osp_log(OSP_LOG_INFO,
                 "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
                 "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved), "
@@ -739,7 +562,7 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
                 c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
                 (long long)c->served, (long long)c->shed, (long long)c->failed,
                 (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped,
-                (long long)c->runs, (long long)c->region_runs);
+                (long long)runs, (long long)region_runs);
     }
     /* after its thread's last publish (its objects' ends) */
     if (c->forget && c->site) srv_camsite_forget(c->site);
@@ -748,16 +571,13 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     srv_camsite_free(c->site); /* its topics first: they read its events */
     osp_image_free(&c->frame);
     osp_motion_gate_free(c->gate);
-    srv_camregions_free(c->regions);
+    srv_camrun_free(c->run); /* its thread has returned, the mailbox drained */
     osp_track_free(c->tracker);
     osp_zones_free(c->zones);
     osp_events_free(c->events);
     srv_camnames_free(c->names);
     osp_jw_free(&c->line);
-    if (c->h.done) {
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
-    }
+    pthread_mutex_destroy(&c->mu);
     free(c);
 }
 
@@ -770,6 +590,7 @@ srv_camera_t *srv_camera_new(server_t *s, const srv_camcfg_t *cfg, srv_site_t *s
         return NULL;
     }
     c->cfg = *cfg;
+    pthread_mutex_init(&c->mu, NULL);
     if (cam_open(s, c, site, err, errlen)) {
         srv_camera_free(s, c);
         return NULL;

@@ -3,12 +3,12 @@
  * source (video/source.h; the newest frame of a live one), takes at most
  * `fps` frames a second, lets through its motion gate those where
  * something moved, submits each to its model through the core's door with
- * a deadline of one frame interval (whole, or as crops around what moved
- * and what is tracked when it is much larger than the model:
- * camregions.h), and turns the detections into tracks,
- * zones and events (track/), logged one JSON record a line, kept in the
- * site's database and published on its MQTT connection. The struct is
- * private to camera.c; cameras.c keeps the list.
+ * a deadline of one frame interval (camrun.h: whole, or as crops around
+ * what moved and what is tracked when it is much larger than the model),
+ * and turns the detections into tracks, zones and events (track/), logged
+ * one JSON record a line, kept in the site's database and published on
+ * its MQTT connection. The struct is private to camera.c; cameras.c keeps
+ * the list.
  */
 #ifndef OSP_CAMERAS_CAMERA_H
 #define OSP_CAMERAS_CAMERA_H
