@@ -112,6 +112,28 @@ def summary(log, name):
     return out
 
 
+def cameras_at_end(d, names, page, timeout, sample=None):
+    """Once every camera of names has logged its source's end (sample()
+    asked every 0.25 s meanwhile, if given): /api/cameras's cameras by
+    name, page() its (status, body); then d stopped, and killed whatever
+    happened."""
+    try:
+        end = time.monotonic() + timeout
+        while not all(f"camera {n}: the source ended" in d.log() for n in names):
+            assert time.monotonic() < end, f"no end of {names} in {timeout} s:\n{d.log()[-4000:]}"
+            assert d.proc.poll() is None, f"ospreyd exited {d.proc.returncode}:\n{d.log()[-4000:]}"
+            if sample:
+                sample()
+            time.sleep(0.25)
+        status, body = page()
+        assert status == 200, body
+        cams = {c["name"]: c for c in body["cameras"]}
+        assert d.stop() == 0, d.log()[-3000:]
+    finally:
+        d.kill()
+    return cams
+
+
 def site(cameras, models=None):
     return {"runtime": "onnxruntime",
             "models": models or [{"model": "ssd-oidv4-int8"}],

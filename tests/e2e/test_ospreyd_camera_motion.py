@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from assets import media, model
-from camera_daemon import events, summary
+from camera_daemon import cameras_at_end, events, summary
 from test_detect_track import still_clip
 from test_ospreyd_cameras_http import Site, get_json
 
@@ -32,15 +32,8 @@ def watched(tmp_path_factory):
                                 "objects": ["Person"],
                                 "motionMask": ["0,0,0.2,0,0.2,0.1,0,0.1",
                                                [[0.8, 0.9], [1, 0.9], [1, 1], [0.8, 1]]]}]})
-    try:
-        s.wait_for(lambda log: all(f"camera {n}: the source ended" in log for n in ("still", "every")),
-                   "the still clips' ends", timeout=STILL_S + 90)
-        status, body = get_json(s.port, "/api/cameras")
-        assert status == 200, body
-        cams = {c["name"]: c for c in body["cameras"]}
-        assert s.stop() == 0, s.log()[-3000:]
-    finally:
-        s.kill()
+    cams = cameras_at_end(s, ("still", "every"), lambda: get_json(s.port, "/api/cameras"),
+                          timeout=STILL_S + 90)
     evs = events(s.stdout())
     return cams, {n: [e for e in evs if e["after"]["camera"] == n] for n in cams}, s.log()
 

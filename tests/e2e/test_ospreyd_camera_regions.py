@@ -9,13 +9,12 @@ canvas's people are a few input pixels wide and the model misses most of
 them; in crops around what moved it sees them at their own size."""
 import shutil
 import subprocess
-import time
 from collections import Counter
 
 import pytest
 
 from assets import media, model
-from camera_daemon import events, summary
+from camera_daemon import cameras_at_end, events, summary
 from test_ospreyd_cameras_http import Site, get_json
 
 CLIP_S = 20
@@ -52,25 +51,17 @@ def watched(tmp_path_factory):
                                {"name": "regions", "url": str(canvas), "regions": "auto", **cam}]})
     names = ("ref", "whole", "regions")
     tracked = {n: [] for n in names}
-    try:
-        end = time.monotonic() + CLIP_S + 150
-        while not all(f"camera {n}: the source ended" in s.log() for n in names):
-            assert time.monotonic() < end, s.log()[-4000:]
-            assert s.proc.poll() is None, s.log()[-4000:]
-            try:
-                status, body = get_json(s.port, "/api/cameras")
-            except OSError:  # not up yet
-                status, body = 0, {}
-            for c in body.get("cameras", []) if status == 200 else []:
-                if c["state"] == "up" and c["frameTime"] is not None:
-                    tracked[c["name"]].append(c["tracksActive"])
-            time.sleep(0.25)
-        status, body = get_json(s.port, "/api/cameras")
-        assert status == 200, body
-        cams = {c["name"]: c for c in body["cameras"]}
-        assert s.stop() == 0, s.log()[-3000:]
-    finally:
-        s.kill()
+
+    def sample():
+        try:
+            status, body = get_json(s.port, "/api/cameras")
+        except OSError:  # not up yet
+            return
+        for c in body.get("cameras", []) if status == 200 else []:
+            if c["state"] == "up" and c["frameTime"] is not None:
+                tracked[c["name"]].append(c["tracksActive"])
+
+    cams = cameras_at_end(s, names, lambda: get_json(s.port, "/api/cameras"), CLIP_S + 150, sample)
     evs = events(s.stdout())
     return cams, tracked, {n: [e for e in evs if e["after"]["camera"] == n] for n in names}, s.log()
 

@@ -59,6 +59,21 @@ def api_cameras(port):
         return {c["name"]: c for c in json.load(r)["cameras"]}
 
 
+def walkway_played(daemons, tmp_path, port, hport, zones, broker, pwfile, **config):
+    """ospreyd (config's keys added to its site) watching the walkway on
+    the RTSP server at port with zones, publishing on broker, its HTTP door
+    at hport, once the clip has played."""
+    d = daemons(tmp_path, dict(site([{"name": "walk", "url": f"rtsp://127.0.0.1:{port}/walkway",
+                                      "fps": 10, "objects": ["Person"], "zones": str(zones)}]),
+                               mqtt={"url": f"mqtt://127.0.0.1:{broker.port}", "user": USER,
+                                     "passwordFile": str(pwfile)}, **config),
+                args=("--http", f"127.0.0.1:{hport}"))
+    # a loaded machine answers slowly: the bound only ends a run that hangs
+    d.wait_for(lambda log: "camera walk: the source ended" in log, "the clip played",
+               timeout=SECONDS * 20)
+    return d
+
+
 @pytest.mark.clip
 def test_a_cameras_line_crossings_match_osprey_detect_track(daemons, tmp_path, broker, pwfile):
     clip = mjpeg(tmp_path)
@@ -68,15 +83,7 @@ def test_a_cameras_line_crossings_match_osprey_detect_track(daemons, tmp_path, b
     server = rtsp_server(port, "/walkway", "--file", str(clip))
     session(broker, "frigate/#")
     try:
-        d = daemons(tmp_path, dict(site([{"name": "walk", "url": f"rtsp://127.0.0.1:{port}/walkway",
-                                          "fps": 10, "objects": ["Person"],
-                                          "zones": str(zones)}]),
-                                   mqtt={"url": f"mqtt://127.0.0.1:{broker.port}", "user": USER,
-                                         "passwordFile": str(pwfile)}),
-                    args=("--http", f"127.0.0.1:{hport}"))
-        # a loaded machine answers slowly: the bound only ends a run that hangs
-        d.wait_for(lambda log: "camera walk: the source ended" in log, "the clip played",
-                   timeout=SECONDS * 20)
+        d = walkway_played(daemons, tmp_path, port, hport, zones, broker, pwfile)
         page = d.until(lambda: api_cameras(hport).get("walk"), "the camera's page")
         assert d.stop() == 0, d.log()[-3000:]
     finally:
@@ -130,15 +137,8 @@ def test_crossings_are_rows_of_the_events_database_served_by_filter(daemons, tmp
     server = rtsp_server(port, "/walkway", "--file", str(clip))
     session(broker, "frigate/crossings")
     try:
-        d = daemons(tmp_path, dict(site([{"name": "walk", "url": f"rtsp://127.0.0.1:{port}/walkway",
-                                          "fps": 10, "objects": ["Person"],
-                                          "zones": str(zones)}]),
-                                   events={"db": str(db)},
-                                   mqtt={"url": f"mqtt://127.0.0.1:{broker.port}", "user": USER,
-                                         "passwordFile": str(pwfile)}),
-                    args=("--http", f"127.0.0.1:{hport}"))
-        d.wait_for(lambda log: "camera walk: the source ended" in log, "the clip played",
-                   timeout=SECONDS * 20)
+        d = walkway_played(daemons, tmp_path, port, hport, zones, broker, pwfile,
+                           events={"db": str(db)})
         got = crossings(d.stdout())
         assert got, d.stdout()[-2000:]
         # the writer is a thread of its own: the rows come soon after
