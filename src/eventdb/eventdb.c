@@ -471,6 +471,23 @@ static int limit_of(const osp_eventdb_query_t *q) {
     return q->limit >= 1 && q->limit <= OSP_EVENTDB_LIMIT_MAX ? q->limit : OSP_EVENTDB_LIMIT;
 }
 
+/* The values of q into the parameters a page's SQL names (:camera,
+ * :label, :zone, :line, :after, :before, :limit): the SQL names only those
+ * q gives, so every page binds the same way whatever it filters on. */
+static void bind_query(sqlite3_stmt *st, const osp_eventdb_query_t *q) {
+    const char *text[][2] = {{":camera", q->camera},
+                             {":label", q->label},
+                             {":zone", q->zone},
+                             {":line", q->line}};
+    int i;
+    for (size_t k = 0; k < sizeof text / sizeof text[0]; k++)
+        if ((i = sqlite3_bind_parameter_index(st, text[k][0])))
+            sqlite3_bind_text(st, i, text[k][1], -1, SQLITE_STATIC);
+    if ((i = sqlite3_bind_parameter_index(st, ":after"))) sqlite3_bind_double(st, i, q->after);
+    if ((i = sqlite3_bind_parameter_index(st, ":before"))) sqlite3_bind_double(st, i, q->before);
+    if ((i = sqlite3_bind_parameter_index(st, ":limit"))) sqlite3_bind_int(st, i, limit_of(q));
+}
+
 /* Every row of st as an object of a JSON array, written by row; st is
  * finalized. The rows written, or -1 with err. */
 static int rows_out(osp_eventdb_reader_t *r, sqlite3_stmt *st, osp_jw_t *w,
@@ -538,22 +555,17 @@ int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp
     /* by zone: that zone's objects, newest first, each looked up */
     /* (CROSS JOIN: SQLite keeps that order, so a rare zone is not looked
      * for among a camera's every object) */
-    strcat(sql, q->zone[0] ? "event_zones z CROSS JOIN events e ON e.id = z.id WHERE z.zone = ?3"
+    strcat(sql, q->zone[0] ? "event_zones z CROSS JOIN events e ON e.id = z.id WHERE z.zone = :zone"
                            : "events e WHERE 1");
-    if (q->camera[0]) strcat(sql, " AND e.camera = ?1");
-    if (q->label[0]) strcat(sql, " AND e.label = ?2");
-    if (q->has_after) strcat(sql, " AND e.start_time > ?4");
-    if (q->has_before) strcat(sql, " AND e.start_time < ?5");
-    strcat(sql, q->zone[0] ? " ORDER BY z.start_time DESC, z.id DESC LIMIT ?6"
-                           : " ORDER BY e.start_time DESC, e.id DESC LIMIT ?6");
+    if (q->camera[0]) strcat(sql, " AND e.camera = :camera");
+    if (q->label[0]) strcat(sql, " AND e.label = :label");
+    if (q->has_after) strcat(sql, " AND e.start_time > :after");
+    if (q->has_before) strcat(sql, " AND e.start_time < :before");
+    strcat(sql, q->zone[0] ? " ORDER BY z.start_time DESC, z.id DESC LIMIT :limit"
+                           : " ORDER BY e.start_time DESC, e.id DESC LIMIT :limit");
     sqlite3_stmt *st = prepare(r, sql, err, errlen);
     if (!st) return -1;
-    if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
-    if (q->label[0]) sqlite3_bind_text(st, 2, q->label, -1, SQLITE_STATIC);
-    if (q->zone[0]) sqlite3_bind_text(st, 3, q->zone, -1, SQLITE_STATIC);
-    if (q->has_after) sqlite3_bind_double(st, 4, q->after);
-    if (q->has_before) sqlite3_bind_double(st, 5, q->before);
-    sqlite3_bind_int(st, 6, limit_of(q));
+    bind_query(st, q);
     return rows_out(r, st, w, event_row, err, errlen);
 }
 
@@ -562,18 +574,14 @@ int osp_eventdb_crossings(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q,
     /* fixed pieces only, as osp_eventdb_query's; every value bound */
     char sql[400] = "SELECT camera, line, direction, track_id, label, time, record FROM crossings"
                     " WHERE 1";
-    if (q->camera[0]) strcat(sql, " AND camera = ?1");
-    if (q->line[0]) strcat(sql, " AND line = ?2");
-    if (q->has_after) strcat(sql, " AND time > ?3");
-    if (q->has_before) strcat(sql, " AND time < ?4");
-    strcat(sql, " ORDER BY time DESC, rowid DESC LIMIT ?5");
+    if (q->camera[0]) strcat(sql, " AND camera = :camera");
+    if (q->line[0]) strcat(sql, " AND line = :line");
+    if (q->has_after) strcat(sql, " AND time > :after");
+    if (q->has_before) strcat(sql, " AND time < :before");
+    strcat(sql, " ORDER BY time DESC, rowid DESC LIMIT :limit");
     sqlite3_stmt *st = prepare(r, sql, err, errlen);
     if (!st) return -1;
-    if (q->camera[0]) sqlite3_bind_text(st, 1, q->camera, -1, SQLITE_STATIC);
-    if (q->line[0]) sqlite3_bind_text(st, 2, q->line, -1, SQLITE_STATIC);
-    if (q->has_after) sqlite3_bind_double(st, 3, q->after);
-    if (q->has_before) sqlite3_bind_double(st, 4, q->before);
-    sqlite3_bind_int(st, 5, limit_of(q));
+    bind_query(st, q);
     return rows_out(r, st, w, crossing_row, err, errlen);
 }
 
