@@ -228,32 +228,22 @@ if [[ $check_only -eq 1 ]]; then
             log "ok       $name"
         fi
     done
-    why=$(onnx_state)
-    if [[ -n $why ]]; then
-        if [[ $why == missing ]]; then log "missing  $SSD_ONNX"; else log "stale    $SSD_ONNX ($why)"; fi
+    made_line() { # NAME WHY: a made asset's line; WHY empty when it is up to date
+        if [[ -z $2 ]]; then
+            log "ok       $1"
+            return
+        fi
+        if [[ $2 == missing ]]; then log "missing  $1"; else log "stale    $1 ($2)"; fi
         bad=$((bad + 1))
-    else
-        log "ok       $SSD_ONNX"
-    fi
+    }
+    made_line "$SSD_ONNX" "$(onnx_state)"
     for a in "${BATCHED[@]}"; do
         IFS='|' read -r name src <<<"$a"
-        why=$(batched_state "$name" "$src")
-        if [[ -n $why ]]; then
-            if [[ $why == missing ]]; then log "missing  $name"; else log "stale    $name ($why)"; fi
-            bad=$((bad + 1))
-        else
-            log "ok       $name"
-        fi
+        made_line "$name" "$(batched_state "$name" "$src")"
     done
     for a in "${INT8[@]}"; do
         IFS='|' read -r name sha _ _ src _ <<<"$a"
-        why=$(int8_state "$name" "$sha" "$src")
-        if [[ -n $why ]]; then
-            if [[ $why == missing ]]; then log "missing  $name"; else log "stale    $name ($why)"; fi
-            bad=$((bad + 1))
-        else
-            log "ok       $name"
-        fi
+        made_line "$name" "$(int8_state "$name" "$sha" "$src")"
     done
     total=$((${#ASSETS[@]} + 1 + ${#BATCHED[@]} + ${#INT8[@]}))
     if [[ $bad -gt 0 ]]; then
