@@ -565,6 +565,9 @@ def rss_kb(pid):
 DRIP_S = float(os.environ.get("OSPREY_E2E_DRIP_S", "20"))
 
 
+# alone: it compares the frames a second before and during the drip, and a
+# test beside it would take its share of the cores in one half only
+@pytest.mark.serial
 def test_slow_clients_do_not_hold_the_probes_hostage(ssd_http):
     """256 connections drip a header byte a second; /healthz and /metrics,
     probed from another address (as a kubelet or Prometheus would be),
