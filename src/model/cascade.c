@@ -137,6 +137,22 @@ typedef struct {
     int b64;   /* the first model's "embeddingEncoding" is "base64" */
 } path_t;
 
+/* A step's KEY, when it is there: a whole number of objects, 1 to
+ * OSP_CASCADE_OBJECTS, into *out. */
+static int objects_key(const cJSON *step, const char *key, const char *where, int *out, char *err,
+                       size_t errlen) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(step, key);
+    if (!v) return 0;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+    if (!(d >= 1 && d <= OSP_CASCADE_OBJECTS) || d != floor(d)) {
+        snprintf(err, errlen, "%s: %s is a whole number from 1 to %d", where, key,
+                 OSP_CASCADE_OBJECTS);
+        return -1;
+    }
+    *out = (int)d;
+    return 0;
+}
+
 static int parse_steps(const cJSON *then, const char *before, const char *before_post,
                        path_t *path, osp_step_t **out, int *n_out, char *err, size_t errlen);
 
@@ -232,24 +248,9 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
         }
     }
     double d;
-    if ((v = cJSON_GetObjectItemCaseSensitive(js, "maxObjects"))) {
-        d = cJSON_IsNumber(v) ? v->valuedouble : -1;
-        if (!(d >= 1 && d <= OSP_CASCADE_OBJECTS) || d != floor(d)) {
-            snprintf(err, errlen, "%s: maxObjects is a whole number from 1 to %d", where,
-                     OSP_CASCADE_OBJECTS);
-            return -1;
-        }
-        s->max_objects = (int)d;
-    }
-    if ((v = cJSON_GetObjectItemCaseSensitive(js, "batch"))) {
-        d = cJSON_IsNumber(v) ? v->valuedouble : -1;
-        if (!(d >= 1 && d <= OSP_CASCADE_OBJECTS) || d != floor(d)) {
-            snprintf(err, errlen, "%s: batch is a whole number from 1 to %d", where,
-                     OSP_CASCADE_OBJECTS);
-            return -1;
-        }
-        s->batch = (int)d;
-    }
+    if (objects_key(js, "maxObjects", where, &s->max_objects, err, errlen) ||
+        objects_key(js, "batch", where, &s->batch, err, errlen))
+        return -1;
     if ((v = cJSON_GetObjectItemCaseSensitive(js, "margin"))) {
         d = cJSON_IsNumber(v) ? v->valuedouble : -1;
         if (!(d >= 0 && d <= 2)) {
