@@ -18,6 +18,15 @@ static void describe_outputs(const osp_pdesc_t *d, int n, char *buf, size_t len)
     }
 }
 
+/* One [N,K] output whose N is left open: a batch of K-wide vectors, an
+ * embedder's or a classifier's (face-embed-batch.onnx is [N,512]). A
+ * detector's set-up cannot tell its rows from that, and one that took it
+ * would fail on the first frame; a list of boxes after NMS ([N,6], [N,7])
+ * is still one. */
+static int batch_rows(const osp_pdesc_t *d, int n) {
+    return n == 1 && d[0].rank == 2 && d[0].dims[0] < 0 && d[0].dims[1] > 7;
+}
+
 /* No postprocessor given: the first family (post/decoder.h, in its order)
  * whose set-up takes the outputs decodes them; the model is then prepared
  * and labelled as the catalog's model of that family is, when there is one
@@ -25,7 +34,7 @@ static void describe_outputs(const osp_pdesc_t *d, int n, char *buf, size_t len)
 int osp_model_fit_decoder(osp_model_t *m, const osp_pdesc_t *descs, int n, const osp_dparams_t *p,
                           char *err, size_t errlen) {
     const osp_decoder_t *fit[8];
-    int k = osp_decoder_fits(descs, n, p, fit, 8);
+    int k = batch_rows(descs, n) ? 0 : osp_decoder_fits(descs, n, p, fit, 8);
     if (k == 0) {
         char outs[512], names[256];
         describe_outputs(descs, n, outs, sizeof outs);

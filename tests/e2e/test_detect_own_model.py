@@ -60,6 +60,12 @@ def test_wrong_postprocessor_says_what_fits(osprey, tmp_path):
     emb = run(osprey, "detect", "--model", model_asset("face-embed.onnx"), MEDIA / "messi5.jpg")
     assert emb.returncode == 2
     assert "[1,512]" in emb.stderr and "--postprocessor embedding" in emb.stderr, emb.stderr
+    # the catalog's copy, its batch axis open: no detector layout is claimed
+    # for it at load (a YOLO fit once was, then failed on the first frame)
+    batch = run(osprey, "detect", "--model", model_asset("face-embed-batch.onnx"),
+                MEDIA / "messi5.jpg")
+    assert batch.returncode == 2, batch.stderr
+    assert "[-1,512]" in batch.stderr and "--postprocessor embedding" in batch.stderr, batch.stderr
     r = run(osprey, "detect", "--model", mine, "--labels", tmp_path / "none.labels",
             MEDIA / "messi5.jpg")
     assert r.returncode == 2 and "none.labels" in r.stderr
