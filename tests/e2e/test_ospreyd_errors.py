@@ -103,6 +103,8 @@ def check(reply, expected):
         rest = expected[2] if len(expected) > 2 else {}
         assert isinstance(reply.get(key), str) and reply[key].startswith(prefix), reply
         assert len(reply[key]) > len(prefix), reply
+        # one prefix: the wire's, not the wire's and again the decoder's
+        assert not prefix or not reply[key][len(prefix):].startswith(prefix), reply
         for k, v in rest.items():
             assert reply.get(k) == v, reply
         assert set(reply) == {key, *rest}, reply

@@ -241,8 +241,11 @@ static void prepare_job(frame_job_t *j, wstate_t *ws) {
             rc = srv_encoded_prepare(&ws->enc, m, j->ctx, r->rq.u.jpeg.data, r->rq.u.jpeg.len,
                                      derr, sizeof derr);
         }
-        if (rc == -1) {
-            snprintf(err, sizeof err, "jpeg decode failed: %s", derr);
+        if (rc == -1) { /* the wire's words, then why, without the decoder's own prefix */
+            static const char prefix[] = "jpeg decode failed: ";
+            const char *why = strncmp(derr, prefix, sizeof prefix - 1) == 0 ? derr + sizeof prefix - 1
+                                                                            : derr;
+            snprintf(err, sizeof err, "%s%s", prefix, why);
             reply_infer_error(r, err, 1);
             return;
         }
