@@ -488,15 +488,47 @@ static void bind_query(sqlite3_stmt *st, const osp_eventdb_query_t *q) {
     if ((i = sqlite3_bind_parameter_index(st, ":limit"))) sqlite3_bind_int(st, i, limit_of(q));
 }
 
-/* Every row of st as an object of a JSON array, written by row; st is
- * finalized. The rows written, or -1 with err. */
-static int rows_out(osp_eventdb_reader_t *r, sqlite3_stmt *st, osp_jw_t *w,
-                    void (*row)(osp_jw_t *, sqlite3_stmt *), char *err, size_t errlen) {
+/* A page's columns, in its SELECT's order: each a member of a row's
+ * object. */
+typedef enum { COL_TEXT, COL_REAL, COL_UINT, COL_JSON } col_kind_t;
+typedef struct {
+    const char *key;
+    col_kind_t kind;
+    int digits;        /* COL_REAL: after the point */
+    const char *empty; /* COL_JSON: written for NULL (NULL: null) */
+} col_t;
+
+/* zones and record are JSON the writer stored (json_extract's, and the
+ * records it was handed); record is the record the camera logged */
+static const col_t EVENT_COLS[] = {
+    {"id", COL_TEXT, 0, NULL},       {"camera", COL_TEXT, 0, NULL},
+    {"label", COL_TEXT, 0, NULL},    {"start_time", COL_REAL, 6, NULL},
+    {"end_time", COL_REAL, 6, NULL}, {"top_score", COL_REAL, 4, NULL},
+    {"zones", COL_JSON, 0, "[]"},    {"record", COL_JSON, 0, NULL},
+};
+static const col_t CROSSING_COLS[] = {
+    {"camera", COL_TEXT, 0, NULL},  {"line", COL_TEXT, 0, NULL},  {"direction", COL_TEXT, 0, NULL},
+    {"trackId", COL_UINT, 0, NULL}, {"label", COL_TEXT, 0, NULL}, {"time", COL_REAL, 6, NULL},
+    {"record", COL_JSON, 0, NULL},
+};
+
+/* Every row of st as an object of a JSON array, its members cols[0..n);
+ * st is finalized. The rows written, or -1 with err. */
+static int rows_out(osp_eventdb_reader_t *r, sqlite3_stmt *st, osp_jw_t *w, const col_t *cols,
+                    int ncols, char *err, size_t errlen) {
     int n = 0, rc;
     osp_jw_arr_open(w);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         osp_jw_obj_open(w);
-        row(w, st);
+        for (int i = 0; i < ncols; i++) {
+            osp_jw_key(w, cols[i].key);
+            switch (cols[i].kind) {
+            case COL_TEXT: text_or_null(w, st, i); break;
+            case COL_REAL: real_or_null(w, st, i, cols[i].digits); break;
+            case COL_UINT: osp_jw_uint(w, (uint64_t)sqlite3_column_int64(st, i)); break;
+            case COL_JSON: json_or(w, st, i, cols[i].empty); break;
+            }
+        }
         osp_jw_obj_close(w);
         n++;
     }
@@ -507,44 +539,6 @@ static int rows_out(osp_eventdb_reader_t *r, sqlite3_stmt *st, osp_jw_t *w,
     }
     sqlite3_finalize(st);
     return n;
-}
-
-static void event_row(osp_jw_t *w, sqlite3_stmt *st) {
-    osp_jw_key(w, "id");
-    text_or_null(w, st, 0);
-    osp_jw_key(w, "camera");
-    text_or_null(w, st, 1);
-    osp_jw_key(w, "label");
-    text_or_null(w, st, 2);
-    osp_jw_key(w, "start_time");
-    real_or_null(w, st, 3, 6);
-    osp_jw_key(w, "end_time");
-    real_or_null(w, st, 4, 6);
-    osp_jw_key(w, "top_score");
-    real_or_null(w, st, 5, 4);
-    /* zones and record are JSON the writer stored (json_extract's, and
-     * the records it was handed) */
-    osp_jw_key(w, "zones");
-    json_or(w, st, 6, "[]");
-    osp_jw_key(w, "record");
-    json_or(w, st, 7, NULL);
-}
-
-static void crossing_row(osp_jw_t *w, sqlite3_stmt *st) {
-    osp_jw_key(w, "camera");
-    text_or_null(w, st, 0);
-    osp_jw_key(w, "line");
-    text_or_null(w, st, 1);
-    osp_jw_key(w, "direction");
-    text_or_null(w, st, 2);
-    osp_jw_key(w, "trackId");
-    osp_jw_uint(w, (uint64_t)sqlite3_column_int64(st, 3));
-    osp_jw_key(w, "label");
-    text_or_null(w, st, 4);
-    osp_jw_key(w, "time");
-    real_or_null(w, st, 5, 6);
-    osp_jw_key(w, "record"); /* the record the camera logged */
-    json_or(w, st, 6, NULL);
 }
 
 int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
@@ -566,7 +560,8 @@ int osp_eventdb_query(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp
     sqlite3_stmt *st = prepare(r, sql, err, errlen);
     if (!st) return -1;
     bind_query(st, q);
-    return rows_out(r, st, w, event_row, err, errlen);
+    return rows_out(r, st, w, EVENT_COLS, (int)(sizeof EVENT_COLS / sizeof EVENT_COLS[0]), err,
+                    errlen);
 }
 
 int osp_eventdb_crossings(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q, osp_jw_t *w,
@@ -582,7 +577,8 @@ int osp_eventdb_crossings(osp_eventdb_reader_t *r, const osp_eventdb_query_t *q,
     sqlite3_stmt *st = prepare(r, sql, err, errlen);
     if (!st) return -1;
     bind_query(st, q);
-    return rows_out(r, st, w, crossing_row, err, errlen);
+    return rows_out(r, st, w, CROSSING_COLS, (int)(sizeof CROSSING_COLS / sizeof CROSSING_COLS[0]),
+                    err, errlen);
 }
 
 int osp_eventdb_has(osp_eventdb_reader_t *r, const char *id, char *err, size_t errlen) {
