@@ -3,18 +3,13 @@
  * "then"; docs/cascades.md): the steps run once per object, not on every
  * box of every frame. Without --track a face seen for 300 frames is cropped
  * and embedded 300 times, and its name is the same each time; here an
- * object's steps run
+ * object's steps run when it becomes one (its track confirmed, and with
+ * the second look verified: the boxes a record gives a "trackId"), and
+ * again under the rules ospreyd's cameras share (track/steps.h: when its
+ * box has grown, or its result was below its threshold, a few times at
+ * most).
  *
- * - when it becomes an object (its track confirmed, and with the second
- *   look verified: the boxes a record gives a "trackId");
- * - again when its box has grown by GROW_AGAIN since the last run (it
- *   came closer: a larger crop, a surer result), or when the last result
- *   was below its threshold (no name but "unknown", no text that fits the
- *   pattern) and AGAIN_AFTER frames have passed since;
- * - at most TRIES times in all.
- *
- * The result kept is the surest so far (a name or a text beats none, then
- * the higher score; else the latest), and every record of the object
+ * The result kept is the surest so far, and every record of the object
  * carries its fields, as do its events ("sub_label",
  * "recognized_license_plate", as ospreyd's cameras write them).
  */
@@ -24,23 +19,11 @@
 
 #include "cli/detect.h"
 #include "track/events.h"
-
-/* Runs of an object's steps at most. */
-#define TRIES 4
-/* A box whose area is this many times its area at the last run is run
- * again: a face walking up to the camera is named from its nearest crop. */
-#define GROW_AGAIN 1.5f
-/* Frames between runs of an object whose result was below its threshold:
- * the next frame's crop is nearly the same one. */
-#define AGAIN_AFTER 5
+#include "track/steps.h"
 
 typedef struct {
     uint64_t id;
-    int runs;
-    long last; /* the frame (of this input's, counted here) of the last run */
-    float area;
-    int sure;    /* the kept result has a name or a text */
-    float score; /* its best name's or text's score */
+    osp_steps_obj_t st; /* its runs; the frames of this input's, counted here */
     osp_event_names_t names;
     char *fields; /* JSON members, or NULL */
     size_t len;
@@ -97,10 +80,7 @@ static float area(const osp_det_t *d) { return (d->x2 - d->x1) * (d->y2 - d->y1)
 
 /* Whether object o (NULL: never run) wants its steps run on box d now. */
 static int wants(const osp_detect_steps_t *k, const obj_t *o, const osp_det_t *d) {
-    if (!o) return 1;
-    if (o->runs >= TRIES) return 0;
-    if (area(d) >= GROW_AGAIN * o->area) return 1;
-    return k->judges && !o->sure && k->frame - o->last >= AGAIN_AFTER;
+    return osp_steps_wants(o ? &o->st : NULL, area(d), k->frame, k->judges);
 }
 
 static int grow(osp_detect_steps_t *k, int n) {
@@ -131,25 +111,15 @@ static int keep(osp_detect_steps_t *k, uint64_t id, const osp_det_t *d, const ch
         o->id = id;
         k->objects++;
     }
-    o->runs++;
-    o->last = k->frame;
-    o->area = area(d);
     osp_event_names_t names;
     osp_event_names_read(f, len, &names);
-    int sure = names.name[0] || names.plate[0];
-    float score = names.name[0] ? names.name_score : names.plate_score;
-    if (names.name[0] && names.plate[0] && names.plate_score > score) score = names.plate_score;
-    /* the surest so far: a name or a text beats none, then the higher
-     * score; two results without either, the latest (the larger crop) */
-    if (o->runs > 1 && (o->sure > sure || (sure && o->sure && score < o->score))) return 0;
+    if (!osp_steps_ran(&o->st, area(d), k->frame, &names)) return 0;
     char *copy = NULL;
     if (len && !(copy = malloc(len))) return -1;
     if (len) memcpy(copy, f, len);
     free(o->fields);
     o->fields = copy;
     o->len = len;
-    o->sure = sure;
-    o->score = score;
     o->names = names;
     return 0;
 }
