@@ -138,6 +138,10 @@ const osp_track_t *osp_track_at(const osp_tracker_t *t, int i);
 const osp_track_t *osp_track_find(const osp_tracker_t *t, uint64_t id);
 /* The last update's frame time (0 before the first). */
 double osp_track_now(const osp_tracker_t *t);
+/* Where track id's box is expected in the next frame (its filter one
+ * frame ahead, as the next update predicts it), into *out: 0, or
+ * OSP_TRACK_ENOENT. */
+int osp_track_ahead(const osp_tracker_t *t, uint64_t id, osp_track_box_t *out);
 
 /* The second look, once per object: the ids of the tracks seen this frame
  * that want a look, in id order: those never looked at whose score is at

@@ -545,6 +545,18 @@ const osp_track_t *osp_track_find(const osp_tracker_t *t, uint64_t id) {
 
 double osp_track_now(const osp_tracker_t *t) { return t->now; }
 
+int osp_track_ahead(const osp_tracker_t *t, uint64_t id, osp_track_box_t *out) {
+    const struct trk *k = find(t, id);
+    if (!k) return OSP_TRACK_ENOENT;
+    osp_kalman_t kf = k->kf; /* as the next update will move it */
+    if (k->pub.stationary || k->pub.verdict == OSP_TRACK_REJECTED) osp_kalman_stop(&kf);
+    osp_kalman_predict(&kf);
+    float v[4];
+    osp_kalman_box(&kf, v);
+    set_box(out, v);
+    return 0;
+}
+
 static float area(const osp_track_box_t *b) { return (b->x2 - b->x1) * (b->y2 - b->y1); }
 
 static int wants_look(const osp_tracker_t *t, const struct trk *k) {
