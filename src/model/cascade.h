@@ -60,7 +60,8 @@ void osp_cascade_free(osp_cascade_t *c);
  * step, and leave the fields each detection's record gains in ctx
  * (res->extra, res->extra_at). The steps' runs are added to res's times.
  * A step that would start after ctx->deadline_ms (when set) is skipped:
- * its fields are left out. OSP_MODEL_ERUN / ENOMEM with the reason. */
+ * its fields are left out; so are a detection's that ctx->skip (when set)
+ * names. OSP_MODEL_ERUN / ENOMEM with the reason. */
 int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_ctx_t *ctx,
                     const osp_view_t *frame, osp_result_t *res, char *err, size_t errlen);
 

@@ -50,14 +50,18 @@ static float area(const osp_det_t *d) { return (d->x2 - d->x1) * (d->y2 - d->y1)
 
 /* Which of the n dets each of the steps takes, as bit k of take[i]: the
  * detections of step k's labels, the largest maxObjects (the earlier first
- * when as large). Each step keeps its best in a short sorted list: n x
+ * when as large), leaving out those ctx's skip names (the top steps; ctx
+ * NULL: none). A skipped box takes no place of maxObjects: another object
+ * is run instead. Each step keeps its best in a short sorted list: n x
  * maxObjects at most, however many boxes a frame has. */
-static void choose(const osp_step_t *steps, int n_steps, const osp_det_t *dets, int n, uint16_t *take) {
+static void choose(const osp_step_t *steps, int n_steps, const osp_det_t *dets, int n,
+                   const osp_infer_ctx_t *ctx, uint16_t *take) {
     memset(take, 0, (size_t)n * sizeof *take);
     for (int k = 0; k < n_steps; k++) {
         int best[OSP_CASCADE_OBJECTS], nb = 0, cap = steps[k].max_objects;
         for (int i = 0; i < n; i++) {
             if (!matches(&steps[k], &dets[i])) continue;
+            if (ctx && ctx->skip && ctx->skip(ctx->skip_arg, &dets[i])) continue;
             float a = area(&dets[i]);
             int at = nb;
             while (at > 0 && area(&dets[best[at - 1]]) < a) at--;
@@ -157,7 +161,7 @@ static int put_objects(run_t *r, const osp_step_t *s, const osp_result_t *sr, fl
         }
         dets[i] = d;
     }
-    choose(s->then, s->n_then, dets, n, take);
+    choose(s->then, s->n_then, dets, n, NULL, take);
     int rc = prebatch(r, s->then, s->n_then, dets, n, take, depth + 1);
     if (rc) return rc;
     osp_jw_key(w, s->as);
@@ -458,7 +462,7 @@ static int run_on(const osp_cascade_t *c, osp_infer_ctx_t *ctx, const osp_view_t
                .err = err,
                .errlen = errlen};
     osp_jw_reset(&cc->out);
-    choose(c->steps, c->n, res->dets, n, cc->take[0]);
+    choose(c->steps, c->n, res->dets, n, ctx, cc->take[0]);
     int brc = prebatch(&r, c->steps, c->n, res->dets, n, cc->take[0], 0);
     if (brc) return brc;
     for (int i = 0; i < n; i++) {
@@ -507,7 +511,7 @@ int osp_cascade_run_view(const osp_cascade_t *c, osp_infer_ctx_t *ctx, const osp
 }
 
 int osp_cascade_takes(const osp_cascade_t *c, const osp_det_t *dets, int n, uint16_t *take) {
-    choose(c->steps, c->n, dets, n, take);
+    choose(c->steps, c->n, dets, n, NULL, take);
     int any = 0;
     for (int i = 0; i < n; i++) any += take[i] != 0;
     return any;

@@ -171,6 +171,12 @@ typedef struct {
     /* set by a server: a cascade step that would start after this epoch ms
      * (base/clock.h, osp_epoch_ms) is skipped, its field left out; 0: none */
     uint64_t deadline_ms;
+    /* set by a server: a detection of the first model (in the pixels it
+     * ran on) for which skip(skip_arg, d) is nonzero runs none of the
+     * cascade's steps and gains no field (a camera's object whose steps
+     * are settled, track/steps.h); NULL: every detection a step takes */
+    int (*skip)(void *skip_arg, const osp_det_t *d);
+    void *skip_arg;
 } osp_infer_ctx_t;
 void osp_infer_ctx_free(osp_infer_ctx_t *c);
 

@@ -318,8 +318,15 @@ static void reply_result(srv_req_t *r, const osp_result_t *res, int batch) {
     osp_wire_reply_end(&r->out, at, r->req_id);
 }
 
+/* The transport's skip for the job's detection d (osp_infer_ctx_t.skip). */
+static int skip_det(void *arg, const osp_det_t *d) {
+    frame_job_t *j = arg;
+    return j->r.tp->skip(&j->r, srv_loaded_model(j->r.model), d);
+}
+
 /* A model's cascade (model->then) on the frame the job was prepared from:
- * a step that would start past the request's deadline is skipped. */
+ * a step that would start past the request's deadline is skipped, and so
+ * are the detections the transport says are settled. */
 static int run_cascade(frame_job_t *j, osp_model_t *m, osp_result_t *res, char *err, size_t errlen) {
     if (!j->has_view) {
         snprintf(err, errlen,
@@ -328,8 +335,12 @@ static int run_cascade(frame_job_t *j, osp_model_t *m, osp_result_t *res, char *
         return -1;
     }
     j->ctx->deadline_ms = j->r.deadline_ms;
+    j->ctx->skip = j->r.tp->skip ? skip_det : NULL;
+    j->ctx->skip_arg = j;
     int rc = osp_cascade_run(m->then, m, j->ctx, &j->view, res, err, errlen);
     j->ctx->deadline_ms = 0;
+    j->ctx->skip = NULL;
+    j->ctx->skip_arg = NULL;
     return rc;
 }
 

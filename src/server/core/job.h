@@ -68,6 +68,12 @@ typedef struct {
      * holds until release, even when the answer went out first (a run
      * given up). */
     int (*pixels)(struct srv_req *r, osp_view_t *v);
+    /* A model with a cascade (the predict worker, between the model's run
+     * and its steps): nonzero for a detection d (in the pixels the frame
+     * was prepared from) that runs no step, its object's steps being
+     * settled (a camera: track/steps.h); NULL: every detection a step
+     * takes runs it. Called only after pixels lent the frame. */
+    int (*skip)(struct srv_req *r, const osp_model_t *m, const osp_det_t *d);
     int paced; /* at most one of its frames in flight (a camera): its frames wait
                 * rather than push out another's (sched/admit.h) */
 } srv_transport_t;
