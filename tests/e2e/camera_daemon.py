@@ -109,6 +109,9 @@ def summary(log, name):
     runs = re.search(rf"camera {name}: .*, (\d+) model runs, (\d+) region runs", log)
     if runs:
         out["runs"], out["region_runs"] = map(int, runs.groups())
+    steps = re.search(rf"camera {name}: .*, (\d+) step runs", log)
+    if steps:
+        out["step_runs"] = int(steps.group(1))
     return out
 
 

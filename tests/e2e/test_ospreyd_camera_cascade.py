@@ -1,10 +1,12 @@
-"""A camera whose model has a cascade (docs/cameras.md, Events;
-docs/cascades.md): ospreyd runs the steps on each frame the camera sends
-to the model, a tracked face keeps the best name it was given, and the
-camera's events carry it as Frigate's sub_label, [name, score], on the
-log, on frigate/events of a real mosquitto and in the SQLite database. A
-camera whose model has none writes its events as it always did: sub_label
-null and no plate keys. The clip is a real photo (the footballer of the
+"""A camera whose model has a cascade (docs/cameras.md, Names and plates;
+docs/cascades.md): ospreyd runs the steps once per object, not on every
+frame the camera sends to the model (the camera's step runs, on its log
+line, /api/cameras and /metrics, are a few for a face seen in every
+frame), a tracked face keeps the name it was given, and the camera's
+events carry it as Frigate's sub_label, [name, score], on the log, on
+frigate/events of a real mosquitto and in the SQLite database. A camera
+whose model has none writes its events as it always did: sub_label null,
+no plate keys and no step runs. The clip is a real photo (the footballer of the
 cascade tests) played as a camera by tests/e2e/rtsp_server.py; the face
 library holds that photo (osprey faces add)."""
 import json
@@ -15,11 +17,13 @@ import time
 import pytest
 
 from assets import model
-from camera_daemon import daemons, events, free_port  # noqa: F401 (a fixture)
+from camera_daemon import daemons, events, free_port, summary  # noqa: F401 (a fixture)
 from conftest import MEDIA, need
 from face_library import library  # noqa: F401 (a fixture)
 from mqtt_broker import USER, broker, certs, drain, pwfile, session  # noqa: F401 (fixtures)
 from test_ospreyd_cameras import rtsp_server
+from test_ospreyd_cameras_http import TOKEN, get, get_json
+from test_ospreyd_http import parse_metrics
 
 PLATE_KEYS = ("recognized_license_plate", "recognized_license_plate_score")
 
@@ -58,7 +62,11 @@ def test_a_cameras_events_name_the_face(daemons, tmp_path, broker, pwfile, libra
                "events": {"db": str(db)},
                "mqtt": {"url": f"mqtt://127.0.0.1:{broker.port}", "user": USER,
                         "passwordFile": str(pwfile)}}
-        d = daemons(tmp_path, cfg)
+        token = tmp_path / "token"
+        token.write_text(TOKEN + "\n")
+        token.chmod(0o600)
+        http = free_port()
+        d = daemons(tmp_path, cfg, args=("--http", f"127.0.0.1:{http}", "--auth-token-file", token))
 
         def named():
             return [e for e in events(d.stdout()) if e["after"]["camera"] == "door"
@@ -67,11 +75,34 @@ def test_a_cameras_events_name_the_face(daemons, tmp_path, broker, pwfile, libra
         d.until(named, "an event of door with a sub_label", timeout=120)
         d.until(lambda: [e for e in events(d.stdout()) if e["after"]["camera"] == "yard"],
                 "an event of yard", timeout=120)
+
+        def cameras():
+            status, body = get_json(http, "/api/cameras")
+            return {c["name"]: c for c in body["cameras"]} if status == 200 else None
+
+        # the face is in every frame of door: 30 frames detected, its steps run
+        # on few of them
+        cams = d.until(lambda: (lambda c: c if c and c["door"]["detected"] >= 30 else None)(
+            cameras()), "30 frames of door detected", timeout=180)
+        door, yard = cams["door"], cams["yard"]
+        assert 1 <= door["stepRuns"] <= max(4, door["detected"] // 10), door
+        assert yard["stepRuns"] == 0, yard
+        status, _, body = get(http, "/metrics")
+        assert status == 200, body
+        m = parse_metrics(body.decode())
+        assert m[("osprey_camera_step_runs_total", frozenset({("camera", "door")}))] >= 1, m
+        assert m[("osprey_camera_step_runs_total", frozenset({("camera", "yard")}))] == 0, m
         time.sleep(1)
         assert d.stop() == 0, d.log()[-3000:]
     finally:
         server.kill()
         server.wait(10)
+    counts = summary(d.log(), "door")
+    ratio = counts["step_runs"] / counts["detected"]
+    print(f"door: {counts['step_runs']} step runs in {counts['detected']} frames with its face "
+          f"({ratio:.3f})")
+    assert counts["detected"] >= 30 and 1 <= counts["step_runs"] and ratio <= 0.1, counts
+    assert summary(d.log(), "yard")["step_runs"] == 0
     logged = events(d.stdout())
     door = [e for e in logged if e["after"]["camera"] == "door"]
     yard = [e for e in logged if e["after"]["camera"] == "yard"]

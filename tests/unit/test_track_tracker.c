@@ -762,6 +762,30 @@ static void test_max_tracks(void **state) {
     osp_track_free(t);
 }
 
+/* osp_track_ahead: a person walking 20 px a frame is expected 20 px on
+ * once the filter has the speed, and asking moves nothing (the same
+ * answer twice); no such id. */
+static void test_ahead_is_where_the_next_frame_should_show_it(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    for (int f = 0; f < 10; f++) {
+        osp_track_det_t d = det(100 + 20.0f * f, 100, 160 + 20.0f * f, 250, 0.9f, PERSON);
+        step(t, &d, 1, f * 0.2);
+    }
+    const osp_track_t *o = at_point(t, 310, 200);
+    assert_non_null(o);
+    osp_track_box_t a, b;
+    assert_int_equal(osp_track_ahead(t, o->id, &a), 0);
+    assert_int_equal(osp_track_ahead(t, o->id, &b), 0);
+    assert_memory_equal(&a, &b, sizeof a);
+    assert_float_equal(a.x1, 300, 4);
+    assert_float_equal(a.x2, 360, 4);
+    assert_float_equal(a.y1, 100, 2);
+    assert_float_equal(a.y2, 250, 2);
+    assert_int_equal(osp_track_ahead(t, o->id + 100, &b), OSP_TRACK_ENOENT);
+    osp_track_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crossing_people_keep_their_ids),
@@ -784,6 +808,7 @@ int main(void) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_missed_person_coasts_one_frame),
         cmocka_unit_test(test_max_tracks),
+        cmocka_unit_test(test_ahead_is_where_the_next_frame_should_show_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

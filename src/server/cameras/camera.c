@@ -41,6 +41,7 @@
 #include "server/cameras/camregions.h"
 #include "server/cameras/camrun.h"
 #include "server/cameras/camsite.h"
+#include "server/cameras/camsteps.h"
 #include "server/core/camboard.h"
 #include "server/core/ledger.h"
 #include "server/core/loop.h"
@@ -79,8 +80,13 @@ struct srv_camera {
     const char *label_ptrs[LABELS_MAX];
     int n_labels;
     osp_track_det_t tdets[SRV_CAM_DETS_MAX];
-    osp_event_names_t tnames[SRV_CAM_DETS_MAX]; /* tdets[i]'s */
-    srv_camnames_t *names;                      /* made once its model is seen to have a cascade */
+    osp_event_names_t tnames[SRV_CAM_DETS_MAX]; /* tdets[i]'s, */
+    int tcls[SRV_CAM_DETS_MAX];                 /* its model's class, */
+    int tstepped[SRV_CAM_DETS_MAX];             /* and whether a step ran on it */
+    /* made once its model is seen to have a cascade: */
+    srv_camnames_t *names;                         /* its objects' names */
+    srv_camsteps_t *steps;                         /* when their steps run (once per object) */
+    osp_steps_settled_t settled[SRV_CAM_DETS_MAX]; /* the objects whose steps are, for a frame */
     osp_jw_t line;
     /* counters, any thread */
     atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects, crossings;
@@ -227,6 +233,8 @@ static void track_frame(srv_camera_t *c, double t) {
         int label = label_index(c, d[i].label);
         if (label < 0) continue;
         c->tnames[n] = d[i].names;
+        c->tcls[n] = d[i].cls;
+        c->tstepped[n] = d[i].stepped;
         c->tdets[n++] = (osp_track_det_t){.box = d[i].box,
                                           .score = d[i].score,
                                           .label = label,
@@ -235,6 +243,9 @@ static void track_frame(srv_camera_t *c, double t) {
     }
     if (c->found.cascade && !c->names && (c->names = srv_camnames_new()))
         osp_events_set_names(c->events, srv_camnames_of, c->names);
+    if (c->found.cascade && !c->steps && !(c->steps = srv_camsteps_new(c->found.judges)))
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory: its steps run on every box",
+                c->cfg.name);
     if (osp_track_update(c->tracker, c->tdets, n, t, err, sizeof err) ||
         (c->zones && osp_zones_update(c->zones, c->tracker, c->found.frame_w, c->found.frame_h,
                                       c->label_ptrs, c->n_labels, err, sizeof err))) {
@@ -243,6 +254,10 @@ static void track_frame(srv_camera_t *c, double t) {
     }
     if (c->names && srv_camnames_update(c->names, c->tracker, c->tdets, c->tnames, n))
         osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory naming its objects", c->cfg.name);
+    if (c->steps &&
+        srv_camsteps_update(c->steps, c->tracker, c->tdets, c->tcls, c->tstepped, c->tnames, n))
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory counting its steps' runs",
+                c->cfg.name);
     int ne = osp_events_update(c->events, c->tracker, err, sizeof err);
     /* the pictures first: whoever gets an event finds its picture */
     osp_track_snaps_t *snaps = srv_camsite_snaps(c->site);
@@ -272,6 +287,7 @@ static void publish(srv_camera_t *c, int served, double t) {
                           .decode_ms = c->decode_ms,
                           .motion = -1};
     srv_camrun_counts(c->run, &k.runs, &k.region_runs);
+    k.step_runs = srv_camrun_step_runs(c->run);
     int64_t looked = atomic_load(&c->looked);
     if (c->gate && looked > 0) k.motion = (double)atomic_load(&c->moved) / (double)looked;
     for (int i = 0; i < osp_track_count(c->tracker); i++) {
@@ -414,6 +430,11 @@ static void *cam_main(void *arg) {
             continue;
         }
         atomic_fetch_add(&c->submitted, 1);
+        /* the objects whose steps are settled run none in this frame */
+        if (c->steps)
+            srv_camrun_settled(c->run, c->settled,
+                               srv_camsteps_settled(c->steps, c->tracker, c->settled,
+                                                    SRV_CAM_DETS_MAX));
         srv_outcome_t out = srv_camrun_frame(c->run, &c->frame, c->gate, c->tracker, t, &c->found);
         if (out.fate == SRV_SERVED) {
             atomic_fetch_add(&c->served, 1);
@@ -558,11 +579,11 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
         osp_log(OSP_LOG_INFO,
                 "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
                 "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved), "
-                "%lld model runs, %lld region runs",
+                "%lld model runs, %lld region runs, %lld step runs",
                 c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
                 (long long)c->served, (long long)c->shed, (long long)c->failed,
                 (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped,
-                (long long)runs, (long long)region_runs);
+                (long long)runs, (long long)region_runs, (long long)srv_camrun_step_runs(c->run));
     }
     /* after its thread's last publish (its objects' ends) */
     if (c->forget && c->site) srv_camsite_forget(c->site);
@@ -576,6 +597,7 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     osp_zones_free(c->zones);
     osp_events_free(c->events);
     srv_camnames_free(c->names);
+    srv_camsteps_free(c->steps);
     osp_jw_free(&c->line);
     pthread_mutex_destroy(&c->mu);
     free(c);

@@ -6,8 +6,9 @@
  *
  * Ownership: the run's pixels (the camera's frame, or a crop of it) are
  * read by a prepare worker, and by a cascade's steps until the job's
- * release; the detections are written by the predict worker and read by
- * the camera's thread once the answer has come (the lock orders them).
+ * release, as is the list of settled objects (srv_camrun_settled); the
+ * detections are written by the predict worker and read by the camera's
+ * thread once the answer has come (the lock orders them).
  */
 #include "server/cameras/camrun.h"
 
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "model/cascade.h"
 #include "model/model.h"
 #include "server/core/dispatch.h"
 #include "server/core/job.h"
@@ -45,9 +47,14 @@ struct srv_camrun {
     int lent; /* a cascade reads the frame: the answer waits for the job's release */
     srv_outcome_t outcome;
     int n_dets, frame_w, frame_h;
-    int cascade;
+    int cascade, judges;
     srv_cam_det_t dets[SRV_CAM_DETS_MAX];
+    /* the objects whose steps are settled, in frame pixels: the camera
+     * thread's between runs, the predict worker's during one */
+    osp_steps_settled_t settled[SRV_CAM_DETS_MAX];
+    int n_settled;
     atomic_llong runs, region_runs; /* model runs for its frames; of them, crops' */
+    atomic_llong step_runs;         /* detections a step ran on */
 };
 
 /* ---- the transport: on the core's workers and the I/O thread ------------------ */
@@ -76,14 +83,24 @@ static void tp_result(srv_req_t *req, const osp_model_t *m, const osp_result_t *
                 o->has_region = 0;
             }
             snprintf(o->label, sizeof o->label, "%s", label ? label : "");
-            if (res->extra)
-                osp_event_names_read(res->extra + res->extra_at[i],
-                                     res->extra_at[i + 1] - res->extra_at[i], &o->names);
+            o->cls = d->cls;
+            /* a detection a step ran on has its fields; one settled, of
+             * another label or past the deadline has none */
+            size_t len = res->extra ? res->extra_at[i + 1] - res->extra_at[i] : 0;
+            o->stepped = len > 0;
+            if (len)
+                osp_event_names_read(res->extra + res->extra_at[i], len, &o->names);
             else
                 memset(&o->names, 0, sizeof o->names);
         }
+    if (res->kind == OSP_REC_DETECTIONS && res->extra) {
+        long stepped = 0;
+        for (int i = 0; i < res->n_dets; i++) stepped += res->extra_at[i + 1] > res->extra_at[i];
+        atomic_fetch_add(&r->step_runs, stepped);
+    }
     r->n_dets = n;
     r->cascade = m->then != NULL;
+    r->judges = m->then && osp_cascade_judges(m->then);
     r->frame_w = r->run >= 0 ? r->frame->width : res->frame_w;
     r->frame_h = r->run >= 0 ? r->frame->height : res->frame_h;
 }
@@ -121,6 +138,21 @@ static int tp_pixels(srv_req_t *req, osp_view_t *v) {
     return 0;
 }
 
+/* A model with a cascade, before its steps: whether d (the run's pixels)
+ * is an object whose steps are settled. */
+static int tp_skip(srv_req_t *req, const osp_model_t *m, const osp_det_t *d) {
+    (void)m;
+    srv_camrun_t *r = req->tp_arg;
+    if (!r->n_settled) return 0;
+    osp_track_box_t box = {d->x1, d->y1, d->x2, d->y2};
+    if (r->run >= 0) { /* a crop's detection, in the frame's pixels */
+        srv_cam_det_t o;
+        srv_camregions_to_frame(r->regions, r->run, r->frame->width, r->frame->height, d, &o);
+        box = o.box;
+    }
+    return osp_steps_is_settled(r->settled, r->n_settled, &box, d->cls);
+}
+
 /* paced: a camera has one frame in flight, so its frames wait their turn
  * (up to their deadline) instead of pushing out another camera's */
 static const srv_transport_t CAM_TP = {.prepare = tp_prepare,
@@ -128,6 +160,7 @@ static const srv_transport_t CAM_TP = {.prepare = tp_prepare,
                                        .send = tp_send,
                                        .release = tp_release,
                                        .pixels = tp_pixels,
+                                       .skip = tp_skip,
                                        .paced = 1};
 
 /* The run on the I/O thread: through the door, or refused at once. */
@@ -192,7 +225,8 @@ srv_outcome_t srv_camrun_frame(srv_camrun_t *r, const osp_image_t *frame,
                                   .n = r->n_dets,
                                   .frame_w = r->frame_w,
                                   .frame_h = r->frame_h,
-                                  .cascade = r->cascade};
+                                  .cascade = r->cascade,
+                                  .judges = r->judges};
     return out;
 }
 
@@ -200,6 +234,14 @@ void srv_camrun_counts(srv_camrun_t *r, int64_t *runs, int64_t *region_runs) {
     *runs = atomic_load(&r->runs);
     *region_runs = atomic_load(&r->region_runs);
 }
+
+void srv_camrun_settled(srv_camrun_t *r, const osp_steps_settled_t *s, int n) {
+    if (n > SRV_CAM_DETS_MAX) n = SRV_CAM_DETS_MAX;
+    if (n > 0) memcpy(r->settled, s, (size_t)n * sizeof *s);
+    r->n_settled = n > 0 ? n : 0;
+}
+
+int64_t srv_camrun_step_runs(srv_camrun_t *r) { return atomic_load(&r->step_runs); }
 
 /* ---- making and taking down ------------------------------------------------------- */
 

@@ -26,6 +26,7 @@
 #include "server/cameras/camregions.h"
 #include "server/core/ledger.h"
 #include "server/core/srv.h"
+#include "track/steps.h"
 #include "track/track.h"
 
 /* Detections of one frame kept (a frame's runs together). */
@@ -39,6 +40,7 @@ typedef struct {
     int n;
     int frame_w, frame_h;
     bool cascade; /* its model has one: the detections carry names */
+    bool judges;  /* a step of it names or reads (osp_cascade_judges) */
 } srv_camrun_found_t;
 
 /* Runs for the model in slot idx of s, fps frames a second, and frames
@@ -69,5 +71,15 @@ srv_outcome_t srv_camrun_frame(srv_camrun_t *r, const osp_image_t *frame,
 /* Any thread: the model runs made for the camera's frames, and of them
  * the crops'. */
 void srv_camrun_counts(srv_camrun_t *r, int64_t *runs, int64_t *region_runs);
+
+/* The camera's thread, before srv_camrun_frame: the objects whose steps
+ * are settled (track/steps.h), as the next frame is expected to show
+ * them; a detection of the next frame that is one of them runs no step
+ * of the model's cascade and carries no name (its object keeps the one it
+ * has). Copied: up to SRV_CAM_DETS_MAX of them, the others run. */
+void srv_camrun_settled(srv_camrun_t *r, const osp_steps_settled_t *s, int n);
+
+/* Any thread: the detections a step of the model's cascade ran on. */
+int64_t srv_camrun_step_runs(srv_camrun_t *r);
 
 #endif

@@ -51,12 +51,12 @@ void srv_page_cameras(server_t *s, osp_jw_t *w) {
         osp_jw_num(w, e[i].fps_max, 2);
         osp_jw_key(w, "fps");
         osp_jw_num(w, e[i].fps, 2);
-        static const char *const keys[] = {"framesIn",  "submitted", "skipped",   "detected",
-                                           "shed",      "failed",    "events",    "reconnects",
-                                           "crossings", "runs",      "regionRuns"};
-        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped,    c->detected,
-                                c->shed,      c->failed,    c->events,     c->reconnects,
-                                c->crossings, c->runs,      c->region_runs};
+        static const char *const keys[] = {"framesIn",  "submitted", "skipped",    "detected",
+                                           "shed",      "failed",    "events",     "reconnects",
+                                           "crossings", "runs",      "regionRuns", "stepRuns"};
+        const int64_t vals[] = {c->frames_in, c->submitted, c->skipped,     c->detected,
+                                c->shed,      c->failed,    c->events,      c->reconnects,
+                                c->crossings, c->runs,      c->region_runs, c->step_runs};
         for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
             osp_jw_key(w, keys[k]);
             osp_jw_int(w, vals[k]);
@@ -102,6 +102,7 @@ static double v_reconnects(const srv_camboard_entry_t *e) { return (double)e->c.
 static double v_tracks(const srv_camboard_entry_t *e) { return e->c.tracks_active; }
 static double v_fps(const srv_camboard_entry_t *e) { return e->fps; }
 static double v_skipped(const srv_camboard_entry_t *e) { return (double)e->c.skipped; }
+static double v_steps(const srv_camboard_entry_t *e) { return (double)e->c.step_runs; }
 static double v_motion(const srv_camboard_entry_t *e) { return e->c.motion; }
 static double v_decode(const srv_camboard_entry_t *e) {
     return e->c.decode_ms < 0 ? -1 : e->c.decode_ms / 1000.0;
@@ -140,6 +141,10 @@ void srv_page_camera_metrics(server_t *s, osp_text_t *t) {
             osp_prom_sample(t, "osprey_camera_runs_total", lb, (double)v[k]);
         }
     }
+    per_camera(t, "osprey_camera_step_runs_total", "counter",
+               "Detections of a camera's frames its model's cascade ran on: once an object, "
+               "again when it came closer or its result was unsure, a few times at most.",
+               e, n, v_steps);
     per_camera(t, "osprey_camera_events_total", "counter",
                "Event records (new, update, end) of a camera's tracked objects.", e, n, v_events);
     per_camera(t, "osprey_camera_reconnects_total", "counter",
