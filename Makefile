@@ -35,7 +35,7 @@ help:
 	@echo "make layout-check  the server's map: no cycle among its files, each folder within its layer (part of check)"
 	@echo "make format   lay out every tracked C file by .clang-format"
 	@echo "make bench    benchmarks against the raw libraries and runtime"
-	@echo "make bench-track  detect --track: runs a frame, frames/s vs --one-look, F1 (vtest, still clips); MOTA/IDF1 vs a naive IoU linker"
+	@echo "make bench-track  detect on video (tracked) vs --one-look and --per-frame: runs a frame, frames/s, F1 (vtest, still clips); MOTA/IDF1 vs a naive IoU linker"
 	@echo "make bench-fleet  ospreyd --jobs workers on a local redis-server: loss under SIGKILL, overhead, scale-out"
 	@echo "make bench-cameras  N RTSP copies of vtest into one ospreyd vs N osprey detect: frames kept, CPU and RSS per camera"
 	@echo "make bench-frigate  ospreyd --zmq under 1-4 Frigate detector clients: latency vs its 200 ms"
@@ -178,10 +178,11 @@ check-tsan: assets
 demo: build assets
 	@mkdir -p out
 	$(OSPREY) detect --model ssd-oidv4-int8 --out out "$(OSPREY_CACHE)/media/vtest.avi" > out/vtest.jsonl
-	@echo "first lines of out/vtest.jsonl ($$(wc -l < out/vtest.jsonl) frames, one JSON line each):"
+	@echo "first lines of out/vtest.jsonl ($$(wc -l < out/vtest.jsonl) frames, one JSON line each; the video read as"
+	@echo "objects over time, each looked at again once: the model runs a frame are in the summary above):"
 	@head -n 2 out/vtest.jsonl | cut -c 1-300
 	@echo "annotated snapshot: $$(ls out/*-best.jpg)"
-	@echo "objects over time: the same video tracked, with a line across the walkway (docs/tracking.md)"
+	@echo "objects named: the same video with --track, its events and a line across the walkway (docs/tracking.md)"
 	@rm -rf out/snapshots && mkdir -p out/snapshots
 	$(OSPREY) detect --model ssd-oidv4-int8 --quiet --track --zones docs/examples/vtest-walkway.json \
 	    --snapshots out/snapshots "$(OSPREY_CACHE)/media/vtest.avi" > out/vtest-tracked.jsonl
@@ -202,8 +203,9 @@ bench-frigate: build assets
 bench-cascade: build assets
 	$(PY) bench/cascade.py --bin $(abspath $(BUILD))/bin --frames 20 --runs 5
 
-# osprey detect --track against --one-look on vtest and on two still clips, in turns:
-# model runs a frame, the frames/s ratio, F1 on vtest's labelled frames (bench/track.py);
+# osprey detect on video (the default: tracked) against --one-look on vtest and on two still
+# clips, in turns, and --per-frame on vtest: model runs a frame, the frames/s ratio, F1 on
+# vtest's labelled frames (bench/track.py);
 # then tracking quality (docs/tracking.md): MOTA, IDF1, ID switches and the zone and
 # line counts against a naive IoU linker, on tools/trackclip.py's clip (bench/track_quality.py).
 # Cameras per box: N RTSP copies of vtest into one ospreyd against N osprey detect processes:

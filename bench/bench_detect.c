@@ -3,8 +3,9 @@
  * measured in the same run — the raw ONNX Runtime run loop on the same
  * model and a pre-made input, at its best of one session with N intra-op
  * threads and N single-thread sessions side by side. With --one-look a
- * frame is one run of the model; with the second look (the default) it is
- * one run and one per box looked at, so that line is also given in runs.
+ * frame is one run of the model; with the second look at every box
+ * (--per-frame: each frame read alone) it is one run and one per box
+ * looked at, so that line is also given in runs.
  *
  *   bench_detect [CACHE_DIR] [--model NAME] [--seconds S] [--runs R]
  *
@@ -38,7 +39,8 @@ static double detect_fps(const char *osprey, const char *model, const char *clip
             execl(osprey, osprey, "detect", "--quiet", "--one-look", "--model", model, clip,
                   (char *)NULL);
         else
-            execl(osprey, osprey, "detect", "--quiet", "--model", model, clip, (char *)NULL);
+            execl(osprey, osprey, "detect", "--quiet", "--per-frame", "--model", model, clip,
+                  (char *)NULL);
         _exit(127);
     }
     int st = 0;

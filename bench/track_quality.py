@@ -63,7 +63,7 @@ def main():
         n = len(t["frames"])
         s_track, sum_track = detect(a.bin / "osprey", ["--track", "--zones", d / "zones.json", clip],
                                     d / "track.jsonl")
-        s_plain, _ = detect(a.bin / "osprey", [clip], d / "plain.jsonl")
+        s_plain, _ = detect(a.bin / "osprey", ["--per-frame", clip], d / "plain.jsonl")
         _, truth = trackeval.read_truth(d / "trackclip.json")
         runs = {}
         hyp, boxes, entries, crossings = trackeval.read_output([d / "track.jsonl"], t["label"])

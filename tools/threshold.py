@@ -9,8 +9,9 @@ frames, and pick its default score threshold.
 The truth file (tests/e2e/fixtures/truth/README.md) names the label it
 counts, the media and, per frame, the boxes a person drew. For each
 threshold from 0.20 to 0.70 in steps of 0.05 the tool runs `osprey detect`
-at that threshold over each source (what it keeps there depends on more
-than a box's score: its second look, and the boxes beside it) and matches
+at that threshold over each source, each frame read alone (--per-frame:
+what it keeps there depends on more than a box's score: its second look,
+and the boxes beside it) and matches
 the detections of that label to the truth at IoU >= 0.5 (best score first, each
 true box matched once) and counts true positives, false positives and
 misses. The rule that picks the default: the highest F1, and of thresholds
@@ -18,8 +19,9 @@ that share it the lowest (recall lost for no precision gained is the worse
 mistake on a camera).
 
 --one-look measures osprey detect --one-look, without the second look.
---track measures osprey detect --track (the second look once per object,
-its rejected objects left out): a tracker needs every frame, so each
+--track measures the tracked pipeline, osprey detect's default on a video
+(--track: the second look once per object, its rejected objects left
+out; the boxes are those of the default): a tracker needs every frame, so each
 source is run whole and its labelled frames picked out (a source's
 "every" is not used).
 
@@ -53,7 +55,11 @@ def iou(a, b):
 
 def detect(osprey, model, path, thresh, every=None, extra=()):
     """{frame: detections} of osprey detect at thresh."""
-    args = [osprey, "detect", "--quiet", "--model", model, "--threshold", str(thresh), *extra]
+    # each frame read alone (--per-frame) unless --track is measured: the
+    # threshold is then the detector's, not the tracks'
+    alone = [] if "--track" in extra else ["--per-frame"]
+    args = [osprey, "detect", "--quiet", *alone, "--model", model, "--threshold", str(thresh),
+            *extra]
     if every:
         args += ["--every", str(every)]
     r = subprocess.run(args + [str(path)], capture_output=True, text=True)

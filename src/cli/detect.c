@@ -39,7 +39,18 @@ static void usage(FILE *out) {
           "with boxes in pixels of the original frame. A progress bar (when stderr is\n"
           "a terminal) and a summary per input go to stderr.\n"
           "\n"
-          "options:\n"
+          "A video or a stream is read as objects over time (docs/tracking.md):\n"
+          "motion decides whether the model runs (a frame where nothing moved is not\n"
+          "run, a whole frame is every 10 s; its record, \"still\": true, has the\n"
+          "objects of the last frame run), the boxes are followed from frame to frame,\n"
+          "and the second look and a cascade are spent once per object, not on every\n"
+          "box of every frame: about 1.4 model runs a frame on vtest.avi with\n"
+          "ssd-oidv4-int8, where --per-frame takes about ten. --track also names the\n"
+          "objects in the records and writes their events. An image is one frame,\n"
+          "read alone.\n"
+          "\n",
+          out);
+    fputs("options:\n"
           "  -m, --model NAME|PATH  a catalog model (see 'osprey models') or an ONNX file\n"
           "                         (default ssd-oidv4-int8)\n"
           "  -t, --threshold T      minimum score, 0..1 (default: the one measured for the\n"
@@ -54,7 +65,7 @@ static void usage(FILE *out) {
           "                         landmarks as dots\n"
           "  -j, --workers N        frames in flight at once (default: the number of cores)\n"
           "  -q, --quiet            no progress bar\n"
-          "      --no-json          print no per-frame lines (summary only)\n"
+          "      --no-json          print no frame records (summary only)\n"
           "      --postprocessor NAME  decode the outputs with NAME (yolo, yolox, yolonas,\n"
           "                         ssd, ssd-nms, scrfd, ...; default: the catalog's; for a\n"
           "                         model file, the layout its output shapes fit)\n"
@@ -65,67 +76,77 @@ static void usage(FILE *out) {
           "                         second look) inside a better one of its label, and\n"
           "                         boxes of different labels at IoU >= 0.7, keep only\n"
           "                         the best (one object, one box)\n"
-          "      --second-look      look at each box again from closer: the square of 3 times\n"
-          "                         its longer side around it, run through the model alone.\n"
-          "                         A box stays when the mean of its two scores reaches the\n"
-          "                         threshold and no better box of its label was seen at the\n"
-          "                         same place by its look; its record gets \"lookScore\". A\n"
-          "                         box too large for the square is seen once (kept at the\n"
-          "                         --one-look threshold). Default for ssd-oidv4 and\n"
-          "                         ssd-oidv4-int8 (docs/models.md): more people found, a\n"
-          "                         tenth of the false boxes, about ten model runs a frame\n"
-          "      --one-look         no second look: less work per frame, more false boxes\n",
+          "      --second-look      look at a box again from closer: the square of 3 times\n"
+          "                         its longer side around it, run through the model\n"
+          "                         alone. A box stays when the mean of its two scores\n"
+          "                         reaches the threshold and no better box of its label\n"
+          "                         was seen at the same place by its look; its record\n"
+          "                         gets \"lookScore\". A box too large for the square is\n"
+          "                         seen once (kept at the --one-look threshold). Default\n"
+          "                         for ssd-oidv4 and ssd-oidv4-int8 (docs/models.md):\n"
+          "                         more people found, a tenth of the false boxes. On a\n"
+          "                         video, once per object: when its track starts (a\n"
+          "                         doubtful box: when its track is confirmed) and when\n"
+          "                         its score or size changes a lot; a new object's\n"
+          "                         boxes wait for a look that passes, and one whose\n"
+          "                         looks fail 10 times in a row is left out of the\n"
+          "                         records for good. On an image and with --per-frame,\n"
+          "                         at every box\n"
+          "      --one-look         no second look: less work, more false boxes\n"
+          "      --per-frame        read each video frame alone, as an image: no motion\n"
+          "                         gate, no objects, the second look at every box (about\n"
+          "                         ten model runs a frame on vtest.avi) and a cascade on\n"
+          "                         every box of every frame. Not with --track, --zones,\n"
+          "                         --events, --camera, --snapshots, --ha-discovery\n",
           out);
-    fputs("      --track            follow objects across a video's frames (not for images;\n"
-          "                         docs/tracking.md): each box of a confirmed object gets\n"
-          "                         \"trackId\" (a box seen for fewer than 3 frames has none), and\n"
-          "                         each change of an object is a line {\"source\",\"frame\",\"t\",\n"
-          "                         \"kind\":\"event\",\"type\":\"new\"|\"update\"|\"end\",\"before\",\n"
-          "                         \"after\"} in Frigate's frigate/events shape, after its frame's\n"
-          "                         record. The second look is taken once per object\n"
-          "                         instead of at every box: when its track starts (a\n"
-          "                         doubtful box, when its track is confirmed) and when its\n"
-          "                         score or size changes a lot; a new object's boxes wait\n"
-          "                         for a look that passes, and one whose looks fail 10\n"
-          "                         times in a row is left out of the records for good.\n"
-          "                         Motion decides whether the model runs: a frame where\n"
-          "                         nothing moved is not run (a whole frame is, every 10 s)\n"
-          "                         and its record, \"still\": true, has the objects of the\n"
-          "                         last frame run. The summary adds the objects per label,\n"
-          "                         the frames the model ran on, the model runs a frame and\n"
-          "                         the looks taken. A cascade (--recognize, --then, a\n"
-          "                         config's \"then\") runs once per object, not per box:\n"
-          "                         when it becomes one (it gets its \"trackId\"), again when\n"
-          "                         its box has grown 1.5 times or its result was below the\n"
-          "                         threshold (\"unknown\", no text; 5 frames later), 4\n"
-          "                         times at most; every box of the object carries the\n"
-          "                         result, its events sub_label and\n"
-          "                         recognized_license_plate; the summary counts the runs\n"
-          "      --zones FILE       with --track: zones and lines (JSON, Frigate's relative\n"
-          "                         coordinates; docs/tracking.md): events get current_zones\n"
-          "                         and entered_zones, each line crossing is a line\n"
-          "                         {\"kind\":\"crossing\",\"line\",\"direction\":\"in\"|\"out\",\n"
-          "                         \"trackId\",\"label\"}, and the summary counts them per line\n"
-          "      --events FILE      with --track: write the event and crossing lines to FILE\n"
-          "                         instead of among the records (- for stdout)\n"
+    fputs("      --track            name a video's objects (not for images;\n"
+          "                         docs/tracking.md): each box of a confirmed object\n"
+          "                         gets \"trackId\" (a box seen for fewer than 3 frames\n"
+          "                         has none), and each change of an object is a line\n"
+          "                         {\"source\",\"frame\",\"t\",\"kind\":\"event\",\"type\":\"new\"|\n"
+          "                         \"update\"|\"end\",\"before\",\"after\"} in Frigate's\n"
+          "                         frigate/events shape, after its frame's record. The\n"
+          "                         boxes are those the default gives. A video's summary\n"
+          "                         gives the objects per label, the frames the model\n"
+          "                         ran on, the model runs a frame and the looks taken.\n"
+          "                         A cascade (--recognize, --then, a config's \"then\")\n"
+          "                         runs once per object on a video, not per box: when\n"
+          "                         it becomes one (its track confirmed and looked at),\n"
+          "                         again when its box has grown 1.5 times or its result\n"
+          "                         was below the threshold (\"unknown\", no text; 5\n"
+          "                         frames later), 4 times at most; every box of the\n"
+          "                         object carries the result, with --track its events\n"
+          "                         sub_label and recognized_license_plate; the summary\n"
+          "                         counts the runs\n"
+          "      --zones FILE       with --track: zones and lines (JSON, Frigate's\n"
+          "                         relative coordinates; docs/tracking.md): events get\n"
+          "                         current_zones and entered_zones, each line crossing\n"
+          "                         is a line {\"kind\":\"crossing\",\"line\",\"direction\":\n"
+          "                         \"in\"|\"out\",\"trackId\",\"label\"}, and the summary counts\n"
+          "                         them per line\n"
+          "      --events FILE      with --track: write the event and crossing lines to\n"
+          "                         FILE instead of among the records (- for stdout)\n"
           "      --camera NAME      with --track: the events' camera, and its MQTT topics\n"
           "                         (letters, digits, _ and -; default: the input's name\n"
           "                         without its extension; one input only)\n"
           "      --snapshots DIR    with --track: each object's best picture, DIR/<event\n"
           "                         id>.jpg: the whole frame of its best-scoring sighting\n"
-          "                         (its events' \"snapshot\") with the box drawn, rewritten\n"
-          "                         when a better one comes; none for a track never reported\n",
+          "                         (its events' \"snapshot\") with the box drawn,\n"
+          "                         rewritten when a better one comes; none for a track\n"
+          "                         never reported\n",
           out);
-    fputs("      --config FILE      a JSON model config (docs/protocol.md, Model config) whose\n"
-          "                         keys override the model's settings; its path (or model)\n"
-          "                         defaults to --model. Its \"then\" is a cascade: models run\n"
-          "                         on each detection's crop (docs/cascades.md)\n"
+    fputs("      --config FILE      a JSON model config (docs/protocol.md, Model config)\n"
+          "                         whose keys override the model's settings; its path\n"
+          "                         (or model) defaults to --model. Its \"then\" is a\n"
+          "                         cascade: models run on each detection's crop\n"
+          "                         (docs/cascades.md)\n"
           "      --then MODEL       run a catalog model on each detection's crop (the 8\n"
-          "                         largest): an embedder adds \"embedding\", a classifier\n"
-          "                         \"subLabel\", a text recognizer \"text\" (docs/cascades.md);\n"
-          "                         a face is aligned from landmarks when the detector gives\n"
-          "                         them (blazeface). With --track once per object, not\n"
-          "                         on every box of every frame (--track, above); the\n"
+          "                         largest): an embedder adds \"embedding\", a\n"
+          "                         classifier \"subLabel\", a text recognizer \"text\"\n"
+          "                         (docs/cascades.md); a face is aligned from landmarks\n"
+          "                         when the detector gives them (blazeface). On a video\n"
+          "                         once per object, not on every box of every frame\n"
+          "                         (--track, above; --per-frame: on every box); the\n"
           "                         summary of a video counts the step runs\n"
           "      --recognize FILE   name each face (label \"face\": --model ultraface or\n"
           "                         blazeface) from the face library FILE ('osprey faces'):\n"
@@ -134,8 +155,9 @@ static void usage(FILE *out) {
           "      --reconnect-for S  give up when a live source stays down S seconds (exit\n"
           "                         status 1); default: reconnect forever\n"
           "      --rtsp-transport tcp|udp  how rtsp:// is carried (default tcp)\n"
-          "      --max-frame BYTES  one packet of a stream (an MJPEG part, an RTSP frame) at\n"
-          "                         most; a larger one drops the source (default 67108864)\n"
+          "      --max-frame BYTES  one packet of a stream (an MJPEG part, an RTSP frame)\n"
+          "                         at most; a larger one drops the source (default\n"
+          "                         67108864)\n"
           "  -h, --help             this text\n"
           "\n"
           "Inputs (docs/sources.md): image and video files; rtsp:// and rtsps:// cameras;\n"
@@ -291,11 +313,11 @@ int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t
                      osp_infer_ctx_t *look, const osp_view_t *frame, int orig_w, int orig_h,
                      osp_result_t *res, char *err, size_t errlen) {
     int rc = osp_model_infer(m, ctx, frame, orig_w, orig_h, res, err, errlen);
-    /* --track: the looks are the tracks' (detect_track.c) */
-    if (rc == 0 && o->second_look && !o->track)
+    /* a tracked video: the looks are the tracks' (detect_track.c) */
+    if (rc == 0 && o->second_look && !o->tracked)
         rc = osp_model_look_again(m, ctx, look, frame, o->once_threshold, res, err, errlen);
-    /* --track: the steps run once per object (detect_steps.c) */
-    if (rc == 0 && o->cascade && !o->track)
+    /* a tracked video: the steps run once per object (detect_steps.c) */
+    if (rc == 0 && o->cascade && !o->tracked)
         rc = osp_cascade_run(o->cascade, m, ctx, frame, res, err, errlen);
     return rc;
 }
@@ -382,6 +404,7 @@ int osp_cmd_detect(int argc, char **argv) {
                                              {"second-look", no_argument, NULL, 0x101},
                                              {"one-look", no_argument, NULL, 0x102},
                                              {"track", no_argument, NULL, 0x103},
+                                             {"per-frame", no_argument, NULL, 0x10c},
                                              {"zones", required_argument, NULL, 0x104},
                                              {"events", required_argument, NULL, 0x105},
                                              {"camera", required_argument, NULL, 0x106},
@@ -406,6 +429,7 @@ int osp_cmd_detect(int argc, char **argv) {
         case 0x101: o.second_look = 1; break;
         case 0x102: o.second_look = 0; break;
         case 0x103: o.track = 1; break;
+        case 0x10c: o.per_frame = 1; break;
         case 0x104: zones_path = optarg; break;
         case 0x105: events_path = optarg; break;
         case 0x106: o.camera = optarg; break;
@@ -471,6 +495,13 @@ int osp_cmd_detect(int argc, char **argv) {
                            : o.snapshots ? "--snapshots"
                            : ha          ? "--ha-discovery"
                                          : NULL;
+    if (o.per_frame && (o.track || tracking)) {
+        fprintf(stderr,
+                "osprey detect: --per-frame reads each frame alone, without objects; %s "
+                "follows objects across frames (give one or the other)\n",
+                o.track ? "--track" : tracking);
+        return 2;
+    }
     if (tracking && !o.track) {
         fprintf(stderr, "osprey detect: %s needs --track\n", tracking);
         return 2;
@@ -674,9 +705,15 @@ static int run_model(const osp_detect_opts_t *po, osp_model_cfg_t *pcfg,
             status = bad_sink = 1;
         }
     }
+    /* a video's objects over time unless --per-frame; an image is one frame,
+     * read alone (its boxes looked at again, its cascade on every box) */
+    osp_detect_opts_t alone = o;
+    o.tracked = !o.per_frame;
+    alone.tracked = 0;
     for (int i = first; i < argc && !bad_sink && !atomic_load(&g_stop); i++) {
         int image = osp_url_kind(argv[i]) == OSP_URL_FILE && osp_path_is_image(argv[i]);
-        int r = image ? osp_detect_image(&o, m, dec, argv[i]) : osp_detect_video(&o, m, dec, argv[i]);
+        int r = image ? osp_detect_image(&alone, m, dec, argv[i])
+                      : osp_detect_video(&o, m, dec, argv[i]);
         if (r > status) status = r;
     }
     fflush(stdout);

@@ -47,8 +47,14 @@ typedef struct {
     osp_cli_mqtt_t mqtt;       /* --mqtt and its login (cli/sinkopt.h) */
     osp_sink_t *sink;          /* NULL without --mqtt: each record is also published */
 
-    /* --track: objects over time (detect_track.c); the second look, if any,
-   * is then taken once per object */
+    /* A video's objects over time (detect_track.c), the default: a motion
+   * gate, tracks, and the second look and a cascade once per object; off
+   * with --per-frame (every frame read alone, as an image is). Images are
+   * always read alone. */
+    int tracked;
+    int per_frame; /* --per-frame */
+    /* --track: the tracked pipeline's records also give each box's
+   * "trackId", and its events and crossings are written */
     int track;
     const osp_zones_cfg_t *zones; /* --zones, parsed; NULL: none */
     FILE *events;                 /* --events FILE: event and crossing lines go there; NULL: on
@@ -67,8 +73,9 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
 int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *dec,
                      const char *input);
 
-/* Infer one frame into ctx and res, then, with --second-look, look again
- * from `look` (a second context of the same thread). */
+/* Infer one frame into ctx and res, then, with the second look and read
+ * alone (not tracked), look again from `look` (a second context of the
+ * same thread) and run the cascade. */
 int osp_detect_infer(const osp_detect_opts_t *o, osp_model_t *m, osp_infer_ctx_t *ctx,
                      osp_infer_ctx_t *look, const osp_view_t *frame, int orig_w, int orig_h,
                      osp_result_t *res, char *err, size_t errlen);
@@ -92,7 +99,9 @@ void osp_detect_put_line(const osp_jw_t *w, int flush);
 /* ---- objects over time (detect_track.c) --------------------------------- */
 
 /* One video input's tracker, zones and events, used by the thread that
- * writes its records; input is its printable name (kept, not copied). */
+ * writes its records; input is its printable name (kept, not copied).
+ * Without --track the same objects are kept, but the caller writes no
+ * "trackId" and no event lines. */
 typedef struct osp_detect_track osp_detect_track_t;
 int osp_detect_track_new(const osp_detect_opts_t *o, osp_model_t *m, const char *input,
                          osp_detect_track_t **out, char *err, size_t errlen);

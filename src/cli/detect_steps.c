@@ -1,13 +1,13 @@
 /*
- * osprey detect --track with a cascade (--recognize, --then, a config's
+ * osprey detect on a video with a cascade (--recognize, --then, a config's
  * "then"; docs/cascades.md): the steps run once per object, not on every
- * box of every frame. Without --track a face seen for 300 frames is cropped
- * and embedded 300 times, and its name is the same each time; here an
- * object's steps run when it becomes one (its track confirmed, and with
- * the second look verified: the boxes a record gives a "trackId"), and
- * again under the rules ospreyd's cameras share (track/steps.h: when its
- * box has grown, or its result was below its threshold, a few times at
- * most).
+ * box of every frame. Each frame read alone (--per-frame) a face seen for
+ * 300 frames is cropped and embedded 300 times, and its name is the same
+ * each time; here an object's steps run when it becomes one (its track
+ * confirmed, and with the second look verified: the boxes --track's record
+ * gives a "trackId"), and again under the rules ospreyd's cameras share
+ * (track/steps.h: when its box has grown, or its result was below its
+ * threshold, a few times at most).
  *
  * The result kept is the surest so far, and every record of the object
  * carries its fields, as do its events ("sub_label",

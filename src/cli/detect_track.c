@@ -1,11 +1,12 @@
 /*
- * osprey detect --track: one input's objects over time (src/track/). The
- * thread that writes the records in frame order hands each frame's
- * detections here: one tracker, zones and lines (--zones), event records,
- * and the second look spent once per object instead of once per box.
+ * osprey detect on a video: one input's objects over time (src/track/),
+ * the default (--per-frame: each frame read alone). The thread that writes
+ * the records in frame order hands each frame's detections here: one
+ * tracker, zones and lines (--zones), event records (written with --track
+ * only), and the second look spent once per object instead of once per box.
  *
- * Without --track the workers look at every box again: about ten model
- * runs a frame on vtest.avi. Here they run the model once a frame, and a
+ * Read alone, the workers look at every box again: about ten model runs a
+ * frame on vtest.avi. Here they run the model once a frame, and a
  * box is looked at when its track asks for it (osp_track_needs_look): a
  * new track on its first frame when its box is sure (LOOK_NOW_ABOVE), a
  * doubtful one when it is confirmed; a verified one when its score or size
@@ -29,7 +30,7 @@
 #define MAX_LABELS 256
 /* Failed looks in a row that reject a track. The look fails a real person
  * now and then (a box at 0.53 whose look finds nothing there, on a frame
- * of vtest.avi): without --track that costs the box one frame, but a
+ * of vtest.avi): read alone that costs the box one frame, but a
  * rejected track is rejected for good, and the tracker went on following
  * the person under it (a rejected track now keeps to its place). F1 on
  * the labelled vtest frames (threshold 0.35) with 1, 3, 6 and 10 failures

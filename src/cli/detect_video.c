@@ -8,8 +8,9 @@
  * thread of its own at the camera's rate (video/newest.h) and the reader
  * takes the newest frame, so a model slower than the camera drops the
  * oldest frames (counted) instead of falling behind; its ring is shorter
- * for the same reason. With --track the calling thread also follows the
- * objects (detect_track.c) before it writes each frame's record, and keeps
+ * for the same reason. Unless --per-frame the calling thread also follows
+ * the objects (detect_track.c) before it writes each frame's record (their
+ * ids and events only with --track), and keeps
  * the frame's slot until then: the looks are taken on its pixels; and the
  * reader asks the motion gate (motion/gate.h) whether anything moved: a
  * frame where nothing did is not run, its record holds the objects as the
@@ -42,7 +43,7 @@ typedef struct {
     osp_jw_t line;
     osp_det_t *dets;
     int n_dets, det_cap, failed;
-    int still;        /* --track: nothing moved, the model is not run (motion/gate.h) */
+    int still;        /* tracked: nothing moved, the model is not run (motion/gate.h) */
     osp_result_t res; /* dets point into this slot */
 } slot_t;
 
@@ -51,7 +52,7 @@ typedef struct {
     osp_model_t *m;
     osp_source_t *src;
     osp_newest_t *newest;    /* a live source's decoding thread, else NULL */
-    osp_motion_gate_t *gate; /* --track: the reader's motion gate, else NULL */
+    osp_motion_gate_t *gate; /* tracked: the reader's motion gate, else NULL */
     const char *input;       /* the source's name: credentials masked */
     pthread_mutex_t mu;      /* guards every field below and the slot states */
     pthread_cond_t cv;
@@ -168,8 +169,8 @@ static void *worker_main(void *arg) {
             osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, NULL, err);
             s->n_dets = 0;
         } else {
-            /* --track: the record is written once the objects are known */
-            if (!p->o->track)
+            /* tracked: the record is written once the objects are known */
+            if (!p->o->tracked)
                 osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, &r, NULL);
             if (s->det_cap < r.n_dets) {
                 osp_det_t *d = realloc(s->dets, (size_t)r.n_dets * sizeof *d);
@@ -250,8 +251,8 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     osp_tally_t *t = osp_tally_new(m);
     osp_detect_track_t *trk = NULL;
     if (!p.slots || !t) snprintf(err, sizeof err, "out of memory");
-    if (!p.slots || !t || (o->track && osp_detect_track_new(o, m, name, &trk, err, sizeof err)) ||
-        (o->track && osp_motion_gate_new(NULL, 0, &p.gate, err, sizeof err)) ||
+    if (!p.slots || !t || (o->tracked && osp_detect_track_new(o, m, name, &trk, err, sizeof err)) ||
+        (o->tracked && osp_motion_gate_new(NULL, 0, &p.gate, err, sizeof err)) ||
         (live && osp_newest_start(src, &p.newest, err, sizeof err))) {
         free(p.slots);
         osp_tally_free(t);
@@ -286,6 +287,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
         double ft = s->t >= 0 ? s->t : s->captured;
         if (trk && !s->failed && s->still) {
             osp_detect_track_still(trk, &s->res);
+            if (!o->track) s->res.track_ids = NULL; /* the ids are --track's */
             osp_detect_format(&s->line, name, s->frame, s->t, m, &s->res, NULL);
             osp_jw_key(&s->line, "still");
             osp_jw_bool(&s->line, 1);
@@ -295,6 +297,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
                 s->failed = 1;
                 osp_detect_format(&s->line, name, s->frame, s->t, m, NULL, terr);
             } else {
+                if (!o->track) s->res.track_ids = NULL;
                 osp_detect_format(&s->line, name, s->frame, s->t, m, &s->res, NULL);
             }
         }
@@ -304,7 +307,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
             osp_tally_add_failed(t);
         } else {
             osp_tally_add(t, &s->res, s->frame, &pv);
-            if (trk) osp_detect_track_emit(trk, s->frame, s->t, live);
+            if (trk && o->track) osp_detect_track_emit(trk, s->frame, s->t, live);
         }
         double now = osp_now_s();
         if (bar && now - last_bar > 0.1) {
@@ -324,7 +327,7 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     if (bar) progress(name, osp_tally_frames(t), expect, osp_now_s() - t0, 1);
     char more[1024] = "";
     if (trk) osp_detect_track_summary(trk, more, sizeof more);
-    if (o->cascade) { /* with --track once per object, else on every box of every frame */
+    if (o->cascade) { /* tracked once per object, else on every box of every frame */
         size_t at = strlen(more);
         long runs = step_runs(o->cascade) - runs0, frames = osp_tally_frames(t);
         snprintf(more + at, sizeof more - at, "; %ld cascade step run%s (%.2f a frame)", runs,

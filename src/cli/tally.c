@@ -134,9 +134,10 @@ void osp_tally_print(const osp_tally_t *t, const char *name, double secs, const 
         else
             fprintf(stderr, "%s class %d %ld", i ? "," : ";", order[i], t->per_label[order[i]]);
     }
-    if (t->looks)
-        fprintf(stderr, "; %ld second look%s, %ld box%s taken back", t->looks,
-                t->looks == 1 ? "" : "s", t->look_dropped, t->look_dropped == 1 ? "" : "es");
+    if (t->looks) /* each frame read alone: one run, and one a look */
+        fprintf(stderr, "; %ld second look%s, %ld box%s taken back, %.2f model runs a frame",
+                t->looks, t->looks == 1 ? "" : "s", t->look_dropped, t->look_dropped == 1 ? "" : "es",
+                t->frames ? (double)(t->frames + t->looks) / (double)t->frames : 0.0);
     if (more) fputs(more, stderr);
     fputc('\n', stderr);
 }

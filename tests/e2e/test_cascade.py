@@ -82,7 +82,7 @@ def test_a_video_on_worker_threads(osprey):
     """Each worker thread crops from its own frame: every face of every
     frame run gets its embedding, the same face in near frames a near one."""
     recs = lines(detect(osprey, "--model", "ultraface", "--then", "face-embed", "--workers", "2",
-                        "--every", "40", need(MEDIA / "Megamind.avi")).stdout)
+                        "--per-frame", "--every", "40", need(MEDIA / "Megamind.avi")).stdout)
     faces = [d for r in recs for d in r["detections"]]
     assert len(faces) >= 6, recs
     assert all(len(d["embedding"]) == 512 for d in faces)

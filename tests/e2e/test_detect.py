@@ -56,7 +56,8 @@ def test_boxes_inside_frame(osprey):
 
 
 def test_vtest_people_every_40th(osprey, tmp_path):
-    r = run(osprey, "detect", "--quiet", "--every", "40", "--out", tmp_path,
+    # what the model finds on each frame read alone
+    r = run(osprey, "detect", "--quiet", "--per-frame", "--every", "40", "--out", tmp_path,
             need(MEDIA / "vtest.avi"))
     assert r.returncode == 0, r.stderr
     recs = lines(r.stdout)
@@ -132,7 +133,8 @@ def test_help_documents_every_flag(osprey):
     r = run(osprey, "detect", "--help")
     assert r.returncode == 0
     for flag in ("--model", "--threshold", "--every", "--out", "--workers", "--quiet",
-                 "--no-json", "--help", "--per-class-nms", "--labels", "--postprocessor"):
+                 "--no-json", "--help", "--per-class-nms", "--labels", "--postprocessor",
+                 "--per-frame", "--track", "--one-look"):
         assert flag in r.stdout, flag
 
 

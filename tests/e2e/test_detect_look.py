@@ -36,7 +36,7 @@ def people(rec):
 def on_truth(osprey, *extra):
     """(tp, fp, fn, false boxes on nothing) over the labelled frames."""
     src = json.loads(TRUTH.read_text())["sources"][0]
-    found = {r["frame"]: r for r in lines(detect(osprey, "--every", str(src["every"]), *extra,
+    found = {r["frame"]: r for r in lines(detect(osprey, "--per-frame", "--every", str(src["every"]), *extra,
                                                  need(MEDIA / src["file"])).stdout)}
     tp = fp = fn = nothing = 0
     for key, boxes in src["frames"].items():
@@ -63,7 +63,7 @@ def test_second_look_on_labelled_frames(osprey):
 
 def test_records_say_what_was_looked_at(osprey):
     vtest = need(MEDIA / "vtest.avi")
-    r = detect(osprey, "--every", "50", vtest)
+    r = detect(osprey, "--per-frame", "--every", "50", vtest)
     recs = lines(r.stdout)
     dets = [d for rec in recs for d in rec["detections"]]
     assert dets and all("lookScore" in d for d in dets)  # every box there is small
@@ -72,7 +72,7 @@ def test_records_say_what_was_looked_at(osprey):
         assert (d["score"] + d["lookScore"]) / 2 >= THRESHOLD - 1e-4, d
     m = re.search(r"; (\d+) second looks, (\d+) box(es)? taken back", r.stderr)
     assert m and int(m.group(1)) >= len(dets) > 0 and int(m.group(2)) > 0, r.stderr
-    once = detect(osprey, "--every", "50", "--one-look", vtest)
+    once = detect(osprey, "--per-frame", "--every", "50", "--one-look", vtest)
     assert not any("lookScore" in d for rec in lines(once.stdout) for d in rec["detections"])
     assert "second look" not in once.stderr
 
@@ -88,8 +88,8 @@ def test_a_large_box_is_seen_once(osprey):
     assert "second look" not in r.stderr
     # the cockatoo video: its bird fills the frame and is a "Person" at 0.35-0.40
     bird = need(MEDIA / "cockatoo.mp4")
-    default = [people(x) for x in lines(detect(osprey, bird).stdout)]
-    once = [people(x) for x in lines(detect(osprey, "--one-look", bird).stdout)]
+    default = [people(x) for x in lines(detect(osprey, "--per-frame", bird).stdout)]
+    once = [people(x) for x in lines(detect(osprey, "--per-frame", "--one-look", bird).stdout)]
     assert default == once
 
 
@@ -101,7 +101,7 @@ def test_two_boxes_on_one_walker(osprey):
     vtest = need(MEDIA / "vtest.avi")
 
     def on_walker(*extra):
-        recs = {x["frame"]: x for x in lines(detect(osprey, "--every", "13", "--threshold",
+        recs = {x["frame"]: x for x in lines(detect(osprey, "--per-frame", "--every", "13", "--threshold",
                                                     str(THRESHOLD), *extra, vtest).stdout)}
         return [d for d in people(recs[143])
                 if walker[0] <= (d["box"][0] + d["box"][2]) / 2 <= walker[2]
@@ -155,7 +155,7 @@ def test_containment_after_a_second_look(osprey, tmp_path):
         cfgs[share].write_text(json.dumps({"nmsContainment": share}))
 
     def boxes(*extra):
-        return [r["detections"] for r in lines(detect(osprey, "--every", "30", *extra,
+        return [r["detections"] for r in lines(detect(osprey, "--per-frame", "--every", "30", *extra,
                                                       vtest).stdout)]
 
     default = boxes()

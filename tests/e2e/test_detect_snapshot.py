@@ -40,7 +40,7 @@ def test_snapshot_of_any_detections(osprey, tmp_path):
 
 
 def test_each_label_its_colour(osprey, tmp_path):
-    recs, err = detect(osprey, "--model", "ssd-oidv4", "--out", tmp_path, "--every", "700", need(MEDIA / "vtest.avi"))
+    recs, err = detect(osprey, "--model", "ssd-oidv4", "--out", tmp_path, "--per-frame", "--every", "700", need(MEDIA / "vtest.avi"))
     snap = jpeg_image(tmp_path / "vtest-best.jpg")
     best = int(err.split("snapshot of frame ")[1].split()[0])
     (rec,) = [r for r in recs if r["frame"] == best]

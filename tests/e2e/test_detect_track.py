@@ -170,7 +170,7 @@ def test_track_refuses_an_image(osprey):
 def test_looks_once_per_object(osprey, tmp_path):
     """The per-box second look against the once-per-object one, on 60 frames."""
     short = cut(tmp_path, 60)
-    every_box = run(osprey, "detect", "--quiet", short)
+    every_box = run(osprey, "detect", "--quiet", "--per-frame", short)
     assert every_box.returncode == 0, every_box.stderr
     per_box = int(re.search(r"(\d+) second looks", every_box.stderr)[1])
     tracked = run(osprey, "detect", "--quiet", "--track", short)

@@ -1,10 +1,11 @@
-"""osprey detect --track with a cascade (docs/cascades.md, With --track):
-the steps run once per object, not on every box of every frame. A real
+"""osprey detect --track with a cascade (docs/cascades.md, On a video,
+once per object): the steps run once per object, not on every box of
+every frame. A real
 face library, UltraFace and face-embed, and clips made here from the
 footballer's photo: panned across the frame (the face moves, its size
 stays), and zoomed in on the face (it grows). Every record of the object
 carries its name and its events carry it as sub_label; the summary counts
-the step runs: one per object against one per frame without --track; a
+the step runs: one per object against one per frame with --per-frame; a
 face the library does not hold is tried again a few times, no more; a face
 that grows is run again."""
 import re
@@ -99,8 +100,8 @@ def test_a_face_is_named_once_per_object(osprey, library, pan):
     (objs, runs), steps = counts(r.stderr)
     assert (objs, runs, steps) == (1, 1, 1), r.stderr
 
-    # without --track: the steps run on the face of every frame
-    r, out = detect(osprey, "--recognize", library, pan)
+    # each frame read alone: the steps run on the face of every frame
+    r, out = detect(osprey, "--per-frame", "--recognize", library, pan)
     faces = [d for x in records(out) for d in x["detections"]]
     assert len(faces) >= FRAMES and all(d["name"] == "footballer" for d in faces), faces
     assert counts(r.stderr) == (None, len(faces)), r.stderr

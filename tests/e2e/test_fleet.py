@@ -557,7 +557,7 @@ def test_jobs_submit_prints_what_detect_prints(spawn, redis, tmp_path):
     # the worker's config decides thresholds: the wire's (0.3, suppression per label,
     # one look), which osprey detect gives with these options
     det = subprocess.run([str(BIN / "osprey"), "detect", "--model", "ssd-oidv4", "--threshold", "0.3",
-                          "--per-class-nms", "--one-look", "--every", "150", "--out", str(tmp_path), *inputs], capture_output=True, text=True, timeout=WAIT * 2, env=env)
+                          "--per-class-nms", "--one-look", "--per-frame", "--every", "150", "--out", str(tmp_path), *inputs], capture_output=True, text=True, timeout=WAIT * 2, env=env)
     assert det.returncode == 0, det.stderr
     got = [json.loads(x) for x in sub.stdout.splitlines()]
     want = [json.loads(x) for x in det.stdout.splitlines() if '"detections"' in x]

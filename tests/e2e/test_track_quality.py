@@ -37,7 +37,7 @@ def tracked(osprey, clip):
 
 @pytest.fixture(scope="module")
 def measured(osprey, clip, tracked):
-    r = run(osprey, "detect", "--quiet", clip / "trackclip.avi")
+    r = run(osprey, "detect", "--quiet", "--per-frame", clip / "trackclip.avi")
     assert r.returncode == 0, r.stderr
     (clip / "plain.jsonl").write_text(r.stdout)
     e = subprocess.run([sys.executable, str(TOOLS / "trackeval.py"), "--truth",
