@@ -123,3 +123,16 @@ def test_help_says_the_default_first(osprey):
     assert text.index("read as objects over time") < text.index("options:")
     own = text[:text.index("Publishing each record to MQTT")]
     assert max(len(line) for line in own.splitlines()) <= 80
+
+
+def test_a_model_without_boxes_reads_each_frame_alone(osprey, short):
+    """An embedder has no objects to follow: a record of every frame, as
+    before; --track with one is refused."""
+    r = detect(osprey, "--model", "face-embed", short)
+    recs = lines(r.stdout)
+    assert [x["frame"] for x in recs] == list(range(12))
+    assert all(x["kind"] == "embedding" and len(x["embedding"]) == 512 for x in recs)
+    assert "the model ran on" not in r.stderr
+    bad = run(osprey, "detect", "--model", "face-embed", "--track", short)
+    assert bad.returncode == 2 and "gives no boxes" in bad.stderr, bad.stderr
+    assert bad.stdout == ""
