@@ -300,15 +300,6 @@ done:
     return rc ? -1 : 0;
 }
 
-/* The postprocessors whose records are not boxes (model/cascade.c's
- * families): an embedding, classes, a text. */
-static int gives_no_boxes(const char *postprocessor) {
-    static const char *const NOT_BOXES[] = {"embedding", "classifier", "ctc", "easyocr"};
-    for (size_t i = 0; i < sizeof NOT_BOXES / sizeof *NOT_BOXES; i++)
-        if (strcmp(postprocessor, NOT_BOXES[i]) == 0) return 1;
-    return 0;
-}
-
 /* The catalog entry cfg was made from (its name and its file), or NULL. */
 static const osp_catalog_entry_t *catalog_of(const osp_model_cfg_t *cfg) {
     const osp_catalog_entry_t *e = osp_catalog_find(cfg->name);
@@ -676,7 +667,7 @@ static int run_model(const osp_detect_opts_t *po, osp_model_cfg_t *pcfg,
     }
     /* an embedder, a classifier or a text reader gives no boxes: no objects
      * to follow, each frame is read alone */
-    int boxes = !gives_no_boxes(m->dec->name);
+    int boxes = m->dec->gives == OSP_GIVES_BOXES;
     if (o.track && !boxes) {
         osp_log(OSP_LOG_ERROR,
                 "osprey detect: --track follows objects; %s gives no boxes (its "

@@ -15,6 +15,7 @@
 
 #include "base/text.h"
 #include "model/cascade_int.h"
+#include "post/decoder.h"
 
 /* Every key a step may carry. Unlike a model config's, an unknown one is
  * an error: no host's config predates them. */
@@ -30,16 +31,6 @@ static const char *const RECORD_KEYS[] = {"label", "class",     "score",  "lookS
 /* The cosine at or above which an embedding is taken for a library's
  * name: measured on the photos of the set-up (docs/cascades.md). */
 #define MATCH_THRESHOLD_DEF 0.45f
-
-typedef enum { FAMILY_BOXES, FAMILY_EMBEDDING, FAMILY_CLASSES, FAMILY_TEXT } family_t;
-
-static family_t family_of(const char *postprocessor) {
-    if (strcmp(postprocessor, "embedding") == 0) return FAMILY_EMBEDDING;
-    if (strcmp(postprocessor, "classifier") == 0) return FAMILY_CLASSES;
-    if (strcmp(postprocessor, "ctc") == 0 || strcmp(postprocessor, "easyocr") == 0)
-        return FAMILY_TEXT;
-    return FAMILY_BOXES;
-}
 
 /* The decoders whose detections carry the landmarks osp_align_landmarks reads. */
 static int gives_landmarks(const char *postprocessor) {
@@ -189,7 +180,7 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
             snprintf(err, errlen, "%s: a cycle: %s runs on its own output", where, s->model);
             return -1;
         }
-    if (family_of(before_post) != FAMILY_BOXES) {
+    if (osp_decoder_gives(before_post) != OSP_GIVES_BOXES) {
         snprintf(err, errlen, "%s: %s gives no boxes to crop (only a detector is followed)", where,
                  before);
         return -1;
@@ -215,16 +206,16 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
             snprintf(s->labels[s->n_labels++], 64, "%s", l->valuestring);
         }
     }
-    family_t fam = family_of(e->postprocessor);
-    s->kind = fam == FAMILY_EMBEDDING ? OSP_STEP_EMBEDDING
-              : fam == FAMILY_CLASSES ? OSP_STEP_CLASS
-              : fam == FAMILY_TEXT    ? OSP_STEP_TEXT
-                                      : OSP_STEP_OBJECTS;
+    osp_gives_t fam = osp_decoder_gives(e->postprocessor);
+    s->kind = fam == OSP_GIVES_EMBEDDING ? OSP_STEP_EMBEDDING
+              : fam == OSP_GIVES_CLASSES ? OSP_STEP_CLASS
+              : fam == OSP_GIVES_TEXT    ? OSP_STEP_TEXT
+                                         : OSP_STEP_OBJECTS;
     /* a text line is read as it stands; a detector looks at the box and its
      * margin; an embedder or classifier at the square around it */
-    s->crop = fam == FAMILY_TEXT    ? OSP_CROP_RECT
-              : fam == FAMILY_BOXES ? OSP_CROP_RECT
-                                    : OSP_CROP_SQUARE;
+    s->crop = fam == OSP_GIVES_TEXT    ? OSP_CROP_RECT
+              : fam == OSP_GIVES_BOXES ? OSP_CROP_RECT
+                                       : OSP_CROP_SQUARE;
     if ((v = cJSON_GetObjectItemCaseSensitive(js, "align"))) {
         if (!cJSON_IsString(v) ||
             (strcmp(v->valuestring, "box") != 0 && strcmp(v->valuestring, "landmarks") != 0)) {
@@ -239,7 +230,7 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
                          where, before);
                 return -1;
             }
-            if (fam != FAMILY_EMBEDDING && fam != FAMILY_CLASSES) {
+            if (fam != OSP_GIVES_EMBEDDING && fam != OSP_GIVES_CLASSES) {
                 snprintf(err, errlen,
                          "%s: align \"landmarks\" is for a face embedder or classifier", where);
                 return -1;
@@ -264,7 +255,7 @@ static int parse_step(const cJSON *js, const char *before, const char *before_po
             snprintf(err, errlen, "%s: faceLibrary is the path of a face library", where);
             return -1;
         }
-        if (fam != FAMILY_EMBEDDING) {
+        if (fam != OSP_GIVES_EMBEDDING) {
             snprintf(err, errlen, "%s: faceLibrary needs an embedder (face-embed), not %s", where,
                      s->model);
             return -1;
@@ -497,7 +488,7 @@ int osp_cascade_simple(const osp_model_cfg_t *cfg, const char *model, const char
         cJSON_AddItemToObject(obj, "then", step);
         cJSON_AddStringToObject(step, "model", model);
         if (gives_landmarks(cfg->postprocessor) && osp_catalog_find(model) &&
-            family_of(osp_catalog_find(model)->postprocessor) == FAMILY_EMBEDDING)
+            osp_decoder_gives(osp_catalog_find(model)->postprocessor) == OSP_GIVES_EMBEDDING)
             cJSON_AddStringToObject(step, "align", "landmarks");
         if (library) {
             /* names are for faces: a detector of other things is a mistake

@@ -158,4 +158,5 @@ static void bf_free(void *state) {
     free(st);
 }
 
-const osp_decoder_t osp_decoder_blazeface = {"blazeface", bf_setup, bf_decode, bf_free};
+const osp_decoder_t osp_decoder_blazeface = {"blazeface", bf_setup, bf_decode, bf_free,
+                                             OSP_GIVES_BOXES};

@@ -116,4 +116,5 @@ static int cls_decode(const void *state, const osp_pout_t *outs, int n, const os
     return 0;
 }
 
-const osp_decoder_t osp_decoder_classifier = {"classifier", cls_setup, cls_decode, NULL};
+const osp_decoder_t osp_decoder_classifier = {"classifier", cls_setup, cls_decode, NULL,
+                                              OSP_GIVES_CLASSES};

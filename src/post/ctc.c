@@ -177,4 +177,4 @@ oom:
     return -1;
 }
 
-const osp_decoder_t osp_decoder_ctc = {"ctc", ctc_setup, ctc_decode, ctc_free};
+const osp_decoder_t osp_decoder_ctc = {"ctc", ctc_setup, ctc_decode, ctc_free, OSP_GIVES_TEXT};

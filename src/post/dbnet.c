@@ -253,4 +253,4 @@ done:
     return rc;
 }
 
-const osp_decoder_t osp_decoder_dbnet = {"dbnet", db_setup, db_decode, NULL};
+const osp_decoder_t osp_decoder_dbnet = {"dbnet", db_setup, db_decode, NULL, OSP_GIVES_BOXES};

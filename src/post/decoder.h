@@ -125,6 +125,16 @@ int osp_dres_fill_normalised(osp_dres_t *r, osp_dfill_fn fill, const void *state
                              const osp_pout_t *outs, const osp_dparams_t *p, char *err,
                              size_t errlen);
 
+/* What a decoder's records hold: boxes (every detector, text detectors
+ * included), or one result for the whole input. Only boxes can be cropped
+ * by a cascade or followed by a tracker. */
+typedef enum {
+    OSP_GIVES_BOXES,
+    OSP_GIVES_EMBEDDING,
+    OSP_GIVES_CLASSES,
+    OSP_GIVES_TEXT
+} osp_gives_t;
+
 typedef struct osp_decoder {
     const char *name;
     /* Check the outputs the model declares and prepare any state (anchors,
@@ -136,6 +146,7 @@ typedef struct osp_decoder {
     int (*decode)(const void *state, const osp_pout_t *outs, int n, const osp_dparams_t *p,
                   osp_dres_t *res, char *err, size_t errlen);
     void (*free_state)(void *state);
+    osp_gives_t gives;
 } osp_decoder_t;
 
 /* For a setup whose state is a plain struct: *state = a heap copy of the
@@ -166,6 +177,9 @@ int osp_pdims_rows_cols(const int64_t *dims, int rank, int64_t *rows, int64_t *c
 
 /* The decoder registered under name, or NULL. */
 const osp_decoder_t *osp_decoder_find(const char *name);
+/* What the decoder registered under name gives; boxes for a name that is
+ * not registered (the config's check refuses it elsewhere). */
+osp_gives_t osp_decoder_gives(const char *name);
 /* "ssd, ultraface, …": the registered names, for error messages. */
 void osp_decoder_names(char *buf, size_t n);
 /* The detector families whose set-up accepts these outputs, most specific

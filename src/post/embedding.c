@@ -48,4 +48,5 @@ static int emb_decode(const void *state, const osp_pout_t *outs, int n, const os
     return 0;
 }
 
-const osp_decoder_t osp_decoder_embedding = {"embedding", emb_setup, emb_decode, NULL};
+const osp_decoder_t osp_decoder_embedding = {"embedding", emb_setup, emb_decode, NULL,
+                                             OSP_GIVES_EMBEDDING};

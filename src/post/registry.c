@@ -33,6 +33,11 @@ const osp_decoder_t *osp_decoder_find(const char *name) {
     return NULL;
 }
 
+osp_gives_t osp_decoder_gives(const char *name) {
+    const osp_decoder_t *d = osp_decoder_find(name);
+    return d ? d->gives : OSP_GIVES_BOXES;
+}
+
 void osp_decoder_names(char *buf, size_t n) {
     size_t len = 0;
     if (n) buf[0] = '\0';

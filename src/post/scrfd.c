@@ -117,4 +117,4 @@ static int sf_decode(const void *state, const osp_pout_t *outs, int n, const osp
     return 0;
 }
 
-const osp_decoder_t osp_decoder_scrfd = {"scrfd", sf_setup, sf_decode, free};
+const osp_decoder_t osp_decoder_scrfd = {"scrfd", sf_setup, sf_decode, free, OSP_GIVES_BOXES};

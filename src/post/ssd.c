@@ -221,4 +221,4 @@ static void ssd_free(void *state) {
     free(st);
 }
 
-const osp_decoder_t osp_decoder_ssd = {"ssd", ssd_setup, ssd_decode, ssd_free};
+const osp_decoder_t osp_decoder_ssd = {"ssd", ssd_setup, ssd_decode, ssd_free, OSP_GIVES_BOXES};

@@ -127,4 +127,4 @@ static int sn_decode(const void *state, const osp_pout_t *outs, int n, const osp
     return 0;
 }
 
-const osp_decoder_t osp_decoder_ssd_nms = {"ssd-nms", sn_setup, sn_decode, NULL};
+const osp_decoder_t osp_decoder_ssd_nms = {"ssd-nms", sn_setup, sn_decode, NULL, OSP_GIVES_BOXES};

@@ -65,4 +65,4 @@ static int uf_decode(const void *state, const osp_pout_t *outs, int n, const osp
     return osp_dres_fill_normalised(res, uf_fill, st, outs, p, err, errlen);
 }
 
-const osp_decoder_t osp_decoder_ultraface = {"ultraface", uf_setup, uf_decode, free};
+const osp_decoder_t osp_decoder_ultraface = {"ultraface", uf_setup, uf_decode, free, OSP_GIVES_BOXES};

@@ -188,4 +188,4 @@ static int yl_decode(const void *state, const osp_pout_t *outs, int n, const osp
     return 0;
 }
 
-const osp_decoder_t osp_decoder_yolo = {"yolo", yl_setup, yl_decode, free};
+const osp_decoder_t osp_decoder_yolo = {"yolo", yl_setup, yl_decode, free, OSP_GIVES_BOXES};

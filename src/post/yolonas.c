@@ -91,4 +91,4 @@ oom:
     return -1;
 }
 
-const osp_decoder_t osp_decoder_yolonas = {"yolonas", yn_setup, yn_decode, free};
+const osp_decoder_t osp_decoder_yolonas = {"yolonas", yn_setup, yn_decode, free, OSP_GIVES_BOXES};

@@ -110,4 +110,4 @@ static int yx_decode(const void *state, const osp_pout_t *outs, int n, const osp
     return 0;
 }
 
-const osp_decoder_t osp_decoder_yolox = {"yolox", yx_setup, yx_decode, free};
+const osp_decoder_t osp_decoder_yolox = {"yolox", yx_setup, yx_decode, free, OSP_GIVES_BOXES};
