@@ -1,6 +1,7 @@
 /*
  * detect: what the files of `osprey detect` share. detect.c parses the
- * command line into an osp_detect_opts_t and opens the model;
+ * command line into an osp_detect_opts_t and opens the model, and
+ * detect_usage.c is its --help;
  * detect_image.c runs a still image, detect_video.c a video source through
  * its reader/worker pipeline; detect_lines.c prints the per-frame records
  * both write; tally.c and snapshot.c count an input's detections and draw
@@ -72,6 +73,9 @@ int osp_detect_image(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
                      const char *input);
 int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *dec,
                      const char *input);
+
+/* --help's text, to out (detect_usage.c). */
+void osp_detect_usage(FILE *out);
 
 /* Infer one frame into ctx and res, then, with the second look and read
  * alone (not tracked), look again from `look` (a second context of the
