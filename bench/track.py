@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""What osprey detect's default pipeline on video costs against --one-look
-and --per-frame, in one sitting.
+"""What osprey detect's default pipeline on video costs against one-look
+detection and --per-frame, in one sitting.
 
     bench/track.py [--bin build/bin] [--runs 3] [--per-frame-runs 1] [--media DIR] [--json]
 
-Three clips, each run as `osprey detect -q --one-look` and `osprey detect -q`
-(the default: motion gate, tracks, the second look once per object) in
-turns, --runs times (default 3) so that both see the same load on a shared
-machine; vtest also as `osprey detect -q --per-frame` (each frame read
+Three clips, each run as `osprey detect -q --per-frame --one-look` (one-look
+detection: each frame read alone, one whole-frame pass, no second look) and
+`osprey detect -q` (the default: motion gate, tracks, the second look once
+per object) in turns, --runs times (default 3) so that both see the same
+load on a shared machine; vtest also as `osprey detect -q --per-frame` (each frame read
 alone, the second look at every box: about ten model runs a frame, a
 minute or more of CPU a run), --per-frame-runs times (default 1):
 
@@ -18,19 +19,21 @@ minute or more of CPU a run), --per-frame-runs times (default 1):
 
 Printed per clip and pipeline: model runs a frame (the default's from its
 summary: the frames the model ran on plus the looks; --per-frame's one a
-frame plus its second looks; --one-look one a frame), the median frames/s,
-CPU seconds a run, and the ratio of the medians against --one-look. On
+frame plus its second looks; one-look one a frame), the median frames/s,
+CPU seconds a run, and the ratio of the medians against one-look. On
 vtest also F1 on its labelled frames
 (tests/e2e/fixtures/truth/vtest-people.json, matched as tools/threshold.py
 matches) at each pipeline's default threshold, from the records of the
 same runs, and the static false people after the first minute (boxes of
 the label that stay put in more than a fifth of those frames,
-tools/threshold.py --static's test).
+tools/threshold.py --static's test). For each clip also its decode alone:
+the CPU seconds of `ffmpeg -threads 1 -i CLIP -f null -` (the same
+libavcodec osprey decodes with), the floor under a still scene's cost.
 
 Figures, not a test: nothing here asserts. The marks: the default on vtest
-at most 1.5 runs a frame, frames/s at least half of --one-look's, F1 at
+at most 1.5 runs a frame, frames/s at least half of one-look's, F1 at
 least --per-frame's (0.960 measured before); a still clip at most 0.05
-runs a frame.
+runs a frame and frames/s at least 3 times one-look's.
 """
 import argparse
 import json
@@ -52,7 +55,7 @@ SUMMARY = re.compile(r"(\d+) frames in ([\d.]+) s \(([\d.]+) frames/s\)")
 RAN = re.compile(r"the model ran on (\d+) of (\d+) frames")
 LOOKS = re.compile(r"(\d+) looks? \(")
 PER_BOX = re.compile(r"(\d+) second looks")
-KINDS = {"one-look": ["--one-look"], "default": [], "per-frame": ["--per-frame"]}
+KINDS = {"one-look": ["--per-frame", "--one-look"], "default": [], "per-frame": ["--per-frame"]}
 
 
 def run(osprey, kind, clip):
@@ -93,6 +96,15 @@ def f1(recs, truth, label):
     p = tp / (tp + fp) if tp + fp else 1.0
     r = tp / (tp + fn) if tp + fn else 1.0
     return {"f1": round(2 * p * r / (p + r), 3) if p + r else 0.0, "tp": tp, "fp": fp, "fn": fn}
+
+
+def decode_cpu(clip):
+    """CPU seconds of decoding the clip alone, on one thread."""
+    t0 = os.times()
+    subprocess.run(["ffmpeg", "-v", "error", "-threads", "1", "-i", str(clip), "-f", "null", "-"],
+                   check=True)
+    t1 = os.times()
+    return (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
 
 
 def still_clips(media, tmp):
@@ -146,17 +158,22 @@ def main():
                     fig["static"] = len(static_boxes(late, label, 0))
                 res[kind].append(fig)
             out[name] = res
+            out[name + ".decode"] = statistics.median(decode_cpu(clip) for _ in range(a.runs))
     if a.json:
         print(json.dumps(out))
         return
-    print("osprey detect on video: the default against --one-look (and --per-frame on vtest),")
+    print("osprey detect on video: the default against one-look detection (--per-frame --one-look)")
+    print("(and --per-frame on vtest),")
     print(f"in turns, median of {a.runs} runs each, --per-frame {a.per_frame_runs} "
           f"(load {os.getloadavg()[0]:.1f} at the end)")
     print("runs/frame: model runs a frame, whole frames and looks; passes/frame: whole frames only;")
-    print("cpu: CPU seconds a run (user + system); x one-look: frames/s against --one-look's")
+    print("cpu: CPU seconds a run (user + system); x one-look: frames/s against one-look's;")
+    print("decode: the CPU seconds of ffmpeg decoding the clip alone on one thread")
     print(f"{'clip':6} {'run':9} {'runs/frame':>10} {'passes/frame':>12} {'frames/s':>9} {'cpu s':>7}"
           f" {'x one-look':>10} {'F1':>6} {'TP/FP/FN':>11} {'static>1min':>11}")
     for name, res in out.items():
+        if name.endswith(".decode"):
+            continue
         one = statistics.median(f["fps"] for f in res["one-look"])
         for kind, figs in res.items():
             fps = statistics.median(f["fps"] for f in figs)
@@ -171,6 +188,7 @@ def main():
                 if "static" in f:
                     line += f" {f['static']:>8}"
             print(line)
+        print(f"{name:6} {'decode':9} {'':10} {'':12} {'':9} {out[name + '.decode']:7.1f}")
     print("F1 and static: the first run's (the same every run: the tracker is deterministic,")
     print("and so are the looks). frames/s: 2 workers on a shared machine, compare ratios.")
 
