@@ -14,7 +14,7 @@ minute or more of CPU a run), --per-frame-runs times (default 1):
 
 - vtest.avi (795 frames of people walking, 768x576, 10 frames/s);
 - still: vtest's first frame repeated for 60 s (600 frames), made here with
-  ffmpeg in a temporary directory;
+  ffmpeg in a temporary directory as 4:2:0 MJPEG, as an MJPEG camera's;
 - light: the same with a step of brightness at 30 s (the lights go on).
 
 Printed per clip and pipeline: model runs a frame (the default's from its
@@ -118,8 +118,10 @@ def still_clips(media, tmp):
     out = []
     for name, vf in (("still", []), ("light", ["-vf", "eq=brightness='if(gte(t,30),0.25,0)':eval=frame"])):
         clip = tmp / f"{name}.avi"
+        # 4:2:0, as cameras send (ffmpeg would keep the PNG's 4:4:4)
         subprocess.run(["ffmpeg", "-v", "error", "-y", "-loop", "1", "-i", str(png), "-t", "60",
-                        "-r", "10", *vf, "-c:v", "mjpeg", "-q:v", "3", str(clip)], check=True)
+                        "-r", "10", *vf, "-pix_fmt", "yuvj420p", "-c:v", "mjpeg", "-q:v", "3",
+                        str(clip)], check=True)
         out.append(clip)
     return out
 

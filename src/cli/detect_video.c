@@ -131,9 +131,22 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
+/* A 4:2:0 frame (the reader's when tracked: the gate read its luma) made
+ * RGB in place, spare's buffer taking its planes for the next one. */
+static int make_rgb(osp_image_t *img, osp_image_t *spare, char *err, size_t errlen) {
+    if (!osp_pixfmt_yuv420(img->fmt)) return 0;
+    osp_view_t yuv = osp_image_view(img);
+    if (osp_yuv_to_rgb(&yuv, spare, err, errlen)) return -1;
+    osp_image_t t = *img;
+    *img = *spare;
+    *spare = t;
+    return 0;
+}
+
 static void *worker_main(void *arg) {
     pipe_t *p = arg;
     osp_infer_ctx_t ctx = {0}, look = {0};
+    osp_image_t spare = {0};
     char err[512];
     for (;;) {
         pthread_mutex_lock(&p->mu);
@@ -145,6 +158,7 @@ static void *worker_main(void *arg) {
                 pthread_mutex_unlock(&p->mu);
                 osp_infer_ctx_free(&ctx);
                 osp_infer_ctx_free(&look);
+                osp_image_free(&spare);
                 return NULL;
             }
             pthread_cond_wait(&p->cv, &p->mu);
@@ -153,7 +167,6 @@ static void *worker_main(void *arg) {
         p->take_seq++;
         pthread_mutex_unlock(&p->mu);
 
-        osp_view_t v = osp_image_view(&s->img);
         osp_result_t r;
         if (s->still) { /* the objects of the last frame run stand for it */
             s->failed = 0;
@@ -164,7 +177,10 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&p->mu);
             continue;
         }
-        s->failed = osp_detect_infer(p->o, p->m, &ctx, &look, &v, 0, 0, &r, err, sizeof err) != 0;
+        s->failed = make_rgb(&s->img, &spare, err, sizeof err) != 0;
+        osp_view_t v = osp_image_view(&s->img);
+        s->failed = s->failed ||
+                    osp_detect_infer(p->o, p->m, &ctx, &look, &v, 0, 0, &r, err, sizeof err) != 0;
         if (s->failed) {
             osp_detect_format(&s->line, p->input, s->frame, s->t, p->m, NULL, err);
             s->n_dets = 0;
@@ -237,6 +253,9 @@ int osp_detect_video(const osp_detect_opts_t *o, osp_model_t *m, osp_decoder_t *
     scfg.stop = o->stop;
     scfg.on_event = on_source_event;
     scfg.ctx = (void *)o;
+    /* tracked: the motion gate reads a frame's luma as decoded, and only
+     * the frames it lets through are made RGB (make_rgb) */
+    scfg.yuv420 = o->tracked;
     if (osp_source_open(input, &scfg, &src, err, sizeof err)) {
         osp_log(OSP_LOG_ERROR, "osprey detect: %s", err);
         return 2;

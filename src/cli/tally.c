@@ -17,7 +17,8 @@ struct osp_tally {
     long looks, look_dropped; /* the second look's runs, and the boxes it dropped */
     int best_people;          /* people in the best frame so far (0 without a person label) */
     long best_frame;
-    osp_image_t best; /* copy of that frame */
+    osp_image_t best; /* copy of that frame, RGB */
+    osp_image_t made; /* a 4:2:0 frame made RGB, before it is the best */
     float best_sx, best_sy;
     osp_det_t *best_dets;
     int best_n, best_cap;
@@ -39,6 +40,7 @@ osp_tally_t *osp_tally_new(const osp_model_t *m) {
 void osp_tally_free(osp_tally_t *t) {
     if (!t) return;
     osp_image_free(&t->best);
+    osp_image_free(&t->made);
     free(t->best_dets);
     free(t);
 }
@@ -50,6 +52,12 @@ void osp_tally_add_failed(osp_tally_t *t) { t->frames++; }
 /* Keep a copy of the frame and its boxes; 0, or -1 out of memory (the
  * previous best is then kept as it was). */
 static int keep(osp_tally_t *t, const osp_result_t *r, const osp_view_t *pixels) {
+    char err[128];
+    if (osp_pixfmt_yuv420(pixels->fmt)) { /* a frame the model did not read */
+        if (osp_yuv_to_rgb(pixels, &t->made, err, sizeof err)) return -1;
+        osp_view_t made = osp_image_view(&t->made);
+        return keep(t, r, &made);
+    }
     size_t need = (size_t)pixels->height * (size_t)pixels->width * 3;
     if (t->best.cap < need) {
         uint8_t *d = realloc(t->best.data, need);

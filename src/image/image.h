@@ -34,6 +34,9 @@ typedef enum {
     OSP_PIX_GRAY = 2,
     OSP_PIX_NV12 = 3,
     OSP_PIX_I420 = 4,
+    /* I420 at full range (JPEG's levels, what an MJPEG decoder emits): a
+     * video reader's frame only, never a wire value */
+    OSP_PIX_J420 = 5,
 } osp_pixfmt_t;
 
 /* A borrowed view of interleaved pixels; owns nothing. stride is in bytes. */
@@ -65,7 +68,9 @@ int osp_pixfmt_channels(int fmt);
 /* Bytes a tightly packed 4:2:0 frame (NV12 or I420) of w x h takes; 0 when
  * the sides are not positive. */
 size_t osp_yuv420_bytes(int w, int h);
-/* Convert an NV12 or I420 view to RGB into dst (grown as needed). */
+/* NV12, I420 or J420: a 4:2:0 format, converted to RGB before a model reads it. */
+int osp_pixfmt_yuv420(int fmt);
+/* Convert an NV12, I420 or J420 view to RGB into dst (grown as needed). */
 int osp_yuv_to_rgb(const osp_view_t *src, osp_image_t *dst, char *err, size_t errlen);
 /* Wrap raw wire pixels as a view after checking len == w*h*channels without
  * overflow; on mismatch writes the reason to err and returns OSP_IMG_EINVAL. */

@@ -488,7 +488,7 @@ int osp_cascade_run(const osp_cascade_t *c, const osp_model_t *first, osp_infer_
     res->extra_at = NULL;
     if (res->kind != OSP_REC_DETECTIONS) return OSP_MODEL_OK;
     osp_view_t v = *frame;
-    if (v.fmt == OSP_PIX_NV12 || v.fmt == OSP_PIX_I420) v = osp_image_view(&ctx->rgb);
+    if (osp_pixfmt_yuv420(v.fmt)) v = osp_image_view(&ctx->rgb);
     if (osp_pixfmt_channels(v.fmt) == 0 || v.width != ctx->view_w || v.height != ctx->view_h) {
         snprintf(err, errlen, "cascade: no frame to crop from");
         return OSP_MODEL_EINVAL;

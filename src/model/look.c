@@ -109,7 +109,7 @@ int osp_model_look_box(osp_model_t *m, osp_infer_ctx_t *look, const osp_view_t *
                        float sy, const osp_det_t *d, float *score, osp_det_t *at, double *prep_ms,
                        double *predict_ms, char *err, size_t errlen) {
     int ch = osp_pixfmt_channels(v->fmt);
-    if (ch == 0 || v->fmt == OSP_PIX_NV12 || v->fmt == OSP_PIX_I420 || !(sx > 0) || !(sy > 0)) {
+    if (ch == 0 || osp_pixfmt_yuv420(v->fmt) || !(sx > 0) || !(sy > 0)) {
         snprintf(err, errlen, "no frame to look at again");
         return OSP_MODEL_EINVAL;
     }
@@ -140,7 +140,7 @@ int osp_model_look_again(osp_model_t *m, osp_infer_ctx_t *ctx, osp_infer_ctx_t *
                          size_t errlen) {
     if (res->kind != OSP_REC_DETECTIONS || res->n_dets == 0) return OSP_MODEL_OK;
     osp_view_t v = *frame;
-    if (v.fmt == OSP_PIX_NV12 || v.fmt == OSP_PIX_I420) v = osp_image_view(&ctx->rgb);
+    if (osp_pixfmt_yuv420(v.fmt)) v = osp_image_view(&ctx->rgb);
     int ch = osp_pixfmt_channels(v.fmt);
     if (ch == 0 || v.width != ctx->view_w || v.height != ctx->view_h) {
         snprintf(err, errlen, "no frame to look at again");

@@ -402,7 +402,7 @@ int osp_model_prepare(const osp_model_t *m, osp_infer_ctx_t *ctx, const osp_view
     }
     double t0 = osp_now_ms();
     osp_view_t rgb;
-    if (frame->fmt == OSP_PIX_NV12 || frame->fmt == OSP_PIX_I420) {
+    if (osp_pixfmt_yuv420(frame->fmt)) {
         if (osp_yuv_to_rgb(frame, &ctx->rgb, err, errlen)) return OSP_MODEL_EINVAL;
         rgb = osp_image_view(&ctx->rgb);
         frame = &rgb;

@@ -1,8 +1,9 @@
 /*
- * The motion gate (gate.h). Its frames come as packed RGB (or BGR) from a
- * video reader, so the luma is made from them here (libyuv, full range:
- * motion compares levels, either range does). A still scene then costs
- * the luma and the motion pass.
+ * The motion gate (gate.h). A 4:2:0 frame (a video reader's with
+ * osp_video_opts_t.yuv420) is read by its Y plane as it is, at its own
+ * range (motion compares levels: either range does), so a still scene
+ * costs the decode and the motion pass; from packed RGB (or BGR) the luma
+ * is made here first (libyuv, full range).
  */
 #include "motion/gate.h"
 
@@ -102,15 +103,21 @@ int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t
     if (moved) *moved = 0;
     g->boxes = NULL;
     g->n_boxes = 0;
-    if (img->fmt == OSP_PIX_RGB || img->fmt == OSP_PIX_BGR) {
+    int yuv = osp_pixfmt_yuv420(img->fmt);
+    if (yuv || img->fmt == OSP_PIX_RGB || img->fmt == OSP_PIX_BGR) {
         if ((img->width != g->w || img->height != g->h) &&
             resize(g, img->width, img->height, err, errlen))
             return -1;
-        /* RAW is libyuv's R,G,B in memory; for BGR the weights of red and
-         * blue swap, which moves a level by a few percent at most */
-        RAWToJ400(img->data, img->stride, g->luma, g->w, g->w, g->h);
+        const uint8_t *luma = img->data; /* a 4:2:0 frame's Y plane comes first */
+        int stride = img->stride;
+        if (!yuv) {
+            /* RAW is libyuv's R,G,B in memory; for BGR the weights of red
+             * and blue swap, which moves a level by a few percent at most */
+            RAWToJ400(img->data, img->stride, g->luma, g->w, g->w, g->h);
+            luma = g->luma, stride = g->w;
+        }
         osp_motion_result_t r;
-        if (osp_motion_update(g->motion, g->luma, g->w, g->h, g->w, &r, err, errlen)) return -1;
+        if (osp_motion_update(g->motion, luma, g->w, g->h, stride, &r, err, errlen)) return -1;
         if (moved) *moved = r.n_boxes > 0;
         g->boxes = r.boxes;
         g->n_boxes = r.n_boxes;

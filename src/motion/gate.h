@@ -42,8 +42,9 @@ void osp_motion_gate_free(osp_motion_gate_t *g);
 /* One frame at time t (seconds, the frames' clock): 1 when the model is
  * to run on it, 0 when nothing moved since the last run; -1 with the
  * reason in err (the caller runs the model: it costs time, not a result).
- * *moved (may be NULL) says whether motion was found in it. A frame that
- * is not packed RGB/BGR is always run, and not looked at. */
+ * *moved (may be NULL) says whether motion was found in it. Motion reads
+ * a 4:2:0 frame's Y plane as it is and makes the luma of a packed RGB/BGR
+ * one; a frame of another format (grey) is always run, and not looked at. */
 int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t, int *moved,
                           char *err, size_t errlen);
 

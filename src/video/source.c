@@ -110,6 +110,7 @@ int osp_source_open(const char *input, const osp_source_cfg_t *cfg, osp_source_t
     s->vopts.rtsp_udp = s->cfg.rtsp_udp;
     s->vopts.max_packet = s->cfg.max_packet;
     s->vopts.decode_threads = s->cfg.decode_threads;
+    s->vopts.yuv420 = s->cfg.yuv420;
     s->vopts.io_timeout_s = 0;
     if (osp_url_is_stream(s->kind))
         s->vopts.io_timeout_s = s->cfg.io_timeout_s > 0 ? s->cfg.io_timeout_s

@@ -57,6 +57,7 @@ typedef struct {
     double backoff_first_s, backoff_max_s; /* 0: the defaults, 0.5 s and 10 s */
     size_t max_packet;  /* one packet of the input at most (video.h); 0: 64 MiB */
     int decode_threads; /* the decoder's threads (video.h); 0: one */
+    int yuv420;         /* 4:2:0 frames as decoded, not made RGB (video.h) */
     atomic_bool *stop;  /* the caller's; set (from any thread or a signal handler): reads end */
     /* Called on the reading thread; the event and its strings live for the call. */
     void (*on_event)(void *ctx, const osp_source_event_t *e);

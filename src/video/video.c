@@ -46,6 +46,7 @@ struct osp_video {
     AVIOContext *io;
     int (*read)(void *ctx, uint8_t *buf, int n);
     void *read_ctx;
+    int yuv420;     /* 4:2:0 frames handed on as decoded (osp_video_opts_t) */
     char why[128];  /* the demuxer's last error */
     char name[256]; /* the input, masked: used in every message */
 };
@@ -159,6 +160,7 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *o, osp_video_t
         v->stopped = o->stopped;
         v->stop_ctx = o->stop_ctx;
         v->io_timeout = o->io_timeout_s;
+        v->yuv420 = o->yuv420;
         if (o->format) {
             pthread_once(&devices_once, register_devices);
             if (!(ifmt = av_find_input_format(o->format))) {
@@ -276,15 +278,18 @@ void osp_video_close(osp_video_t *v) {
 const osp_video_info_t *osp_video_info(const osp_video_t *v) { return &v->info; }
 int64_t osp_video_position(const osp_video_t *v) { return v->returned; }
 
-static int to_rgb(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
+/* The decoded frame into rgb: RGB, or its 4:2:0 planes with yuv420. */
+static int to_image(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
     AVFrame *f = v->frame;
     if (f->width <= 0 || f->height <= 0 || f->width > 16384 || f->height > 16384 ||
         (int64_t)f->width * f->height > OSP_VIDEO_MAX_PIXELS) {
         snprintf(err, errlen, "video frame has a bad size %dx%d", f->width, f->height);
         return -1;
     }
-    size_t stride = (size_t)f->width * 3;
-    size_t need = stride * (size_t)f->height;
+    int yuv = v->yuv420 && (f->format == AV_PIX_FMT_YUV420P || f->format == AV_PIX_FMT_YUVJ420P);
+    size_t stride = (size_t)f->width * (yuv ? 1 : 3);
+    /* (the sides were checked above, as osp_yuv420_bytes wants them) */
+    size_t need = yuv ? osp_yuv420_bytes(f->width, f->height) : stride * (size_t)f->height;
     if (rgb->cap < need) {
         uint8_t *d = realloc(rgb->data, need);
         if (!d) {
@@ -297,6 +302,17 @@ static int to_rgb(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
     rgb->width = f->width;
     rgb->height = f->height;
     rgb->stride = (int)stride;
+    if (yuv) { /* the planes as they are, tightly packed (image.h's I420) */
+        int cw = (f->width + 1) / 2, ch = (f->height + 1) / 2;
+        uint8_t *u = rgb->data + stride * (size_t)f->height, *w = u + (size_t)cw * (size_t)ch;
+        if (I420Copy(f->data[0], f->linesize[0], f->data[1], f->linesize[1], f->data[2],
+                     f->linesize[2], rgb->data, (int)stride, u, cw, w, cw, f->width, f->height)) {
+            snprintf(err, errlen, "video frame of %dx%d could not be copied", f->width, f->height);
+            return -1;
+        }
+        rgb->fmt = f->format == AV_PIX_FMT_YUVJ420P ? OSP_PIX_J420 : OSP_PIX_I420;
+        return 0;
+    }
     rgb->fmt = OSP_PIX_RGB;
     /* libyuv converts the common 4:2:0 case several times faster than
      * swscale (libyuv's "RAW" is R,G,B in memory) */
@@ -393,7 +409,7 @@ int osp_video_read(osp_video_t *v, osp_image_t *rgb, char *err, size_t errlen) {
     for (;;) {
         int rc = avcodec_receive_frame(v->dec, v->frame);
         if (rc == 0) {
-            rc = to_rgb(v, rgb, err, errlen);
+            rc = to_image(v, rgb, err, errlen);
             av_frame_unref(v->frame);
             if (rc) return -1;
             v->returned++;

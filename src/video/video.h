@@ -47,6 +47,12 @@ typedef struct {
     /* The decoder's threads (FFmpeg's thread_count, frame and slice
      * threading as the codec allows); 0 or 1: one, the caller's own */
     int decode_threads;
+    /* Hand 4:2:0 frames on as decoded (OSP_PIX_I420, or OSP_PIX_J420 at
+     * JPEG's full range; image.h), not converted to RGB; frames of other
+     * formats are converted still. For a reader that looks at the luma
+     * before the pixels (the motion gate), and converts only the frames a
+     * model reads. */
+    int yuv420;
 } osp_video_opts_t;
 
 #define OSP_VIDEO_MAX_PACKET (64u << 20) /* as ospreyd's default --max-frame */
@@ -69,7 +75,8 @@ int osp_video_open_opts(const char *path, const osp_video_opts_t *opts, osp_vide
 void osp_video_close(osp_video_t *v);
 const osp_video_info_t *osp_video_info(const osp_video_t *v);
 
-/* Decode the next frame into rgb (RGB, reused buffer). Returns 1 for a
+/* Decode the next frame into rgb (RGB, or 4:2:0 as opts.yuv420 says; a
+ * reused buffer). Returns 1 for a
  * frame, 0 at the end of the stream, negative on an error. A stream that
  * ends well short of the frame count its container declares is reported as
  * an error (a truncated file), after every decodable frame was returned. */

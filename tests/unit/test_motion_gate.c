@@ -2,8 +2,8 @@
  * scene runs the model on its first frame, at the end of motion's warm-up
  * and every OSP_MOTION_GATE_FULL_S seconds; a moving square runs it on
  * every frame and says it moved; a mask over the square keeps it still;
- * a new frame size starts again; a frame that is not RGB is always run; a
- * bad mask is refused when the gate is made. */
+ * a new frame size starts again; a 4:2:0 frame is read by its luma; a
+ * grey frame is always run; a bad mask is refused when the gate is made. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,6 +29,24 @@ static void frame(osp_image_t *img, int w, int h, int x, int y) {
             uint8_t *p = img->data + (size_t)j * (size_t)img->stride + (size_t)i * 3;
             p[0] = p[1] = p[2] = v;
         }
+}
+
+/* The same scene as a 4:2:0 frame of fmt (I420 or J420): its luma the
+ * grey levels above, its chroma neutral. */
+static void frame420(osp_image_t *img, osp_pixfmt_t fmt, int x, int y) {
+    osp_image_t rgb = {0};
+    frame(&rgb, W, H, x, y);
+    size_t n = osp_yuv420_bytes(W, H);
+    img->data = realloc(img->data, n);
+    assert_non_null(img->data);
+    img->cap = n;
+    img->width = img->stride = W;
+    img->height = H;
+    img->fmt = fmt;
+    for (int j = 0; j < H; j++)
+        for (int i = 0; i < W; i++) img->data[j * W + i] = rgb.data[j * rgb.stride + i * 3];
+    memset(img->data + W * H, 128, n - W * H);
+    osp_image_free(&rgb);
 }
 
 static osp_motion_gate_t *gate(const osp_motion_poly_t *masks, int n) {
@@ -125,13 +143,37 @@ static void test_new_size_and_other_formats(void **state) {
     int runs = 0;
     for (int i = 0; i < 10; i++) runs += pass(g, &img, 1 + i * 0.1, &moved);
     assert_int_equal(runs, 2); /* as its motion starts and once it can tell */
-    /* not packed RGB: not looked at, run */
+    /* grey: not looked at, run */
     assert_int_equal(osp_image_reserve(&img, W, H, OSP_PIX_GRAY), 0);
     memset(img.data, 90, (size_t)img.stride * H);
     assert_int_equal(pass(g, &img, 3, &moved), 1);
     assert_int_equal(moved, 0);
     osp_motion_gate_free(g);
     osp_image_free(&img);
+}
+
+/* A 4:2:0 frame is read by its Y plane: the still scene runs as an RGB one
+ * does, and the square moving in it runs every frame and moved. */
+static void test_yuv_frames_are_read_by_their_luma(void **state) {
+    (void)state;
+    for (osp_pixfmt_t fmt = OSP_PIX_I420; fmt <= OSP_PIX_J420; fmt++) {
+        osp_motion_gate_t *g = gate(NULL, 0);
+        osp_image_t img = {0};
+        int moved, runs = 0;
+        for (int i = 0; i < 30; i++) {
+            frame420(&img, fmt, -1, 0);
+            runs += pass(g, &img, i * 0.1, &moved);
+            assert_int_equal(moved, 0);
+        }
+        assert_int_equal(runs, 2); /* the first frame, and once motion can tell */
+        for (int i = 0; i < 10; i++) {
+            frame420(&img, fmt, 10 + 8 * i, 60);
+            assert_int_equal(pass(g, &img, 3 + i * 0.1, &moved), 1);
+            assert_int_equal(moved, 1);
+        }
+        osp_motion_gate_free(g);
+        osp_image_free(&img);
+    }
 }
 
 static void test_bad_masks_are_refused(void **state) {
@@ -162,6 +204,7 @@ int main(void) {
         cmocka_unit_test(test_moving_square_runs_every_frame),
         cmocka_unit_test(test_mask_keeps_its_motion_out),
         cmocka_unit_test(test_new_size_and_other_formats),
+        cmocka_unit_test(test_yuv_frames_are_read_by_their_luma),
         cmocka_unit_test(test_bad_masks_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,6 +46,38 @@ static void test_vtest_frames(void **s) {
     osp_video_close(v);
 }
 
+/* With yuv420 a 4:2:0 clip's frames come as decoded, tightly packed I420,
+ * and made RGB they are the frames osp_video_read gives without it, byte
+ * for byte. */
+static void test_vtest_frames_as_decoded(void **s) {
+    (void)s;
+    char path[600], err[256];
+    if (!clip_path(path, sizeof path)) skip();
+    osp_video_opts_t o = {.yuv420 = 1};
+    osp_video_t *v = NULL, *w = NULL;
+    assert_int_equal(osp_video_open_opts(path, &o, &v, err, sizeof err), 0);
+    assert_int_equal(osp_video_open(path, &w, err, sizeof err), 0);
+    osp_image_t yuv = {0}, made = {0}, rgb = {0};
+    for (int i = 0; i < 30; i++) {
+        assert_int_equal(osp_video_read(v, &yuv, err, sizeof err), 1);
+        assert_int_equal(osp_video_read(w, &rgb, err, sizeof err), 1);
+        assert_int_equal(yuv.fmt, OSP_PIX_I420); /* MPEG-4 part 2: video levels */
+        assert_int_equal(yuv.width, 768);
+        assert_int_equal(yuv.height, 576);
+        assert_int_equal(yuv.stride, 768);
+        assert_true(yuv.cap >= osp_yuv420_bytes(768, 576));
+        osp_view_t view = osp_image_view(&yuv);
+        assert_int_equal(osp_yuv_to_rgb(&view, &made, err, sizeof err), 0);
+        assert_int_equal(made.stride, rgb.stride);
+        assert_memory_equal(made.data, rgb.data, (size_t)rgb.stride * 576);
+    }
+    osp_image_free(&yuv);
+    osp_image_free(&made);
+    osp_image_free(&rgb);
+    osp_video_close(v);
+    osp_video_close(w);
+}
+
 /* A file whose demuxer seeks while it opens (vtest.avi's index is at its
  * end, 6 MB in) under a bound far below that: the seek is no packet, so
  * the packets after it, each under the bound, are read. */
@@ -169,6 +201,37 @@ static void test_mjpeg_parts_at_the_bound(void **s) {
     assert_non_null(strstr(err, "(--max-frame)"));
 }
 
+/* An MJPEG stream's frames, with yuv420, are J420 (JPEG's full range),
+ * made RGB as osp_video_read makes them without it. */
+static void test_mjpeg_frames_as_decoded(void **s) {
+    (void)s;
+    size_t n;
+    const uint8_t *jpeg = messi(&n);
+    if (!jpeg) skip();
+    static uint8_t stream[4 << 20];
+    size_t len = mjpeg(stream, jpeg, n, 2, n);
+    char err[256] = "";
+    osp_image_t img[2] = {{0}, {0}}, made = {0};
+    for (int yuv = 0; yuv < 2; yuv++) {
+        mem_t m = {stream, len, 0, 4096};
+        osp_video_opts_t o = {.format = "mpjpeg", .read = mem_read, .read_ctx = &m, .yuv420 = yuv};
+        osp_video_t *v = NULL;
+        assert_int_equal(osp_video_open_opts("mem.mjpg", &o, &v, err, sizeof err), 0);
+        assert_int_equal(osp_video_read(v, &img[yuv], err, sizeof err), 1);
+        osp_video_close(v);
+    }
+    assert_int_equal(img[0].fmt, OSP_PIX_RGB);
+    assert_int_equal(img[1].fmt, OSP_PIX_J420);
+    osp_view_t view = osp_image_view(&img[1]);
+    assert_int_equal(osp_yuv_to_rgb(&view, &made, err, sizeof err), 0);
+    assert_int_equal(made.width, img[0].width);
+    assert_int_equal(made.height, img[0].height);
+    assert_memory_equal(made.data, img[0].data, (size_t)made.stride * (size_t)made.height);
+    osp_image_free(&img[0]);
+    osp_image_free(&img[1]);
+    osp_image_free(&made);
+}
+
 /* A stream that ends inside a part with a Content-Length hands nothing of
  * that part on, and says so. */
 static void test_mjpeg_cut_part(void **s) {
@@ -262,6 +325,8 @@ static void test_not_a_video(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_vtest_frames),
+        cmocka_unit_test(test_vtest_frames_as_decoded),
+        cmocka_unit_test(test_mjpeg_frames_as_decoded),
         cmocka_unit_test(test_a_seek_at_open_is_no_packet),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_not_a_video),
