@@ -129,7 +129,7 @@ FUZZ_LIBS_redis := -lhiredis
 FUZZ_DICT_redis := tests/fuzz/redis.dict
 FUZZ_SRC_eventdb := src/eventdb/eventdb.c src/eventdb/query.c src/log/log.c src/base/clock.c
 FUZZ_LIBS_eventdb := -D_GNU_SOURCE -lsqlite3 -lpthread # _GNU_SOURCE: as CMake builds it (its writer names its thread)
-FUZZ_SRC_mjpeg := src/video/video.c src/video/url.c src/base/clock.c src/image/buffer.c
+FUZZ_SRC_mjpeg := src/video/video.c src/video/url.c src/base/clock.c src/image/buffer.c src/image/yuv.c
 FUZZ_LIBS_mjpeg := -lavformat -lavcodec -lavdevice -lswscale -lavutil -lyuv -lpthread
 FUZZ_DICT_mjpeg := tests/fuzz/mjpeg.dict
 .SECONDEXPANSION:
