@@ -14,7 +14,7 @@
  * The result kept is the surest so far: a name or a text beats none, then
  * the higher score; two results without either, the latest (the larger
  * crop). Shared by `osprey detect --track` (cli/detect_steps.c) and
- * ospreyd's cameras (server/cameras/camsteps.c). Pure: plain values that
+ * ospreyd's cameras (server/cameras/camobjs.c). Pure: plain values that
  * the caller owns, nothing allocated.
  */
 #ifndef OSP_TRACK_STEPS_H

@@ -37,11 +37,10 @@
 #include "publish/track_mqtt.h"
 #include "publish/track_snap.h"
 #include "eventdb/eventdb.h"
-#include "server/cameras/camnames.h"
+#include "server/cameras/camobjs.h"
 #include "server/cameras/camregions.h"
 #include "server/cameras/camrun.h"
 #include "server/cameras/camsite.h"
-#include "server/cameras/camsteps.h"
 #include "server/core/camboard.h"
 #include "server/core/ledger.h"
 #include "server/core/loop.h"
@@ -84,8 +83,7 @@ struct srv_camera {
     int tcls[SRV_CAM_DETS_MAX];                 /* its model's class, */
     int tstepped[SRV_CAM_DETS_MAX];             /* and whether a step ran on it */
     /* made once its model is seen to have a cascade: */
-    srv_camnames_t *names;                         /* its objects' names */
-    srv_camsteps_t *steps;                         /* when their steps run (once per object) */
+    srv_camobjs_t *objs; /* its objects' steps (once per object) and names */
     osp_steps_settled_t settled[SRV_CAM_DETS_MAX]; /* the objects whose steps are, for a frame */
     osp_jw_t line;
     /* counters, any thread */
@@ -241,22 +239,22 @@ static void track_frame(srv_camera_t *c, double t) {
                                           .region = d[i].region,
                                           .has_region = d[i].has_region};
     }
-    if (c->found.cascade && !c->names && (c->names = srv_camnames_new()))
-        osp_events_set_names(c->events, srv_camnames_of, c->names);
-    if (c->found.cascade && !c->steps && !(c->steps = srv_camsteps_new(c->found.judges)))
-        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory: its steps run on every box",
-                c->cfg.name);
+    if (c->found.cascade && !c->objs) {
+        if ((c->objs = srv_camobjs_new(c->found.judges)))
+            osp_events_set_names(c->events, srv_camobjs_names, c->objs);
+        else
+            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory: its steps run on every box",
+                    c->cfg.name);
+    }
     if (osp_track_update(c->tracker, c->tdets, n, t, err, sizeof err) ||
         (c->zones && osp_zones_update(c->zones, c->tracker, c->found.frame_w, c->found.frame_h,
                                       c->label_ptrs, c->n_labels, err, sizeof err))) {
         osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
         return;
     }
-    if (c->names && srv_camnames_update(c->names, c->tracker, c->tdets, c->tnames, n))
-        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory naming its objects", c->cfg.name);
-    if (c->steps &&
-        srv_camsteps_update(c->steps, c->tracker, c->tdets, c->tcls, c->tstepped, c->tnames, n))
-        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory counting its steps' runs",
+    if (c->objs &&
+        srv_camobjs_update(c->objs, c->tracker, c->tdets, c->tcls, c->tstepped, c->tnames, n))
+        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: out of memory keeping its objects' names",
                 c->cfg.name);
     int ne = osp_events_update(c->events, c->tracker, err, sizeof err);
     /* the pictures first: whoever gets an event finds its picture */
@@ -431,10 +429,9 @@ static void *cam_main(void *arg) {
         }
         atomic_fetch_add(&c->submitted, 1);
         /* the objects whose steps are settled run none in this frame */
-        if (c->steps)
+        if (c->objs)
             srv_camrun_settled(c->run, c->settled,
-                               srv_camsteps_settled(c->steps, c->tracker, c->settled,
-                                                    SRV_CAM_DETS_MAX));
+                               srv_camobjs_settled(c->objs, c->tracker, c->settled, SRV_CAM_DETS_MAX));
         srv_outcome_t out = srv_camrun_frame(c->run, &c->frame, c->gate, c->tracker, t, &c->found);
         if (out.fate == SRV_SERVED) {
             atomic_fetch_add(&c->served, 1);
@@ -596,8 +593,7 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     osp_track_free(c->tracker);
     osp_zones_free(c->zones);
     osp_events_free(c->events);
-    srv_camnames_free(c->names);
-    srv_camsteps_free(c->steps);
+    srv_camobjs_free(c->objs);
     osp_jw_free(&c->line);
     pthread_mutex_destroy(&c->mu);
     free(c);

@@ -59,7 +59,7 @@ typedef struct {
     int64_t crossings;   /* line crossings counted, every line, both ways */
     int64_t runs;        /* model runs for its frames: one a frame run whole, one a crop */
     int64_t region_runs; /* of them, runs of crops (camregions.h) */
-    int64_t step_runs;   /* detections its model's cascade ran on (camsteps.h) */
+    int64_t step_runs;   /* detections its model's cascade ran on (camobjs.h) */
     int tracks_active;   /* tracks of objects (confirmed or lost, not removed) */
     int decode_threads;  /* its decoder's, as configured */
     double decode_ms;    /* mean time to read and decode a frame; < 0: not measured */
