@@ -12,7 +12,7 @@
  * (camrun.h: whole or as regions, one run in flight at a time, the thread
  * waiting for each answer, the core's workers reading the frame
  * meanwhile), and what it found through the tracker, the zones and the
- * events.
+ * events, whose records go out through its camout (camout.h).
  *
  * What the cameras share (the database, the MQTT connection, the track
  * ids) is the site's (site.h), opened before the cameras and closed after
@@ -34,10 +34,9 @@
 #include "log/log.h"
 #include "model/model.h"
 #include "motion/gate.h"
-#include "publish/track_mqtt.h"
 #include "publish/track_snap.h"
-#include "eventdb/eventdb.h"
 #include "server/cameras/camobjs.h"
+#include "server/cameras/camout.h"
 #include "server/cameras/camregions.h"
 #include "server/cameras/camrun.h"
 #include "server/cameras/camsite.h"
@@ -51,7 +50,6 @@
 #include "video/backoff.h"
 #include "video/newest.h"
 #include "video/source.h"
-#include "wire/jsonw.h"
 
 #define LABELS_MAX 256 /* distinct labels a camera tracks */
 
@@ -85,9 +83,9 @@ struct srv_camera {
     /* made once its model is seen to have a cascade: */
     srv_camobjs_t *objs; /* its objects' steps (once per object) and names */
     osp_steps_settled_t settled[SRV_CAM_DETS_MAX]; /* the objects whose steps are, for a frame */
-    osp_jw_t line;
+    srv_camout_t *out;                             /* its records out (camout.h) */
     /* counters, any thread */
-    atomic_llong frames_in, submitted, served, shed, failed, event_count, reconnects, crossings;
+    atomic_llong frames_in, submitted, served, shed, failed, reconnects;
     atomic_llong looked, moved, skipped; /* frames the gate looked at, found motion in, held back */
     /* what other threads see of it (core/camboard.h): published by its thread */
     srv_cam_pub_t *pub;
@@ -125,100 +123,6 @@ static int label_index(srv_camera_t *c, const char *label) {
     snprintf(c->labels[c->n_labels], 64, "%s", label);
     c->label_ptrs[c->n_labels] = c->labels[c->n_labels];
     return c->n_labels++;
-}
-
-/* One record a line on stdout, whole (stdio's lock), as `osprey detect
- * --track --events -` writes them. */
-static void put_line(const osp_jw_t *w) {
-    flockfile(stdout);
-    fwrite(w->buf, 1, w->len, stdout);
-    fputc('\n', stdout);
-    fflush(stdout);
-    funlockfile(stdout);
-}
-
-/* The frame's line crossings (at time t), as `osprey detect --track`
- * reports them: a record {"kind": "crossing", ...} each on stdout (the
- * events' records have no "kind"), a row each in the database, and on
- * MQTT. */
-static void put_crossings(srv_camera_t *c, double t) {
-    const osp_zones_cross_t *x;
-    int n = c->zones ? osp_zones_crossings(c->zones, &x) : 0;
-    const osp_zones_cfg_t *zc = c->zones ? osp_zones_cfg(c->zones) : NULL;
-    osp_eventdb_t *db = srv_camsite_db(c->site);
-    for (int i = 0; i < n; i++) {
-        osp_jw_reset(&c->line);
-        osp_jw_obj_open(&c->line);
-        osp_jw_key(&c->line, "kind");
-        osp_jw_str(&c->line, "crossing");
-        osp_jw_key(&c->line, "camera");
-        osp_jw_str(&c->line, c->cfg.name);
-        osp_jw_key(&c->line, "t");
-        osp_jw_num(&c->line, t, 3);
-        const char *label = x[i].label >= 0 && x[i].label < c->n_labels ? c->labels[x[i].label] : "";
-        osp_events_put_crossing(&c->line, zc, &x[i], label);
-        osp_jw_obj_close(&c->line);
-        if (c->line.oom) continue;
-        put_line(&c->line);
-        atomic_fetch_add(&c->crossings, 1);
-        if (db)
-            osp_eventdb_put_crossing(db, c->cfg.name, zc->lines[x[i].line].name,
-                                     osp_zones_dir_name(x[i].dir), x[i].id, label, t, c->line.buf,
-                                     c->line.len);
-    }
-    osp_track_mqtt_t *mq = srv_camsite_mqtt(c->site);
-    if (mq && n) osp_track_mqtt_crossings(mq, c->zones, t);
-}
-
-/* The events' records of this update (ne of them) on stdout and each
- * into its object's row. */
-static void put_events(srv_camera_t *c, int ne) {
-    for (int i = 0; i < ne; i++) {
-        osp_jw_reset(&c->line);
-        if (osp_events_write_named(c->events, osp_events_at(c->events, i), c->label_ptrs,
-                                   c->n_labels, &c->line))
-            continue;
-        put_line(&c->line);
-        atomic_fetch_add(&c->event_count, 1);
-        const osp_event_obj_t *a = &osp_events_at(c->events, i)->after;
-        /* an object seen before a switch of site ends in the database it
-         * started in */
-        osp_eventdb_t *db = srv_camsite_db_of(c->site, a->start_time);
-        if (db) {
-            char id[96];
-            osp_events_id(a->start_time, a->id, id, sizeof id);
-            osp_eventdb_put(db, id, c->cfg.name,
-                            a->label >= 0 && a->label < c->n_labels ? c->labels[a->label] : "",
-                            a->start_time, a->end_time, a->top_score, c->line.buf, c->line.len);
-        }
-    }
-}
-
-/* This update's records and counts on the camera's Frigate topics. */
-static void put_mqtt(srv_camera_t *c) {
-    osp_track_mqtt_t *mq = srv_camsite_mqtt(c->site);
-    if (!mq) return;
-    if (osp_track_mqtt_labels(mq, c->label_ptrs, c->n_labels))
-        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: MQTT: out of memory", c->cfg.name);
-    osp_track_mqtt_frame(mq);
-}
-
-/* The camera stops (ospreyd's stop, a SIGHUP that removes or restarts it)
- * or its source ended: every object still open ends at the last frame's
- * time, on stdout, in its row and on MQTT (the site's close gives the
- * broker what is queued), so that no object is left without its end. */
-static void end_objects(srv_camera_t *c) {
-    char err[256];
-    int ne = osp_events_end_all(c->events, c->tracker, err, sizeof err);
-    if (ne < 0) {
-        osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: its objects not ended: %s", c->cfg.name, err);
-        return;
-    }
-    if (ne)
-        osp_log(OSP_LOG_INFO, "ospreyd: camera %s: %d objects still tracked end as it stops",
-                c->cfg.name, ne);
-    put_events(c, ne);
-    put_mqtt(c);
 }
 
 /* One answered frame through the tracker, the zones and the events. */
@@ -263,24 +167,24 @@ static void track_frame(srv_camera_t *c, double t) {
         osp_view_t px = osp_image_view(&c->frame);
         osp_track_snaps_frame(snaps, c->tracker, c->events, &px, c->found.frame_w, c->found.frame_h);
     }
-    put_events(c, ne);
-    put_crossings(c, t);
-    put_mqtt(c);
+    srv_camout_frame(c->out, ne, t);
     srv_camsite_tracked(c->site, t);
 }
 
 /* The camera's counts, and the frame just answered (served: its boxes),
  * onto the board for other threads (core/camboard.h). */
 static void publish(srv_camera_t *c, int served, double t) {
+    int64_t events, crossings;
+    srv_camout_counts(c->out, &events, &crossings);
     srv_cam_counts_t k = {.frames_in = atomic_load(&c->frames_in),
                           .submitted = atomic_load(&c->submitted),
                           .detected = atomic_load(&c->served),
                           .shed = atomic_load(&c->shed),
                           .failed = atomic_load(&c->failed),
-                          .events = atomic_load(&c->event_count),
+                          .events = events,
                           .reconnects = atomic_load(&c->reconnects),
                           .skipped = atomic_load(&c->skipped),
-                          .crossings = atomic_load(&c->crossings),
+                          .crossings = crossings,
                           .decode_threads = c->cfg.decode_threads,
                           .decode_ms = c->decode_ms,
                           .motion = -1};
@@ -447,7 +351,7 @@ static void *cam_main(void *arg) {
         publish(c, out.fate == SRV_SERVED, t);
     }
     if (newest) osp_newest_stop(newest);
-    end_objects(c);
+    srv_camout_end(c->out);
     publish(c, 0, 0);
     srv_camboard_state(c->pub, SRV_CAM_DOWN);
     srv_camsite_online(c->site, false);
@@ -542,6 +446,10 @@ static int cam_open(server_t *s, srv_camera_t *c, srv_site_t *site, char *err, s
         snprintf(err, errlen, "camera %s: %s", c->cfg.name, why);
         return -1;
     }
+    if (!(c->out = srv_camout_new(&view, c->events, c->site))) {
+        snprintf(err, errlen, "camera %s: out of memory", c->cfg.name);
+        return -1;
+    }
     if (pthread_create(&c->t, NULL, cam_main, c)) {
         snprintf(err, errlen, "camera %s: cannot start its thread", c->cfg.name);
         return -1;
@@ -565,7 +473,7 @@ void srv_camera_signal_stop(srv_camera_t *c) {
 void srv_camera_free(server_t *s, srv_camera_t *c) {
     if (!c) return;
     if (c->running) {
-        int64_t runs, region_runs;
+        int64_t runs, region_runs, events, crossings;
         while (!atomic_load(&c->exited)) {
             srv_drain(s);
             osp_sleep_ms(2);
@@ -573,14 +481,15 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
         pthread_join(c->t, NULL);
         srv_drain(s);
         srv_camrun_counts(c->run, &runs, &region_runs);
+        srv_camout_counts(c->out, &events, &crossings);
         osp_log(OSP_LOG_INFO,
                 "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
                 "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved), "
                 "%lld model runs, %lld region runs, %lld step runs",
                 c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
-                (long long)c->served, (long long)c->shed, (long long)c->failed,
-                (long long)c->event_count, (long long)c->reconnects, (long long)c->skipped,
-                (long long)runs, (long long)region_runs, (long long)srv_camrun_step_runs(c->run));
+                (long long)c->served, (long long)c->shed, (long long)c->failed, (long long)events,
+                (long long)c->reconnects, (long long)c->skipped, (long long)runs,
+                (long long)region_runs, (long long)srv_camrun_step_runs(c->run));
     }
     /* after its thread's last publish (its objects' ends) */
     if (c->forget && c->site) srv_camsite_forget(c->site);
@@ -594,7 +503,7 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     osp_zones_free(c->zones);
     osp_events_free(c->events);
     srv_camobjs_free(c->objs);
-    osp_jw_free(&c->line);
+    srv_camout_free(c->out);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
