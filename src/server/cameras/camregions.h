@@ -44,7 +44,7 @@ typedef struct {
     char label[64];
     osp_event_names_t names; /* its cascade's name and plate, if any */
     int cls;                 /* the model's class */
-    int stepped;             /* a step of its cascade ran on it (camsteps.h) */
+    int stepped;             /* a step of its cascade ran on it (camobjs.h) */
     int run;                 /* the run of its frame that found it */
     osp_track_box_t region;  /* its crop, in the frame's pixels, if has_region */
     int has_region;          /* found in a crop (not the frame whole) */
