@@ -315,13 +315,18 @@ const char *osp_events_id(double start_time, uint64_t track_id, char *buf, size_
     return buf;
 }
 
-/* Frigate writes boxes as whole pixels. */
+/* Frigate writes boxes as whole pixels. Rounding to the nearest (even on
+ * a tie) may bring the two sides of a box a pixel wide together, as
+ * 851.5 and 852.5 both round to 852: a box keeps at least one pixel. */
 static void box(osp_jw_t *w, const osp_track_box_t *b) {
+    long x1 = lrintf(b->x1), y1 = lrintf(b->y1), x2 = lrintf(b->x2), y2 = lrintf(b->y2);
+    if (x2 <= x1 && b->x2 > b->x1) x2 = x1 + 1;
+    if (y2 <= y1 && b->y2 > b->y1) y2 = y1 + 1;
     osp_jw_arr_open(w);
-    osp_jw_int(w, (int64_t)lrintf(b->x1));
-    osp_jw_int(w, (int64_t)lrintf(b->y1));
-    osp_jw_int(w, (int64_t)lrintf(b->x2));
-    osp_jw_int(w, (int64_t)lrintf(b->y2));
+    osp_jw_int(w, (int64_t)x1);
+    osp_jw_int(w, (int64_t)y1);
+    osp_jw_int(w, (int64_t)x2);
+    osp_jw_int(w, (int64_t)y2);
     osp_jw_arr_close(w);
 }
 

@@ -9,8 +9,10 @@
  * for detector boxes (SORT and its descendants use the same scale). */
 #define STD_POS (1.0 / 20.0)
 #define STD_VEL (1.0 / 160.0)
-/* A box side never shrinks to zero or below in the estimate. */
-#define MIN_SIDE 1e-3
+/* A box side never shrinks below a pixel in the estimate: a box that
+ * narrowed as its object left the frame (or a crop) would otherwise be
+ * predicted on to a sliver no whole pixel holds. */
+#define MIN_SIDE 1.0
 
 static void measure(const float box[4], double z[4]) {
     z[0] = 0.5 * ((double)box[0] + box[2]);

@@ -26,6 +26,10 @@
  * frame for the prediction not to stand for its object (osp_track_coasts):
  * when a person's boxes part or merge, the box seen is the person. */
 #define COAST_IOU 0.1f
+/* Least side of a detection's box, in pixels. A box narrower or shorter is
+ * what is left of one cut by the side of the frame or of a crop: its
+ * object is elsewhere, and a box that rounds to no pixel is no object. */
+#define MIN_SIDE_PX 1.0f
 
 struct trk {
     osp_track_t pub;
@@ -206,7 +210,8 @@ float osp_track_iou(const osp_track_box_t *a, const osp_track_box_t *b) {
 static int usable(const osp_track_det_t *d) {
     const osp_track_box_t *b = &d->box;
     return isfinite(b->x1) && isfinite(b->y1) && isfinite(b->x2) && isfinite(b->y2) &&
-           b->x2 > b->x1 && b->y2 > b->y1 && isfinite(d->score) && d->label >= 0;
+           b->x2 - b->x1 >= MIN_SIDE_PX && b->y2 - b->y1 >= MIN_SIDE_PX && isfinite(d->score) &&
+           d->label >= 0;
 }
 
 /* Most confident first; the detection's place in the frame breaks ties, so

@@ -408,6 +408,29 @@ static void test_event_id(void **state) {
                         "0.250000-18446744073709551615");
 }
 
+/* A box one pixel wide whose sides fall on halves: rounded to the nearest
+ * even pixel both sides would be 302; the record's box keeps its pixel. */
+static void test_box_a_pixel_wide_keeps_it(void **state) {
+    (void)state;
+    struct rig r;
+    setup(&r, NULL);
+    for (int f = 0; f < 5 && r.n_log == 0; f++) {
+        osp_track_det_t d = {.box = {301.5f, 201.5f, 302.5f, 202.5f}, .score = 0.8f, .label = PERSON};
+        frame(&r, &d, 1);
+    }
+    assert_int_equal(r.n_log, 1);
+    assert_int_equal(r.log[0].type, OSP_EVENT_NEW);
+    cJSON *j = json_of(&r, &r.log[0]);
+    cJSON *b = at(j, "after", "box");
+    int x1 = cJSON_GetArrayItem(b, 0)->valueint, y1 = cJSON_GetArrayItem(b, 1)->valueint;
+    int x2 = cJSON_GetArrayItem(b, 2)->valueint, y2 = cJSON_GetArrayItem(b, 3)->valueint;
+    assert_int_equal(x2 - x1, 1);
+    assert_int_equal(y2 - y1, 1);
+    assert_true(x1 >= 301 && x2 <= 303 && y1 >= 201 && y2 <= 203);
+    cJSON_Delete(j);
+    teardown(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_walk_through_a_zone_and_out),
@@ -420,6 +443,7 @@ int main(void) {
         cmocka_unit_test(test_end_all_at_the_stop),
         cmocka_unit_test(test_camera_name_and_labels),
         cmocka_unit_test(test_event_id),
+        cmocka_unit_test(test_box_a_pixel_wide_keeps_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

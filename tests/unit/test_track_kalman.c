@@ -106,6 +106,26 @@ static void test_degenerate_box_stays_finite(void **state) {
     assert_true(o[2] >= o[0]);
 }
 
+/* A box narrowing as its object leaves the frame: predicted on, its width
+ * stops at a pixel instead of shrinking to a sliver no pixel holds. */
+static void test_narrowing_box_keeps_a_pixel(void **state) {
+    (void)state;
+    osp_kalman_t k;
+    float b[4] = {700, 100, 760, 200}, o[4];
+    osp_kalman_init(&k, b);
+    for (int f = 1; f <= 5; f++) {
+        b[0] += 10; /* the right side stays at the frame's edge */
+        osp_kalman_predict(&k);
+        osp_kalman_update(&k, b);
+    }
+    for (int i = 0; i < 20; i++) {
+        osp_kalman_predict(&k);
+        osp_kalman_box(&k, o);
+        assert_true(o[2] - o[0] >= 1.0f - 1e-4f);
+        assert_true(o[3] - o[1] >= 1.0f - 1e-4f);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_init_gives_the_box),
@@ -114,6 +134,7 @@ int main(void) {
         cmocka_unit_test(test_update_moves_towards_the_measurement),
         cmocka_unit_test(test_stop_forgets_the_velocity),
         cmocka_unit_test(test_degenerate_box_stays_finite),
+        cmocka_unit_test(test_narrowing_box_keeps_a_pixel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

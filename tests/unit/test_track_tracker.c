@@ -786,8 +786,29 @@ static void test_ahead_is_where_the_next_frame_should_show_it(void **state) {
     osp_track_free(t);
 }
 
+/* A box under a pixel wide or high (one cut to a sliver by the side of a
+ * crop or the frame) starts no track, however confident and often seen. */
+static void test_box_under_a_pixel_is_no_object(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    for (int f = 0; f < 10; f++) {
+        osp_track_det_t d[2] = {det(852.0f, 248, 852.4f, 261, 0.9f, PERSON),
+                                det(100, 300.0f, 140, 300.6f, 0.9f, PERSON)};
+        step(t, d, 2, f * 0.1);
+    }
+    assert_int_equal(live(t), 0);
+    /* a pixel is enough */
+    for (int f = 10; f < 20; f++) {
+        osp_track_det_t d = det(852.0f, 248, 853.0f, 261, 0.9f, PERSON);
+        step(t, &d, 1, f * 0.1);
+    }
+    assert_int_equal(live(t), 1);
+    osp_track_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_box_under_a_pixel_is_no_object),
         cmocka_unit_test(test_crossing_people_keep_their_ids),
         cmocka_unit_test(test_occlusion_keeps_the_id),
         cmocka_unit_test(test_weak_detections_start_nothing),
