@@ -36,8 +36,10 @@ void osp_regions_defaults(osp_regions_params_t *p, int model_side) {
         .merge_overlap = 0.5f,
         .max_regions = 4,
         .align = 2,
-        .full_every_s = 10.0,
+        .full_every_s = 5.0,
         .max_inputs = 64,
+        .cover_overlap = 0.2f,
+        .cover_max = 16,
     };
 }
 
@@ -67,6 +69,14 @@ static int check_params(const osp_regions_params_t *p, char *err, size_t errlen)
                    p->full_every_s);
     if (p->max_inputs < 1 || p->max_inputs > 4096)
         return bad(err, errlen, "regions: max_inputs %g is not within 1..4096", p->max_inputs);
+    if (p->cover_side < 0 || p->cover_side > OSP_MOTION_MAX_SIDE)
+        return bad(err, errlen,
+                   "regions: cover_side %g is not within 0..16384 (0: twice the least side)",
+                   p->cover_side);
+    if (!(p->cover_overlap >= 0 && p->cover_overlap <= 0.5f))
+        return bad(err, errlen, "regions: cover_overlap %g is not within [0, 0.5]", p->cover_overlap);
+    if (p->cover_max < 1 || p->cover_max > 256)
+        return bad(err, errlen, "regions: cover_max %g is not within 1..256", p->cover_max);
     return 0;
 }
 
@@ -290,6 +300,58 @@ int osp_regions_plan(osp_regions_t *r, int frame_w, int frame_h, const osp_motio
     cap_count(r, cap < r->p.max_regions ? cap : r->p.max_regions);
     for (int i = 0; i < r->n; i++) out[i] = r->c[i].g;
     return r->n;
+}
+
+/* Crops of side s along a side of length full: how many, their overlap
+ * at least `over` pixels. */
+static int cover_count(int s, int full, int over) {
+    if (s >= full) return 1;
+    int step = s - over;
+    if (step < 1) step = 1;
+    return 1 + (full - s + step - 1) / step;
+}
+
+/* Where crop i of n of side s starts along a side of length full: spread
+ * evenly from 0 to full - s, aligned down (the last one flush with the
+ * far edge, grown by what aligning took off). */
+static void cover_side_at(int i, int n, int s, int full, int align, int *at, int *len) {
+    if (s >= full || n < 2) {
+        *at = 0;
+        *len = s < full ? s : full;
+        return;
+    }
+    long long a = (long long)(full - s) * i / (n - 1);
+    int x = (int)a;
+    x -= x % align;
+    *at = x;
+    *len = i == n - 1 ? full - x : s;
+}
+
+int osp_regions_cover(const osp_regions_t *r, int frame_w, int frame_h, osp_region_t *out, int cap) {
+    if (frame_w < 1 || frame_h < 1 || frame_w > OSP_MOTION_MAX_SIDE ||
+        frame_h > OSP_MOTION_MAX_SIDE || cap < 1 || !out)
+        return OSP_MOTION_EINVAL;
+    int max = cap < r->p.cover_max ? cap : r->p.cover_max;
+    int align = r->p.align;
+    int s = r->p.cover_side ? r->p.cover_side : 2 * r->min_side;
+    if (s % align) s += align - s % align;
+    int nx, ny;
+    for (;;) {
+        int over = (int)ceilf(r->p.cover_overlap * (float)s);
+        nx = cover_count(s, frame_w, over);
+        ny = cover_count(s, frame_h, over);
+        if (nx * ny <= max) break;
+        s += s / 8 > align ? s / 8 - s / 8 % align : align; /* grows; whole at worst */
+    }
+    int n = 0;
+    for (int j = 0; j < ny; j++)
+        for (int i = 0; i < nx; i++) {
+            osp_region_t *g = &out[n++];
+            cover_side_at(i, nx, s, frame_w, align, &g->x, &g->w);
+            cover_side_at(j, ny, s, frame_h, align, &g->y, &g->h);
+            g->from = OSP_REGION_COVER;
+        }
+    return n;
 }
 
 void osp_region_to_frame(const osp_region_t *g, osp_det_t *dets, int n) {

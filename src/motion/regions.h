@@ -23,7 +23,8 @@
  *  - past max_regions, the two regions whose union is smallest become one,
  *    until there are max_regions.
  * The whole frame is also looked at now and then (osp_regions_full_due), so
- * that what stands still and was never tracked is found too.
+ * that what stands still and was never tracked is found too, as a cover of
+ * model-sized crops (osp_regions_cover).
  *
  * Pure and single-threaded: one planner per camera, used by one thread.
  * The caller owns the planner (osp_regions_create / osp_regions_free); its
@@ -58,11 +59,24 @@ typedef struct {
      * far edge of a frame of odd size a side may be one pixel longer than
      * the other, to keep what the region holds) */
     int align;
-    /* seconds between whole-frame passes; 0: only the first: 10 */
+    /* seconds between whole-frame passes; 0: only the first: 5 (what
+     * stands still is found by these alone) */
     double full_every_s;
     /* boxes (tracked and motion) a plan holds apart; more than this are
      * joined to the box they enlarge least: 64 */
     int max_inputs;
+    /* the side of a cover's crops (osp_regions_cover); 0: twice min_side
+     * (600 for a 300 model): a crop shrunk to half, as vtest's 768x576
+     * frame is to a 300 model, where the model finds its people; a
+     * 1920x1080 frame is 8 crops */
+    int cover_side;
+    /* the least overlap of two neighbouring crops of a cover, as a share
+     * of their side: an object up to this share of a crop long is whole in
+     * one crop (0.2: 120 of 600) */
+    float cover_overlap;
+    /* crops of a cover at most: a frame that needs more gets larger crops
+     * (16) */
+    int cover_max;
 } osp_regions_params_t;
 
 /* The defaults above for a model of side model_side. */
@@ -71,6 +85,7 @@ void osp_regions_defaults(osp_regions_params_t *p, int model_side);
 /* What led to a region (bits of osp_region_t.from). */
 #define OSP_REGION_MOTION 1u
 #define OSP_REGION_TRACKED 2u
+#define OSP_REGION_COVER 4u
 
 /* A rectangle of the frame, in pixels: x, y its top left corner, w x h its
  * size (square unless the frame is narrower than the region). */
@@ -101,6 +116,16 @@ int osp_regions_plan(osp_regions_t *r, int frame_w, int frame_h, const osp_motio
 int osp_regions_full_due(const osp_regions_t *r, double now_s);
 /* The caller ran a whole-frame pass at now_s. */
 void osp_regions_full_done(osp_regions_t *r, double now_s);
+
+/* The cover of a frame_w x frame_h frame by square crops of cover_side
+ * (a side is the frame's where the frame is shorter), spread evenly so
+ * that neighbours overlap by at least cover_overlap of the side, corners
+ * aligned, into out (cap entries): how many (at most min(cap, cover_max);
+ * crops grow past cover_side until that many cover the frame), or
+ * OSP_MOTION_EINVAL. One crop, the frame whole, when the frame is no
+ * larger than a crop. The whole-frame pass runs these: what stands still
+ * is found at the scale a crop shows, not shrunk with the frame. */
+int osp_regions_cover(const osp_regions_t *r, int frame_w, int frame_h, osp_region_t *out, int cap);
 
 /* Detections found in region g's crop, in the crop's pixels, moved into
  * the frame's pixels (landmarks too) and kept inside the region. */

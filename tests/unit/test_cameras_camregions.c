@@ -1,8 +1,10 @@
 /* A camera's frame as regions (src/server/cameras/camregions.c): the
  * rule of "auto" (a frame's shorter side against 3 x the model's), the
- * first frame run whole and the next as crops around what moved and what
- * is tracked, a crop's view into the frame's pixels, its detections moved
- * into the frame's pixels and marked cut at the crop's inner sides, and
+ * first frame run whole and as the crops that cover it, the next as crops
+ * around what moved and what is tracked, a crop's view into the frame's
+ * pixels, its detections moved into the frame's pixels (none a crop's
+ * when found in the frame whole) and marked cut at the crop's inner
+ * sides, and
  * the merge of a frame's runs (one object seen by two crops kept once, a
  * cut box giving way to a whole one, two people side by side kept). */
 #include <setjmp.h>
@@ -46,10 +48,27 @@ static void test_plan_whole_then_crops(void **state) {
     osp_image_t f = {.data = px, .width = 1920, .height = 1080, .stride = 1920 * 3, .fmt = OSP_PIX_RGB};
     osp_motion_box_t m[1] = {{1000, 500, 1030, 590, 20}};
     int whole = 0;
-    assert_int_equal(srv_camregions_plan(r, &f, m, 1, NULL, 0.0, &whole), 1);
-    assert_true(whole); /* the first frame whole */
+    /* the first frame whole, then the 8 crops of 600 that cover it */
+    assert_int_equal(srv_camregions_plan(r, &f, m, 1, NULL, 0.0, &whole), 9);
+    assert_true(whole);
     const osp_region_t *g = srv_camregions_at(r, 0);
     assert_int_equal(g->w, 1920);
+    assert_int_equal(g->from, 0);
+    for (int i = 1; i < 9; i++) {
+        g = srv_camregions_at(r, i);
+        assert_int_equal(g->w, 600);
+        assert_int_equal(g->h, 600);
+        assert_int_equal(g->from, OSP_REGION_COVER);
+    }
+    /* a detection of the frame whole carries no crop; one of a cover's crop does */
+    osp_det_t d = {.x1 = 10, .y1 = 10, .x2 = 40, .y2 = 100, .score = 0.9f};
+    srv_cam_det_t o;
+    srv_camregions_to_frame(r, 0, 1920, 1080, &d, &o);
+    assert_false(o.has_region);
+    srv_camregions_to_frame(r, 8, 1920, 1080, &d, &o);
+    assert_true(o.has_region);
+    assert_float_equal(o.box.x1, 1330, 1e-3);
+    assert_float_equal(o.box.y1, 490, 1e-3);
     srv_camregions_full_done(r, 0.0);
     assert_int_equal(srv_camregions_plan(r, &f, m, 1, NULL, 0.5, &whole), 1);
     assert_false(whole);
@@ -63,9 +82,16 @@ static void test_plan_whole_then_crops(void **state) {
     /* nothing moved, nothing tracked: the frame whole, as the gate sent it */
     assert_int_equal(srv_camregions_plan(r, &f, NULL, 0, NULL, 1.0, &whole), 1);
     assert_true(whole);
-    /* 10 s on: a whole-frame pass whatever moved */
-    assert_int_equal(srv_camregions_plan(r, &f, m, 1, NULL, 10.0, &whole), 1);
+    /* 5 s on: a whole-frame pass whatever moved */
+    assert_int_equal(srv_camregions_plan(r, &f, m, 1, NULL, 5.0, &whole), 9);
     assert_true(whole);
+    srv_camregions_full_done(r, 5.0);
+    /* a frame no larger than a crop of the cover: its pass is the frame alone */
+    osp_image_t small = {.data = px, .width = 600, .height = 400, .stride = 600 * 3, .fmt = OSP_PIX_RGB};
+    srv_camregions_t *q = make(300);
+    assert_int_equal(srv_camregions_plan(q, &small, m, 1, NULL, 0.0, &whole), 1);
+    assert_true(whole);
+    srv_camregions_free(q);
     srv_camregions_free(r);
 }
 

@@ -2,8 +2,9 @@
  * boxes placed by hand — the minimum side from the model, the factor, the
  * shift inside the frame, the whole frame when a region outgrows it,
  * clusters of nearby motion, merges of overlapping regions, tracked boxes
- * covering motion, the cap, the whole-frame pass, alignment, and the way
- * back from a region's pixels to the frame's. */
+ * covering motion, the cap, the whole-frame pass and its cover of the
+ * frame, alignment, and the way back from a region's pixels to the
+ * frame's. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -335,6 +336,49 @@ static void test_back_to_the_frame(void **state) {
     assert_float_equal(d[1].y2, 700, 0);
 }
 
+/* The cover of a 1080p frame for a 300 model: crops of 600 (twice the
+ * least side), neighbours overlapping by at least 120, 4 across and 2
+ * down, every pixel covered and every box up to 120 a side whole in one
+ * crop; a frame no larger than a crop is one crop, the frame; a 4K frame
+ * that would need more than cover_max gets larger crops. */
+static void test_cover(void **state) {
+    (void)state;
+    osp_regions_params_t p;
+    osp_regions_defaults(&p, 300);
+    osp_regions_t *r = make(&p);
+    osp_region_t out[16];
+    int n = osp_regions_cover(r, 1920, 1080, out, 16);
+    assert_int_equal(n, 8);
+    for (int i = 0; i < n; i++) {
+        assert_inside(&out[i], 1920, 1080);
+        assert_true(out[i].w >= 600 && out[i].h >= 600 && out[i].w <= 602 && out[i].h <= 602);
+        assert_int_equal(out[i].x % 2, 0);
+        assert_int_equal(out[i].y % 2, 0);
+        assert_int_equal(out[i].from, OSP_REGION_COVER);
+    }
+    assert_region(&out[0], 0, 0, 600, 600);
+    assert_region(&out[1], 440, 0, 600, 600);
+    assert_region(&out[7], 1320, 480, 600, 600);
+    /* every box of 120 x 120, on a grid of 10 px, is whole in a crop */
+    for (int y = 0; y + 120 <= 1080; y += 10)
+        for (int x = 0; x + 120 <= 1920; x += 10) assert_held(out, n, x, y, x + 120, y + 120);
+    /* small frames: the frame */
+    assert_int_equal(osp_regions_cover(r, 600, 400, out, 16), 1);
+    assert_region(&out[0], 0, 0, 600, 400);
+    /* 8K at the cap, 16 crops at most */
+    n = osp_regions_cover(r, 7680, 4320, out, 16);
+    assert_true(n >= 2 && n <= 16);
+    /* a cap: fewer, larger crops, still covering */
+    n = osp_regions_cover(r, 3840, 2160, out, 16);
+    assert_true(n >= 2 && n <= 16);
+    for (int i = 0; i < n; i++) assert_inside(&out[i], 3840, 2160);
+    for (int y = 0; y + 120 <= 2160; y += 40)
+        for (int x = 0; x + 120 <= 3840; x += 40) assert_held(out, n, x, y, x + 120, y + 120);
+    assert_true(osp_regions_cover(r, 1920, 1080, out, 3) <= 3);
+    assert_int_equal(osp_regions_cover(r, 0, 1080, out, 16), OSP_MOTION_EINVAL);
+    osp_regions_free(r);
+}
+
 static void refused(const osp_regions_params_t *p, const char *what) {
     char err[256] = "";
     osp_regions_t *r = (osp_regions_t *)&err; /* must come back NULL */
@@ -357,6 +401,9 @@ static void test_bad_parameters(void **state) {
     p = d, p.align = 0, refused(&p, "align");
     p = d, p.full_every_s = -1, refused(&p, "full_every_s");
     p = d, p.max_inputs = 0, refused(&p, "max_inputs");
+    p = d, p.cover_side = -1, refused(&p, "cover_side");
+    p = d, p.cover_overlap = 0.6f, refused(&p, "cover_overlap");
+    p = d, p.cover_max = 0, refused(&p, "cover_max");
 
     osp_regions_t *r = make(&d);
     osp_region_t out[4];
@@ -385,6 +432,7 @@ int main(void) {
         cmocka_unit_test(test_alignment_and_skipped_boxes),
         cmocka_unit_test(test_whole_frame_pass),
         cmocka_unit_test(test_back_to_the_frame),
+        cmocka_unit_test(test_cover),
         cmocka_unit_test(test_bad_parameters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

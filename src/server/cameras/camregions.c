@@ -19,7 +19,7 @@
 struct srv_camregions {
     osp_regions_t *planner;
     int model_side;
-    osp_region_t runs[SRV_REGIONS_MAX];
+    osp_region_t runs[1 + SRV_REGIONS_COVER_MAX];
     int n_runs;
     osp_det_t tracked[TRACKED_MAX];
 };
@@ -34,6 +34,7 @@ int srv_camregions_new(int model_side, srv_camregions_t **out, char *err, size_t
     osp_regions_defaults(&p, model_side);
     p.max_regions = SRV_REGIONS_MAX;
     p.max_inputs = TRACKED_MAX;
+    p.cover_max = SRV_REGIONS_COVER_MAX;
     if (osp_regions_create(&p, &r->planner, err, errlen)) {
         free(r);
         *out = NULL;
@@ -70,7 +71,14 @@ static int whole_frame(srv_camregions_t *r, const osp_image_t *frame, int *whole
 int srv_camregions_plan(srv_camregions_t *r, const osp_image_t *frame, const osp_motion_box_t *m,
                         int n_motion, const osp_tracker_t *tracker, double t, int *whole) {
     *whole = 0;
-    if (osp_regions_full_due(r->planner, t)) return whole_frame(r, frame, whole);
+    if (osp_regions_full_due(r->planner, t)) {
+        whole_frame(r, frame, whole);
+        int c = osp_regions_cover(r->planner, frame->width, frame->height, r->runs + 1,
+                                  SRV_REGIONS_COVER_MAX);
+        /* one crop is the frame itself, run already */
+        r->n_runs = c > 1 ? 1 + c : 1;
+        return r->n_runs;
+    }
     int n = 0;
     for (int i = 0; tracker && i < osp_track_count(tracker) && n < TRACKED_MAX; i++) {
         const osp_track_t *k = osp_track_at(tracker, i);
@@ -117,7 +125,7 @@ void srv_camregions_to_frame(const srv_camregions_t *r, int run, int frame_w, in
     o->run = run;
     o->region = (osp_track_box_t){(float)g->x, (float)g->y, (float)(g->x + g->w),
                                   (float)(g->y + g->h)};
-    o->has_region = 1;
+    o->has_region = g->from != 0; /* the frame whole of a whole-frame pass is no crop */
     /* a side of the crop inside the frame, and the box on it */
     float gx1 = (float)g->x, gy1 = (float)g->y, gx2 = gx1 + (float)g->w, gy2 = gy1 + (float)g->h;
     o->cut = (g->x > 0 && f.x1 <= gx1 + CUT_PX) || (g->y > 0 && f.y1 <= gy1 + CUT_PX) ||

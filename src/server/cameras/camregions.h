@@ -34,8 +34,12 @@ enum { SRV_REGIONS_AUTO = -1, SRV_REGIONS_OFF = 0, SRV_REGIONS_ON = 1 };
 #define SRV_REGIONS_MERGE_IOU 0.5f
 #define SRV_REGIONS_MERGE_CONTAIN 0.6f
 
-/* Runs of one frame at most: motion/regions.h's max_regions. */
+/* Runs of one frame planned around motion at most: motion/regions.h's
+ * max_regions. */
 #define SRV_REGIONS_MAX 4
+/* Crops of the cover a whole-frame pass runs at most (motion/regions.h's
+ * cover_max); the pass runs the frame whole first, then these. */
+#define SRV_REGIONS_COVER_MAX 16
 
 /* One detection of a camera's frame, in the frame's pixels. */
 typedef struct {
@@ -65,10 +69,13 @@ void srv_camregions_free(srv_camregions_t *r);
 int srv_camregions_wanted(const srv_camregions_t *r, int mode, const osp_image_t *frame);
 
 /* The runs of frame at time t (seconds), from its motion boxes and the
- * tracker's objects: how many (1 to SRV_REGIONS_MAX). A single run of the
- * whole frame when a whole-frame pass is due (the first frame, then every
- * full_every_s of regions.h), and when nothing is to be looked at (the
- * motion gate sent a frame it could not judge). *whole says which. */
+ * tracker's objects: how many (1 to SRV_REGIONS_MAX). When a whole-frame
+ * pass is due (the first frame, then every full_every_s of regions.h) the
+ * frame whole, then, for a frame larger than a cover's crop, the crops
+ * that cover it (osp_regions_cover: up to SRV_REGIONS_COVER_MAX); and a
+ * single run of the frame whole when nothing is to be looked at (the
+ * motion gate sent a frame it could not judge). *whole is 1 for both,
+ * and run 0 is then the frame whole (its region's `from` is 0). */
 int srv_camregions_plan(srv_camregions_t *r, const osp_image_t *frame, const osp_motion_box_t *m,
                         int n_motion, const osp_tracker_t *tracker, double t, int *whole);
 /* Run i of the last plan, a rectangle of the frame. */
@@ -80,7 +87,7 @@ void srv_camregions_full_done(srv_camregions_t *r, double t);
 
 /* Detection d, found by run `run` of the last plan in its crop's pixels,
  * into *o in the frame's pixels (o->run and o->cut set; the caller fills
- * label and names). */
+ * label and names). The frame whole of a cover is no crop: has_region 0. */
 void srv_camregions_to_frame(const srv_camregions_t *r, int run, int frame_w, int frame_h,
                              const osp_det_t *d, srv_cam_det_t *o);
 

@@ -208,17 +208,20 @@ srv_outcome_t srv_camrun_frame(srv_camrun_t *r, const osp_image_t *frame,
         int nm = osp_motion_gate_boxes(gate, &mb);
         n = srv_camregions_plan(r->regions, frame, mb, nm, tracker, t, &whole);
     }
+    /* a whole-frame pass of more than one run: the frame whole, then the
+     * crops that cover it, merged as a plan's crops are */
+    int cover = whole && n > 1;
     srv_outcome_t out = {0};
     for (int i = 0; i < n; i++) {
-        r->run = whole ? -1 : i;
-        r->view = whole ? osp_image_view(frame)
-                        : srv_camregions_view(frame, srv_camregions_at(r->regions, i));
-        if (!whole) atomic_fetch_add(&r->region_runs, 1);
+        r->run = whole && !cover ? -1 : i;
+        r->view = r->run < 0 ? osp_image_view(frame)
+                             : srv_camregions_view(frame, srv_camregions_at(r->regions, i));
+        if (!whole || (cover && i > 0)) atomic_fetch_add(&r->region_runs, 1);
         out = one_run(r);
         if (out.fate != SRV_SERVED) return out;
     }
     if (regions && whole) srv_camregions_full_done(r->regions, t);
-    if (!whole)
+    if (!whole || cover)
         r->n_dets = srv_camregions_merge(r->dets, r->n_dets, SRV_REGIONS_MERGE_IOU,
                                          SRV_REGIONS_MERGE_CONTAIN);
     *found = (srv_camrun_found_t){.dets = r->dets,
