@@ -142,11 +142,14 @@ def test_latest_jpg_is_the_newest_frame_with_its_boxes_and_zones(site):
     assert headers["Content-Type"] == "image/jpeg", headers
     img = Image.open(io.BytesIO(body))
     assert img.format == "JPEG" and img.size == (768, 576), (img.format, img.size)
-    # the zone's outline (yellow, 255,214,0) runs along y = 0.5 of the frame
+    # the zone's outline (yellow, 255,214,0) runs along y = 0.5 of the frame;
+    # the boxes and their labels, drawn over it, hide some of it where people
+    # walk on it (23 of these 32 points were yellow in one frame), and vtest
+    # has no such yellow on that row of its own (none in 5 frames sampled)
     px = img.convert("RGB").load()
     row = [px[x, 288] for x in range(60, 700, 20)]
     yellow = [p for p in row if p[0] > 180 and p[1] > 170 and p[2] < 130]
-    assert len(yellow) >= len(row) * 3 // 4, row
+    assert len(yellow) >= len(row) // 2, row
     keep = BIN.parent / "e2e"
     keep.mkdir(exist_ok=True)
     (keep / "camera-latest.jpg").write_bytes(body)
