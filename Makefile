@@ -111,7 +111,9 @@ FUZZ_WHAT_jobs := a fleet job's fields and the --jobs URL
 FUZZ_WHAT_redis := Redis replies read with a bound (what a lying server sends)
 FUZZ_WHAT_eventdb := /api/events's and /api/crossings' parameters and an event id of its snapshots
 FUZZ_WHAT_mjpeg := an MJPEG stream's parts, in pieces, through the mpjpeg demuxer with the --max-frame bound
-FUZZ_MODEL_SRC := src/base/text.c src/model/config.c src/model/cascade.c src/model/catalog.c src/model/paths.c src/image/prep.c src/image/geom.c src/image/buffer.c
+# the model config's parsers, and the decoders (a cascade asks what a decoder gives)
+FUZZ_MODEL_SRC := src/base/text.c src/model/config.c src/model/cascade.c src/model/catalog.c src/model/paths.c src/image/prep.c src/image/geom.c src/image/buffer.c \
+    src/post/*.c
 FUZZ_SRC_json := $(FUZZ_MODEL_SRC)
 FUZZ_LIBS_json := -lyuv
 FUZZ_SRC_cmds := $(FUZZ_MODEL_SRC)
