@@ -7,7 +7,10 @@ Two chains, each on a photo the set-up fetches:
 
   faces  ultraface, then face-embed on each face (basketball1.png: two
          players);
-  car    ssd-oidv4-int8, then ocr-rec on each car (licenseplate_motion.jpg).
+  car    ssd-oidv4-int8, then ocr-det inside each car, then ocr-rec on each
+         text box it finds: the plate chain (docs/cascades.md, Plates) on
+         licenseplate_restored.png, the set-up's plate photo with its
+         motion blur undone.
 
 For each, a frame is answered two ways, on one ospreyd over its pipes:
 
@@ -17,8 +20,11 @@ For each, a frame is answered two ways, on one ospreyd over its pipes:
   host     what a host does without cascades: infer_jpeg to the first
            model alone, then for each box it crops its own decoded copy of
            the frame (the step's crop: the square around a face grown by
-           0.2; a car's box as it stands), JPEG-encodes the crop (PIL,
-           quality 90), sends it to the step's model alone and waits.
+           0.2; a car's box grown by 0.2 of its longer side; a text box
+           as it stands), JPEG-encodes the crop (PIL, quality 90), sends
+           it to the step's model alone and waits; a step after a
+           detector (ocr-rec after ocr-det) takes, in turn, each box of
+           that step's answer, moved back into the frame.
 
 Per frame: latency (from sending the frame to the last answer it needs),
 p50 and p99 over --frames frames; CPU, the server's (utime + stime from
@@ -60,10 +66,11 @@ CACHE = Path(os.environ.get("OSPREY_CACHE", Path.home() / ".cache" / "osprey"))
 MARGIN = 0.2  # a step's default margin (docs/cascades.md, The crops)
 TICK = os.sysconf("SC_CLK_TCK")
 
-# name: (photo, first model, step model, step labels, crop)
+# name: (photo, the models in order, the first step's labels, each step's crop)
 CHAINS = {
-    "faces": ("basketball1.png", "ultraface", "face-embed", None, "square"),
-    "car": ("licenseplate_motion.jpg", "ssd-oidv4-int8", "ocr-rec", ["Car"], "box"),
+    "faces": ("basketball1.png", ["ultraface", "face-embed"], None, ["square"]),
+    "car": ("licenseplate_restored.png", ["ssd-oidv4-int8", "ocr-det", "ocr-rec"], ["Car"],
+            ["grown", "box"]),
 }
 
 
@@ -80,16 +87,34 @@ def client_cpu():
 
 def crop(rgb, box, how):
     """The host's crop of box from its decoded frame: the square around
-    it grown by MARGIN (a face for an embedder), or the box itself."""
+    it grown by MARGIN (a face for an embedder), the box grown by MARGIN
+    of its longer side (for a detector), or the box itself; and the
+    crop's top-left corner in the frame."""
     h, w = rgb.shape[:2]
     x1, y1, x2, y2 = box
     if how == "square":
         side = max(x2 - x1, y2 - y1) * (1 + MARGIN)
         cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
         x1, y1, x2, y2 = cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2
+    elif how == "grown":
+        grow = max(x2 - x1, y2 - y1) * MARGIN / 2
+        x1, y1, x2, y2 = x1 - grow, y1 - grow, x2 + grow, y2 + grow
     x1, y1 = max(0, int(round(x1))), max(0, int(round(y1)))
     x2, y2 = min(w, int(round(x2))), min(h, int(round(y2)))
-    return rgb[y1:max(y2, y1 + 1), x1:max(x2, x1 + 1)]
+    return rgb[y1:max(y2, y1 + 1), x1:max(x2, x1 + 1)], (x1, y1)
+
+
+def texts(dets, key):
+    """Every text read in dets and inside them (a step after a detector):
+    the cascade's fields on each detection, or (key "step") the host's
+    answers kept under that key."""
+    out = []
+    for d in dets:
+        r = d.get(key, {}) if key else d
+        if r.get("text"):
+            out.append(r["text"])
+        out += texts(r.get("detections", []) if key else r.get("objects", []), key)
+    return out
 
 
 def jpeg_of(pixels):
@@ -99,12 +124,13 @@ def jpeg_of(pixels):
 
 
 class Chain:
-    """One chain's three models on the worker: the cascade, the first
-    model alone and the step's model alone."""
+    """One chain's models on the worker: the cascade, the first model
+    alone and each step's model alone."""
 
     def __init__(self, name, base, step_batch=None, tile=1):
         self.name = name
-        photo, self.first, self.step, labels, self.how = CHAINS[name]
+        photo, models, labels, self.hows = CHAINS[name]
+        self.first, self.steps = models[0], models[1:]
         path = CACHE / "media" / photo
         if tile > 1:  # the photo tiled tile x tile: more objects a frame
             rgb = np.asarray(Image.open(path).convert("RGB"))
@@ -113,15 +139,18 @@ class Chain:
             self.jpeg = path.read_bytes() if photo.endswith(".jpg") else jpeg_of(
                 np.asarray(Image.open(path).convert("RGB")))
         self.rgb = np.asarray(Image.open(io.BytesIO(self.jpeg)).convert("RGB"))
-        step = {"model": self.step}
-        if step_batch is not None:
-            step["batch"] = step_batch
+        step = None
+        for m in reversed(self.steps):  # nested: each step inside the one before
+            step = dict({"model": m}, **({"then": [step]} if step else {}))
+            if step_batch is not None:
+                step["batch"] = step_batch
         if labels:
             step["labels"] = labels
         self.labels = labels
-        self.configs = [{"model": self.first, "then": [step]}, {"model": self.first},
-                        {"model": self.step}]
-        self.cascade, self.alone, self.stepm = base, base + 1, base + 2
+        self.configs = ([{"model": self.first, "then": [step]}, {"model": self.first}] +
+                        [{"model": m} for m in self.steps])
+        self.cascade, self.alone = base, base + 1
+        self.stepm = list(range(base + 2, base + 2 + len(self.steps)))
 
     def by_cascade(self, c):
         rec = c.infer_jpeg(self.cascade, self.jpeg)
@@ -134,15 +163,24 @@ class Chain:
         if "error" in rec:
             raise SystemExit(f"bench/cascade: {self.name}: {rec['error']}")
         dets = rec["detections"]
-        for d in dets:
-            if self.labels and d["label"] not in self.labels:
-                continue
-            piece = jpeg_of(crop(self.rgb, d["box"], self.how))
-            r = c.infer_jpeg(self.stepm, piece)
-            if "error" in r:
-                raise SystemExit(f"bench/cascade: {self.name} step: {r['error']}")
-            d["step"] = r
+        self.host_steps(c, [d for d in dets if not self.labels or d["label"] in self.labels], 0)
         return dets
+
+    def host_steps(self, c, dets, k):
+        """Step k on each of dets (boxes in frame pixels), and the steps
+        after it on each box it finds."""
+        for d in dets:
+            pixels, (x0, y0) = crop(self.rgb, d["box"], self.hows[k])
+            r = c.infer_jpeg(self.stepm[k], jpeg_of(pixels))
+            if "error" in r:
+                raise SystemExit(f"bench/cascade: {self.name} step {self.steps[k]}: {r['error']}")
+            d["step"] = r
+            if k + 1 < len(self.steps):
+                inner = r.get("detections", [])
+                for e in inner:
+                    x1, y1, x2, y2 = e["box"]
+                    e["box"] = [x1 + x0, y1 + y0, x2 + x0, y2 + y0]
+                self.host_steps(c, inner, k + 1)
 
 
     def same(self, got, host):
@@ -155,8 +193,8 @@ class Chain:
             if "embedding" in d:
                 a, b = np.array(d["embedding"]), np.array(e["step"]["embedding"])
                 out.append(f"cosine {float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)):.3f}")
-            elif "text" in d:
-                out.append(f"text {d['text']!r} / {e['step'].get('text')!r}")
+            else:
+                out.append(f"texts {texts([d], None)} / {texts([e], 'step')}")
         return ", ".join(out) or "no step ran"
 
 
@@ -193,7 +231,10 @@ def main():
     ap.add_argument("--tile", type=int, default=1,
                     help="send each chain's photo tiled N x N (more objects a frame)")
     a = ap.parse_args()
-    chains = [Chain(n, 3 * i, a.step_batch, a.tile) for i, n in enumerate(a.chains.split(","))]
+    chains, base = [], 0
+    for n in a.chains.split(","):
+        chains.append(Chain(n, base, a.step_batch, a.tile))
+        base += len(chains[-1].configs)
     w = Worker(())
     try:
         models = [cfg for ch in chains for cfg in ch.configs]
@@ -213,7 +254,7 @@ def main():
             got = ch.by_cascade(w.conn)
             host = ch.by_host(w.conn)
             taken = [d for d in got if len(d) > 4]
-            print(f"  {ch.name}: {ch.first} -> {ch.step}: {len(got)} detections, "
+            print(f"  {ch.name}: {' -> '.join([ch.first, *ch.steps])}: {len(got)} detections, "
                   f"{len(taken)} with the step's fields (host: {sum('step' in d for d in host)}); "
                   f"{ch.same(got, host)}")
             for _ in range(2):  # warm both ways
