@@ -2,9 +2,10 @@
  * What a cascade's fields say of an object, for its event records
  * (events.h, osp_event_names_read): the best-scored name a face took from
  * a face library and the best-scored text read, its own or those of the
- * objects found inside it. Read back from the JSON members a result
- * carries, so that every caller of a cascade (ospreyd's cameras, osprey
- * detect --track) takes the same from the same fields.
+ * objects found inside it (a detector step's, under any member name).
+ * Read back from the JSON members a result carries, so that every caller
+ * of a cascade (ospreyd's cameras, osprey detect --track) takes the same
+ * from the same fields.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -38,10 +39,12 @@ static void take(const cJSON *o, osp_event_names_t *out, int depth) {
         snprintf(out->plate, sizeof out->plate, "%s", text);
         out->plate_score = score;
     }
-    const cJSON *inner = cJSON_GetObjectItemCaseSensitive(o, "objects");
-    const cJSON *e;
-    if (depth < 8 && cJSON_IsArray(inner))
-        cJSON_ArrayForEach(e, inner) if (cJSON_IsObject(e)) take(e, out, depth + 1);
+    /* the objects a detector step found inside it, under "objects" or
+     * whatever member the step's "as" named: every list of objects */
+    const cJSON *m, *e;
+    if (depth < 8)
+        cJSON_ArrayForEach(m, o) if (cJSON_IsArray(m))
+            cJSON_ArrayForEach(e, m) if (cJSON_IsObject(e)) take(e, out, depth + 1);
 }
 
 void osp_event_names_read(const char *members, size_t len, osp_event_names_t *out) {

@@ -224,6 +224,13 @@ static void test_read(void **state) {
             &n);
     assert_string_equal(n.plate, "AB1234");
     assert_float_equal(n.plate_score, 0.93f, 1e-6);
+    /* a detector step's objects under the member its "as" named: a
+     * car's plates, their text read inside them */
+    read_of("\"landmarks\": [[1, 2]], \"plates\": [{\"label\": \"text\", \"objects\": [],"
+            " \"text\": \"127-RFS\", \"textScore\": 0.91}]",
+            &n);
+    assert_string_equal(n.plate, "127-RFS");
+    assert_float_equal(n.plate_score, 0.91f, 1e-6);
     read_of("\"name\": ", &n); /* does not parse */
     assert_string_equal(n.name, "");
     read_of("\"name\": \"eve\"", &n); /* no score */
