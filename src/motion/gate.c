@@ -16,7 +16,7 @@
 struct osp_motion_gate {
     osp_motion_t *motion; /* made for the first frame's size, and again on a new size */
     int w, h;
-    uint8_t *luma;            /* w x h */
+    uint8_t *luma;            /* w x h, made from RGB; NULL until an RGB frame comes */
     osp_motion_poly_t *masks; /* the gate's copies, their points after them in one block */
     int n_masks;
     double last_run;
@@ -85,12 +85,8 @@ static int resize(osp_motion_gate_t *g, int w, int h, char *err, size_t errlen) 
     osp_motion_free(g->motion);
     g->motion = NULL;
     g->w = g->h = 0;
-    free(g->luma);
-    g->luma = malloc((size_t)w * (size_t)h);
-    if (!g->luma) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    free(g->luma); /* a 4:2:0 frame's luma is its own: made for RGB only, as it comes */
+    g->luma = NULL;
     if (make_motion(g, w, h, &g->motion, err, errlen)) return -1;
     g->w = w;
     g->h = h;
@@ -111,6 +107,10 @@ int osp_motion_gate_frame(osp_motion_gate_t *g, const osp_image_t *img, double t
         const uint8_t *luma = img->data; /* a 4:2:0 frame's Y plane comes first */
         int stride = img->stride;
         if (!yuv) {
+            if (!g->luma && !(g->luma = malloc((size_t)g->w * (size_t)g->h))) {
+                snprintf(err, errlen, "out of memory");
+                return -1;
+            }
             /* RAW is libyuv's R,G,B in memory; for BGR the weights of red
              * and blue swap, which moves a level by a few percent at most */
             RAWToJ400(img->data, img->stride, g->luma, g->w, g->w, g->h);

@@ -153,7 +153,8 @@ static void test_new_size_and_other_formats(void **state) {
 }
 
 /* A 4:2:0 frame is read by its Y plane: the still scene runs as an RGB one
- * does, and the square moving in it runs every frame and moved. */
+ * does, and the square moving in it runs every frame and moved; an RGB
+ * frame after them is read by the luma made of it. */
 static void test_yuv_frames_are_read_by_their_luma(void **state) {
     (void)state;
     for (osp_pixfmt_t fmt = OSP_PIX_I420; fmt <= OSP_PIX_J420; fmt++) {
@@ -171,6 +172,11 @@ static void test_yuv_frames_are_read_by_their_luma(void **state) {
             assert_int_equal(pass(g, &img, 3 + i * 0.1, &moved), 1);
             assert_int_equal(moved, 1);
         }
+        /* an RGB frame of the same size after them, its luma made by the
+         * gate (which the 4:2:0 frames did not need): read the same way */
+        frame(&img, W, H, 10 + 8 * 10, 60);
+        assert_int_equal(pass(g, &img, 4, &moved), 1);
+        assert_int_equal(moved, 1);
         osp_motion_gate_free(g);
         osp_image_free(&img);
     }
