@@ -112,6 +112,9 @@ def summary(log, name):
     steps = re.search(rf"camera {name}: .*, (\d+) step runs", log)
     if steps:
         out["step_runs"] = int(steps.group(1))
+    made = re.search(rf"camera {name}: .*, (\d+) made RGB", log)
+    if made:
+        out["made_rgb"] = int(made.group(1))
     return out
 
 

@@ -197,18 +197,20 @@ def test_model_runs_a_frame(tracked):
     assert (ran + looks) / frames <= 1.6, r.stderr
 
 
-def still_clip(tmp, seconds, light_at=None):
+def still_clip(tmp, seconds, light_at=None, pix_fmt=None):
     """vtest's first frame for `seconds` at 10 frames/s; with light_at, a
-    step of brightness from that second on."""
+    step of brightness from that second on; with pix_fmt, its JPEGs' (4:4:4
+    from the PNG without it)."""
     if not shutil.which("ffmpeg"):
         pytest.skip("ffmpeg is not installed")
     png = tmp / "vtest-0.png"
     subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", str(need(MEDIA / "vtest.avi")),
                     "-frames:v", "1", str(png)], check=True)
     vf = ["-vf", f"eq=brightness='if(gte(t,{light_at}),0.25,0)':eval=frame"] if light_at else []
-    out = tmp / ("light.avi" if light_at else "still.avi")
+    out = tmp / (("light" if light_at else "still") + (f"-{pix_fmt}" if pix_fmt else "") + ".avi")
+    pf = ["-pix_fmt", pix_fmt] if pix_fmt else []
     subprocess.run(["ffmpeg", "-v", "error", "-y", "-loop", "1", "-i", str(png), "-t", str(seconds),
-                    "-r", "10", *vf, "-c:v", "mjpeg", "-q:v", "3", str(out)], check=True)
+                    "-r", "10", *vf, "-c:v", "mjpeg", *pf, "-q:v", "3", str(out)], check=True)
     return out
 
 

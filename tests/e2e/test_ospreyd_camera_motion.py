@@ -1,11 +1,12 @@
 """ospreyd's cameras and their motion pass (docs/cameras.md, Motion): one
 ospreyd watching a still clip (vtest's first frame repeated, as
-test_detect_track makes it) through a camera with its motion pass on and
-through one with it off ("motion": false), and vtest, where people walk,
-through a camera with a motion mask. The still camera sends its model a
-few frames, finds no motion and keeps the same objects as the camera that
-sends every frame (each of them ended once, when the clip ends); the
-moving one finds motion and writes its events."""
+test_detect_track makes it, 4:2:0) through a camera with its motion pass
+on and through one with it off ("motion": false), the same clip in 4:4:4
+(decoded to RGB) through a third, and vtest, where people walk, through a
+camera with a motion mask. The still camera sends its model a few frames,
+finds no motion and keeps the same objects as the camera that sends every
+frame (each of them ended once, when the clip ends), and makes RGB of the
+frames it sends only; the moving one finds motion and writes its events."""
 from collections import Counter
 
 import pytest
@@ -24,15 +25,17 @@ def watched(tmp_path_factory):
     its events and log after its stop."""
     model("ssd-oidv4-int8")
     tmp = tmp_path_factory.mktemp("camera_motion")
-    clip = still_clip(tmp, STILL_S)
+    clip = still_clip(tmp, STILL_S, pix_fmt="yuvj420p")  # 4:2:0, as a camera's video is
+    rgb = still_clip(tmp, STILL_S)  # 4:4:4: decoded to RGB
     s = Site(tmp, {"runtime": "onnxruntime", "models": [{"model": "ssd-oidv4-int8"}],
                    "cameras": [{"name": "still", "url": str(clip), "fps": 5},
                                {"name": "every", "url": str(clip), "fps": 5, "motion": False},
+                               {"name": "rgb", "url": str(rgb), "fps": 5},
                                {"name": "walk", "url": str(media("vtest.avi")), "fps": 5,
                                 "objects": ["Person"],
                                 "motionMask": ["0,0,0.2,0,0.2,0.1,0,0.1",
                                                [[0.8, 0.9], [1, 0.9], [1, 1], [0.8, 1]]]}]})
-    cams = cameras_at_end(s, ("still", "every"), lambda: get_json(s.port, "/api/cameras"),
+    cams = cameras_at_end(s, ("still", "every", "rgb"), lambda: get_json(s.port, "/api/cameras"),
                           timeout=STILL_S + 90)
     evs = events(s.stdout())
     return cams, {n: [e for e in evs if e["after"]["camera"] == n] for n in cams}, s.log()
@@ -55,6 +58,14 @@ def test_a_still_camera_sends_its_model_a_few_frames(watched):
     assert every["skipped"] == 0 and every["motion"] is None, every
     s = summary(log, "still")
     assert (s["submitted"], s["skipped"]) == (still["submitted"], still["skipped"]), (s, still)
+    # the clip's 4:2:0 frames come as decoded: the gate reads their luma,
+    # and only a frame it sends is made RGB, once; one it holds back never
+    assert s["skipped"] > 0 and s.get("made_rgb") == s["submitted"], s
+    e = summary(log, "every")
+    assert e.get("made_rgb") == e["submitted"] == taken(every), (e, every)
+    # a clip decoded to RGB (4:4:4 JPEGs) is gated and run as it comes
+    r = summary(log, "rgb")
+    assert r["skipped"] > 0 and r["detected"] >= 2 and r.get("made_rgb") == 0, r
 
 
 def test_a_still_camera_keeps_the_objects_of_every_frame(watched):

@@ -7,8 +7,12 @@
  * (motion/gate.h), as `osprey detect --track`'s frames do: a frame where
  * nothing moved is not sent to the model, and its objects are those the
  * last frame sent left (the tracker is not updated, no event is written),
- * so a still scene costs the decode, the luma and the motion pass. A
- * frame the gate sends goes to the model through the camera's camrun
+ * so a still scene costs the decode, the luma and the motion pass. The
+ * source hands on 4:2:0 frames as decoded (video/source.h), whose luma
+ * the gate reads in place; a frame is made RGB, once, into a buffer the
+ * camera reuses, only when the gate lets it through (the model, the
+ * snapshots and latest.jpg read RGB). A frame the gate sends goes to
+ * the model through the camera's camrun
  * (camrun.h: whole or as regions, one run in flight at a time, the thread
  * waiting for each answer, the core's workers reading the frame
  * meanwhile), and what it found through the tracker, the zones and the
@@ -31,6 +35,7 @@
 
 #include "base/clock.h"
 #include "base/thread.h"
+#include "image/image.h"
 #include "log/log.h"
 #include "model/model.h"
 #include "motion/gate.h"
@@ -64,7 +69,8 @@ struct srv_camera {
     bool forget;        /* no longer listed: its Home Assistant entities go at its free */
     pthread_mutex_t mu; /* guards src, which srv_camera_signal_stop cancels from any thread */
     osp_source_t *src;
-    osp_image_t frame;        /* the frame in flight, or the next */
+    osp_image_t frame;        /* the frame in flight, or the next: 4:2:0 as decoded, or RGB */
+    osp_image_t rgb;          /* frame made RGB, for a frame sent on (frame_rgb) */
     osp_motion_gate_t *gate;  /* NULL with "motion": false */
     int gate_failed;          /* it said why once */
     srv_camrun_t *run;        /* its frames through the model (camrun.h) */
@@ -87,6 +93,7 @@ struct srv_camera {
     /* counters, any thread */
     atomic_llong frames_in, submitted, served, shed, failed, reconnects;
     atomic_llong looked, moved, skipped; /* frames the gate looked at, found motion in, held back */
+    atomic_llong made_rgb;               /* 4:2:0 frames made RGB (frame_rgb) */
     /* what other threads see of it (core/camboard.h): published by its thread */
     srv_cam_pub_t *pub;
     double decode_ms; /* a file's read and decode, averaged; < 0: not measured (a live source) */
@@ -125,8 +132,9 @@ static int label_index(srv_camera_t *c, const char *label) {
     return c->n_labels++;
 }
 
-/* One answered frame through the tracker, the zones and the events. */
-static void track_frame(srv_camera_t *c, double t) {
+/* One answered frame (px, RGB) through the tracker, the zones and the
+ * events. */
+static void track_frame(srv_camera_t *c, const osp_image_t *px, double t) {
     char err[256];
     int n = 0;
     const srv_cam_det_t *d = c->found.dets;
@@ -164,16 +172,17 @@ static void track_frame(srv_camera_t *c, double t) {
     /* the pictures first: whoever gets an event finds its picture */
     osp_track_snaps_t *snaps = srv_camsite_snaps(c->site);
     if (snaps) {
-        osp_view_t px = osp_image_view(&c->frame);
-        osp_track_snaps_frame(snaps, c->tracker, c->events, &px, c->found.frame_w, c->found.frame_h);
+        osp_view_t v = osp_image_view(px);
+        osp_track_snaps_frame(snaps, c->tracker, c->events, &v, c->found.frame_w, c->found.frame_h);
     }
     srv_camout_frame(c->out, ne, t);
     srv_camsite_tracked(c->site, t);
 }
 
-/* The camera's counts, and the frame just answered (served: its boxes),
- * onto the board for other threads (core/camboard.h). */
-static void publish(srv_camera_t *c, int served, double t) {
+/* The camera's counts, and the frame just answered (served: the frame,
+ * RGB, with its boxes; NULL: none), onto the board for other threads
+ * (core/camboard.h). */
+static void publish(srv_camera_t *c, const osp_image_t *served, double t) {
     int64_t events, crossings;
     srv_camout_counts(c->out, &events, &crossings);
     srv_cam_counts_t k = {.frames_in = atomic_load(&c->frames_in),
@@ -207,7 +216,7 @@ static void publish(srv_camera_t *c, int served, double t) {
         snprintf(c->boxes[n++].label, sizeof c->boxes[0].label, "%.*s",
                  (int)sizeof c->boxes[0].label - 1, d->label);
     }
-    osp_view_t v = osp_image_view(&c->frame);
+    osp_view_t v = osp_image_view(served);
     srv_camboard_frame(c->pub, &v, c->boxes, n, t);
 }
 
@@ -219,6 +228,7 @@ static int open_source(srv_camera_t *c) {
     osp_source_cfg_default(&sc);
     sc.stop = &c->stop;
     sc.decode_threads = c->cfg.decode_threads;
+    sc.yuv420 = 1; /* the gate reads the luma; frame_rgb makes RGB of what it sends */
     sc.on_event = on_source_event;
     sc.ctx = c;
     for (int attempt = 0; !atomic_load(&c->stop); attempt++) {
@@ -260,6 +270,17 @@ static int through_gate(srv_camera_t *c, double t) {
     if (moved) atomic_fetch_add(&c->moved, 1);
     if (!run) atomic_fetch_add(&c->skipped, 1);
     return run;
+}
+
+/* The frame taken, RGB: itself, or its 4:2:0 planes made RGB into the
+ * camera's buffer (once a frame: the model, the snapshots and the board
+ * read the one copy); NULL with err. */
+static const osp_image_t *frame_rgb(srv_camera_t *c, char *err, size_t errlen) {
+    if (!osp_pixfmt_yuv420(c->frame.fmt)) return &c->frame;
+    osp_view_t yuv = osp_image_view(&c->frame);
+    if (osp_yuv_to_rgb(&yuv, &c->rgb, err, errlen)) return NULL;
+    atomic_fetch_add(&c->made_rgb, 1);
+    return &c->rgb;
 }
 
 static void *cam_main(void *arg) {
@@ -328,18 +349,26 @@ static void *cam_main(void *arg) {
             }
         }
         if (c->gate && !through_gate(c, t)) {
-            publish(c, 0, t);
+            publish(c, NULL, t);
             continue;
         }
         atomic_fetch_add(&c->submitted, 1);
+        const osp_image_t *px = frame_rgb(c, err, sizeof err);
+        if (!px) {
+            osp_log(OSP_LOG_ERROR, "ospreyd: camera %s: %s", c->cfg.name, err);
+            atomic_fetch_add(&c->failed, 1);
+            if (c->gate) osp_motion_gate_not_run(c->gate);
+            publish(c, NULL, t);
+            continue;
+        }
         /* the objects whose steps are settled run none in this frame */
         if (c->objs)
             srv_camrun_settled(c->run, c->settled,
                                srv_camobjs_settled(c->objs, c->tracker, c->settled, SRV_CAM_DETS_MAX));
-        srv_outcome_t out = srv_camrun_frame(c->run, &c->frame, c->gate, c->tracker, t, &c->found);
+        srv_outcome_t out = srv_camrun_frame(c->run, px, c->gate, c->tracker, t, &c->found);
         if (out.fate == SRV_SERVED) {
             atomic_fetch_add(&c->served, 1);
-            if (!atomic_load(&c->stop)) track_frame(c, t);
+            if (!atomic_load(&c->stop)) track_frame(c, px, t);
         } else if (out.fate == SRV_SHED) {
             atomic_fetch_add(&c->shed, 1);
         } else {
@@ -348,11 +377,11 @@ static void *cam_main(void *arg) {
         /* a frame the gate sent that found no model: the next one goes, or a
          * still scene would wait its next whole-frame run (10 s) for it */
         if (out.fate != SRV_SERVED && c->gate) osp_motion_gate_not_run(c->gate);
-        publish(c, out.fate == SRV_SERVED, t);
+        publish(c, out.fate == SRV_SERVED ? px : NULL, t);
     }
     if (newest) osp_newest_stop(newest);
     srv_camout_end(c->out);
-    publish(c, 0, 0);
+    publish(c, NULL, 0);
     srv_camboard_state(c->pub, SRV_CAM_DOWN);
     srv_camsite_online(c->site, false);
     atomic_store(&c->exited, 1);
@@ -485,11 +514,11 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
         osp_log(OSP_LOG_INFO,
                 "ospreyd: camera %s: %lld frames in, %lld submitted, %lld detected, %lld shed, "
                 "%lld failed, %lld events, %lld reconnects, %lld skipped (nothing moved), "
-                "%lld model runs, %lld region runs, %lld step runs",
-                c->cfg.name, (long long)c->frames_in, (long long)c->submitted,
-                (long long)c->served, (long long)c->shed, (long long)c->failed, (long long)events,
-                (long long)c->reconnects, (long long)c->skipped, (long long)runs,
-                (long long)region_runs, (long long)srv_camrun_step_runs(c->run));
+                "%lld model runs, %lld region runs, %lld step runs, %lld made RGB",
+                c->cfg.name, (long long)c->frames_in, (long long)c->submitted, (long long)c->served,
+                (long long)c->shed, (long long)c->failed, (long long)events, (long long)c->reconnects,
+                (long long)c->skipped, (long long)runs, (long long)region_runs,
+                (long long)srv_camrun_step_runs(c->run), (long long)c->made_rgb);
     }
     /* after its thread's last publish (its objects' ends) */
     if (c->forget && c->site) srv_camsite_forget(c->site);
@@ -497,6 +526,7 @@ void srv_camera_free(server_t *s, srv_camera_t *c) {
     osp_source_close(c->src);
     srv_camsite_free(c->site); /* its topics first: they read its events */
     osp_image_free(&c->frame);
+    osp_image_free(&c->rgb);
     osp_motion_gate_free(c->gate);
     srv_camrun_free(c->run); /* its thread has returned, the mailbox drained */
     osp_track_free(c->tracker);
