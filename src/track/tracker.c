@@ -26,6 +26,8 @@
  * frame for the prediction not to stand for its object (osp_track_coasts):
  * when a person's boxes part or merge, the box seen is the person. */
 #define COAST_IOU 0.1f
+/* What a lost track pays on top of 1 - IoU to be matched (associate). */
+#define LOST_COST 0.05
 /* Least side of a detection's box, in pixels. A box narrower or shorter is
  * what is left of one cut by the side of the frame or of a crop: its
  * object is elsewhere, and a box that rounds to no pixel is no object. */
@@ -40,7 +42,8 @@ struct trk {
     osp_track_box_t anchor; /* a rejected track's box when it was rejected */
     int hit;                /* matched in the frame being processed */
     int cand;               /* if hit: the candidate it was matched with */
-    int back;               /* if hit: it was lost before this frame */
+    int back;               /* if hit: it was lost before this frame, */
+    double back_from;       /* last seen at this frame time */
     int twin;               /* started on a box overlapping a verified object's (start) */
     int tried;              /* looked at without a verdict (OSP_TRACK_UNVERIFIED) */
     int looked;             /* a verdict was recorded; the score and area it was given at: */
@@ -277,6 +280,7 @@ static void to_arr(const osp_track_box_t *b, float v[4]) {
 static void match(osp_tracker_t *t, struct trk *k, const osp_track_det_t *d) {
     osp_track_t *o = &k->pub;
     k->back = o->state == OSP_TRACK_LOST;
+    k->back_from = o->last_seen;
     float v[4];
     to_arr(&d->box, v);
     osp_kalman_update(&k->kf, v);
@@ -352,8 +356,14 @@ static void associate(osp_tracker_t *t, const osp_track_det_t *dets, int np, int
                     if (at > iou) iou = at;
                 }
             }
-            /* a pair below the gate costs as much as no pair at all */
-            t->cost[(size_t)r * nc + c] = iou >= min_iou ? 1.0 - iou : 1.0;
+            /* a pair below the gate costs as much as no pair at all; a
+             * lost track pays LOST_COST more, so that a box two tracks
+             * meet about as well goes on with the one seen last frame:
+             * when two people cross and the detector gives one box, it
+             * stays with the person in front instead of passing between
+             * the two frame by frame */
+            double cost = 1.0 - iou + (o->state == OSP_TRACK_LOST ? LOST_COST : 0.0);
+            t->cost[(size_t)r * nc + c] = iou >= min_iou ? (cost < 0.999 ? cost : 0.999) : 1.0;
         }
     }
     osp_assign_solve(&t->ws, t->cost, np, nc, t->r2c); /* reserved: cannot fail */
@@ -411,7 +421,10 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
  * tracks, each verified when its object was its own, went on to give
  * false boxes beside the person. The old track ends here, and its
  * detection is free to start a track, which has to earn its look as any
- * new one does. */
+ * new one does. The newer track must have started while the old one was
+ * lost, or beside a verified object (a twin): two people who cross are
+ * two tracks that met, and the one lost behind the other for a few
+ * frames is still its own person when it comes out. */
 static void drop_duplicates(osp_tracker_t *t) {
     for (int i = 0; i < t->n; i++) {
         struct trk *k = &t->trk[i];
@@ -420,6 +433,7 @@ static void drop_duplicates(osp_tracker_t *t) {
             const struct trk *w = &t->trk[j];
             if (j == i || !w->hit || w->back || w->pub.label != k->pub.label ||
                 w->pub.verdict == OSP_TRACK_REJECTED || w->pub.id < k->pub.id ||
+                (!w->twin && w->pub.first_seen <= k->back_from) ||
                 osp_track_iou(&w->pub.box, &k->pub.box) < DUPLICATE_IOU)
                 continue;
             k->pub.state = OSP_TRACK_REMOVED;

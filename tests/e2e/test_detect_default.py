@@ -57,8 +57,11 @@ def test_the_default_follows_objects_without_naming_them(osprey, clip):
     ran, frames_seen, runs = RAN.search(plain.stderr).groups()
     assert RAN.search(tracked.stderr).groups() == (ran, frames_seen, runs)
     assert int(frames_seen) == FRAMES and int(ran) < FRAMES
-    # a count, not a time: whole frames run plus looks, a frame (about ten each frame alone)
-    assert float(runs) <= 1.6, plain.stderr
+    # a count, not a time: whole frames run plus looks, a frame (about ten
+    # each frame alone). The looks depend on the model's scores, and so on
+    # the CPU's int8 kernels: 1.50 where they saturate (AVX2 without
+    # VNNI, docs/models.md), 1.73 with VNNI, 1.85 with the float model
+    assert float(runs) <= 2.0, plain.stderr
 
 
 def test_per_frame_reads_each_frame_alone(osprey, short):
