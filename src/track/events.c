@@ -228,6 +228,11 @@ int osp_events_update(osp_events_t *e, const osp_tracker_t *t, char *err, size_t
             if (s->reported) {
                 o.false_positive = tr->verdict == OSP_TRACK_REJECTED;
                 o.end_time = o.false_positive ? now : tr->last_seen;
+                /* an object that went out of sight ends where it was last
+                 * seen, not where its prediction drifted to meanwhile (one
+                 * walking away, predicted on while unseen, shrank to a
+                 * point) */
+                if (!o.false_positive) o.box = tr->seen;
                 emit(e, OSP_EVENT_END, 0, &s->last, &o);
                 s->last = o;
             }

@@ -61,6 +61,7 @@ typedef struct {
     osp_track_verdict_t verdict;
     osp_track_box_t box;    /* the detection matched this frame; while unseen, the prediction */
     osp_track_box_t smooth; /* the filter's estimate */
+    osp_track_box_t seen;   /* the detection it was last matched with */
     osp_track_box_t region; /* of the last matched detection, if has_region */
     int has_region;
     float score;             /* of the last matched detection */

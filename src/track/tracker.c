@@ -38,7 +38,6 @@ struct trk {
     osp_kalman_t kf;
     float ax, ay;           /* the centre when it last moved: stillness is measured from here */
     double still_since;     /* the frame time it was there */
-    osp_track_box_t seen;   /* the box of its last matched detection */
     osp_track_box_t anchor; /* a rejected track's box when it was rejected */
     int hit;                /* matched in the frame being processed */
     int cand;               /* if hit: the candidate it was matched with */
@@ -286,7 +285,7 @@ static void match(osp_tracker_t *t, struct trk *k, const osp_track_det_t *d) {
     osp_kalman_update(&k->kf, v);
     osp_kalman_box(&k->kf, v);
     set_box(&o->smooth, v);
-    o->box = k->seen = d->box;
+    o->box = o->seen = d->box;
     o->region = d->region;
     o->has_region = d->has_region;
     o->score = d->score;
@@ -352,7 +351,7 @@ static void associate(osp_tracker_t *t, const osp_track_det_t *dets, int np, int
                  * for a short while: someone who walks in where another
                  * left, later, is someone else. */
                 if (o->state == OSP_TRACK_LOST && o->unseen <= SEEN_FRAMES) {
-                    float at = osp_track_iou(&k->seen, &d->box);
+                    float at = osp_track_iou(&k->pub.seen, &d->box);
                     if (at > iou) iou = at;
                 }
             }
@@ -388,7 +387,7 @@ static void start(osp_tracker_t *t, const osp_track_det_t *d) {
     o->label = d->label;
     o->state = t->p.confirm_hits <= 1 ? OSP_TRACK_CONFIRMED : OSP_TRACK_TENTATIVE;
     o->verdict = OSP_TRACK_UNVERIFIED;
-    o->box = o->smooth = o->top_box = k->seen = d->box;
+    o->box = o->smooth = o->top_box = o->seen = d->box;
     o->region = d->region;
     o->has_region = d->has_region;
     o->score = o->top_score = d->score;
@@ -636,7 +635,7 @@ int osp_track_set_verdict(osp_tracker_t *t, uint64_t id, osp_track_verdict_t ver
     }
     osp_track_t *o = &k->pub;
     if (o->verdict != OSP_TRACK_REJECTED) {
-        if (verdict == OSP_TRACK_REJECTED) k->anchor = k->seen;
+        if (verdict == OSP_TRACK_REJECTED) k->anchor = k->pub.seen;
         o->verdict = verdict;
     }
     o->look_score = score;

@@ -431,6 +431,35 @@ static void test_box_a_pixel_wide_keeps_it(void **state) {
     teardown(&r);
 }
 
+/* A person who walks away shrinks as they go; once out of sight their
+ * track is predicted on, shrinking still, until it is given up. The "end"
+ * record has the box they were last seen in, not the prediction's. */
+static void test_end_has_the_box_last_seen(void **state) {
+    (void)state;
+    struct rig r;
+    setup(&r, NULL);
+    float h = 200;
+    for (int f = 0; f < 20; f++, h -= 6) { /* 200 px tall down to 86 */
+        osp_track_det_t d = {.box = {100, 300 - h, 100 + h / 3, 300}, .score = 0.8f, .label = PERSON};
+        frame(&r, &d, 1);
+    }
+    h += 6; /* the last box seen */
+    int ends = 0;
+    for (int f = 0; f < 40 && !ends; f++) {
+        frame(&r, NULL, 0);
+        for (int i = 0; i < r.n; i++) ends += osp_events_at(r.e, i)->type == OSP_EVENT_END;
+    }
+    assert_int_equal(ends, 1);
+    cJSON *j = json_of(&r, &r.log[r.n_log - 1]);
+    cJSON *b = at(j, "after", "box");
+    assert_int_equal(cJSON_GetArrayItem(b, 0)->valueint, 100);
+    assert_int_equal(cJSON_GetArrayItem(b, 1)->valueint, (int)(300 - h));
+    assert_int_equal(cJSON_GetArrayItem(b, 3)->valueint, 300);
+    assert_false(cJSON_IsTrue(at(j, "after", "false_positive")));
+    cJSON_Delete(j);
+    teardown(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_walk_through_a_zone_and_out),
@@ -444,6 +473,7 @@ int main(void) {
         cmocka_unit_test(test_camera_name_and_labels),
         cmocka_unit_test(test_event_id),
         cmocka_unit_test(test_box_a_pixel_wide_keeps_it),
+        cmocka_unit_test(test_end_has_the_box_last_seen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
