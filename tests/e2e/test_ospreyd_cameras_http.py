@@ -236,9 +236,14 @@ def test_an_events_snapshot_is_served_from_the_snapshots_directory(site):
     # a file whose id is not in the database is not served
     (site.snaps / "1.000000-999999.jpg").write_bytes(buf.getvalue())
     assert get(site.port, "/api/events/1.000000-999999/snapshot.jpg")[0] == 404
-    # a link in the directory is not followed; names that are paths are no event's
-    (site.snaps / f"{removed}.jpg").symlink_to("/etc/hostname")
+    # a link in the directory is not followed (to a file of the test's own:
+    # a link to a system file would be written through by a later test);
+    # names that are paths are no event's
+    secret = site.tmp / "outside-snapshots.jpg"
+    secret.write_bytes(buf.getvalue())
+    (site.snaps / f"{removed}.jpg").symlink_to(secret)
     assert get(site.port, f"/api/events/{removed}/snapshot.jpg")[0] == 404
+    (site.snaps / f"{removed}.jpg").unlink()
     for path in ("/api/events/..%2F..%2Fetc%2Fhostname/snapshot.jpg", "/api/events/../snapshot.jpg",
                  "/api/events/site/snapshot.jpg", "/api/events/token/snapshot.jpg"):
         assert get(site.port, path)[0] == 404, path
@@ -252,11 +257,16 @@ def test_the_dashboard_shows_the_cameras_and_their_events_in_headless_chromium(s
     browser = Path(__file__).resolve().parent / "browser"
     assert node and chromium.exists() and (browser / "node_modules" / "playwright-core").exists(), \
         "node, Debian's chromium and tests/e2e/browser/node_modules (scripts/bootstrap.sh) are needed"
-    rows = site.until(lambda: (lambda r: r if r else None)(events(site, "?limit=20")), "an event")
-    event = rows[-1]["id"]
+    # the newest object that ended (its picture is written no more) of the
+    # 20 newest the page lists: an older one may leave the list while the
+    # browser starts
+    ended = lambda: [r for r in events(site, "?limit=20") if r["end_time"] is not None]  # noqa: E731
+    event = site.until(lambda: (lambda r: r if r else None)(ended()), "an ended object")[0]["id"]
     buf = io.BytesIO()
     Image.new("RGB", (96, 72), (40, 160, 220)).save(buf, "JPEG")
-    (site.snaps / f"{event}.jpg").write_bytes(buf.getvalue())
+    snap = site.snaps / f"{event}.jpg"
+    snap.unlink(missing_ok=True)  # written anew, never through a link
+    snap.write_bytes(buf.getvalue())
     shot = site.tmp / "dashboard-cameras.png"
     r = subprocess.run([node, str(browser / "cameras.mjs"), f"http://127.0.0.1:{site.port}/#token={TOKEN}",
                         str(shot), "yard", event, str(site.tmp / "chromium-profile")],
