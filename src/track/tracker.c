@@ -45,6 +45,7 @@ struct trk {
     double back_from;       /* last seen at this frame time */
     int twin;               /* started on a box overlapping a verified object's (start) */
     int tried;              /* looked at without a verdict (OSP_TRACK_UNVERIFIED) */
+    int still_looked;       /* a verdict was recorded while stationary */
     int looked;             /* a verdict was recorded; the score and area it was given at: */
     float look_at_score, look_at_area;
 };
@@ -587,6 +588,10 @@ static int wants_look(const osp_tracker_t *t, const struct trk *k) {
     if (!k->looked)
         return k->tried || o->hits >= hits || (o->score >= t->p.look_now_score && !k->twin);
     if (o->state != OSP_TRACK_CONFIRMED || o->verdict != OSP_TRACK_VERIFIED) return 0;
+    /* once more when it comes to a stop: a box that passed its look by a
+     * hair and never moves (a sign, a post) would otherwise stay an object
+     * for as long as it is in view, while a person who stops passes again */
+    if (o->stationary && !k->still_looked) return 1;
     if (fabsf(o->score - k->look_at_score) >= t->p.relook_score) return 1;
     float a = area(&o->box), b = k->look_at_area;
     return a >= b * t->p.relook_area || b >= a * t->p.relook_area;
@@ -640,6 +645,7 @@ int osp_track_set_verdict(osp_tracker_t *t, uint64_t id, osp_track_verdict_t ver
     }
     o->look_score = score;
     k->looked = 1;
+    k->still_looked = o->stationary;
     k->look_at_score = o->score;
     k->look_at_area = area(&o->box);
     return 0;

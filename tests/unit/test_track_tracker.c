@@ -443,6 +443,39 @@ static void test_second_look_once_per_object(void **state) {
     osp_track_free(t);
 }
 
+/* A verified object that comes to a stop is looked at once more: a box
+ * that passed by a hair and never moves (a sign taken for a person)
+ * would otherwise stay an object as long as it is in view. Once. */
+static void test_stopped_object_looked_at_once_more(void **state) {
+    (void)state;
+    osp_tracker_t *t = tracker(NULL);
+    uint64_t ids[4], id = 0;
+    int asked = 0;
+    for (int f = 0; f < 40; f++) {
+        float x = 100 + 6.0f * (f < 10 ? f : 10); /* walks, then stands */
+        osp_track_det_t d = det(x, 100, x + 40, 200, 0.9f, PERSON);
+        step(t, &d, 1, f / 10.0);
+        if (f == 0) {
+            id = osp_track_at(t, 0)->id;
+            assert_int_equal(osp_track_set_verdict(t, id, OSP_TRACK_VERIFIED, 0.8f), 0);
+            continue;
+        }
+        int n = osp_track_needs_look(t, ids, 4);
+        if (!osp_track_find(t, id)->stationary) {
+            assert_int_equal(n, 0);
+            continue;
+        }
+        asked += n;
+        if (n) {
+            assert_int_equal(ids[0], id);
+            assert_int_equal(osp_track_set_verdict(t, id, OSP_TRACK_VERIFIED, 0.7f), 0);
+        }
+    }
+    assert_true(osp_track_find(t, id)->stationary);
+    assert_int_equal(asked, 1);
+    osp_track_free(t);
+}
+
 /* A person walks fast, stops behind something and is hidden for a while,
  * then is seen again where they stopped: the lost track's prediction has
  * gone on at the old speed, far from there, yet the person keeps the id
@@ -860,6 +893,7 @@ int main(void) {
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_shared_ids_never_collide),
         cmocka_unit_test(test_second_look_once_per_object),
+        cmocka_unit_test(test_stopped_object_looked_at_once_more),
         cmocka_unit_test(test_doubtful_new_box_waits_for_its_look),
         cmocka_unit_test(test_lost_track_met_where_it_was_last_seen),
         cmocka_unit_test(test_lost_track_back_on_a_newer_ones_object),
